@@ -1,0 +1,32 @@
+"""racecheck: find, replay and pin down concurrency bugs.
+
+The public API (kept stable; suites outside this repository use it)::
+
+    report = racecheck.check(target, strategy="pct", schedules=1000, seed=0, **options)
+    racecheck.replay(target, token)
+    racecheck.RaceFound, racecheck.Report, racecheck.Scenario, racecheck.Variant
+
+Importing ``racecheck`` is cheap: backends load when a run needs them.
+"""
+
+from __future__ import annotations
+
+from racecheck.api import check, replay
+from racecheck.errors import DivergenceError, StuckError, TokenError, UsageError
+from racecheck.outcome import RaceFound, Report
+from racecheck.scenario import Scenario, Variant, scenario
+
+__all__ = [
+    "DivergenceError",
+    "RaceFound",
+    "Report",
+    "Scenario",
+    "StuckError",
+    "TokenError",
+    "UsageError",
+    "Variant",
+    "check",
+    "replay",
+    "scenario",
+]
+__version__ = "0.1.0"

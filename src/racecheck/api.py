@@ -1,0 +1,53 @@
+"""``racecheck.check`` and ``racecheck.replay``: the public entry points.
+
+Both are thin: they validate options, pick a backend and a strategy, and hand
+the work to :mod:`racecheck.explore`. Keep this signature stable — suites
+outside this repository are written against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from racecheck.outcome import Report
+
+
+def check(
+    target: Callable[[], Any],
+    *,
+    strategy: str = "pct",
+    schedules: int = 1000,
+    seed: int = 0,
+    **options: Any,
+) -> Report:
+    """Explore up to ``schedules`` interleavings of ``target``.
+
+    Returns a :class:`Report` when none fails; raises :class:`RaceFound` (an
+    ``AssertionError``) with a replayable schedule token on the first that does.
+
+    Options: ``backend`` ("asyncio" | "threads" | "trio"; default from the
+    target's shape), ``max_steps`` (scheduling steps per run; passing it is a
+    ``step-limit`` failure), ``depth`` (PCT), ``preemption_bound``
+    (exhaustive), ``granularity`` (threads: "access", "line", "opcode"),
+    ``watchdog`` (seconds without progress before a blocked actor is reported),
+    ``minimize`` (shrink failing schedules, default True), ``minimize_time``
+    (seconds, default 10), ``label`` (the name a token is bound to),
+    ``progress`` (callable(done, total) for progress displays),
+    ``trace_packages`` (extra directories to trace as user code).
+    """
+    from racecheck.explore import explore
+
+    return explore(target, strategy=strategy, schedules=schedules, seed=seed, options=options)
+
+
+def replay(target: Callable[[], Any], schedule_token: str, **options: Any) -> None:
+    """Run exactly the schedule in ``schedule_token``; raise RaceFound if it fails.
+
+    Raises :class:`TokenError` for a malformed token or one recorded for another
+    target, backend or Python version, and :class:`DivergenceError` when the run
+    does not follow the schedule.
+    """
+    from racecheck.explore import replay_token
+
+    replay_token(target, schedule_token, options=options)

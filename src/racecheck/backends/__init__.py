@@ -1,0 +1,1 @@
+"""Backends: how actors run. Each plugs into :mod:`racecheck.engine` the same way."""

@@ -1,0 +1,66 @@
+"""The asyncio backend: an ``async def`` target on a :class:`ControlledLoop`.
+
+The loop is installed through ``asyncio.Runner(loop_factory=...)`` — never
+through the event loop policy, which is global state other code (pytest
+plugins, the user's own setup) may be relying on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from racecheck.backends.asyncio_loop import ControlledLoop, StandaloneHost
+from racecheck.engine import Controller, Failure, RunAborted
+
+
+class AsyncioBackend:
+    name = "asyncio"
+    granularity = "task"
+
+    def __init__(self, target: Callable[[], Any]) -> None:
+        self.target = target
+
+    def install(self) -> None:
+        pass
+
+    def uninstall(self) -> None:
+        pass
+
+    def run_once(self, controller: Controller) -> None:
+        host = StandaloneHost(controller)
+        loops: list[ControlledLoop] = []
+
+        def factory() -> ControlledLoop:
+            loop = ControlledLoop(host)
+            loops.append(loop)
+            return loop
+
+        try:
+            with asyncio.Runner(loop_factory=factory) as runner:
+                runner.run(self.target())
+                check_unretrieved(loops[0], controller)
+        except RunAborted:
+            pass
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            if not controller.aborting:
+                controller.fail(Failure("exception", exc))
+
+
+def check_unretrieved(loop: ControlledLoop, controller: Controller) -> None:
+    """A task that died with an exception nobody awaited is a failure too.
+
+    asyncio would only log "Task exception was never retrieved" when the task
+    is garbage-collected — too late and too easy to miss.
+    """
+    if controller.failure is not None:
+        return
+    for task in loop._rc_ids:
+        if task.done() and not task.cancelled() and task._log_traceback:  # type: ignore[attr-defined]
+            exc = task.exception()
+            if exc is not None:
+                controller.fail(Failure("exception", exc, f"in task {task.get_name()}"))
+                return

@@ -1,0 +1,210 @@
+"""A controlled asyncio event loop.
+
+The loop is a stock ``SelectorEventLoop`` with one method replaced:
+``_run_once``, the place where asyncio picks what runs next. Instead of running
+every ready callback in FIFO order, it runs plain callbacks as they come (they
+are not actors) and, whenever a task step is due, asks the engine which of the
+ready tasks steps next. Everything else — futures, Lock, Event, Condition,
+Semaphore, Queue, gather, TaskGroup, wait_for, timeout — is asyncio's own code,
+unchanged, which is why it all keeps working.
+
+Time is virtual: the clock jumps to the next timer as soon as nothing is ready,
+so ``sleep(30)`` costs nothing and timeouts fire in a deterministic order.
+
+Who the loop asks is its *host*: on its own (an ``async def`` target) it asks
+the engine directly and detects deadlocks itself; inside the threads backend
+(a loop running in a controlled thread) it asks the thread scheduler, so the
+loop's tasks and the other threads share one deterministic schedule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from racecheck.engine import Controller, Failure, RunAborted
+
+_Task = asyncio.Task
+
+
+class LoopHost(Protocol):
+    controller: Controller
+
+    def choose_task(self, loop: ControlledLoop, candidates: list[int]) -> int: ...
+
+    def idle(self, loop: ControlledLoop) -> None: ...
+
+
+class ControlledLoop(asyncio.SelectorEventLoop):
+    def __init__(self, host: LoopHost) -> None:
+        super().__init__()
+        self._rc_host = host
+        self._rc_controller = host.controller
+        self._rc_ids: dict[asyncio.Task[Any], int] = {}
+        self._rc_next_id = host_next_id(host)
+        self._rc_threads_at_start = threading.active_count()
+        self.set_exception_handler(_record_callback_error)
+
+    # -- virtual time -----------------------------------------------------
+    def time(self) -> float:
+        return self._rc_controller.now
+
+    # -- the one decision point -------------------------------------------
+    def _run_once(self) -> None:
+        ready = self._ready
+        scheduled = self._scheduled
+        if scheduled and scheduled[0]._when <= self._rc_controller.now:
+            self._rc_move_due_timers()
+        while ready and ready[0]._cancelled:
+            ready.popleft()
+        if not ready:
+            self._rc_host.idle(self)
+            return
+        head = ready[0]
+        owner = getattr(head._callback, "__self__", None)
+        if not isinstance(owner, _Task):
+            # A plain callback (a future's done-callback, call_soon, a timer):
+            # not an actor, runs in FIFO order.
+            ready.popleft()
+            self._rc_controller.tick()
+            head._run()
+            return
+        tasks: list[asyncio.Task[Any]] = []
+        positions: list[int] = []
+        ids: list[int] = []
+        known = self._rc_ids
+        for position, handle in enumerate(ready):
+            task = getattr(handle._callback, "__self__", None)
+            if handle._cancelled or not isinstance(task, _Task) or task in tasks:
+                continue
+            actor = known.get(task)
+            if actor is None:
+                actor = known[task] = self._rc_next_id()
+            tasks.append(task)
+            positions.append(position)
+            ids.append(actor)
+        choice = self._rc_host.choose_task(self, ids)
+        # Nothing is removed before the choice: a chooser that raises leaves
+        # the ready queue exactly as it was.
+        position = positions[choice]
+        handle = ready[position]
+        del ready[position]
+        recorder = self._rc_controller.recorder
+        if recorder is None:
+            handle._run()
+        else:
+            recorder.task_step(ids[choice], tasks[choice], handle, choice != 0)
+
+    def _rc_move_due_timers(self) -> bool:
+        """Move timers due at the virtual now to the ready queue."""
+        scheduled = self._scheduled
+        now = self._rc_controller.now
+        moved = False
+        while scheduled and scheduled[0]._when <= now:
+            handle = heapq.heappop(scheduled)
+            handle._scheduled = False
+            if handle._cancelled:
+                self._timer_cancelled_count -= 1
+                continue
+            self._ready.append(handle)
+            moved = True
+        return moved
+
+    def _rc_advance_clock(self) -> bool:
+        """Jump the virtual clock to the next live timer. False if there is none."""
+        scheduled = self._scheduled
+        while scheduled and scheduled[0]._cancelled:
+            handle = heapq.heappop(scheduled)
+            handle._scheduled = False
+            self._timer_cancelled_count -= 1
+        if not scheduled:
+            return False
+        controller = self._rc_controller
+        controller.now = max(controller.now, scheduled[0]._when)
+        return self._rc_move_due_timers() or True
+
+    def _rc_next_timer(self) -> float | None:
+        for handle in sorted(self._scheduled):
+            if not handle._cancelled:
+                return handle._when
+        return None
+
+    def _rc_external_pending(self) -> bool:
+        """Could something outside the loop still wake it (a thread, real I/O)?"""
+        return (
+            threading.active_count() > self._rc_threads_at_start
+            or len(self._selector.get_map()) > 1
+        )
+
+    def _rc_poll_external(self, timeout: float) -> None:
+        event_list = self._selector.select(timeout)
+        self._process_events(event_list)
+
+    # -- executors run as actors of the loop ------------------------------
+    def run_in_executor(
+        self, executor: Any, func: Callable[..., Any], *args: Any
+    ) -> asyncio.Future[Any]:
+        """Run executor work as a task of its own, inline on the loop's thread.
+
+        A real thread pool would put the work outside racecheck's control (and
+        make "nothing runnable" ambiguous). As a task, the work is an actor the
+        strategy schedules like any other, and it can never be a false deadlock.
+        """
+        name = getattr(func, "__qualname__", None) or type(func).__name__
+        return self.create_task(_inline(func, args), name=f"executor · {name}")
+
+
+def host_next_id(host: LoopHost) -> Callable[[], int]:
+    allocate = getattr(host, "next_actor_id", None)
+    if allocate is not None:
+        return allocate  # type: ignore[no-any-return]
+    counter = iter(range(1, 1 << 30))
+    return counter.__next__
+
+
+async def _inline(func: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    return func(*args)
+
+
+def _record_callback_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """An exception escaping a callback is a failure of the run, not a log line."""
+    assert isinstance(loop, ControlledLoop)
+    controller = loop._rc_controller
+    if controller.aborting:
+        return
+    exc = context.get("exception")
+    if exc is None:
+        return
+    controller.fail(Failure("exception", exc, context.get("message", "")))
+
+
+class StandaloneHost:
+    """The host of an ``async def`` target: the loop is the whole world."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+        self._ids = iter(range(1, 1 << 30))
+
+    def next_actor_id(self) -> int:
+        return next(self._ids)
+
+    def choose_task(self, loop: ControlledLoop, candidates: list[int]) -> int:
+        return self.controller.decide(candidates)
+
+    def idle(self, loop: ControlledLoop) -> None:
+        if loop._rc_advance_clock() or loop._stopping:
+            return
+        if loop._rc_external_pending():
+            # A thread may call_soon_threadsafe, a socket may become readable.
+            # The engine's watchdog catches a wait that never ends.
+            loop._rc_poll_external(0.01)
+            return
+        if self.controller.aborting:
+            raise RunAborted()
+        from racecheck.backends.asyncio_waits import describe_deadlock
+
+        self.controller.fail(Failure("deadlock", None, describe_deadlock(loop)))
+        raise RunAborted()

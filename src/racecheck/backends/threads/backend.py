@@ -1,0 +1,273 @@
+"""The threads backend: a plain ``def`` target as the root actor.
+
+``install`` swaps the primitives in for the exploration and ``uninstall``
+always puts the originals back (it is idempotent, and the supervisor calls it
+too if the worker thread is lost), so nothing racecheck patched outlives the
+call — not even after a failure, a stuck thread or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import asyncio.events
+import inspect
+import queue
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from racecheck.backends.threads import primitives
+from racecheck.backends.threads.primitives import STATE
+from racecheck.backends.threads.runtime import Actor, ThreadRuntime, get_ident
+from racecheck.backends.threads.tracer import make_tracer
+from racecheck.engine import Controller, RunAborted
+from racecheck.errors import UsageError
+
+_ORIGINAL_START = threading.Thread.start
+_ORIGINAL_JOIN = threading.Thread.join
+_ORIGINAL_IS_ALIVE = threading.Thread.is_alive
+_GRANULARITIES = ("access", "line", "opcode")
+_DEFAULT_THREAD_NAME = re.compile(r"^Thread-\d+")
+_JOIN_GRACE = 2.0
+
+
+class ThreadsBackend:
+    name = "threads"
+
+    def __init__(self, target: Callable[[], Any], granularity: str = "access") -> None:
+        if granularity not in _GRANULARITIES:
+            raise UsageError(
+                f"unknown granularity {granularity!r}; choose one of {', '.join(_GRANULARITIES)}"
+            )
+        self.target = target
+        self.granularity = granularity
+        self.tracer = make_tracer(granularity)
+        self._saved: list[tuple[Any, str, Any]] = []
+        self._installed = False
+
+    # -- patching ---------------------------------------------------------------
+    def install(self) -> None:
+        if self._installed:
+            return
+        patches: list[tuple[Any, str, Any]] = [
+            (threading, "Lock", primitives.Lock),
+            (threading, "RLock", primitives.RLock),
+            (threading, "Condition", primitives.Condition),
+            (threading, "Semaphore", primitives.Semaphore),
+            (threading, "BoundedSemaphore", primitives.BoundedSemaphore),
+            (threading, "Event", primitives.Event),
+            (threading, "Barrier", primitives.Barrier),
+            (threading.Thread, "start", _start),
+            (threading.Thread, "join", _join),
+            (threading.Thread, "is_alive", _is_alive),
+            (queue, "SimpleQueue", primitives.SimpleQueue),
+            (queue, "time", primitives.virtual_monotonic),
+            (time, "sleep", primitives.sleep),
+            (asyncio, "new_event_loop", _new_event_loop),
+            (asyncio.events, "new_event_loop", _new_event_loop),
+        ]
+        futures_thread = sys.modules.get("concurrent.futures.thread")
+        if futures_thread is not None:
+            # Created at import, before patching: would be a real lock held
+            # across scheduling points inside ThreadPoolExecutor.submit.
+            patches.append((futures_thread, "_global_shutdown_lock", primitives.Lock()))
+        for owner, name, value in patches:
+            self._saved.append((owner, name, owner.__dict__[name]))
+            setattr(owner, name, value)
+        self.tracer.install()
+        self._installed = True
+
+    def uninstall(self) -> None:
+        if not self._installed:
+            return
+        self._installed = False
+        STATE.runtime = None
+        while self._saved:
+            owner, name, value = self._saved.pop()
+            setattr(owner, name, value)
+        self.tracer.uninstall()
+
+    def abort(self) -> None:
+        runtime = STATE.runtime
+        if runtime is not None:
+            runtime.abort_all()
+
+    # -- one run ----------------------------------------------------------------
+    def run_once(self, controller: Controller) -> None:
+        runtime = ThreadRuntime(controller, controller.recorder)
+        self.tracer.set_recording(controller.recorder is not None)
+        runtime.tracer = self.tracer  # type: ignore[attr-defined]
+        STATE.runtime = runtime
+        root = runtime.adopt_root("main")
+        self.tracer.enable_thread(runtime)
+        try:
+            result = self.target()
+            if inspect.isawaitable(result):
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
+                raise UsageError(
+                    "the target returned an awaitable: pass the async def function itself"
+                    " (it then runs on asyncio) or wrap it with asyncio.run"
+                )
+        except RunAborted:
+            pass
+        except UsageError:
+            controller.interrupt()
+            raise
+        except BaseException as exc:
+            if not controller.aborting:
+                runtime.fail_exception(root, exc)
+        finally:
+            self.tracer.disable_thread()
+            runtime.root_finished = True
+            runtime.exit(root)
+            runtime.wait_done()
+            _reap(runtime)
+            STATE.runtime = None
+
+
+def _reap(runtime: ThreadRuntime) -> None:
+    """Wait for every actor's OS thread to end, so no run leaks into the next."""
+    if runtime.live:
+        runtime.abort_all()
+    for actor in runtime.actors:
+        thread = actor.thread
+        if thread is not None and thread.ident is not None:
+            _ORIGINAL_JOIN(thread, _JOIN_GRACE)
+
+
+# -- Thread methods ---------------------------------------------------------------
+def _controlled() -> tuple[ThreadRuntime | None, Actor | None]:
+    runtime = STATE.runtime
+    if runtime is None:
+        return None, None
+    return runtime, runtime.me()
+
+
+def _start(self: threading.Thread) -> None:
+    runtime, me = _controlled()
+    if runtime is None or me is None:
+        _ORIGINAL_START(self)
+        return
+    if runtime.controller.aborting:
+        raise RunAborted()
+    name = self.name
+    if _DEFAULT_THREAD_NAME.match(name):
+        name = _DEFAULT_THREAD_NAME.sub(f"Thread-{runtime.next_id}", name)
+    actor = runtime.new_actor(name, self, self.daemon)
+    self._racecheck_actor = actor  # type: ignore[attr-defined]
+    run = self.run
+
+    def actor_main() -> None:
+        actor.ident = get_ident()
+        runtime.by_ident[actor.ident] = actor
+        actor.gate.acquire()
+        if runtime.controller.aborting:
+            runtime.exit(actor)
+            return
+        tracer = runtime.tracer  # type: ignore[attr-defined]
+        tracer.enable_thread(runtime)
+        try:
+            run()
+        except RunAborted:
+            pass
+        except BaseException as exc:
+            if not runtime.controller.aborting:
+                runtime.fail_exception(actor, exc)
+        finally:
+            tracer.disable_thread()
+            runtime.exit(actor)
+
+    self.run = actor_main  # type: ignore[method-assign]
+    me.passthrough += 1
+    try:
+        _ORIGINAL_START(self)
+    finally:
+        me.passthrough -= 1
+    runtime.point(me, f"start {name}")
+
+
+def _actor_of(thread: threading.Thread, runtime: ThreadRuntime) -> Actor | None:
+    actor = getattr(thread, "_racecheck_actor", None)
+    if isinstance(actor, Actor) and actor in runtime.actors:
+        return actor
+    return None
+
+
+def _join(self: threading.Thread, timeout: float | None = None) -> None:
+    runtime, me = _controlled()
+    target = _actor_of(self, runtime) if runtime is not None else None
+    if runtime is None or me is None or target is None:
+        _ORIGINAL_JOIN(self, timeout)
+        return
+    if self is threading.current_thread():
+        raise RuntimeError("cannot join current thread")
+    runtime.point(me, f"join {target.name}")
+    if not target.finished:
+        deadline = None if timeout is None else runtime.controller.now + timeout
+        runtime.block(me, lambda: target.finished, deadline, f"join {target.name}")
+    if target.finished:
+        me.passthrough += 1
+        try:
+            _ORIGINAL_JOIN(self, _JOIN_GRACE)
+        finally:
+            me.passthrough -= 1
+
+
+def _is_alive(self: threading.Thread) -> bool:
+    runtime = STATE.runtime
+    target = _actor_of(self, runtime) if runtime is not None else None
+    if target is None:
+        return _ORIGINAL_IS_ALIVE(self)
+    return not target.finished
+
+
+# -- event loops created inside the run ---------------------------------------------
+def _new_event_loop() -> asyncio.AbstractEventLoop:
+    from racecheck.backends.asyncio_loop import ControlledLoop
+
+    runtime = STATE.runtime
+    if runtime is None or runtime.me() is None:
+        return asyncio.SelectorEventLoop()
+    return ControlledLoop(ThreadHost(runtime))
+
+
+class ThreadHost:
+    """Host of an event loop running in a controlled thread (the mixed model).
+
+    Each task step is a decision like any other, and an idle loop is an actor
+    blocked until someone (a worker thread's call_soon_threadsafe, a timer at
+    the virtual deadline) gives it work.
+    """
+
+    def __init__(self, runtime: ThreadRuntime) -> None:
+        self.runtime = runtime
+        self.controller = runtime.controller
+
+    def next_actor_id(self) -> int:
+        return self.runtime.allocate_id()
+
+    def choose_task(self, loop: Any, candidates: list[int]) -> int:
+        me = self.runtime.me()
+        if me is None:
+            return 0
+        self.runtime.point(me, "loop step")
+        return self.controller.decide(candidates)
+
+    def idle(self, loop: Any) -> None:
+        me = self.runtime.me()
+        if me is None:
+            loop._rc_poll_external(0.01)
+            return
+        deadline = loop._rc_next_timer()
+        ready = loop._ready
+        self.runtime.block(
+            me, lambda: bool(ready) or loop._stopping, deadline, "loop idle (waiting for work)"
+        )
+        loop._rc_move_due_timers()
+
+

@@ -1,0 +1,572 @@
+"""Controlled replacements for ``threading``'s primitives, ``queue`` and ``time.sleep``.
+
+Each primitive keeps its state in plain fields and never blocks in C while
+controlled: "wait for X" becomes a predicate handed to the runtime, which only
+lets the actor run again once X holds. Operations are scheduling points, so the
+strategy decides who gets the lock, who sees the event first, who wakes.
+
+Threads that are not actors of the current run (and racecheck's own plumbing,
+marked *passthrough*) get the real behaviour, built from raw ``_thread`` locks
+saved before anything was patched.
+"""
+
+from __future__ import annotations
+
+import _thread
+import collections
+import queue as _queue_module
+import threading
+import time as _time_module
+from typing import Any
+
+from racecheck.backends.threads.runtime import Actor, ThreadRuntime, get_ident
+from racecheck.engine import RunAborted
+
+_allocate_lock = _thread.allocate_lock
+_real_sleep = _time_module.sleep
+_real_monotonic = _time_module.monotonic
+
+
+class _State:
+    runtime: ThreadRuntime | None = None
+
+
+STATE = _State()
+
+
+def _context() -> tuple[ThreadRuntime | None, Actor | None]:
+    runtime = STATE.runtime
+    if runtime is None:
+        return None, None
+    actor = runtime.by_ident.get(get_ident())
+    if actor is None or actor.passthrough or actor.finished:
+        return runtime, None
+    return runtime, actor
+
+
+def _deadline(runtime: ThreadRuntime, timeout: float | None) -> float | None:
+    if timeout is None or timeout < 0:
+        return None
+    return runtime.controller.now + timeout
+
+
+def virtual_monotonic() -> float:
+    """``queue``'s clock during a run: virtual for actors, real for everyone else."""
+    runtime, me = _context()
+    if me is None or runtime is None:
+        return _real_monotonic()
+    return runtime.controller.now
+
+
+class Lock:
+    """``threading.Lock`` under racecheck's control."""
+
+    def __init__(self) -> None:
+        self._real = _allocate_lock()
+        self._owner: Actor | None = None
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        runtime, me = _context()
+        if me is None or runtime is None:
+            return self._real.acquire(blocking, timeout)
+        runtime.point(me, "acquire", self)
+        real = self._real
+        if not real.acquire(False):
+            if not blocking:
+                return False
+            ok = runtime.block(
+                me, lambda: not real.locked(), _deadline(runtime, timeout), "acquire", self
+            )
+            if not ok or not real.acquire(False):
+                return False
+        self._owner = me
+        return True
+
+    def release(self) -> None:
+        self._real.release()
+        self._owner = None
+        runtime, me = _context()
+        if me is not None and runtime is not None:
+            runtime.point(me, "released", self)
+
+    def locked(self) -> bool:
+        return self._real.locked()
+
+    def _is_owned(self) -> bool:
+        return self._real.locked()
+
+    def _at_fork_reinit(self) -> None:
+        self._real = _allocate_lock()
+        self._owner = None
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"<racecheck Lock {'locked' if self.locked() else 'unlocked'}>"
+
+
+class RLock:
+    """``threading.RLock`` under racecheck's control (owner is the OS thread)."""
+
+    def __init__(self) -> None:
+        self._real = _allocate_lock()
+        self._owner_ident: int | None = None
+        self._count = 0
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        ident = get_ident()
+        if self._owner_ident == ident:
+            self._count += 1
+            return True
+        runtime, me = _context()
+        real = self._real
+        if me is None or runtime is None:
+            if not real.acquire(blocking, timeout):
+                return False
+        else:
+            runtime.point(me, "acquire", self)
+            if not real.acquire(False):
+                if not blocking:
+                    return False
+                ok = runtime.block(
+                    me, lambda: not real.locked(), _deadline(runtime, timeout), "acquire", self
+                )
+                if not ok or not real.acquire(False):
+                    return False
+        self._owner_ident = ident
+        self._count = 1
+        return True
+
+    def release(self) -> None:
+        if self._owner_ident != get_ident():
+            raise RuntimeError("cannot release un-acquired lock")
+        self._count -= 1
+        if self._count:
+            return
+        self._owner_ident = None
+        self._real.release()
+        runtime, me = _context()
+        if me is not None and runtime is not None:
+            runtime.point(me, "released", self)
+
+    def _is_owned(self) -> bool:
+        return self._owner_ident == get_ident()
+
+    def _release_save(self) -> tuple[int, int | None]:
+        state = (self._count, self._owner_ident)
+        self._count = 0
+        self._owner_ident = None
+        self._real.release()
+        return state
+
+    def _acquire_restore(self, state: tuple[int, int | None]) -> None:
+        self._count = 0
+        self.acquire()
+        self._count, self._owner_ident = state
+
+    def _at_fork_reinit(self) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def locked(self) -> bool:
+        return self._real.locked()
+
+    def __repr__(self) -> str:
+        return f"<racecheck RLock owner={self._owner_ident} count={self._count}>"
+
+
+class _Waiter:
+    __slots__ = ("notified", "real")
+
+    def __init__(self, real: Any = None) -> None:
+        self.notified = False
+        self.real = real
+
+
+class Condition:
+    """``threading.Condition``: waiters are notified in FIFO order, like CPython's."""
+
+    def __init__(self, lock: Any = None) -> None:
+        if lock is None:
+            lock = RLock()
+        self._lock = lock
+        self.acquire = lock.acquire
+        self.release = lock.release
+        self._waiters: collections.deque[_Waiter] = collections.deque()
+
+    def __enter__(self) -> bool:
+        return bool(self._lock.__enter__())
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(*exc)
+
+    def _is_owned(self) -> bool:
+        owned = getattr(self._lock, "_is_owned", None)
+        if owned is not None:
+            return bool(owned())
+        if self._lock.acquire(False):
+            self._lock.release()
+            return False
+        return True
+
+    def _release_save(self) -> Any:
+        save = getattr(self._lock, "_release_save", None)
+        if save is not None:
+            return save()
+        self._lock.release()
+        return None
+
+    def _acquire_restore(self, state: Any) -> None:
+        restore = getattr(self._lock, "_acquire_restore", None)
+        if restore is not None:
+            restore(state)
+        else:
+            self._lock.acquire()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self._is_owned():
+            raise RuntimeError("cannot wait on un-acquired lock")
+        runtime, me = _context()
+        if me is None or runtime is None:
+            real = _allocate_lock()
+            real.acquire()
+            waiter = _Waiter(real)
+            self._waiters.append(waiter)
+            saved = self._release_save()
+            try:
+                got = real.acquire(True, -1 if timeout is None else timeout)
+            finally:
+                self._acquire_restore(saved)
+                if not got:
+                    _discard(self._waiters, waiter)
+            return got
+        waiter = _Waiter()
+        self._waiters.append(waiter)
+        saved = self._release_save()
+        try:
+            notified = runtime.block(
+                me, lambda: waiter.notified, _deadline(runtime, timeout), "wait", self
+            )
+        except RunAborted:
+            _discard(self._waiters, waiter)
+            raise
+        if not notified:
+            _discard(self._waiters, waiter)
+        self._acquire_restore(saved)
+        return notified
+
+    def wait_for(self, predicate: Any, timeout: float | None = None) -> Any:
+        runtime, me = _context()
+        clock = (lambda: runtime.controller.now) if me is not None and runtime else _real_monotonic
+        endtime = None if timeout is None else clock() + timeout
+        result = predicate()
+        while not result:
+            waittime = None
+            if endtime is not None:
+                waittime = endtime - clock()
+                if waittime <= 0:
+                    break
+            self.wait(waittime)
+            result = predicate()
+        return result
+
+    def notify(self, n: int = 1) -> None:
+        if not self._is_owned():
+            raise RuntimeError("cannot notify on un-acquired lock")
+        runtime, me = _context()
+        if me is not None and runtime is not None:
+            runtime.point(me, "notify", self)
+        waiters = self._waiters
+        while waiters and n > 0:
+            waiter = waiters.popleft()
+            waiter.notified = True
+            if waiter.real is not None:
+                waiter.real.release()
+            n -= 1
+
+    def notify_all(self) -> None:
+        self.notify(len(self._waiters))
+
+    notifyAll = notify_all  # noqa: N815 - threading's deprecated alias
+
+    def __repr__(self) -> str:
+        return f"<racecheck Condition({self._lock!r}, {len(self._waiters)} waiting)>"
+
+
+def _discard(waiters: collections.deque[_Waiter], waiter: _Waiter) -> None:
+    try:
+        waiters.remove(waiter)
+    except ValueError:
+        pass
+
+
+class Semaphore:
+    def __init__(self, value: int = 1) -> None:
+        if value < 0:
+            raise ValueError("semaphore initial value must be >= 0")
+        self._value = value
+        self._cond = Condition(Lock())
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        runtime, me = _context()
+        if me is None or runtime is None:
+            with self._cond:
+                if not blocking and self._value == 0:
+                    return False
+                if not self._cond.wait_for(lambda: self._value > 0, timeout):
+                    return False
+                self._value -= 1
+                return True
+        runtime.point(me, "acquire", self)
+        if self._value == 0:
+            if not blocking:
+                return False
+            if not runtime.block(
+                me, lambda: self._value > 0, _deadline(runtime, timeout), "acquire", self
+            ):
+                return False
+        self._value -= 1
+        return True
+
+    __enter__ = acquire
+
+    def release(self, n: int = 1) -> None:
+        if n < 1:
+            raise ValueError("n must be one or more")
+        self._check_release(n)
+        self._value += n
+        runtime, me = _context()
+        if me is None or runtime is None:
+            with self._cond:
+                self._cond.notify(n)
+            return
+        if self._cond._waiters:
+            self._cond._lock._real.acquire(False)
+            self._cond.notify(n)
+            self._cond._lock._real.release()
+        runtime.point(me, "released", self)
+
+    def _check_release(self, n: int) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class BoundedSemaphore(Semaphore):
+    def __init__(self, value: int = 1) -> None:
+        super().__init__(value)
+        self._initial_value = value
+
+    def _check_release(self, n: int) -> None:
+        if self._value + n > self._initial_value:
+            raise ValueError("Semaphore released too many times")
+
+
+class Event:
+    def __init__(self) -> None:
+        self._flag = False
+        self._cond = Condition(Lock())
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    isSet = is_set  # noqa: N815
+
+    def set(self) -> None:
+        runtime, me = _context()
+        self._flag = True
+        if self._cond._waiters:
+            with _passthrough(me):
+                with self._cond:
+                    self._cond.notify_all()
+        if me is not None and runtime is not None:
+            runtime.point(me, "set", self)
+
+    def clear(self) -> None:
+        self._flag = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        runtime, me = _context()
+        if me is None or runtime is None:
+            with self._cond:
+                if not self._flag:
+                    self._cond.wait(timeout)
+                return self._flag
+        runtime.point(me, "wait", self)
+        if self._flag:
+            return True
+        return runtime.block(me, lambda: self._flag, _deadline(runtime, timeout), "wait", self)
+
+    def _at_fork_reinit(self) -> None:
+        self.__init__()  # type: ignore[misc]
+
+
+class _passthrough:  # noqa: N801
+    def __init__(self, me: Actor | None) -> None:
+        self.me = me
+
+    def __enter__(self) -> None:
+        if self.me is not None:
+            self.me.passthrough += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if self.me is not None:
+            self.me.passthrough -= 1
+
+
+class Barrier:
+    """``threading.Barrier`` with the same generation/broken semantics."""
+
+    def __init__(self, parties: int, action: Any = None, timeout: float | None = None) -> None:
+        if parties < 1:
+            raise ValueError("parties must be >= 1")
+        self._parties = parties
+        self._action = action
+        self._timeout = timeout
+        self._count = 0
+        self._generation = 0
+        self._broken = False
+
+    def wait(self, timeout: float | None = None) -> int:
+        runtime, me = _context()
+        if me is None or runtime is None:
+            raise RuntimeError("racecheck's Barrier is only usable by controlled threads")
+        if timeout is None:
+            timeout = self._timeout
+        runtime.point(me, "wait", self)
+        if self._broken:
+            raise threading.BrokenBarrierError
+        index = self._count
+        self._count += 1
+        generation = self._generation
+        if self._count == self._parties:
+            try:
+                if self._action is not None:
+                    self._action()
+            except BaseException:
+                self._break()
+                raise
+            self._count = 0
+            self._generation += 1
+            return index
+        ok = runtime.block(
+            me,
+            lambda: self._generation != generation or self._broken,
+            _deadline(runtime, timeout),
+            "wait",
+            self,
+        )
+        if not ok:
+            self._break()
+        if self._broken and self._generation == generation:
+            raise threading.BrokenBarrierError
+        return index
+
+    def _break(self) -> None:
+        self._broken = True
+
+    def reset(self) -> None:
+        if self._count:
+            self._break()
+        self._broken = False
+        self._count = 0
+
+    def abort(self) -> None:
+        self._break()
+
+    @property
+    def parties(self) -> int:
+        return self._parties
+
+    @property
+    def n_waiting(self) -> int:
+        return self._count if not self._broken else 0
+
+    @property
+    def broken(self) -> bool:
+        return self._broken
+
+
+class SimpleQueue:
+    """``queue.SimpleQueue`` (a C type in CPython, whose ``get`` blocks in C)."""
+
+    def __init__(self) -> None:
+        self._items: collections.deque[Any] = collections.deque()
+        self._cond = Condition(Lock())
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        runtime, me = _context()
+        if me is not None and runtime is not None:
+            runtime.point(me, "put into", self)
+            self._items.append(item)
+            if self._cond._waiters:
+                with _passthrough(me), self._cond:
+                    self._cond.notify()
+            return
+        with self._cond:
+            self._items.append(item)
+            self._cond.notify()
+
+    put_nowait = put
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        runtime, me = _context()
+        if me is not None and runtime is not None:
+            runtime.point(me, "get from", self)
+            if not self._items:
+                if not block:
+                    raise _queue_module.Empty
+                if not runtime.block(
+                    me, lambda: bool(self._items), _deadline(runtime, timeout), "get from", self
+                ):
+                    raise _queue_module.Empty
+            return self._items.popleft()
+        with self._cond:
+            if not self._cond.wait_for(lambda: bool(self._items), timeout if block else 0):
+                raise _queue_module.Empty
+            return self._items.popleft()
+
+    def get_nowait(self) -> Any:
+        return self.get(False)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+
+def sleep(seconds: float) -> None:
+    """``time.sleep``: virtual for actors (free), real for everyone else."""
+    runtime, me = _context()
+    if me is None or runtime is None:
+        _real_sleep(seconds)
+        return
+    if seconds < 0:
+        raise ValueError("sleep length must be non-negative")
+    if seconds == 0:
+        runtime.point(me, "sleep(0)")
+        return
+    runtime.block(me, lambda: False, runtime.controller.now + seconds, f"sleep({seconds:g})")
+
+
+def describe_holder(resource: Any) -> str:
+    """", held by X" for a lock whose owner is known."""
+    owner = getattr(resource, "_owner", None)
+    if isinstance(owner, Actor):
+        return f" (held by {owner.name})"
+    ident = getattr(resource, "_owner_ident", None)
+    runtime = STATE.runtime
+    if ident is not None and runtime is not None:
+        actor = runtime.by_ident.get(ident)
+        if actor is not None:
+            return f" (held by {actor.name})"
+    return ""

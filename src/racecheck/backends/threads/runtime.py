@@ -1,0 +1,294 @@
+"""The baton scheduler for real threads.
+
+Every controlled thread (an *actor*) owns a gate: a raw ``_thread`` lock it
+sleeps on while another actor runs. At each scheduling point the running actor
+asks the engine who runs next; if it is someone else, it opens their gate and
+closes its own. So exactly one actor runs at a time, and the order is the
+strategy's, not the OS's.
+
+Blocking is bookkeeping, not sleeping: an actor that must wait (a held lock, an
+unset event) records a predicate and hands the baton on; it is *enabled* again
+only when its predicate holds. When no actor is enabled, virtual time jumps to
+the earliest deadline (sleeps, timeouts, loop timers); if there is none, that
+is a deadlock, reported as a wait-for graph.
+"""
+
+from __future__ import annotations
+
+import _thread
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from racecheck.engine import Controller, Failure, RunAborted
+from racecheck.sources import is_user_file, source_line
+
+if TYPE_CHECKING:
+    from racecheck.recorder import Recorder
+
+get_ident = _thread.get_ident
+allocate_lock = _thread.allocate_lock
+
+
+class Actor:
+    __slots__ = (
+        "daemon",
+        "deadline",
+        "finished",
+        "gate",
+        "id",
+        "ident",
+        "lines",
+        "name",
+        "passthrough",
+        "resource",
+        "thread",
+        "waiting",
+        "waiting_for",
+    )
+
+    def __init__(self, actor_id: int, name: str, thread: threading.Thread | None, daemon: bool):
+        self.id = actor_id
+        self.name = name
+        self.thread = thread
+        self.daemon = daemon
+        self.ident: int | None = None
+        self.gate = allocate_lock()
+        self.gate.acquire()
+        self.finished = False
+        #: while > 0, primitives used by this thread behave as the real ones
+        #: (racecheck's own plumbing: Thread.start's internal handshake)
+        self.passthrough = 0
+        self.waiting: Callable[[], bool] | None = None
+        self.waiting_for = ""  # operation text while blocked
+        self.resource: Any = None
+        self.deadline: float | None = None
+        self.lines: list[tuple[str, int]] | None = None  # recording only
+
+    def enabled(self, now: float) -> bool:
+        if self.finished:
+            return False
+        waiting = self.waiting
+        if waiting is None:
+            return True
+        deadline = self.deadline
+        return (deadline is not None and now >= deadline) or waiting()
+
+    def __repr__(self) -> str:
+        return f"<actor {self.id} {self.name}>"
+
+
+class ThreadRuntime:
+    def __init__(self, controller: Controller, recorder: Recorder | None = None) -> None:
+        self.controller = controller
+        self.recorder = recorder
+        self.actors: list[Actor] = []
+        self.live: list[Actor] = []
+        self.by_ident: dict[int, Actor] = {}
+        self.current: Actor | None = None
+        self._done_lock = allocate_lock()
+        self._done_lock.acquire()
+        self.root_finished = False
+        self.next_id = 1
+
+    # -- actors ---------------------------------------------------------------
+    def allocate_id(self) -> int:
+        actor_id = self.next_id
+        self.next_id += 1
+        return actor_id
+
+    def new_actor(self, name: str, thread: threading.Thread | None, daemon: bool) -> Actor:
+        actor = Actor(self.allocate_id(), name, thread, daemon)
+        if self.recorder is not None:
+            actor.lines = []
+            self.recorder.actor(actor.id, name, "thread")
+        self.actors.append(actor)
+        self.live.append(actor)
+        return actor
+
+    def adopt_root(self, name: str) -> Actor:
+        root = self.new_actor(name, None, daemon=False)
+        root.ident = get_ident()
+        self.by_ident[root.ident] = root
+        root.gate.release()
+        root.gate.acquire(False)  # the root holds the baton: its gate stays closed
+        self.current = root
+        return root
+
+    def me(self) -> Actor | None:
+        actor = self.by_ident.get(get_ident())
+        if actor is None or actor.passthrough or actor.finished:
+            return None
+        return actor
+
+    # -- scheduling -----------------------------------------------------------
+    def _candidates(self, me: Actor | None) -> list[Actor]:
+        now = self.controller.now
+        out = [me] if me is not None and me.enabled(now) else []
+        for actor in self.live:
+            if actor is not me and actor.enabled(now):
+                out.append(actor)
+        return out
+
+    def point(self, me: Actor, operation: str | Callable[[], str] = "", resource: Any = None) -> None:
+        """A place where another actor may run first. ``me`` stays enabled."""
+        controller = self.controller
+        if controller.aborting:
+            return
+        live = self.live
+        if len(live) == 1:
+            controller.tick()
+            return
+        candidates = self._candidates(me)
+        choice = controller.decide([a.id for a in candidates])
+        chosen = candidates[choice]
+        if chosen is not me:
+            self._hand_over(me, chosen, operation, resource, choice != 0)
+
+    def block(
+        self,
+        me: Actor,
+        ready: Callable[[], bool],
+        deadline: float | None,
+        operation: str,
+        resource: Any = None,
+    ) -> bool:
+        """Wait until ``ready()`` (True) or the virtual ``deadline`` passes (False)."""
+        controller = self.controller
+        if controller.aborting:
+            raise RunAborted()
+        if ready():
+            return True
+        me.waiting, me.deadline, me.waiting_for, me.resource = ready, deadline, operation, resource
+        try:
+            while True:
+                if ready():
+                    return True
+                if deadline is not None and controller.now >= deadline:
+                    return ready()
+                candidates = self._candidates(None)
+                if not candidates:
+                    self._idle()
+                    continue
+                choice = controller.decide([a.id for a in candidates])
+                self._hand_over(me, candidates[choice], operation, resource, choice != 0)
+        finally:
+            me.waiting, me.deadline, me.resource = None, None, None
+
+    def _idle(self) -> None:
+        """Nobody is enabled: advance virtual time, or the run is deadlocked."""
+        deadlines = [a.deadline for a in self.live if a.deadline is not None and not a.finished]
+        if deadlines:
+            self.controller.now = max(self.controller.now, min(deadlines))
+            return
+        blocked = [a for a in self.live if not a.finished]
+        if self.root_finished and all(a.daemon for a in blocked):
+            # Only daemon threads are left waiting: the program would exit here.
+            self._complete()
+            raise RunAborted()
+        self.controller.fail(Failure("deadlock", None, self.describe_deadlock()))
+        self.abort_all()
+        raise RunAborted()
+
+    def _hand_over(
+        self, me: Actor, chosen: Actor, operation: Any, resource: Any, preempted: bool
+    ) -> None:
+        if self.recorder is not None:
+            self._flush(me, operation, resource, preempted)
+        self.current = chosen
+        chosen.gate.release()
+        me.gate.acquire()
+        if self.controller.aborting:
+            raise RunAborted()
+
+    def _flush(self, me: Actor, operation: Any, resource: Any, preempted: bool) -> None:
+        recorder = self.recorder
+        assert recorder is not None
+        text = operation() if callable(operation) else operation
+        name = recorder.resources().name(resource) if resource is not None else None
+        if name and text and name not in text:
+            text = f"{text} {name}"
+        lines = me.lines or []
+        me.lines = []
+        recorder.add_step(me.id, lines, text, name, preempted)
+
+    # -- the end of an actor and of the run -------------------------------------
+    def exit(self, me: Actor) -> None:
+        """``me`` finished: hand the baton on without waiting for it back."""
+        if self.recorder is not None and not self.controller.aborting:
+            self._flush(me, "finished", None, False)
+        me.finished = True
+        if me in self.live:
+            self.live.remove(me)
+        if not self.live:
+            self._complete()
+            return
+        if self.controller.aborting:
+            return
+        while True:
+            candidates = self._candidates(None)
+            if candidates:
+                break
+            try:
+                self._idle()
+            except RunAborted:
+                return
+        choice = self.controller.decide([a.id for a in candidates]) if len(candidates) > 1 else 0
+        chosen = candidates[choice]
+        self.current = chosen
+        chosen.gate.release()
+
+    def _complete(self) -> None:
+        if self._done_lock.locked():
+            self._done_lock.release()
+
+    def wait_done(self, timeout: float | None = None) -> bool:
+        if self._done_lock.acquire(True, -1 if timeout is None else timeout):
+            self._done_lock.release()
+            return True
+        return False
+
+    def abort_all(self) -> None:
+        """Wake every parked actor; each unwinds with RunAborted."""
+        self.controller.interrupt()
+        for actor in list(self.live):
+            if actor.gate.locked() and actor is not self.current:
+                try:
+                    actor.gate.release()
+                except RuntimeError:
+                    pass
+        self._complete()
+
+    def fail_exception(self, me: Actor, exc: BaseException) -> None:
+        self.controller.fail(Failure("exception", exc, f"in thread {me.name}", actor=me.id))
+        self.abort_all()
+
+    # -- reports ----------------------------------------------------------------
+    def describe_deadlock(self) -> str:
+        from racecheck.backends.asyncio_waits import ResourceNames
+        from racecheck.backends.threads.primitives import describe_holder
+
+        names = self.recorder.resources() if self.recorder is not None else ResourceNames()
+        frames = sys._current_frames()
+        lines = ["deadlock: every live thread is blocked and no timeout is pending"]
+        for actor in self.live:
+            if actor.finished:
+                continue
+            where = _user_location(frames.get(actor.ident)) if actor.ident is not None else "?"
+            what = actor.waiting_for or "blocked"
+            if actor.resource is not None:
+                what = f"{what} {names.name(actor.resource)}"
+            holder = describe_holder(actor.resource)
+            lines.append(f"  {actor.name} waits: {what}{holder} at {where}")
+        return "\n".join(lines)
+
+
+def _user_location(frame: Any) -> str:
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return "?"
+    filename = frame.f_code.co_filename
+    return f"{os.path.basename(filename)}:{frame.f_lineno}  {source_line(filename, frame.f_lineno)}"

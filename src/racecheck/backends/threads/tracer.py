@@ -1,0 +1,259 @@
+"""Scheduling points inside user code.
+
+Primitive operations are not enough: ``self.value += 1`` races with no lock in
+sight. So in user code (not the stdlib or site-packages) racecheck also offers
+a switch before instructions that touch shared state — attribute, subscript,
+global and closure writes, attribute reads, calls, and loop steps. That is the
+``"access"`` granularity, the default: it finds the lost ``+=`` (a switch
+between its read and its write) without paying for a point at every bytecode.
+``"line"`` switches at each new line; ``"opcode"`` at every instruction.
+
+Two mechanisms, one table of points:
+- Python 3.12+: ``sys.monitoring`` INSTRUCTION events, enabled only on user
+  code objects; offsets that are not points are DISABLEd after their first hit,
+  so the steady-state cost is one callback per real point. It does not touch
+  ``sys.settrace``, so coverage keeps its tracer.
+- Python 3.11: ``sys.settrace`` with per-frame opcode events, chained to any
+  tracer already installed (coverage's) rather than replacing it.
+"""
+
+from __future__ import annotations
+
+import dis
+import sys
+from collections.abc import Callable
+from types import CodeType, FrameType
+from typing import Any
+
+from racecheck.backends.threads.primitives import STATE
+from racecheck.backends.threads.runtime import Actor, ThreadRuntime, get_ident
+from racecheck.engine import RunAborted
+from racecheck.sources import is_user_file
+
+_READS = {"LOAD_ATTR": "read .{}", "LOAD_METHOD": "call .{}", "BINARY_SUBSCR": "read [..]",
+          "LOAD_SUPER_ATTR": "read super().{}", "BINARY_SLICE": "read [..]"}
+_WRITES = {"STORE_ATTR": "write .{}", "DELETE_ATTR": "delete .{}", "STORE_SUBSCR": "write [..]",
+           "DELETE_SUBSCR": "delete [..]", "STORE_GLOBAL": "write global {}",
+           "DELETE_GLOBAL": "delete global {}", "STORE_DEREF": "write {}",
+           "STORE_SLICE": "write [..]"}
+_OTHER = {"CALL": "call", "CALL_KW": "call", "CALL_FUNCTION_EX": "call", "FOR_ITER": "next item"}
+ACCESS_OPS = {**_READS, **_WRITES, **_OTHER}
+
+_tables: dict[tuple[CodeType, str], dict[int, str]] = {}
+
+
+def points(code: CodeType, granularity: str) -> dict[int, str]:
+    """offset → operation text for the scheduling points of ``code``."""
+    key = (code, granularity)
+    table = _tables.get(key)
+    if table is None:
+        table = {}
+        for instr in dis.get_instructions(code):
+            if granularity == "opcode":
+                table[instr.offset] = instr.opname.lower()
+                continue
+            template = ACCESS_OPS.get(instr.opname)
+            if template is not None:
+                name = instr.argval if isinstance(instr.argval, str) else ""
+                if instr.opname == "LOAD_ATTR" and isinstance(instr.argrepr, str) and "method" in instr.argrepr:
+                    template = "call .{}"
+                table[instr.offset] = template.format(name)
+        _tables[key] = table
+    return table
+
+
+def access_of(operation: str) -> str | None:
+    """"write .balance" → "w:balance" for conflict highlighting."""
+    if operation.startswith(("write .", "delete .")):
+        return "w:" + operation.split(".", 1)[1]
+    if operation.startswith("read ."):
+        return "r:" + operation.split(".", 1)[1]
+    if operation.startswith("write global "):
+        return "w:" + operation.rsplit(" ", 1)[1]
+    return None
+
+
+class MonitoringTracer:
+    """Python 3.12+: sys.monitoring, process-wide, filtered to actor threads."""
+
+    def __init__(self, granularity: str) -> None:
+        self.granularity = granularity
+        self.tool: int | None = None
+        self.instrumented: set[CodeType] = set()
+        self.recording = False
+
+    def install(self) -> None:
+        monitoring = sys.monitoring  # type: ignore[attr-defined]
+        for tool in (4, 3):
+            if monitoring.get_tool(tool) is None:
+                monitoring.use_tool_id(tool, "racecheck")
+                self.tool = tool
+                break
+        else:
+            raise RuntimeError("no free sys.monitoring tool id for racecheck")
+        events = monitoring.events
+        monitoring.register_callback(self.tool, events.PY_START, self._on_start)
+        monitoring.register_callback(self.tool, events.PY_RESUME, self._on_start)
+        monitoring.register_callback(self.tool, events.INSTRUCTION, self._on_instruction)
+        monitoring.register_callback(self.tool, events.LINE, self._on_line)
+        monitoring.set_events(self.tool, events.PY_START | events.PY_RESUME)
+        monitoring.restart_events()
+
+    def uninstall(self) -> None:
+        if self.tool is None:
+            return
+        monitoring = sys.monitoring  # type: ignore[attr-defined]
+        tool, self.tool = self.tool, None
+        monitoring.set_events(tool, 0)
+        for code in self.instrumented:
+            monitoring.set_local_events(tool, code, 0)
+        self.instrumented.clear()
+        events = monitoring.events
+        for event in (events.PY_START, events.PY_RESUME, events.INSTRUCTION, events.LINE):
+            monitoring.register_callback(tool, event, None)
+        monitoring.free_tool_id(tool)
+
+    def set_recording(self, recording: bool) -> None:
+        if recording == self.recording:
+            return
+        self.recording = recording
+        if self.tool is None:
+            return
+        monitoring = sys.monitoring  # type: ignore[attr-defined]
+        for code in self.instrumented:
+            monitoring.set_local_events(self.tool, code, self._local_events())
+        monitoring.restart_events()
+
+    def _local_events(self) -> int:
+        events = sys.monitoring.events  # type: ignore[attr-defined]
+        wanted = events.LINE if self.granularity == "line" else events.INSTRUCTION
+        if self.recording:
+            wanted |= events.LINE
+        return int(wanted)
+
+    def enable_thread(self, runtime: ThreadRuntime) -> None:
+        pass  # process-wide: actor threads are told apart in the callbacks
+
+    def disable_thread(self) -> None:
+        pass
+
+    def _on_start(self, code: CodeType, offset: int) -> Any:
+        disable = sys.monitoring.DISABLE  # type: ignore[attr-defined]
+        if code in self.instrumented or not is_user_file(code.co_filename):
+            return disable
+        self.instrumented.add(code)
+        assert self.tool is not None
+        sys.monitoring.set_local_events(self.tool, code, self._local_events())  # type: ignore[attr-defined]
+        return disable
+
+    def _on_instruction(self, code: CodeType, offset: int) -> Any:
+        operation = points(code, self.granularity).get(offset)
+        if operation is None:
+            return sys.monitoring.DISABLE  # type: ignore[attr-defined]
+        runtime = STATE.runtime
+        if runtime is None:
+            return None
+        me = runtime.by_ident.get(get_ident())
+        if me is None or me.passthrough or me.finished:
+            return None
+        if runtime.controller.aborting:
+            raise RunAborted()
+        if me.lines is not None:
+            _note_access(me, operation)
+        runtime.point(me, operation)
+        return None
+
+    def _on_line(self, code: CodeType, line: int) -> Any:
+        runtime = STATE.runtime
+        if runtime is None:
+            return None
+        me = runtime.by_ident.get(get_ident())
+        if me is None or me.passthrough or me.finished:
+            return None
+        if me.lines is not None:
+            me.lines.append((code.co_filename, line))
+        if self.granularity == "line":
+            if runtime.controller.aborting:
+                raise RunAborted()
+            runtime.point(me, "next line")
+        return None
+
+
+def _note_access(me: Actor, operation: str) -> None:
+    pass  # accesses are derived from operations by the recorder
+
+
+class SettraceTracer:
+    """Python 3.11: sys.settrace per actor thread, chained to the previous tracer."""
+
+    def __init__(self, granularity: str) -> None:
+        self.granularity = granularity
+        self.recording = False
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        pass
+
+    def uninstall(self) -> None:
+        self._previous.clear()
+
+    def set_recording(self, recording: bool) -> None:
+        self.recording = recording
+
+    def enable_thread(self, runtime: ThreadRuntime) -> None:
+        previous = sys.gettrace()
+        self._previous[get_ident()] = previous
+        sys.settrace(self._make_tracer(runtime, previous))
+
+    def disable_thread(self) -> None:
+        sys.settrace(self._previous.pop(get_ident(), None))
+
+    def _make_tracer(self, runtime: ThreadRuntime, previous: Any) -> Callable[..., Any]:
+        granularity = self.granularity
+        by_opcode = granularity != "line"
+        controller = runtime.controller
+        point = runtime.point
+        by_ident = runtime.by_ident
+        ident = get_ident()
+
+        def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
+            prev_local = previous(frame, event, arg) if previous is not None else None
+            code = frame.f_code
+            if not is_user_file(code.co_filename):
+                return prev_local
+            table = points(code, granularity)
+            if by_opcode:
+                frame.f_trace_opcodes = True
+            chained = [prev_local]
+
+            def local(frame: FrameType, event: str, arg: Any) -> Any:
+                inner = chained[0]
+                if inner is not None and event != "opcode":
+                    chained[0] = inner(frame, event, arg)
+                me = by_ident.get(ident)
+                if me is None or me.passthrough or me.finished:
+                    return local
+                if event == "opcode":
+                    operation = table.get(frame.f_lasti)
+                    if operation is not None:
+                        if controller.aborting:
+                            raise RunAborted()
+                        point(me, operation)
+                elif event == "line":
+                    if me.lines is not None:
+                        me.lines.append((code.co_filename, frame.f_lineno))
+                    if not by_opcode:
+                        if controller.aborting:
+                            raise RunAborted()
+                        point(me, "next line")
+                return local
+
+            return local
+
+        return global_trace
+
+
+def make_tracer(granularity: str) -> MonitoringTracer | SettraceTracer:
+    if sys.version_info >= (3, 12):
+        return MonitoringTracer(granularity)
+    return SettraceTracer(granularity)

@@ -1,0 +1,696 @@
+"""The ``racecheck`` command: ``run``, ``replay`` and ``list`` scenario files.
+
+Exit codes:
+
+* 0 — every expectation was met (or: a replayed token did not fail);
+* 1 — a violation or an unmet expectation (or: a replayed token failed again);
+* 2 — a usage or input error, or an interrupted run. The message is one line on
+  stderr (``racecheck: error: ...``), never a traceback.
+
+Commands are registered in :data:`COMMANDS` (one place): to add one, write an
+``_add_<name>(subparsers)`` function that creates the subparser and sets
+``func`` (``args -> int``) as its default, and append it there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+
+from racecheck.errors import DivergenceError, UsageError
+
+if TYPE_CHECKING:
+    from racecheck.loader import Selection
+    from racecheck.outcome import RaceFound
+    from racecheck.report import RunRecord
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+DEFAULT_PATH = "scenarios/"
+DEFAULT_REPORT_DIR = "reports/"
+#: RaceFound.kind -> verdict
+VERDICTS = {"exception": "race", "deadlock": "deadlock", "step-limit": "step-limit"}
+#: options that belong to exploration, not to a single replayed run
+_EXPLORATION_ONLY = ("strategy", "schedules", "seed", "progress")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is the same one line as every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"racecheck: error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def shell_quote(text: str) -> str:
+    """Quote for a POSIX shell (always for selectors with brackets: zsh globs)."""
+    return shlex.quote(text)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _marks(stream: TextIO) -> tuple[str, str]:
+    enc = getattr(stream, "encoding", None) or "ascii"
+    try:
+        "✓✗".encode(enc)
+    except (UnicodeEncodeError, LookupError):
+        return "ok", "FAIL"
+    return "✓", "✗"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    if isinstance(exc, UsageError):
+        return first or type(exc).__name__
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"racecheck: error: {message}\n")
+
+
+def _resolve(paths: Sequence[str]) -> list[Selection]:
+    from racecheck.loader import resolve
+
+    return resolve(list(paths) or [DEFAULT_PATH])
+
+
+def _replay_command(selector: str, token: str) -> str:
+    return f"racecheck replay {shell_quote(selector)} {shell_quote(token)}"
+
+
+class _Progress:
+    """A one-line ``\\r`` status on a terminal, at most ten redraws a second."""
+
+    def __init__(self, stream: TextIO, enabled: bool) -> None:
+        self.stream = stream
+        self.enabled = enabled
+        self.label = ""
+        self._last = 0.0
+        self._shown = False
+
+    def start(self, label: str) -> None:
+        self.label = label
+        self._last = 0.0
+        self.update(0, 0)
+
+    def update(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._last < 0.1 and done != total:
+            return
+        self._last = now
+        of = f"/{total}" if total else ""
+        self.stream.write(f"\r\033[K  {self.label}  {done}{of} schedules")
+        self.stream.flush()
+        self._shown = True
+
+    def clear(self) -> None:
+        if self.enabled and self._shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self._shown = False
+
+
+# ---------------------------------------------------------------------- run
+
+
+def _record(**fields: Any) -> RunRecord:
+    from racecheck.report import RunRecord
+
+    return RunRecord(**fields)
+
+
+def record_to_json(rec: RunRecord) -> dict[str, Any]:
+    """The JSON form of a record (the trace is rendered, not serialised)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(rec):
+        if f.name == "trace":
+            continue
+        out[f.name] = getattr(rec, f.name)
+    return out
+
+
+def _write_json_atomically(records: Sequence[RunRecord], directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "racecheck.json"
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".racecheck-", suffix=".json.tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump([record_to_json(r) for r in records], fh, indent=2)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; reports are meant to be read
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return target
+
+
+def write_reports(records: Sequence[RunRecord], directory: str | Path) -> list[Path]:
+    """Write the reports; fall back to ``racecheck.json`` alone while the
+    report package is incomplete."""
+    directory = Path(directory)
+    try:
+        from racecheck.report import write_reports as _write
+
+        return list(_write(list(records), directory))
+    except (ImportError, NotImplementedError):
+        return [_write_json_atomically(records, directory)]
+
+
+class _Table:
+    """The results matrix, printed one row at a time as variants finish."""
+
+    def __init__(self, stream: TextIO, selections: Sequence[Selection]) -> None:
+        self.stream = stream
+        self.ok_mark, self.bad_mark = _marks(stream)
+        self.w_scen = max([len("scenario")] + [len(s.scenario.name) for s in selections])
+        self.w_var = max([len("variant")] + [len(v) for s in selections for v in s.variants])
+        self._header_done = False
+
+    def _line(self, *cols: str) -> str:
+        scen, var, expect, verdict, ok, scheds, secs = cols
+        return (
+            f"{scen:<{self.w_scen}}  {var:<{self.w_var}}  {expect:<8}  {verdict:<10}  "
+            f"{ok:<4}  {scheds:<16}  {secs:>7}"
+        ).rstrip()
+
+    def header(self) -> None:
+        if not self._header_done:
+            self._header_done = True
+            self.stream.write(
+                self._line("scenario", "variant", "expect", "verdict", "ok", "schedules", "seconds")
+                + "\n"
+            )
+
+    def row(self, rec: RunRecord) -> None:
+        self.header()
+        if rec.verdict == "error":
+            scheds = "-"
+        elif rec.verdict == "safe":
+            scheds = f"{rec.schedules_run} exhausted" if rec.exhausted else str(rec.schedules_run)
+        else:
+            scheds = f"{rec.schedules_run}"
+        self.stream.write(
+            self._line(
+                rec.scenario,
+                rec.variant,
+                rec.expect,
+                rec.verdict,
+                self.ok_mark if rec.ok else self.bad_mark,
+                scheds,
+                f"{rec.seconds:.2f}",
+            )
+            + "\n"
+        )
+        self.stream.flush()
+
+
+def _explore(
+    sel: Selection,
+    variant: str,
+    overrides: dict[str, Any],
+    progress: _Progress,
+) -> tuple[RunRecord, RaceFound | None, BaseException | None, bool]:
+    """Explore one variant: (record, failure, error, interrupted)."""
+    import racecheck
+
+    scen = sel.scenario
+    var = scen.variants[variant]
+    label = scen.label(variant)
+    options: dict[str, Any] = {"strategy": "pct", "schedules": 1000, "seed": 0}
+    options.update(scen.check_options(variant))
+    options.update(overrides)
+    progress.start(label)
+    base = dict(
+        scenario=scen.name,
+        variant=variant,
+        expect=var.expect,
+        strategy=str(options["strategy"]),
+        seed=options["seed"] if isinstance(options["seed"], int) else 0,
+    )
+    t0 = time.perf_counter()
+    try:
+        report = racecheck.check(var.target, label=label, progress=progress.update, **options)
+    except racecheck.RaceFound as exc:
+        seconds = time.perf_counter() - t0
+        progress.clear()
+        verdict = VERDICTS.get(exc.kind, exc.kind)
+        cmd = _replay_command(sel.selector(variant), exc.schedule)
+        exc.replay_hint = cmd
+        rec = _record(
+            **base,
+            verdict=verdict,
+            kind=exc.kind,
+            schedules_run=exc.schedules_run,
+            exhausted=False,
+            schedule=exc.schedule,
+            seconds=seconds,
+            ok=verdict == var.expect,
+            message=exc.summary,
+            original_schedule=exc.original_schedule,
+            preemptions=exc.preemptions,
+            original_preemptions=exc.original_preemptions,
+            replay_command=cmd,
+            trace=exc.trace,
+        )
+        return rec, exc, None, False
+    except KeyboardInterrupt:
+        progress.clear()
+        raise
+    except Exception as exc:  # UsageError from the engine, or a broken scenario
+        seconds = time.perf_counter() - t0
+        progress.clear()
+        rec = _record(
+            **base,
+            verdict="error",
+            kind=None,
+            schedules_run=0,
+            exhausted=False,
+            schedule=None,
+            seconds=seconds,
+            ok=False,
+            message=_one_line(exc),
+        )
+        return rec, None, exc, False
+    seconds = time.perf_counter() - t0
+    progress.clear()
+    rec = _record(
+        **base,
+        verdict="safe",
+        kind=None,
+        schedules_run=report.schedules_run,
+        exhausted=bool(report.exhausted),
+        schedule=None,
+        seconds=seconds,
+        ok=var.expect == "safe" and not report.interrupted,
+        distinct_schedules=getattr(report, "distinct_schedules", 0),
+        distinct_orderings=getattr(report, "distinct_orderings", 0),
+    )
+    return rec, None, None, bool(report.interrupted)
+
+
+def _schedules(n: int) -> str:
+    return f"{n} schedule{'' if n == 1 else 's'}"
+
+
+def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list[str]:
+    """Lines printed under the table for one record (empty when nothing to say)."""
+    label = f"{rec.scenario}[{rec.variant}]"
+    mark = "" if rec.ok else "UNMET: "
+    if rec.verdict == "error":
+        return []  # already reported on stderr as it happened
+    if rec.verdict == "safe":
+        if rec.ok:
+            return []
+        return [
+            f"{mark}{label}: expected a {rec.expect}, but none of {rec.schedules_run} schedules"
+            f" failed ({rec.strategy}, seed {rec.seed}"
+            f"{', bounded space exhausted' if rec.exhausted else ''})"
+        ]
+    lines: list[str] = []
+    if rec.verdict == "step-limit":
+        lines.append(
+            f"{mark}{label}: step-limit after {rec.schedules_run} schedules: {rec.message}"
+        )
+        lines.append(
+            "  a run passed the max_steps bound: a livelock or spin loop, or a bound too small"
+            " for this scenario (raise max_steps in its options). step-limit meets no expectation."
+        )
+    else:
+        expected = "" if rec.ok else f" (expected {rec.expect})"
+        lines.append(
+            f"{mark}{label}: {rec.verdict} after {_schedules(rec.schedules_run)}{expected}:"
+            f" {rec.message}"
+        )
+    if show_trace and failure is not None:
+        lines += ["  " + line for line in failure.render().splitlines()]
+    elif rec.replay_command:
+        lines.append(f"  replay: {rec.replay_command}")
+    return lines
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    selections = _resolve(args.paths)
+    if args.select:
+        for sel in selections:
+            sel.variants = [v for v in sel.variants if args.select in sel.scenario.label(v)]
+        selections = [s for s in selections if s.variants]
+        if not selections:
+            raise UsageError(f"-k {args.select!r} selects no scenario variant")
+    overrides: dict[str, Any] = {}
+    if args.strategy is not None:
+        overrides["strategy"] = args.strategy
+    if args.schedules is not None:
+        overrides["schedules"] = args.schedules
+    if args.seed is not None:
+        overrides["seed"] = args.seed
+
+    out = sys.stdout
+    table = None if args.json else _Table(out, selections)
+    progress = _Progress(out, enabled=not args.json and out.isatty())
+    records: list[RunRecord] = []
+    failures: dict[int, RaceFound] = {}
+    errors: list[RunRecord] = []
+    interrupted = False
+    try:
+        for sel in selections:
+            for variant in sel.variants:
+                rec, failure, error, stopped = _explore(sel, variant, overrides, progress)
+                if stopped:
+                    interrupted = True
+                    break
+                records.append(rec)
+                if failure is not None:
+                    failures[id(rec)] = failure
+                if error is not None:
+                    errors.append(rec)
+                    _error(f"{rec.scenario}[{rec.variant}]: {rec.message}")
+                if table is not None:
+                    table.row(rec)
+            if interrupted:
+                break
+    except KeyboardInterrupt:
+        interrupted = True
+    progress.clear()
+
+    if args.json:
+        json.dump([record_to_json(r) for r in records], out, indent=2)
+        out.write("\n")
+    else:
+        assert table is not None
+        if not records:
+            table.header()
+        details: list[str] = []
+        for rec in records:
+            details += _detail(rec, failures.get(id(rec)), args.trace)
+        if details:
+            out.write("\n" + "\n".join(details) + "\n")
+        met = sum(1 for r in records if r.ok)
+        unmet = [f"{r.scenario}[{r.variant}]" for r in records if not r.ok]
+        summary = f"\n{len(records)} variant{'s' if len(records) != 1 else ''}: {met} met"
+        if unmet:
+            summary += f", {len(unmet)} unmet ({', '.join(unmet)})"
+        out.write(summary + "\n")
+    if interrupted:
+        out.flush()
+        sys.stderr.write("racecheck: interrupted (results above are partial; no reports written)\n")
+        return EXIT_USAGE
+
+    if not args.no_report and records:
+        try:
+            paths = write_reports(records, args.report_dir)
+        except OSError as exc:
+            raise UsageError(f"cannot write reports to {args.report_dir}: {exc}") from None
+        note = sys.stderr if args.json else out
+        if paths:
+            note.write("reports: " + ", ".join(str(p) for p in paths) + "\n")
+    out.flush()
+    if errors:
+        return EXIT_USAGE
+    return EXIT_OK if all(r.ok for r in records) else EXIT_FAILED
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _add_run(sub: Any) -> None:
+    p = sub.add_parser(
+        "run",
+        help="explore every variant of the scenarios and check their expectations",
+        description="Explore each scenario variant and compare its verdict with its expectation.",
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help=f"scenario files or folders, or FILE::NAME[VARIANT] (default: {DEFAULT_PATH})",
+    )
+    p.add_argument("--strategy", help="random | pct | exhaustive | hypothesis (default: pct)")
+    p.add_argument("--schedules", type=_positive_int, help="schedules per variant (default 1000)")
+    p.add_argument("--seed", type=_int, help="seed for the strategy (default 0)")
+    p.add_argument(
+        "-k", "--select", metavar="TEXT", help="only variants whose NAME[VARIANT] contains TEXT"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the records as JSON instead of a table"
+    )
+    p.add_argument("--trace", action="store_true", help="print the trace of every failure")
+    p.add_argument(
+        "--report-dir",
+        default=DEFAULT_REPORT_DIR,
+        metavar="DIR",
+        help=f"where to write reports (default: {DEFAULT_REPORT_DIR})",
+    )
+    p.add_argument("--no-report", action="store_true", help="write no report files")
+    p.set_defaults(func=_cmd_run)
+
+
+# ------------------------------------------------------------------- replay
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    import racecheck
+    from racecheck.loader import _load_with_files, display_path, parse_selector, select
+    from racecheck.schedule import token_label_matches
+
+    token = args.token.strip()
+    sel = parse_selector(args.scenario)
+    loaded = _load_with_files(sel.path)
+    files = {id(s): f for s, f in loaded}
+    picked = select([s for s, _ in loaded], sel.name, sel.variant, where=display_path(sel.path))
+    candidates = [(s, v) for s, variants in picked for v in variants]
+    recorded_on: str | None = None
+    if sel.variant is None or len(candidates) > 1:
+        matching = [(s, v) for s, v in candidates if token_label_matches(token, s.label(v))]
+        if not matching:
+            labels = ", ".join(s.label(v) for s, v in candidates)
+            raise UsageError(
+                f"the token was not recorded for any variant of {args.scenario} ({labels})"
+            )
+        candidates = matching[:1]
+    scen, variant = candidates[0]
+    label = scen.label(variant)
+    if not token_label_matches(token, label):
+        # A variant named explicitly, with a token recorded on another variant of
+        # the same scenario: replay that schedule against this variant (does the
+        # fix hold on the schedule that broke the buggy code?).
+        others = [w for w in scen.variants if token_label_matches(token, scen.label(w))]
+        if not others:
+            raise UsageError(
+                f"the token was not recorded for {label} nor for any other variant of {scen.name}"
+            )
+        recorded_on = scen.label(others[0])
+    options = {k: v for k, v in scen.check_options(variant).items() if k not in _EXPLORATION_ONLY}
+    selector = f"{display_path(files[id(scen)])}::{scen.name}[{variant}]"
+    what = label if recorded_on is None else f"{label} (schedule recorded on {recorded_on})"
+    try:
+        racecheck.replay(
+            scen.variants[variant].target, token, label=recorded_on or label, **options
+        )
+    except racecheck.RaceFound as exc:
+        exc.replay_hint = _replay_command(selector, token)
+        sys.stdout.write(f"replaying {what}\n{exc.render()}\n")
+        return EXIT_FAILED
+    except DivergenceError as exc:
+        if recorded_on is None:
+            raise
+        raise UsageError(
+            f"the schedule recorded on {recorded_on} does not apply to {label}: {_one_line(exc)}"
+        ) from None
+    sys.stdout.write(
+        f"racecheck: the schedule ran to completion on {what} without failing:"
+        " the failure does not reproduce on this code\n"
+    )
+    return EXIT_OK
+
+
+def _add_replay(sub: Any) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="run exactly one schedule of a scenario again",
+        description=(
+            "Replay a schedule token. Exit 1 when the failure reproduces, 0 when the schedule"
+            " runs clean, 2 when the token is malformed or was made for something else."
+        ),
+    )
+    p.add_argument("scenario", metavar="SCENARIO", help="FILE, FILE::NAME or FILE::NAME[VARIANT]")
+    p.add_argument("token", metavar="TOKEN", help="the schedule token (rc1:...)")
+    p.set_defaults(func=_cmd_replay)
+
+
+# --------------------------------------------------------------------- list
+
+
+def _describe_options(options: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in options.items())
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from racecheck.loader import display_path
+
+    selections = _resolve(args.paths)
+    out = sys.stdout
+    if args.json:
+        data = []
+        for sel in selections:
+            s = sel.scenario
+            data.append(
+                {
+                    "name": s.name,
+                    "file": display_path(sel.file),
+                    "issue": s.issue,
+                    "description": s.description,
+                    "invariants": list(s.invariants),
+                    "variants": [
+                        {
+                            "name": v,
+                            "expect": s.variants[v].expect,
+                            "summary": s.variants[v].summary,
+                            "selector": sel.selector(v),
+                        }
+                        for v in sel.variants
+                    ],
+                }
+            )
+        json.dump(data, out, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    blocks = []
+    for sel in selections:
+        s = sel.scenario
+        head = s.name + (f"  ({s.issue})" if s.issue else "") + f"  {display_path(sel.file)}"
+        lines = [head]
+        if s.description:
+            lines.append(f"  {s.description}")
+        if s.options:
+            lines.append(f"  options: {_describe_options(dict(s.options))}")
+        if s.invariants:
+            lines.append("  invariants:")
+            lines += [f"    - {inv}" for inv in s.invariants]
+        lines.append("  variants:")
+        width = max(len(v) for v in sel.variants)
+        for v in sel.variants:
+            var = s.variants[v]
+            extra = f"  [{_describe_options(dict(var.options))}]" if var.options else ""
+            text = f"    {v:<{width}}  expect {var.expect:<8}  {var.summary}{extra}"
+            lines.append(text.rstrip())
+        blocks.append("\n".join(lines))
+    out.write("\n\n".join(blocks) + "\n")
+    return EXIT_OK
+
+
+def _add_list(sub: Any) -> None:
+    p = sub.add_parser(
+        "list",
+        help="list scenarios, their variants, expectations and invariants",
+        description="List scenarios. PATH may be FILE::NAME or FILE::NAME[VARIANT].",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH", help=f"default: {DEFAULT_PATH}")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_list)
+
+
+# -------------------------------------------------------------------- bench
+
+
+def _add_bench(sub: Any) -> None:
+    """``racecheck bench``, when the ``racecheck.bench`` module exists.
+
+    Contract for that module: ``add_arguments(parser)`` adds its options and
+    ``run(args) -> int`` runs it and returns the exit code.
+    """
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("racecheck.bench") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        return
+    import importlib
+
+    bench = importlib.import_module("racecheck.bench")
+    p = sub.add_parser("bench", help="measure the strategies on the scenarios")
+    bench.add_arguments(p)
+    p.set_defaults(func=bench.run)
+
+
+#: every subcommand, registered in this order
+COMMANDS: list[Callable[[Any], None]] = [_add_run, _add_replay, _add_list, _add_bench]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import racecheck
+
+    parser = _Parser(
+        prog="racecheck",
+        description="Find, replay and pin down concurrency bugs in race scenarios.",
+        epilog="exit codes: 0 expectations met, 1 violation or unmet expectation, 2 usage error",
+    )
+    parser.add_argument("--version", action="version", version=f"racecheck {racecheck.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for register in COMMANDS:
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``racecheck`` console script; returns the exit code."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        code: int = args.func(args)
+        return code
+    except UsageError as exc:
+        _error(_one_line(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("racecheck: interrupted\n")
+        return EXIT_USAGE
+    except BrokenPipeError:
+        # `racecheck list | head`: stop quietly
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

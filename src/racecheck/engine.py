@@ -1,0 +1,237 @@
+"""The run loop shared by every backend.
+
+Backends own *how* actors run (an event loop, threads under a baton, trio's
+batches); the engine owns *which* runs: each run gets a :class:`Controller`
+that asks the strategy at every real choice, enforces the step bound, keeps the
+virtual clock and holds the outcome. A backend needs four things only::
+
+    install()/uninstall()   patch the world for the exploration, and unpatch
+    run_once(controller)    run the target once, reporting through controller
+
+The exploration itself runs on a worker thread while the calling thread
+supervises it. That is what turns "blocked in C" and "blocked on a lock created
+before racecheck patched threading" into a clear :class:`StuckError` instead
+of a silent hang, and lets Ctrl-C stop an exploration cleanly.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from racecheck.errors import StuckError
+from racecheck.schedule import Decision
+
+if TYPE_CHECKING:
+    from racecheck.recorder import Recorder
+    from racecheck.strategies.base import Chooser
+
+
+class RunAborted(BaseException):
+    """Unwinds every actor once a run is over (failure, deadlock, interrupt).
+
+    A BaseException so that ``except Exception`` in user code cannot swallow it.
+    """
+
+
+@dataclass
+class Failure:
+    kind: str  # "exception" | "deadlock" | "step-limit" | "stuck"
+    cause: BaseException | None
+    detail: str = ""
+    actor: int | None = None
+
+
+#: decisions a run may still take while it unwinds after a failure
+TEARDOWN_STEPS = 20_000
+
+
+class Controller:
+    """One run: the decisions taken, the step bound, the clock and the outcome."""
+
+    __slots__ = (
+        "aborting",
+        "chooser",
+        "decisions",
+        "failure",
+        "internal_error",
+        "max_steps",
+        "now",
+        "recorder",
+        "steps",
+        "teardown_steps",
+    )
+
+    def __init__(
+        self, chooser: Chooser, max_steps: int, recorder: Recorder | None = None
+    ) -> None:
+        self.chooser = chooser
+        self.max_steps = max_steps
+        self.recorder = recorder
+        self.decisions: list[Decision] = []
+        self.steps = 0
+        self.teardown_steps = 0
+        self.now = 0.0
+        self.failure: Failure | None = None
+        self.internal_error: BaseException | None = None
+        self.aborting = False
+
+    def decide(self, candidates: Sequence[int]) -> int:
+        """Index of the actor to run next; ``candidates[0]`` is the natural order."""
+        if self.aborting:
+            self.teardown_steps += 1
+            if self.teardown_steps > TEARDOWN_STEPS:
+                raise RunAborted()
+            return 0
+        self.steps = steps = self.steps + 1
+        if steps > self.max_steps:
+            self.fail(
+                Failure(
+                    "step-limit",
+                    None,
+                    f"the run passed max_steps={self.max_steps} scheduling steps"
+                    " (a livelock, a spin loop, or a run that needs a larger max_steps)",
+                )
+            )
+            raise RunAborted()
+        if len(candidates) == 1:
+            return 0
+        try:
+            choice = self.chooser.choose(candidates)
+        except BaseException as exc:
+            # The strategy itself failed (replay divergence, hypothesis
+            # stopping a test...). Unwind the run; api re-raises it after.
+            self.internal_error = exc
+            self.aborting = True
+            raise RunAborted() from None
+        self.decisions.append((len(candidates), choice))
+        return choice
+
+    def tick(self) -> None:
+        """Count a step that involves no choice (a plain callback), for the bound."""
+        if self.aborting:
+            return
+        self.steps += 1
+        if self.steps > self.max_steps:
+            self.fail(Failure("step-limit", None, f"the run passed max_steps={self.max_steps}"))
+            raise RunAborted()
+
+    def fail(self, failure: Failure) -> None:
+        """Record the run's failure (the first one wins) and start unwinding."""
+        if self.failure is None and not (self.aborting and self.internal_error):
+            self.failure = failure
+        self.aborting = True
+
+    def interrupt(self) -> None:
+        self.aborting = True
+
+
+class Backend(Protocol):
+    name: str
+    granularity: str
+
+    def install(self) -> None: ...
+
+    def uninstall(self) -> None: ...
+
+    def run_once(self, controller: Controller) -> None: ...
+
+
+def run_supervised(
+    work: Callable[[], Any],
+    *,
+    progress: Callable[[], int],
+    watchdog: float,
+    on_stuck: Callable[[], None],
+    on_interrupt: Callable[[], None],
+) -> Any:
+    """Run ``work`` on a worker thread; watch that it keeps making progress.
+
+    ``progress`` returns a number that grows while the exploration advances
+    (steps taken). If it stays still for ``watchdog`` seconds, some actor is
+    blocked where racecheck cannot see it; the worker is abandoned (after
+    ``on_stuck`` had a chance to unwind it) and a StuckError names where it
+    sits.
+    """
+    result: list[Any] = []
+    error: list[BaseException] = []
+    done = threading.Event()
+    context = contextvars.copy_context()
+
+    def body() -> None:
+        try:
+            result.append(context.run(work))
+        except BaseException as exc:
+            error.append(exc)
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=body, name="racecheck-explorer", daemon=True)
+    worker.start()
+    last = progress()
+    last_change = time.monotonic()
+    interrupted = False
+    while True:
+        try:
+            if done.wait(0.05):
+                break
+        except KeyboardInterrupt:
+            interrupted = True
+            on_interrupt()
+            done.wait(5.0)
+            break
+        now_progress = progress()
+        now = time.monotonic()
+        if now_progress != last:
+            last, last_change = now_progress, now
+        elif now - last_change > watchdog:
+            where = describe_thread_stacks(exclude={threading.get_ident()})
+            on_stuck()
+            done.wait(1.0)
+            raise StuckError(
+                f"no scheduling progress for {watchdog:g}s: an actor is blocked outside"
+                f" racecheck's control ({where}); locks created before racecheck patched"
+                " threading, and calls that block in C, are invisible to it"
+            )
+    if interrupted:
+        raise KeyboardInterrupt
+    if error:
+        raise error[0]
+    return result[0]
+
+
+def describe_thread_stacks(exclude: set[int]) -> str:
+    """Where the non-idle racecheck-controlled threads sit, innermost user frame first."""
+    from racecheck.sources import is_user_file
+
+    places = []
+    names = {t.ident: t.name for t in threading.enumerate()}
+    for ident, frame in sys._current_frames().items():
+        if ident in exclude:
+            continue
+        stack = traceback.extract_stack(frame)
+        if not stack:
+            continue
+        inner = stack[-1]
+        if inner.filename == threading.__file__ and inner.name in ("wait", "_wait_for_tstate_lock"):
+            continue
+        if "racecheck" in inner.filename and inner.name in ("_park", "run_supervised", "body"):
+            continue
+        user = next((f for f in reversed(stack) if is_user_file(f.filename)), inner)
+        text = f"{names.get(ident, ident)} at {_short(user.filename)}:{user.lineno}"
+        if user is not inner:
+            text += f" in {inner.name} ({_short(inner.filename)}:{inner.lineno})"
+        places.append(text)
+    return "; ".join(places) or "no Python frame shows where"
+
+
+def _short(filename: str) -> str:
+    import os
+
+    return os.path.basename(filename)

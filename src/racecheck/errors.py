@@ -1,0 +1,43 @@
+"""Errors that mean "you gave racecheck something it cannot use".
+
+They are distinct from :class:`racecheck.RaceFound`, which means "your code has a
+bug". The CLI and the pytest plugin print a :class:`UsageError` as one line and
+exit with code 2; they never dump a traceback for one.
+"""
+
+from __future__ import annotations
+
+
+class UsageError(Exception):
+    """Bad input: a malformed token, a target of the wrong shape, a bad option."""
+
+
+class TokenError(UsageError):
+    """A schedule token that cannot be decoded, or was made for something else."""
+
+
+class DivergenceError(UsageError):
+    """Replay did not follow the recorded schedule.
+
+    Raised when the program takes another path than the one the token recorded:
+    the code changed, or it depends on something racecheck does not control
+    (wall-clock time, randomness, I/O). ``step`` is the first decision that
+    differed.
+    """
+
+    def __init__(self, message: str, step: int) -> None:
+        super().__init__(message)
+        self.step = step
+
+
+class StuckError(UsageError):
+    """An actor blocked outside racecheck's control and the watchdog fired.
+
+    Typical causes: a lock created before racecheck patched ``threading`` (at
+    import time), or a call that blocks in C. Waiting any longer would hang, so
+    the run is abandoned and the blocked thread is named.
+    """
+
+
+class UnsupportedError(UsageError):
+    """The environment cannot be controlled (for example an untested trio version)."""

@@ -1,0 +1,65 @@
+"""Collect the user-code lines an actor runs, for traces (replay runs only).
+
+Chains whatever tracer was installed before (coverage's, a debugger's), so a
+trace replay under ``coverage run`` still counts coverage.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+from racecheck.sources import is_user_file
+
+TraceFn = Callable[[FrameType, str, Any], Any]
+
+
+class LineSink:
+    """Where collected lines go: a list the recorder swaps per step."""
+
+    __slots__ = ("lines",)
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, int]] = []
+
+
+def chained_tracer(sink: LineSink, previous: TraceFn | None) -> TraceFn:
+    def local_for(frame: FrameType, prev_local: TraceFn | None) -> TraceFn | None:
+        user = is_user_file(frame.f_code.co_filename)
+        if not user:
+            return prev_local
+        state = [prev_local]
+
+        def local(frame: FrameType, event: str, arg: Any) -> Any:
+            if event == "line":
+                sink.lines.append((frame.f_code.co_filename, frame.f_lineno))
+            inner = state[0]
+            if inner is not None:
+                state[0] = inner(frame, event, arg)
+            return local
+
+        return local
+
+    def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
+        prev_local = previous(frame, event, arg) if previous is not None else None
+        return local_for(frame, prev_local)
+
+    return global_trace
+
+
+class collecting_lines:  # noqa: N801 - used as a context manager
+    """``with collecting_lines(sink): ...`` traces the current thread into ``sink``."""
+
+    def __init__(self, sink: LineSink) -> None:
+        self.sink = sink
+        self.previous: TraceFn | None = None
+
+    def __enter__(self) -> LineSink:
+        self.previous = sys.gettrace()
+        sys.settrace(chained_tracer(self.sink, self.previous))
+        return self.sink
+
+    def __exit__(self, *exc: object) -> None:
+        sys.settrace(self.previous)

@@ -1,0 +1,122 @@
+"""What an exploration returns: a :class:`Report`, or raises :class:`RaceFound`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from racecheck.trace import Trace
+
+#: Failure kinds. "exception": the target (or any actor) raised; "deadlock":
+#: nothing can run and not everything finished; "step-limit": the run passed
+#: ``max_steps`` decisions (a livelock or a spin loop).
+KINDS = ("exception", "deadlock", "step-limit")
+
+
+@dataclass
+class Report:
+    """The result of an exploration in which no schedule failed."""
+
+    schedules_run: int
+    exhausted: bool
+    strategy: str
+    seed: int
+    backend: str
+    seconds: float = 0.0
+    #: distinct schedules (decision sequences) seen
+    distinct_schedules: int = 0
+    #: distinct orderings of conflicting operations seen (interleaving coverage)
+    distinct_orderings: int = 0
+    notes: list[str] = field(default_factory=list)
+    #: True when the exploration stopped early (Ctrl-C); results so far.
+    interrupted: bool = False
+
+    def __str__(self) -> str:
+        done = "exhausted the bounded space" if self.exhausted else "no failure"
+        lines = [
+            f"racecheck: {self.schedules_run} schedules ({self.strategy}, seed {self.seed},"
+            f" {self.backend}): {done}"
+        ]
+        lines += [f"  {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+class RaceFound(AssertionError):
+    """A schedule made the target fail. Carries everything needed to replay it.
+
+    Subclasses ``AssertionError`` so that a plain ``pytest`` run shows it as a
+    test failure, not an error.
+    """
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        schedule: str,
+        schedules_run: int,
+        cause: BaseException | None,
+        trace: Trace | None,
+        strategy: str = "",
+        seed: int = 0,
+        original_schedule: str | None = None,
+        preemptions: int = 0,
+        original_preemptions: int | None = None,
+        detail: str = "",
+        replay_hint: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.schedule = schedule
+        self.schedules_run = schedules_run
+        self.cause = cause
+        self.trace = trace
+        self.strategy = strategy
+        self.seed = seed
+        self.original_schedule = original_schedule or schedule
+        self.preemptions = preemptions
+        self.original_preemptions = (
+            preemptions if original_preemptions is None else original_preemptions
+        )
+        self.detail = detail
+        self.replay_hint = replay_hint
+        super().__init__(self.render())
+
+    @property
+    def summary(self) -> str:
+        """One line: what failed and why."""
+        if self.kind == "exception" and self.cause is not None:
+            what = f"{type(self.cause).__name__}: {self.cause}".strip()
+        else:
+            what = self.detail or self.kind
+        return what.splitlines()[0] if what else self.kind
+
+    def render(self) -> str:
+        head = (
+            f"racecheck: {self.kind if self.kind != 'exception' else 'race'} found after "
+            f"{self.schedules_run} schedule{'s' if self.schedules_run != 1 else ''}"
+            f"{f' ({self.strategy}, seed {self.seed})' if self.strategy else ''}: {self.summary}"
+        )
+        parts = [head]
+        if self.trace is not None:
+            parts.append(self.trace.render())
+        if self.kind != "exception" and self.detail and "\n" in self.detail:
+            parts.append(self.detail)
+        shrink = (
+            f"preemptions: {self.original_preemptions} -> {self.preemptions}"
+            if self.original_preemptions != self.preemptions
+            else f"preemptions: {self.preemptions}"
+        )
+        parts.append(shrink)
+        parts.append(f"schedule: {self.schedule}")
+        if self.original_schedule != self.schedule:
+            parts.append(f"original schedule: {self.original_schedule}")
+        parts.append(
+            "replay: "
+            + (self.replay_hint or f'racecheck.replay(target, "{self.schedule}")')
+        )
+        return "\n".join(parts)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pytest-xdist ships failures between processes; keep it picklable as a
+        # plain AssertionError carrying the rendered text.
+        return (AssertionError, (self.render(),))

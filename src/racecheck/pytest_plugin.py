@@ -1,0 +1,423 @@
+"""The racecheck pytest plugin (entry point ``pytest11: racecheck``).
+
+Mark a test and racecheck explores its interleavings::
+
+    @pytest.mark.racecheck(strategy="pct", schedules=500, seed=0)
+    async def test_deposit():
+        account = Account()                  # build shared state *inside* the test
+        await asyncio.gather(account.deposit(10), account.deposit(5))
+        assert account.balance == 15
+
+The test body is the target: it runs once per schedule. Fixtures are set up
+**once per test**, not once per schedule, so state that the schedules must not
+share has to be created inside the test (or by a factory fixture called inside
+it). ``async def`` tests run on racecheck's controlled asyncio loop (or trio
+with ``backend="trio"``), not on pytest-asyncio's or pytest-trio's runner, and
+async fixtures of those plugins live on another loop.
+
+Command-line options beat marker arguments, which beat the defaults
+(pct, 1000 schedules, seed 0):
+
+    --racecheck-strategy NAME  --racecheck-schedules N  --racecheck-seed N
+    --racecheck-replay TOKEN   run exactly that schedule (the failure report
+                               prints the whole command)
+    --racecheck-report-dir DIR write racecheck's JSON/JUnit/HTML reports
+
+Everything the plugin adds to pytest lives in this module. It imports only
+pytest and the standard library; racecheck's engine loads when a marked test runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import shlex
+from collections.abc import Callable, Generator
+from typing import Any
+
+import pytest
+
+DEFAULTS: dict[str, Any] = {"strategy": "pct", "schedules": 1000, "seed": 0}
+#: marker/check options that mean nothing to a single replayed schedule
+_EXPLORATION_ONLY = ("strategy", "schedules", "seed", "progress")
+_ORIGINAL_OBJ = pytest.StashKey[Any]()
+#: user_properties keys (they travel from xdist workers to the controller)
+_PROP_REPLAYED = "racecheck_replayed"
+_PROP_RECORD = "racecheck_record"
+
+MARKER_HELP = (
+    "racecheck(strategy='pct', schedules=1000, seed=0, backend=None, **options): run the test"
+    " under racecheck's deterministic scheduler and explore its interleavings. Fixtures are"
+    " set up once per test, not per schedule: build shared state inside the test."
+)
+
+
+# ------------------------------------------------------------------ options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("racecheck", "racecheck: explore interleavings of marked tests")
+    group.addoption(
+        "--racecheck-strategy",
+        metavar="NAME",
+        default=None,
+        help="strategy for @pytest.mark.racecheck tests: random, pct, exhaustive, hypothesis"
+        " (overrides the marker; default pct)",
+    )
+    group.addoption(
+        "--racecheck-schedules",
+        metavar="N",
+        type=int,
+        default=None,
+        help="schedules per marked test (overrides the marker; default 1000)",
+    )
+    group.addoption(
+        "--racecheck-seed",
+        metavar="N",
+        type=int,
+        default=None,
+        help="seed for the strategy (overrides the marker; default 0)",
+    )
+    group.addoption(
+        "--racecheck-replay",
+        metavar="TOKEN",
+        default=None,
+        help="run exactly this schedule in the marked test it was recorded for",
+    )
+    group.addoption(
+        "--racecheck-report-dir",
+        metavar="DIR",
+        default=None,
+        help="write racecheck reports (JSON, JUnit, HTML) of the marked tests to DIR",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_HELP)
+    schedules = config.getoption("racecheck_schedules", None)
+    if schedules is not None and schedules < 1:
+        raise pytest.UsageError(f"--racecheck-schedules must be at least 1, not {schedules}")
+    token = config.getoption("racecheck_replay", None)
+    if token is not None:
+        from racecheck.errors import UsageError
+        from racecheck.schedule import Schedule
+
+        try:
+            Schedule.decode(token)
+        except UsageError as exc:
+            raise pytest.UsageError(f"--racecheck-replay: {_first_line(exc)}") from None
+    config.pluginmanager.register(_SessionPlugin(config), "racecheck-session")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def resolve_options(config: pytest.Config, marker: pytest.Mark) -> dict[str, Any]:
+    """Explicit command-line option > marker keyword > default."""
+    options = dict(DEFAULTS)
+    options.update(marker.kwargs)
+    for name in ("strategy", "schedules", "seed"):
+        value = config.getoption(f"racecheck_{name}", None)
+        if value is not None:
+            options[name] = value
+    return options
+
+
+# ----------------------------------------------------------------- running
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    # Outermost wrapper: remember the real test function before pytest-trio
+    # (runtest_call) or pytest-asyncio (runtest) swap in their sync runners.
+    if isinstance(item, pytest.Function) and item.get_closest_marker("racecheck") is not None:
+        item.stash[_ORIGINAL_OBJ] = item.obj
+    return (yield)
+
+
+def _test_function(item: pytest.Function) -> Callable[..., Any]:
+    func = item.stash.get(_ORIGINAL_OBJ, None) or item.obj
+    # another plugin's sync runner around the coroutine function (functools.wraps)
+    seen = 0
+    while (
+        not inspect.iscoroutinefunction(func)
+        and getattr(func, "__wrapped__", None) is not None
+        and seen < 10
+    ):
+        inner = func.__wrapped__
+        if not inspect.iscoroutinefunction(inner):
+            break
+        func = inner
+        seen += 1
+    return func
+
+
+def make_target(func: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[[], Any]:
+    """A zero-argument target calling the test with its fixture values."""
+    if inspect.iscoroutinefunction(func):
+
+        async def async_target() -> Any:
+            return await func(**kwargs)
+
+        target: Callable[[], Any] = async_target
+    else:
+
+        def sync_target() -> Any:
+            return func(**kwargs)
+
+        target = sync_target
+    for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
+        try:
+            setattr(target, attr, getattr(func, attr))
+        except (AttributeError, TypeError):
+            pass
+    return target
+
+
+def _shell_single_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def replay_command(item: pytest.Item, token: str) -> str:
+    """The exact shell command that replays ``token`` on this test."""
+    nodeid = item.nodeid
+    config = item.config
+    path, sep, rest = nodeid.partition("::")
+    try:
+        absolute = config.rootpath / path
+        rel = os.path.relpath(absolute, config.invocation_params.dir)
+        if not rel.startswith(".."):
+            nodeid = rel.replace(os.sep, "/") + sep + rest
+    except ValueError:  # another drive on Windows
+        pass
+    return f"pytest {_shell_single_quote(nodeid)} --racecheck-replay={shlex.quote(token)}"
+
+
+def _fail(message: str) -> None:
+    pytest.fail(message, pytrace=False)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> object | None:
+    marker = pyfuncitem.get_closest_marker("racecheck")
+    if marker is None:
+        return None
+    _run_marked(pyfuncitem, marker)
+    return True
+
+
+def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
+    import racecheck
+    from racecheck.errors import UsageError
+
+    if marker.args:
+        _fail(
+            "racecheck: @pytest.mark.racecheck takes keyword arguments only"
+            f" (strategy=..., schedules=..., seed=...), not {marker.args!r}"
+        )
+    func = _test_function(item)
+    if inspect.isasyncgenfunction(func) or inspect.isgeneratorfunction(func):
+        _fail(
+            "racecheck: a @pytest.mark.racecheck test must be a function or coroutine function,"
+            " not a generator"
+        )
+    kwargs = {name: item.funcargs[name] for name in item._fixtureinfo.argnames}
+    target = make_target(func, kwargs)
+    label = item.nodeid
+    options = resolve_options(item.config, marker)
+    trio_marked = item.get_closest_marker("trio") is not None
+    if "backend" not in options and trio_marked and inspect.iscoroutinefunction(func):
+        # pytest-trio's trio_mode (or @pytest.mark.trio): the test is trio code
+        options["backend"] = "trio"
+    token = item.config.getoption("racecheck_replay", None)
+
+    if token:
+        _replay(item, target, token, label, options)
+        return
+
+    import time
+
+    # pytest.fail is called outside the ``except`` blocks: inside them pytest
+    # would also print the RaceFound as "During handling of the above exception".
+    message: str | None = None
+    t0 = time.perf_counter()
+    try:
+        report = racecheck.check(target, label=label, **options)
+    except racecheck.RaceFound as exc:
+        cmd = replay_command(item, exc.schedule)
+        exc.replay_hint = cmd
+        _record(item, options, exc=exc, seconds=time.perf_counter() - t0, command=cmd)
+        message = exc.render()
+    except UsageError as exc:
+        message = f"racecheck: {type(exc).__name__}: {_first_line(exc)}"
+    if message is not None:
+        _fail(message)
+    _record(item, options, report=report, seconds=time.perf_counter() - t0)
+    item.add_report_section("call", "racecheck", str(report))
+
+
+def _replay(
+    item: pytest.Function,
+    target: Callable[[], Any],
+    token: str,
+    label: str,
+    options: dict[str, Any],
+) -> None:
+    import racecheck
+    from racecheck.errors import UsageError
+    from racecheck.schedule import token_label_matches
+
+    message: str | None = None
+    try:
+        matches = token_label_matches(token, label)
+    except UsageError as exc:
+        message = f"racecheck: --racecheck-replay: {_first_line(exc)}"
+        matches = False
+    if message is not None:
+        _fail(message)
+    if not matches:
+        pytest.skip("--racecheck-replay: the token was recorded for another test")
+    replay_options = {k: v for k, v in options.items() if k not in _EXPLORATION_ONLY}
+    item.user_properties.append((_PROP_REPLAYED, True))
+    try:
+        racecheck.replay(target, token, label=label, **replay_options)
+    except racecheck.RaceFound as exc:
+        exc.replay_hint = replay_command(item, exc.schedule)
+        message = f"racecheck: replayed schedule fails again\n{exc.render()}"
+    except UsageError as exc:
+        message = f"racecheck: {type(exc).__name__}: {_first_line(exc)}"
+    if message is not None:
+        _fail(message)
+    item.add_report_section(
+        "call", "racecheck", f"replayed {token}: the schedule ran without failing"
+    )
+
+
+def _record(
+    item: pytest.Function,
+    options: dict[str, Any],
+    *,
+    seconds: float,
+    exc: Any = None,
+    report: Any = None,
+    command: str | None = None,
+) -> None:
+    """Keep a JSON-able record of the test for --racecheck-report-dir."""
+    if not item.config.getoption("racecheck_report_dir", None):
+        return
+    verdicts = {"exception": "race", "deadlock": "deadlock", "step-limit": "step-limit"}
+    record: dict[str, Any] = {
+        "scenario": item.nodeid,
+        "variant": "test",
+        "expect": "safe",
+        "strategy": str(options.get("strategy", "")),
+        "seed": options.get("seed", 0),
+        "seconds": round(seconds, 6),
+    }
+    if exc is not None:
+        record.update(
+            verdict=verdicts.get(exc.kind, exc.kind),
+            kind=exc.kind,
+            schedules_run=exc.schedules_run,
+            exhausted=False,
+            schedule=exc.schedule,
+            ok=False,
+            message=exc.summary,
+            original_schedule=exc.original_schedule,
+            preemptions=exc.preemptions,
+            original_preemptions=exc.original_preemptions,
+            replay_command=command,
+        )
+    else:
+        record.update(
+            verdict="safe",
+            kind=None,
+            schedules_run=report.schedules_run,
+            exhausted=bool(report.exhausted),
+            schedule=None,
+            ok=True,
+            distinct_schedules=getattr(report, "distinct_schedules", 0),
+            distinct_orderings=getattr(report, "distinct_orderings", 0),
+        )
+    item.user_properties.append((_PROP_RECORD, record))
+
+
+# --------------------------------------------------------- session summary
+
+
+class _SessionPlugin:
+    """Per-session bookkeeping, registered by :func:`pytest_configure`.
+
+    Its ``pytest_runtest_logreport`` sees the reports where they arrive: in the
+    controller under pytest-xdist, so replays and records of every worker count.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.replayed: list[tuple[str, str]] = []  # (nodeid, outcome)
+        self.records: list[dict[str, Any]] = []
+        self.written: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for key, value in report.user_properties:
+            if key == _PROP_REPLAYED:
+                self.replayed.append((report.nodeid, report.outcome))
+            elif key == _PROP_RECORD and isinstance(value, dict):
+                self.records.append(value)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        config = self.config
+        if _is_xdist_worker(config):
+            return
+        token = config.getoption("racecheck_replay", None)
+        if (
+            token
+            and not self.replayed
+            and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+            and not config.getoption("collectonly", False)
+        ):
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        directory = config.getoption("racecheck_report_dir", None)
+        if directory and self.records:
+            self.written = _write_reports(config, self.records, directory)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        config = self.config
+        if _is_xdist_worker(config):
+            return
+        token = config.getoption("racecheck_replay", None)
+        if token and not config.getoption("collectonly", False):
+            if not self.replayed:
+                terminalreporter.write_line(
+                    "racecheck: error: --racecheck-replay: no selected @pytest.mark.racecheck"
+                    " test was recorded by this token (select the test named in the failure"
+                    " report)",
+                    red=True,
+                )
+            for nodeid, outcome in self.replayed:
+                what = "fails again" if outcome == "failed" else "did not fail"
+                terminalreporter.write_line(f"racecheck: replayed schedule on {nodeid}: {what}")
+        if self.written:
+            terminalreporter.write_line("racecheck reports: " + ", ".join(self.written))
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _write_reports(
+    config: pytest.Config, records: list[dict[str, Any]], directory: str
+) -> list[str]:
+    import dataclasses
+
+    from racecheck.cli import write_reports
+    from racecheck.report import RunRecord
+
+    known = {f.name for f in dataclasses.fields(RunRecord)}
+    objs = [RunRecord(**{k: v for k, v in r.items() if k in known}) for r in records]
+    path = os.path.join(str(config.invocation_params.dir), directory)
+    return [str(p) for p in write_reports(objs, path)]

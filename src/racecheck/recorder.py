@@ -1,0 +1,161 @@
+"""Turn a (replayed) run into a :class:`~racecheck.trace.Trace`.
+
+Backends report each step to the recorder; it keeps who ran, which user lines
+ran, and the operation the step ended on. Consecutive steps of one actor are
+merged: a story is told in turns, not in scheduler ticks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import traceback
+from typing import TYPE_CHECKING, Any
+
+from racecheck.linetrace import LineSink, collecting_lines
+from racecheck.sources import is_user_file, source_line
+from racecheck.trace import ActorInfo, FailurePoint, SourceLine, Step, Trace
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from racecheck.engine import Failure
+
+_DEFAULT_NAME = re.compile(r"^(Task|Thread)-\d+")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.actors: dict[int, ActorInfo] = {}
+        self.steps: list[Step] = []
+        self.names: Any = None  # ResourceNames, created on first use
+        self._hidden: set[int] = set()
+
+    def resources(self) -> Any:
+        if self.names is None:
+            from racecheck.backends.asyncio_waits import ResourceNames
+
+            self.names = ResourceNames()
+        return self.names
+
+    def actor(self, actor: int, name: str, kind: str) -> None:
+        if actor not in self.actors:
+            self.actors[actor] = ActorInfo(actor, name, kind)
+
+    def add_step(
+        self,
+        actor: int,
+        lines: list[tuple[str, int]],
+        operation: str,
+        resource: str | None,
+        preempted: bool,
+        accesses: tuple[str, ...] = (),
+    ) -> None:
+        source = tuple(
+            SourceLine(filename, lineno, source_line(filename, lineno))
+            for filename, lineno in _dedupe(lines)
+        )
+        self.steps.append(
+            Step(len(self.steps) + 1, actor, source, operation, resource, preempted, accesses)
+        )
+
+    # -- asyncio -----------------------------------------------------------
+    def task_step(
+        self, actor: int, task: asyncio.Task[Any], handle: asyncio.Handle, preempted: bool
+    ) -> None:
+        from racecheck.backends.asyncio_waits import describe_wait
+
+        if actor not in self.actors and actor not in self._hidden:
+            coro = task.get_coro()
+            code = getattr(coro, "cr_code", None)
+            if code is not None and not is_user_file(code.co_filename):
+                # asyncio's own housekeeping (Runner shutdown): not part of the story.
+                self._hidden.add(actor)
+                handle._run()
+                return
+            self.actor(actor, task_display_name(task, actor), "task")
+        elif actor not in self.actors:
+            handle._run()
+            return
+        sink = LineSink()
+        with collecting_lines(sink):
+            handle._run()
+        if task.done():
+            if task.cancelled():
+                operation = "cancelled"
+            elif task._exception is not None:  # type: ignore[attr-defined]
+                # Not task.exception(): that would mark it retrieved, and an
+                # unretrieved exception is itself a failure racecheck reports.
+                operation = f"raised {type(task._exception).__name__}"  # type: ignore[attr-defined]
+            else:
+                operation = "returned"
+            resource = None
+        else:
+            operation, resource, _ = describe_wait(task, self.resources())
+        self.add_step(actor, sink.lines, operation, resource, preempted)
+
+    # -- the end -----------------------------------------------------------
+    def finish(self, failure: Failure | None) -> Trace:
+        point = None
+        if failure is not None:
+            point = FailurePoint(failure.actor, _failure_message(failure), _failure_line(failure))
+        return Trace(
+            actors=sorted(self.actors.values(), key=lambda a: a.id),
+            steps=self.steps,
+            failure=point,
+        )
+
+
+def task_display_name(task: asyncio.Task[Any], actor: int) -> str:
+    name = task.get_name()
+    if _DEFAULT_NAME.match(name):
+        name = f"Task-{actor}"
+    coro = task.get_coro()
+    frame = getattr(coro, "cr_frame", None)
+    qualname = getattr(coro, "__qualname__", "?").rsplit(".", 1)[-1]
+    return f"{name} · {qualname}({_arguments(frame)})"
+
+
+def _arguments(frame: Any) -> str:
+    if frame is None:
+        return ""
+    code = frame.f_code
+    names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    shown = []
+    for name in names:
+        if name in ("self", "cls"):
+            continue
+        value = frame.f_locals.get(name)
+        text = repr(value)
+        shown.append(text if len(text) <= 16 else text[:13] + "...")
+    return ", ".join(shown)
+
+
+def _dedupe(lines: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
+    for item in lines:
+        if not out or out[-1] != item:
+            out.append(item)
+    return out
+
+
+def _failure_message(failure: Failure) -> str:
+    if failure.cause is not None:
+        text = f"{type(failure.cause).__name__}: {failure.cause}".rstrip(": ")
+        return text.splitlines()[0] if text else type(failure.cause).__name__
+    return (failure.detail or failure.kind).splitlines()[0]
+
+
+def _failure_line(failure: Failure) -> SourceLine | None:
+    cause = failure.cause
+    if cause is None or cause.__traceback__ is None:
+        return None
+    frames = traceback.extract_tb(cause.__traceback__)
+    for frame in reversed(frames):
+        if is_user_file(frame.filename) and frame.lineno is not None:
+            return SourceLine(frame.filename, frame.lineno, (frame.line or "").strip())
+    return None
+
+
+def short(filename: str) -> str:
+    return os.path.basename(filename)

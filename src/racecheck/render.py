@@ -1,0 +1,146 @@
+"""Print a :class:`~racecheck.trace.Trace` as one column per actor.
+
+The reader wants the story: who ran, which lines, what they were waiting for,
+and where it broke. So each turn of an actor is a block in its own column,
+preempted turns are flagged, long runs of uneventful turns are folded, and the
+failure line closes the picture.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from racecheck.trace import SourceLine, Step, Trace
+
+MAX_BLOCKS = 40
+LINES_PER_BLOCK = 4
+SUSPEND = "⇢"
+
+
+def render_columns(trace: Trace, width: int | None = None) -> str:
+    if width is None:
+        width = min(shutil.get_terminal_size((120, 24)).columns, 160)
+    actors = trace.actors
+    blocks = _merge_turns(trace.steps)
+    if not actors:
+        return "  (no steps recorded)"
+    column = max(30, (width - 5) // max(len(actors), 1))
+    if len(actors) > 4 or column * len(actors) + 5 > max(width, 130):
+        return _render_rows(trace, blocks)
+    order = {actor.id: i for i, actor in enumerate(actors)}
+    out = ["     " + "".join(_fit(a.name, column - 2).ljust(column) for a in actors).rstrip()]
+    for number, block in _fold(blocks):
+        if block is None:
+            out.append(f"  ⋮  ({number} uneventful turns folded)")
+            continue
+        indent = " " * (column * order.get(block.actor, 0))
+        body = _block_lines(block, column - 2)
+        mark = "»" if block.preempted else " "
+        for i, text in enumerate(body):
+            prefix = f"{number:>3}{mark} " if i == 0 else "     "
+            out.append((prefix + indent + text).rstrip())
+    out.extend(_failure_lines(trace, column, order))
+    return "\n".join(out)
+
+
+def _render_rows(trace: Trace, blocks: list[Step]) -> str:
+    names = {a.id: a.name for a in trace.actors}
+    out = []
+    for number, block in _fold(blocks):
+        if block is None:
+            out.append(f"  ⋮  ({number} uneventful turns folded)")
+            continue
+        mark = "»" if block.preempted else " "
+        body = _block_lines(block, 90)
+        out.append(f"{number:>3}{mark} [{names.get(block.actor, block.actor)}] {body[0]}")
+        out.extend("       " + line for line in body[1:])
+    out.extend(_failure_lines(trace, 0, {}))
+    return "\n".join(out)
+
+
+def _failure_lines(trace: Trace, column: int, order: dict[int, int]) -> list[str]:
+    failure = trace.failure
+    if failure is None:
+        return []
+    indent = " " * (column * order.get(failure.actor, 0)) if failure.actor is not None else ""
+    where = f"{_loc(failure.line)}  {failure.line.text}  " if failure.line else ""
+    return [f"  ✗  {indent}{where}— {failure.message}"]
+
+
+def _merge_turns(steps: list[Step]) -> list[Step]:
+    """Join consecutive steps of the same actor into one turn."""
+    from dataclasses import replace
+
+    merged: list[Step] = []
+    for step in steps:
+        if merged and merged[-1].actor == step.actor and not step.preempted:
+            last = merged[-1]
+            merged[-1] = replace(
+                last,
+                lines=last.lines + step.lines,
+                operation=step.operation or last.operation,
+                resource=step.resource or last.resource,
+                accesses=last.accesses + step.accesses,
+            )
+        else:
+            merged.append(step)
+    return merged
+
+
+def _fold(blocks: list[Step]) -> list[tuple[int, Step | None]]:
+    """Number the turns; fold long stretches away from preemptions and the end."""
+    numbered: list[tuple[int, Step | None]] = [(i + 1, b) for i, b in enumerate(blocks)]
+    if len(blocks) <= MAX_BLOCKS:
+        return numbered
+    keep = set(range(len(blocks) - 10, len(blocks))) | set(range(3))
+    for i, block in enumerate(blocks):
+        if block.preempted:
+            keep.update((i - 1, i, i + 1))
+    out: list[tuple[int, Step | None]] = []
+    folded = 0
+    for i, item in enumerate(numbered):
+        if i in keep:
+            if folded:
+                out.append((folded, None))
+                folded = 0
+            out.append(item)
+        else:
+            folded += 1
+    if folded:
+        out.append((folded, None))
+    return out
+
+
+def _block_lines(step: Step, width: int) -> list[str]:
+    lines = list(step.lines)
+    shown: list[SourceLine | None]
+    if len(lines) > LINES_PER_BLOCK:
+        shown = [lines[0], None, *lines[-(LINES_PER_BLOCK - 2) :]]
+    else:
+        shown = list(lines)
+    out = []
+    for line in shown:
+        if line is None:
+            out.append(_fit("  ⋯", width))
+        else:
+            out.append(_fit(f"{_loc(line):<10} {line.text}", width))
+    if step.operation:
+        op = f"{SUSPEND} {step.operation}"
+        if step.operation.startswith("await ") and lines and step.operation[6:] in lines[-1].text:
+            op = SUSPEND  # the awaited expression is already on the line
+        if out and len(out[-1]) + len(op) + 2 <= width:
+            out[-1] = f"{out[-1]}  {op}"
+        else:
+            out.append(_fit(f"{'':10} {op}", width))
+    return out or [""]
+
+
+def _loc(line: SourceLine) -> str:
+    return f"{os.path.basename(line.filename)}:{line.lineno}"
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 1)] + "…"

@@ -1,0 +1,55 @@
+"""Reports of a ``racecheck run``: JSON, JUnit XML and a self-contained HTML page.
+
+The CLI builds one :class:`RunRecord` per scenario/variant and hands the list to
+:func:`write_reports`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from racecheck.trace import Trace
+
+
+@dataclass
+class RunRecord:
+    """The outcome of exploring one variant of one scenario."""
+
+    scenario: str
+    variant: str
+    expect: str  # "race" | "deadlock" | "safe"
+    verdict: str  # "race" | "deadlock" | "step-limit" | "safe" | "error"
+    kind: str | None  # RaceFound.kind, or None when safe
+    schedules_run: int
+    exhausted: bool
+    schedule: str | None  # (minimised) token, or None
+    seconds: float
+    strategy: str = ""
+    seed: int = 0
+    ok: bool = False  # verdict meets expectation
+    message: str | None = None  # one-line failure summary
+    original_schedule: str | None = None
+    preemptions: int | None = None
+    original_preemptions: int | None = None
+    replay_command: str | None = None
+    distinct_schedules: int = 0
+    distinct_orderings: int = 0
+    trace: Trace | None = field(default=None, repr=False)
+    #: multi-line explanation beyond ``message`` (RaceFound.detail: a deadlock's
+    #: who-holds-what/who-waits-for-what report); shown in full by every format
+    detail: str | None = None
+
+
+def write_reports(
+    records: list[RunRecord],
+    directory: str | Path,
+    *,
+    formats: tuple[str, ...] = ("json", "junit", "html"),
+) -> list[Path]:
+    """Write the reports atomically into ``directory``; return the paths written."""
+    from racecheck.report.writers import write_all
+
+    return write_all(records, Path(directory), formats)

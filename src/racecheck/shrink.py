@@ -1,0 +1,101 @@
+"""Minimise a failing schedule: fewer preemptions, shorter trace, same failure.
+
+Delta debugging over the preemption list (Zeller, 2002): try to put whole
+chunks of preemptions back to the natural order (choice 0), halving the chunk
+size when no chunk can go. A candidate is *run*, never assumed: it counts only
+if the run fails with the same kind (and exception type) as the original, so
+shrinking can shorten the story but never change the verdict. The decisions
+the candidate run actually took become the new schedule, which is why the
+result always replays.
+
+Bounded by ``minimize_time`` seconds; whatever was reached by then is kept.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from racecheck.schedule import Decision
+from racecheck.strategies.base import BaseChooser
+
+if TYPE_CHECKING:
+    from racecheck.engine import Failure
+    from racecheck.explore import Session
+
+
+class GuidedChooser(BaseChooser):
+    """Follow a candidate schedule where it still fits, natural order elsewhere."""
+
+    name = "shrink"
+
+    def __init__(self, decisions: Sequence[Decision]) -> None:
+        self.decisions = decisions
+        self.position = 0
+
+    def begin(self, run: int) -> None:
+        self.position = 0
+
+    def choose(self, candidates: Sequence[int]) -> int:
+        i = self.position
+        self.position += 1
+        if i < len(self.decisions):
+            choice = self.decisions[i][1]
+            if choice < len(candidates):
+                return choice
+        return 0
+
+
+def _cost(decisions: Sequence[Decision]) -> tuple[int, int]:
+    return (sum(1 for _, c in decisions if c), len(decisions))
+
+
+def _same(a: Failure, b: Failure) -> bool:
+    if a.kind != b.kind:
+        return False
+    if a.cause is None or b.cause is None:
+        return a.cause is None and b.cause is None
+    return type(a.cause) is type(b.cause)
+
+
+def shrink(
+    session: Session, failure: Failure, decisions: tuple[Decision, ...], budget: float
+) -> tuple[Failure, tuple[Decision, ...]]:
+    deadline = time.monotonic() + budget
+    best, best_failure = decisions, failure
+
+    def attempt(candidate: list[Decision]) -> bool:
+        nonlocal best, best_failure
+        controller = session.run(GuidedChooser(candidate), 0)
+        got = controller.failure
+        taken = tuple(controller.decisions)
+        if got is not None and _same(got, failure) and _cost(taken) < _cost(best):
+            best, best_failure = taken, got
+            return True
+        return False
+
+    # Lower every choice to 1 first: "some other actor" is simpler than "the 4th".
+    lowered = [(n, min(c, 1)) for n, c in best]
+    if lowered != list(best):
+        attempt(lowered)
+    chunk = max(1, len([c for _, c in best if c]) // 2)
+    while time.monotonic() < deadline and not session.interrupted:
+        preemptions = [i for i, (_, c) in enumerate(best) if c]
+        if not preemptions:
+            break
+        chunk = min(chunk, len(preemptions))
+        progressed = False
+        for start in range(len(preemptions) - chunk, -1, -chunk):
+            if time.monotonic() >= deadline:
+                break
+            drop = set(preemptions[start : start + chunk])
+            candidate = [(n, 0 if i in drop else c) for i, (n, c) in enumerate(best)]
+            if attempt(candidate):
+                progressed = True
+                break
+        if not progressed:
+            if chunk == 1:
+                break
+            chunk = max(1, chunk // 2)
+    return best_failure, best

@@ -1,0 +1,30 @@
+"""Strategies: one module each, all behind :class:`~racecheck.strategies.base.Chooser`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from racecheck.errors import UsageError
+from racecheck.strategies.base import BaseChooser, Chooser
+
+STRATEGIES = ("pct", "random", "exhaustive", "hypothesis")
+
+
+def make_chooser(name: str, *, seed: int, options: dict[str, Any]) -> Chooser:
+    """Build the named strategy, consuming the options it understands."""
+    if name == "pct":
+        from racecheck.strategies.pct import PCTChooser
+
+        return PCTChooser(seed=seed, depth=int(options.pop("depth", 3)))
+    if name == "random":
+        from racecheck.strategies.random import RandomChooser
+
+        return RandomChooser(seed=seed)
+    if name == "exhaustive":
+        from racecheck.strategies.exhaustive import ExhaustiveChooser
+
+        return ExhaustiveChooser(preemption_bound=int(options.pop("preemption_bound", 2)))
+    raise UsageError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
+
+
+__all__ = ["STRATEGIES", "BaseChooser", "Chooser", "make_chooser"]
