@@ -497,7 +497,7 @@ def test_replay_divergence_on_another_variant_is_exit_2(
 
     monkeypatch.setattr(racecheck, "replay", replay)
     token = make_token("bank[buggy]")
-    code, out, err = run(capsys, "replay", "scenarios/bank.py::bank[correct]", token)
+    code, _out, err = run(capsys, "replay", "scenarios/bank.py::bank[correct]", token)
     assert code == 2
     assert err == (
         "racecheck: error: the schedule recorded on bank[buggy] does not apply to"
@@ -609,3 +609,144 @@ def test_record_fields_match_the_report_package() -> None:
     data = record_to_json(rec)
     assert "trace" not in data
     json.dumps(data)
+
+
+# ------------------------------------------------------- with the real engine
+
+REAL = """
+import asyncio
+import racecheck
+
+
+class Account:
+    def __init__(self, lock=None):
+        self.balance = 0
+        self.lock = lock
+
+    async def deposit(self, amount):
+        current = self.balance
+        await asyncio.sleep(0)
+        self.balance = current + amount
+
+    async def locked_deposit(self, amount):
+        async with self.lock:
+            await self.deposit(amount)
+
+
+async def buggy():
+    account = Account()
+    await asyncio.gather(account.deposit(10), account.deposit(5))
+    assert account.balance == 15, f"balance {account.balance} != 15"
+
+
+async def correct():
+    account = Account(asyncio.Lock())
+    await asyncio.gather(account.locked_deposit(10), account.locked_deposit(5))
+    assert account.balance == 15, f"balance {account.balance} != 15"
+
+
+BANK = racecheck.Scenario(
+    name="bank",
+    issue="demo#1",
+    variants={
+        "buggy": racecheck.Variant(buggy, expect="race", summary="read, await, write"),
+        "correct": racecheck.Variant(correct, expect="safe", summary="under an asyncio.Lock"),
+    },
+)
+"""
+
+
+@pytest.fixture
+def real_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_engine: None) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "bank.py").write_text(REAL)
+    return tmp_path
+
+
+def test_real_run_and_replay(real_project: Path, capsys: Any) -> None:
+    code, out, err = run(capsys, "run", "--schedules", "100")
+    assert code == 0, out + err
+    rows = [line.split() for line in out.splitlines()[1:3]]
+    assert rows[0][:5] == ["bank", "buggy", "race", "race", "✓"]
+    assert rows[1][:6] == ["bank", "correct", "safe", "safe", "✓", "100"]
+    assert "AssertionError: balance 5 != 15" in out or "balance 10 != 15" in out
+    data = json.loads((real_project / "reports" / "racecheck.json").read_text())
+    assert data
+    token = _token_from(out)
+
+    code, out, err = run(capsys, "replay", "scenarios/bank.py", token)
+    assert code == 1, out + err
+    assert "replaying bank[buggy]" in out
+    assert "Task-2" in out  # the trace
+    # the buggy schedule does not break the fixed variant
+    code, out, err = run(capsys, "replay", "scenarios/bank.py::bank[correct]", token)
+    assert code == 0, out + err
+    assert "does not reproduce" in out
+
+
+def test_real_exhaustive_reports_exhaustion(real_project: Path, capsys: Any) -> None:
+    code, out, err = run(
+        capsys, "run", "--strategy", "exhaustive", "--schedules", "500", "--json", "--no-report"
+    )
+    assert code == 0, out + err
+    buggy, correct = json.loads(out)
+    assert buggy["verdict"] == "race"
+    assert correct["verdict"] == "safe"
+    assert correct["exhausted"] is True
+    assert correct["schedules_run"] < 500
+
+
+def test_real_malformed_token(real_project: Path, capsys: Any) -> None:
+    code, out, err = run(capsys, "replay", "scenarios/bank.py::bank[buggy]", "rc1:nope")
+    assert code == 2
+    assert err.startswith("racecheck: error: malformed schedule token")
+    assert err.count("\n") == 1
+
+
+def test_real_ctrl_c(real_project: Path) -> None:
+    """SIGINT in the middle of an exploration: the table so far, 'interrupted', exit 2."""
+    import signal
+    import time
+
+    (real_project / "scenarios" / "slow.py").write_text(
+        REAL.replace('name="bank"', 'name="zz-slow"')
+        + textwrap.dedent(
+            """
+
+            async def many():
+                async def hop(i):
+                    for _ in range(5):
+                        await asyncio.sleep(0)
+                await asyncio.gather(*(hop(i) for i in range(6)))
+
+            SLOW = racecheck.Scenario(
+                name="zz-slow-many",
+                variants={"v": racecheck.Variant(many, expect="safe")},
+            )
+            """
+        )
+    )
+    exe = Path(sys.executable).with_name("racecheck")
+    proc = subprocess.Popen(
+        [str(exe), "run", "--schedules", "1000000", "--no-report"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    lines: list[str] = []
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        lines.append(line)
+        if line.startswith("bank") and "correct" in line:
+            break
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    out = "".join(lines) + out
+    assert proc.returncode == 2, out + err
+    assert "interrupted" in err
+    assert "Traceback" not in out + err
+    assert "bank      buggy" in out or out.splitlines()[1].split()[:2] == ["bank", "buggy"]

@@ -372,6 +372,31 @@ def test_json_is_versioned_and_complete(tmp_path: Path) -> None:
     assert doc["records"][2]["trace"]["steps"][1]["resource"] == "Lock#1"
 
 
+def test_schema_document_names_every_key() -> None:
+    """docs/report-schema.md must keep up with what the JSON writer emits."""
+    doc = (Path(__file__).parents[1] / "docs" / "report-schema.md").read_text("utf-8")
+    documented = set(re.findall(r"`([a-z_]+)`", doc))
+    report = build_report(sample_records(), CREATED)
+    keys = set(report) | set(report["summary"]) | set(report["records"][0])
+    trace = report["records"][0]["trace"]
+    keys |= set(trace) | set(trace["actors"][0]) | set(trace["steps"][0])
+    keys |= set(trace["steps"][0]["lines"][0]) | set(trace["failure"])
+    keys |= set(report["records"][0]["coverage"])
+    assert keys - documented == set()
+    assert SCHEMA in doc
+
+
+def test_detail_reaches_every_format(tmp_path: Path) -> None:
+    record = sample_records()[2]
+    record.detail = (
+        "Thread-1 holds Lock#1, waits for Lock#2\nThread-2 holds Lock#2, waits for Lock#1"
+    )
+    json_path, xml_path, html_path = write_reports([record], tmp_path)
+    assert json.loads(json_path.read_text("utf-8"))["records"][0]["detail"] == record.detail
+    assert "Thread-2 holds Lock#2" in ET.parse(xml_path).getroot().findtext(".//system-out", "")
+    assert '<pre class="detail">Thread-1 holds Lock#1' in html_path.read_text("utf-8")
+
+
 def test_json_shared_strategy_is_null_when_records_differ() -> None:
     doc = build_report([*sample_records(), hostile_record()], CREATED)
     assert doc["strategy"] is None and doc["seed"] is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ BREAKS: dict[tuple[str, str], set[str]] = {
 WORKFLOWS = {"STEPS": STEPS, "PAUSE_STEPS": PAUSE_STEPS}
 
 
-def run_plain(variant: str, steps: list[dict[str, object]]) -> dict[str, object]:
+def run_plain(variant: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
     executor = EXECUTORS[variant](ScriptedAgents(failing=frozenset({"approve"})))
     return asyncio.run(
         executor.execute_coordinated_workflow("wf-1", copy.deepcopy(steps), {"user": "ops"})
@@ -110,7 +111,9 @@ def test_which_variant_breaks_which_invariant(variant: str, workflow: str) -> No
     for key in INVARIANTS:
         target = make_target(variant, WORKFLOWS[workflow], only=(key,))
         try:
-            report = racecheck.check(target, strategy="exhaustive", schedules=10_000, preemption_bound=2)
+            report = racecheck.check(
+                target, strategy="exhaustive", schedules=10_000, preemption_bound=2
+            )
         except racecheck.RaceFound as found:
             assert str(found.cause).startswith(INVARIANTS[key])
             broken.add(key)

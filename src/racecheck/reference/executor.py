@@ -357,8 +357,18 @@ VARIANTS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_workflow(variant: str, probe: HandlerProbe, messages_per_worker: int = 2) -> Workflow:
-    """dispatcher -> worker1, worker2 -> collector, with ``variant``'s lock and queue."""
+def build_workflow(
+    variant: str, probe: HandlerProbe, messages_per_worker: int = 2, latency: float = 0.01
+) -> Workflow:
+    """dispatcher -> worker1, worker2 -> collector, with ``variant``'s lock and queue.
+
+    Handlers model an agent call as ``asyncio.sleep(latency)``. A sleeping task
+    is not runnable, so while one delivery sleeps inside the collector the other
+    delivery always reaches the collector too: with a lock, it has to *wait* for
+    it, which is what binds an eagerly created lock to the running loop (Python
+    3.10+ binds a lock or queue only when it first waits). With ``latency=0``
+    that contention depends on the schedule.
+    """
     lock, queue = VARIANTS[variant]
     make = EXECUTORS[lock]
 
@@ -368,7 +378,7 @@ def build_workflow(variant: str, probe: HandlerProbe, messages_per_worker: int =
     def worker(name: str) -> Handler:
         async def handle(message: Any, ctx: WorkflowContext) -> None:
             probe.enter(name)
-            await asyncio.sleep(0)  # the agent call
+            await asyncio.sleep(latency)  # the agent call
             probe.leave(name)
             for n in range(messages_per_worker):
                 await ctx.send_message(f"{name}:{n}")
@@ -377,7 +387,7 @@ def build_workflow(variant: str, probe: HandlerProbe, messages_per_worker: int =
 
     async def collector(message: Any, ctx: WorkflowContext) -> None:
         probe.enter("collector")
-        await asyncio.sleep(0)  # the agent call
+        await asyncio.sleep(latency)  # the agent call
         probe.received.append((ctx.source_executor_ids[0], message))
         probe.leave("collector")
         await ctx.yield_output(message)

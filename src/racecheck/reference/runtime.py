@@ -411,7 +411,8 @@ class Orchestrator:
             while self.runnable:
                 branch = self.branches[self.runnable.popleft()]
                 if branch.status == "RUNNING":
-                    in_flight.add(asyncio.create_task(self._tick(branch)))
+                    name = f"{branch.id}:{branch.current_agent}"
+                    in_flight.add(asyncio.create_task(self._tick(branch), name=name))
             if not in_flight:
                 break
             done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)

@@ -45,7 +45,7 @@ table.matrix { border-collapse: separate; border-spacing: 0; margin: 12px 0 8px;
 .matrix th, .matrix td { border-bottom: 1px solid var(--line); padding: 8px 12px;
   text-align: left; vertical-align: top; }
 .matrix tr:last-child td { border-bottom: 0; }
-.matrix thead th { background: var(--soft); font-weight: 600; }
+.matrix thead th { background: var(--soft); font-weight: 600; white-space: nowrap; }
 .matrix th.scenario { font-family: var(--mono); font-weight: 600; background: var(--soft);
   max-width: 280px; overflow-wrap: anywhere; }
 .cell { min-width: 190px; }
@@ -150,7 +150,8 @@ def _matrix(records: Sequence[RunRecord], anchors: dict[int, str]) -> str:
 LEGEND = (
     '<p class="legend"><span><i class="sw" style="background:#fff4e5;border:1px solid #e8590c">'
     "</i>racing access (shared with another actor)</span>"
-    '<span><i class="sw" style="border-top:2px dashed #d4a72c"></i>preemption</span>'
+    '<span><i class="sw" style="height:0;width:18px;vertical-align:3px;'
+    'border-top:2px dashed #d4a72c"></i>preemption</span>'
     "<span>→ hand-off on a lock, event or queue</span>"
     '<span><b style="color:#cf222e">✗</b> failure</span></p>'
 )

@@ -42,6 +42,7 @@ MIN_CHARS, MAX_CHARS = 26, 72
 MAX_LINES_PER_STEP = 8
 MAX_FAILURE_LINES = 10
 DEFAULT_MAX_STEPS = 60
+DEFAULT_MAX_LANES = 10
 COLOURS = ("#1565c0", "#2e7d32", "#6a1b9a", "#00838f", "#ad1457", "#5d4037", "#283593", "#ef6c00")
 MONO = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace"
 SANS = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', Arial, sans-serif"
@@ -121,11 +122,16 @@ def _source(line: SourceLine) -> tuple[str, str]:
     return line.where, line.text.strip()
 
 
-def _block(pos: int, lane: int, step: Step, races: tuple[str, ...]) -> _Block:
+def _block(pos: int, lane: int, step: Step, races: tuple[str, ...], who: str | None) -> _Block:
+    """The text of one step; ``who`` names the actor when the lane is shared."""
     lines: list[tuple[str, str, str]] = [("src", *_source(s)) for s in step.lines]
     if len(lines) > MAX_LINES_PER_STEP:
-        more = len(lines) - MAX_LINES_PER_STEP + 1
-        lines = [*lines[: MAX_LINES_PER_STEP - 1], ("more", "", f"… {more} more lines")]
+        # Keep where the step resumed and, above all, where it suspended.
+        head, tail = 3, MAX_LINES_PER_STEP - 4
+        more = ("more", "", f"… {len(lines) - head - tail} more lines")
+        lines = [*lines[:head], more, *lines[-tail:]]
+    if who is not None:
+        lines.insert(0, ("who", "", who))
     if step.operation:
         lines.append(("op", "", f"⇢ {step.operation}"))
     if races:
@@ -163,7 +169,9 @@ def _lane_chars(blocks: list[_Block], lanes: int, extra: dict[int, int]) -> list
         chars[b.lane] = max(chars[b.lane], wide)
     for lane, wide in extra.items():
         chars[lane] = max(chars[lane], wide)
-    return [min(c, MAX_CHARS) for c in chars]
+    # Many lanes share a screen: narrower lanes (down to 40 columns) scroll less.
+    cap = max(40, min(MAX_CHARS, 320 // max(lanes, 1)))
+    return [min(c, cap) for c in chars]
 
 
 STYLE = f"""
@@ -179,6 +187,7 @@ STYLE = f"""
 .rc-op {{ fill: #0b5cad; }}
 .rc-race {{ fill: #c2410c; font-weight: 700; }}
 .rc-more, .rc-note {{ fill: #6e7781; font-style: italic; }}
+.rc-who {{ font: 600 12px {SANS}; fill: #1f2328; }}
 .rc-pre {{ stroke: #d4a72c; stroke-width: 1.2; stroke-dasharray: 5 4; }}
 .rc-pre-label {{ font: 700 10px {SANS}; fill: #9a6700; }}
 .rc-arrow {{ fill: none; stroke: #57606a; stroke-width: 1.5; }}
@@ -192,8 +201,8 @@ STYLE = f"""
 """
 
 
-def _failure_lane(trace: Trace, lane_of: dict[int, int]) -> int | None:
-    """The lane the failure belongs to; None draws it across every lane.
+def failing_actor(trace: Trace) -> int | None:
+    """The actor the failure belongs to; None means no single actor (a deadlock).
 
     When the trace does not name the failing actor but does name the failing
     line, the actor whose last step ran that line is the one that failed.
@@ -201,21 +210,59 @@ def _failure_lane(trace: Trace, lane_of: dict[int, int]) -> int | None:
     failure = trace.failure
     if failure is None:
         return None
-    if failure.actor is not None:
-        return lane_of.get(failure.actor)
-    if failure.line is None:
-        return None
+    if failure.actor is not None or failure.line is None:
+        return failure.actor
     at = (failure.line.filename, failure.line.lineno)
     for step in reversed(trace.steps):
         if any((line.filename, line.lineno) == at for line in step.lines):
-            return lane_of.get(step.actor)
+            return step.actor
     return None
+
+
+@dataclass
+class _Lanes:
+    """Which lane each actor is drawn in; ``merged`` is the shared lane, if any."""
+
+    lane_of: dict[int, int]
+    names: list[tuple[str, str]]  # (header, sub-header)
+    merged: int | None = None
+
+
+def _lanes(trace: Trace, shown: Sequence[int], keep: set[int], max_lanes: int) -> _Lanes:
+    """One lane per actor, or, past ``max_lanes``, the telling ones plus one shared lane.
+
+    Real runs can have dozens of actors (a task per queue read); forty lanes are
+    unreadable. The ones kept are those in ``keep`` (failing, racing), then the
+    busiest in the drawn steps; the rest share a last lane whose blocks name
+    their actor.
+    """
+    order: dict[int, tuple[str, str]] = {}
+    for actor in trace.actors:
+        order.setdefault(actor.id, (actor.name, f"{actor.kind} #{actor.id}"))
+    for step in trace.steps:  # an actor the trace forgot to list still gets a lane
+        order.setdefault(step.actor, (f"actor {step.actor}", f"#{step.actor}"))
+    if not order:
+        return _Lanes({}, [("(no actors)", "")])
+    if len(order) <= max_lanes:
+        return _Lanes({a: i for i, a in enumerate(order)}, list(order.values()))
+    busy: dict[int, int] = dict.fromkeys(order, 0)
+    for pos in shown:
+        busy[trace.steps[pos].actor] += 1
+    ranked = sorted(order, key=lambda a: (a not in keep, -busy[a]))
+    chosen = [a for a in order if a in set(ranked[: max_lanes - 1])]
+    lane_of = {a: i for i, a in enumerate(chosen)}
+    others = len(order) - len(chosen)
+    merged = len(chosen)
+    lane_of.update({a: merged for a in order if a not in lane_of})
+    names = [order[a] for a in chosen] + [(f"{others} other actors", "one shared lane")]
+    return _Lanes(lane_of, names, merged)
 
 
 def render_swimlane(
     trace: Trace,
     *,
     max_steps: int = DEFAULT_MAX_STEPS,
+    max_lanes: int = DEFAULT_MAX_LANES,
     id_prefix: str = "rc",
     standalone: bool = False,
 ) -> str:
@@ -224,32 +271,27 @@ def render_swimlane(
     ``id_prefix`` keeps marker ids unique when several pictures share a page;
     ``standalone`` adds the XML namespace needed outside an HTML document.
     """
-    lane_of: dict[int, int] = {}
-    names: list[tuple[str, str]] = []
-    for actor in trace.actors:
-        lane_of.setdefault(actor.id, len(names))
-        if len(names) < len(lane_of):
-            names.append((actor.name, f"{actor.kind} #{actor.id}"))
-    for step in trace.steps:  # an actor the trace forgot to list still gets a lane
-        if step.actor not in lane_of:
-            lane_of[step.actor] = len(names)
-            names.append((f"actor {step.actor}", f"#{step.actor}"))
-    if not names:
-        names.append(("(no actors)", ""))
-
     races = racing(trace.steps)
     shown, gap_at = _shown(len(trace.steps), max_steps)
-    blocks = [
-        _block(p, lane_of[trace.steps[p].actor], trace.steps[p], races.get(p, ())) for p in shown
-    ]
+    culprit = failing_actor(trace)
+    keep = {trace.steps[p].actor for p in races} | ({culprit} if culprit is not None else set())
+    lanes = _lanes(trace, shown, keep, max_lanes)
+    lane_of, names = lanes.lane_of, lanes.names
+    actor_names = {a.id: a.name for a in trace.actors}
+    blocks = []
+    for p in shown:
+        step = trace.steps[p]
+        lane = lane_of[step.actor]
+        who = actor_names.get(step.actor, f"actor {step.actor}") if lane == lanes.merged else None
+        blocks.append(_block(p, lane, step, races.get(p, ()), who))
     failure = trace.failure
-    fail_lane = _failure_lane(trace, lane_of)
+    fail_lane = lane_of.get(culprit) if culprit is not None else None
     fail_lines: list[str] = []
     extra: dict[int, int] = {}
     if failure is not None:
         message = [ln for ln in printable(failure.message).splitlines() if ln.strip()] or ["failed"]
         if fail_lane is not None:
-            extra[fail_lane] = min(max(len(ln) for ln in message) + 2, MAX_CHARS)
+            extra[fail_lane] = max(len(ln) for ln in message) + 2
     layout = _Layout(_lane_chars(blocks, len(names), extra))
     if failure is not None:
         span = (

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck.backends.threads import primitives
+from racecheck.backends.threads.pool import ThreadPool, Worker
 from racecheck.backends.threads.primitives import STATE
 from racecheck.backends.threads.runtime import Actor, ThreadRuntime, get_ident
 from racecheck.backends.threads.tracer import make_tracer
@@ -47,6 +48,7 @@ class ThreadsBackend:
         self.tracer = make_tracer(granularity)
         self._saved: list[tuple[Any, str, Any]] = []
         self._installed = False
+        self.pool: ThreadPool | None = None
 
     # -- patching ---------------------------------------------------------------
     def install(self) -> None:
@@ -78,6 +80,7 @@ class ThreadsBackend:
             self._saved.append((owner, name, owner.__dict__[name]))
             setattr(owner, name, value)
         self.tracer.install()
+        self.pool = ThreadPool(_ORIGINAL_START)
         self._installed = True
 
     def uninstall(self) -> None:
@@ -89,6 +92,9 @@ class ThreadsBackend:
             owner, name, value = self._saved.pop()
             setattr(owner, name, value)
         self.tracer.uninstall()
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
 
     def abort(self) -> None:
         runtime = STATE.runtime
@@ -100,6 +106,8 @@ class ThreadsBackend:
         runtime = ThreadRuntime(controller, controller.recorder)
         self.tracer.set_recording(controller.recorder is not None)
         runtime.tracer = self.tracer  # type: ignore[attr-defined]
+        runtime.pool = self.pool  # type: ignore[attr-defined]
+        runtime.used_workers = set()  # type: ignore[attr-defined]
         STATE.runtime = runtime
         root = runtime.adopt_root("main")
         self.tracer.enable_thread(runtime)
@@ -134,10 +142,9 @@ def _reap(runtime: ThreadRuntime) -> None:
     """Wait for every actor's OS thread to end, so no run leaks into the next."""
     if runtime.live:
         runtime.abort_all()
-    for actor in runtime.actors:
-        thread = actor.thread
-        if thread is not None and thread.ident is not None:
-            _ORIGINAL_JOIN(thread, _JOIN_GRACE)
+    pool: ThreadPool = runtime.pool  # type: ignore[attr-defined]
+    for worker in runtime.used_workers:  # type: ignore[attr-defined]
+        pool.wait_idle(worker, _JOIN_GRACE)
 
 
 # -- Thread methods ---------------------------------------------------------------
@@ -182,10 +189,12 @@ def _start(self: threading.Thread) -> None:
             tracer.disable_thread()
             runtime.exit(actor)
 
-    self.run = actor_main  # type: ignore[method-assign]
-    me.passthrough += 1
+    pool: ThreadPool = runtime.pool  # type: ignore[attr-defined]
+    me.passthrough += 1  # a new worker's own Thread handshake must be the real one
     try:
-        _ORIGINAL_START(self)
+        self._racecheck_worker = pool.lend(  # type: ignore[attr-defined]
+            self, actor_main, runtime.used_workers  # type: ignore[attr-defined]
+        )
     finally:
         me.passthrough -= 1
     runtime.point(me, f"start {name}")
@@ -210,12 +219,10 @@ def _join(self: threading.Thread, timeout: float | None = None) -> None:
     if not target.finished:
         deadline = None if timeout is None else runtime.controller.now + timeout
         runtime.block(me, lambda: target.finished, deadline, f"join {target.name}")
-    if target.finished:
-        me.passthrough += 1
-        try:
-            _ORIGINAL_JOIN(self, _JOIN_GRACE)
-        finally:
-            me.passthrough -= 1
+    worker: Worker | None = getattr(self, "_racecheck_worker", None)
+    if target.finished and worker is not None:
+        # The worker is finishing its bookkeeping (marking the Thread stopped).
+        runtime.pool.wait_idle(worker, _JOIN_GRACE)  # type: ignore[attr-defined]
 
 
 def _is_alive(self: threading.Thread) -> bool:

@@ -1,0 +1,144 @@
+"""OS threads reused across schedules, presented as the user's Thread objects.
+
+Creating an OS thread costs more than running a small schedule, so a run of
+thousands of schedules would mostly measure ``pthread_create``. Instead each
+controlled ``Thread.start`` borrows a parked worker: while it runs the user's
+``run``, ``threading.current_thread()`` *is* the user's Thread object (its
+``ident``/``native_id`` are the worker's), and when it ends the Thread is
+marked stopped exactly as CPython would (``_is_stopped`` on 3.11/3.12, the
+thread handle on 3.13+), so it keeps behaving after racecheck unpatches.
+
+A worker is never lent twice within one run, so two threads of one schedule
+never share thread-local state. Each job runs in a fresh ``contextvars``
+context, as a new thread would.
+"""
+
+from __future__ import annotations
+
+import _thread
+import collections
+import contextvars
+import threading
+from collections.abc import Callable
+from typing import Any
+
+_allocate_lock = _thread.allocate_lock
+
+
+class Worker:
+    __slots__ = ("busy", "ident", "job", "native_id", "thread", "wake")
+
+    def __init__(self) -> None:
+        self.wake = _allocate_lock()
+        self.wake.acquire()
+        self.job: Callable[[], None] | None = None
+        self.busy = _allocate_lock()  # held while a job runs
+        self.thread: threading.Thread | None = None
+        self.ident = 0
+        self.native_id = 0
+
+
+class ThreadPool:
+    def __init__(self, start_thread: Callable[[threading.Thread], None]) -> None:
+        self._start_thread = start_thread
+        self._idle: collections.deque[Worker] = collections.deque()
+        self._all: list[Worker] = []
+        self._closed = False
+
+    def lend(self, thread: threading.Thread, run: Callable[[], None], used: set[Worker]) -> Worker:
+        """Run ``run`` as ``thread`` on a parked worker not yet used in this run."""
+        worker = None
+        for _ in range(len(self._idle)):
+            candidate = self._idle.popleft()
+            if candidate in used:
+                self._idle.append(candidate)
+                continue
+            worker = candidate
+            break
+        if worker is None:
+            worker = self._spawn()
+        used.add(worker)
+        worker.busy.acquire()
+        _present_as(thread, worker)
+
+        def job() -> None:
+            try:
+                contextvars.Context().run(run)
+            finally:
+                _mark_stopped(thread, worker)
+
+        worker.job = job
+        worker.wake.release()
+        return worker
+
+    def _spawn(self) -> Worker:
+        worker = Worker()
+        ready = _allocate_lock()
+        ready.acquire()
+
+        def loop() -> None:
+            worker.ident = threading.get_ident()
+            worker.native_id = threading.get_native_id()
+            ready.release()
+            while True:
+                worker.wake.acquire()
+                job = worker.job
+                if job is None:
+                    return
+                try:
+                    job()
+                finally:
+                    worker.job = None
+                    worker.busy.release()
+                    if not self._closed:
+                        self._idle.append(worker)
+
+        thread = threading.Thread(target=loop, name=f"racecheck-worker-{len(self._all) + 1}", daemon=True)
+        worker.thread = thread
+        self._start_thread(thread)
+        ready.acquire()
+        self._all.append(worker)
+        return worker
+
+    def wait_idle(self, worker: Worker, timeout: float) -> bool:
+        if worker.busy.acquire(True, timeout):
+            worker.busy.release()
+            return True
+        return False
+
+    def close(self) -> None:
+        self._closed = True
+        for worker in self._all:
+            if worker.busy.acquire(False):
+                worker.busy.release()
+                worker.job = None
+                try:
+                    worker.wake.release()
+                except RuntimeError:
+                    pass
+        self._idle.clear()
+        self._all.clear()
+
+
+def _present_as(thread: threading.Thread, worker: Worker) -> None:
+    thread._ident = worker.ident  # type: ignore[attr-defined]
+    thread._native_id = worker.native_id  # type: ignore[attr-defined]
+    started: Any = thread._started  # type: ignore[attr-defined]
+    # A plain flag write, not set(): set() on racecheck's Event is a
+    # scheduling point, and this is bookkeeping, not user behaviour.
+    if hasattr(started, "_flag"):
+        started._flag = True
+    else:
+        started.set()
+    threading._active[worker.ident] = thread  # type: ignore[attr-defined]
+
+
+def _mark_stopped(thread: threading.Thread, worker: Worker) -> None:
+    handle = getattr(thread, "_handle", None)
+    if handle is not None and hasattr(handle, "_set_done"):
+        handle._set_done()  # 3.13+
+    else:
+        thread._is_stopped = True  # type: ignore[attr-defined]
+        thread._tstate_lock = None  # type: ignore[attr-defined]
+    if worker.thread is not None:
+        threading._active[worker.ident] = worker.thread  # type: ignore[attr-defined]

@@ -1,0 +1,1 @@
+"""``racecheck bench``: what control costs, and how fast bugs are found."""

@@ -1,0 +1,114 @@
+"""Measure schedules per second against the uninstrumented run, in one process.
+
+Ratios come from the same process, back to back, so machine noise cancels as
+far as it can. Nothing here asserts a timing: numbers are printed, not tested.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import racecheck
+from racecheck.bench.workloads import asyncio_deposits, two_threads
+
+
+def _rate(func: Callable[[], Any], count: int) -> float:
+    start = time.perf_counter()
+    func()
+    return count / (time.perf_counter() - start)
+
+
+def overhead(schedules: int = 2000) -> list[dict[str, Any]]:
+    rows = []
+
+    def plain_asyncio() -> None:
+        for _ in range(schedules):
+            asyncio.run(asyncio_deposits())
+
+    def controlled_asyncio() -> None:
+        racecheck.check(asyncio_deposits, strategy="random", schedules=schedules, seed=0)
+
+    def plain_threads() -> None:
+        for _ in range(schedules):
+            two_threads()
+
+    def controlled_threads() -> None:
+        racecheck.check(two_threads, strategy="pct", schedules=schedules, seed=0)
+
+    for name, plain, controlled in (
+        ("asyncio: 3 tasks, lock, gather", plain_asyncio, controlled_asyncio),
+        ("threads: 2 threads x ~10 traced lines", plain_threads, controlled_threads),
+    ):
+        _rate(plain, schedules)  # warm up imports and caches
+        base = _rate(plain, schedules)
+        rate = _rate(controlled, schedules)
+        rows.append(
+            {
+                "workload": name,
+                "uninstrumented_per_s": base,
+                "racecheck_per_s": rate,
+                "cost_ratio": base / rate,
+            }
+        )
+    return rows
+
+
+def first_failures(
+    paths: list[str], strategies: tuple[str, ...], seeds: tuple[int, ...], budget: int
+) -> list[dict[str, Any]]:
+    from racecheck.loader import load_scenarios
+
+    rows = []
+    for path in paths:
+        for scenario in load_scenarios(Path(path)):
+            for variant_name, variant in scenario.variants.items():
+                if variant.expect == "safe":
+                    continue
+                for strategy in strategies:
+                    found = []
+                    for seed in seeds:
+                        try:
+                            racecheck.check(
+                                variant.target,
+                                strategy=strategy,
+                                schedules=budget,
+                                seed=seed,
+                                minimize=False,
+                                label=scenario.label(variant_name),
+                                **scenario.check_options(variant_name),
+                            )
+                            found.append(None)
+                        except racecheck.RaceFound as exc:
+                            found.append(exc.schedules_run)
+                    rows.append(
+                        {
+                            "scenario": scenario.name,
+                            "variant": variant_name,
+                            "strategy": strategy,
+                            "first_failure": found,
+                        }
+                    )
+    return rows
+
+
+def main(paths: list[str], schedules: int, budget: int) -> int:
+    print(f"racecheck bench (python {'.'.join(map(str, __import__('sys').version_info[:3]))})")
+    print()
+    print(f"{'workload':<40} {'plain/s':>10} {'racecheck/s':>12} {'cost':>7}")
+    for row in overhead(schedules):
+        print(
+            f"{row['workload']:<40} {row['uninstrumented_per_s']:>10.0f}"
+            f" {row['racecheck_per_s']:>12.0f} {row['cost_ratio']:>6.2f}x"
+        )
+    print()
+    seeds = (0, 1, 2, 3, 4)
+    print(f"schedules to first failure (seeds {', '.join(map(str, seeds))}; budget {budget}; '-' = not found)")
+    print(f"{'scenario[variant]':<52} {'strategy':<11} first failure")
+    for row in first_failures(paths, ("pct", "random", "exhaustive"), seeds, budget):
+        shown = " ".join("-" if n is None else str(n) for n in row["first_failure"])
+        print(f"{row['scenario'] + '[' + row['variant'] + ']':<52} {row['strategy']:<11} {shown}")
+    return 0
