@@ -85,7 +85,8 @@ class RaceFound(AssertionError):
     def summary(self) -> str:
         """One line: what failed and why."""
         if self.kind == "exception" and self.cause is not None:
-            what = f"{type(self.cause).__name__}: {self.cause}".strip()
+            message = str(self.cause)
+            what = f"{type(self.cause).__name__}: {message}" if message else type(self.cause).__name__
         else:
             what = self.detail or self.kind
         return what.splitlines()[0] if what else self.kind

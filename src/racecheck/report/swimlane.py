@@ -11,6 +11,11 @@ of the text the picture adds what a terminal cannot show well:
 * preemptions: a dashed line where racecheck departed from the natural order;
 * the failure, as a red block in the lane of the actor that failed.
 
+Every row holds exactly one block, so when many lanes would not fit a screen,
+lanes shrink to narrow columns and blocks overflow into the neighbouring
+lanes' empty space ("compact" layout) instead of scrolling sideways. Past
+``max_lanes`` actors, the least telling ones share one last lane.
+
 SVG has no text layout, so widths are estimated from a monospace advance and
 long text is cut with "…" (the full text is in each block's ``<title>``).
 Long traces keep their head and tail (where the failure is) and say how many
@@ -39,13 +44,19 @@ GAP = 44.0  # between lanes: room for hand-off arrows
 HEADER = 50.0
 ROW_GAP = 10.0
 MIN_CHARS, MAX_CHARS = 26, 72
+TARGET_WIDTH = 1320.0  # wider than this, switch to the compact layout
+MIN_PITCH = 150.0  # compact: lane + gap
+COMPACT_GAP = 14.0
 MAX_LINES_PER_STEP = 8
 MAX_FAILURE_LINES = 10
 DEFAULT_MAX_STEPS = 60
-DEFAULT_MAX_LANES = 10
+DEFAULT_MAX_LANES = 8
 COLOURS = ("#1565c0", "#2e7d32", "#6a1b9a", "#00838f", "#ad1457", "#5d4037", "#283593", "#ef6c00")
 MONO = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace"
 SANS = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', Arial, sans-serif"
+
+
+# -- what to draw -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -85,13 +96,22 @@ def racing(steps: Sequence[Step]) -> dict[int, tuple[str, ...]]:
     }
 
 
-def _e(text: object) -> str:
-    return escape(printable(str(text)), quote=True)
+def failing_actor(trace: Trace) -> int | None:
+    """The actor the failure belongs to; None means no single actor (a deadlock).
 
-
-def _cut(text: str, width: int) -> str:
-    text = text.replace("\t", "    ")
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+    When the trace does not name the failing actor but does name the failing
+    line, the actor whose last step ran that line is the one that failed.
+    """
+    failure = trace.failure
+    if failure is None:
+        return None
+    if failure.actor is not None or failure.line is None:
+        return failure.actor
+    at = (failure.line.filename, failure.line.lineno)
+    for step in reversed(trace.steps):
+        if any((line.filename, line.lineno) == at for line in step.lines):
+            return step.actor
+    return None
 
 
 def _shown(count: int, limit: int) -> tuple[list[int], int]:
@@ -104,18 +124,66 @@ def _shown(count: int, limit: int) -> tuple[list[int], int]:
 
 
 @dataclass
+class _Lanes:
+    """Which lane each actor is drawn in; ``merged`` is the shared lane, if any."""
+
+    lane_of: dict[int, int]
+    names: list[tuple[str, str]]  # (name, kind)
+    merged: int | None = None
+
+
+def _lanes(trace: Trace, shown: Sequence[int], keep: set[int], max_lanes: int) -> _Lanes:
+    """One lane per actor, or, past ``max_lanes``, the telling ones plus one shared lane.
+
+    Real runs can have dozens of actors (a task per queue read); forty lanes are
+    unreadable. The ones kept are those in ``keep`` (failing, racing), then the
+    busiest in the drawn steps; the rest share a last lane whose blocks name
+    their actor.
+    """
+    order: dict[int, tuple[str, str]] = {}
+    for actor in trace.actors:
+        order.setdefault(actor.id, (actor.name, f"{actor.kind} #{actor.id}"))
+    for step in trace.steps:  # an actor the trace forgot to list still gets a lane
+        order.setdefault(step.actor, (f"actor {step.actor}", f"#{step.actor}"))
+    if not order:
+        return _Lanes({}, [("(no actors)", "")])
+    if len(order) <= max_lanes:
+        return _Lanes({a: i for i, a in enumerate(order)}, list(order.values()))
+    busy: dict[int, int] = dict.fromkeys(order, 0)
+    for pos in shown:
+        busy[trace.steps[pos].actor] += 1
+    ranked = sorted(order, key=lambda a: (a not in keep, -busy[a]))
+    top = set(ranked[: max_lanes - 1])
+    chosen = [a for a in order if a in top]
+    lane_of = {a: i for i, a in enumerate(chosen)}
+    merged = len(chosen)
+    lane_of.update({a: merged for a in order if a not in lane_of})
+    others = (f"{len(order) - len(chosen)} other actors", "one shared lane")
+    return _Lanes(lane_of, [*(order[a] for a in chosen), others], merged)
+
+
+# -- geometry -------------------------------------------------------------------------
+
+
+@dataclass
 class _Block:
-    """One drawn step: its text lines and where it landed."""
+    """One drawn step (or the failure): its text lines and its rectangle."""
 
     pos: int
     lane: int
     lines: list[tuple[str, str, str]]  # (css class, where, text)
     title: str
+    x: float = 0.0
     y: float = 0.0
+    w: float = 0.0
 
     @property
     def height(self) -> float:
         return 2 * PAD + len(self.lines) * LINE - 4
+
+    @property
+    def chars(self) -> int:
+        return max(len(w) + 2 + len(t) if w else len(t) for _, w, t in self.lines)
 
 
 def _source(line: SourceLine) -> tuple[str, str]:
@@ -138,41 +206,69 @@ def _block(pos: int, lane: int, step: Step, races: tuple[str, ...], who: str | N
         lines.append(("race", "", f"⚠ races on {', '.join(races)}"))
     if not lines:
         lines.append(("more", "", "(no user code)"))
-    full = [f"{w}  {t}" if w else t for _, w, t in lines]
-    return _Block(pos, lane, lines, "\n".join(full))
+    # The tooltip has what the block had to cut: every line, in full.
+    full = [who] if who else []
+    full += [f"{line.where}  {line.text.strip()}" for line in step.lines[:200]]
+    full += [t for cls, _, t in lines if cls in ("op", "race")]
+    return _Block(pos, lane, lines, "\n".join(full) or "(no user code)")
+
+
+def _px(chars: int) -> float:
+    return chars * CHAR + 2 * PAD + 10
 
 
 class _Layout:
-    """Lane geometry: widths from content, x positions left to right."""
+    """Lane geometry, and where a block of a lane goes.
 
-    def __init__(self, widths: list[int]) -> None:
-        self.chars = widths
+    Normal: each lane is as wide as its widest block, blocks fill their lane.
+    Compact (too wide for a screen): narrow lanes at a fixed pitch; a block
+    starts at its lane and runs right over empty neighbouring lanes (or ends
+    at its lane when it would run off the picture).
+    """
+
+    def __init__(self, natural: list[int]) -> None:
+        n = len(natural)
+        widths = [_px(c) for c in natural]
+        normal_total = GUTTER + sum(widths) + GAP * (n - 1) + 12
+        self.compact = n > 2 and normal_total > TARGET_WIDTH
         self.x: list[float] = []
-        x = GUTTER
-        for lane in range(len(widths)):
-            self.x.append(x)
-            x += self.width(lane) + GAP
-        self.total = x - GAP + 12
+        if self.compact:
+            pitch = max(MIN_PITCH, (TARGET_WIDTH - GUTTER - 12) / n)
+            self.widths = [pitch - COMPACT_GAP] * n
+            self.x = [GUTTER + i * pitch for i in range(n)]
+            self.block_max = _px(min(max(natural), MAX_CHARS))
+            self.total = max(GUTTER + n * pitch - COMPACT_GAP, GUTTER + self.block_max) + 12
+        else:
+            self.widths = widths
+            x = GUTTER
+            for w in widths:
+                self.x.append(x)
+                x += w + GAP
+            self.block_max = max(widths)
+            self.total = x - GAP + 12
 
-    def width(self, lane: int) -> float:
-        return self.chars[lane] * CHAR + 2 * PAD + 10
+    def place(self, lane: int, chars: int) -> tuple[float, float]:
+        """Left x and width of a block with ``chars`` columns of text in ``lane``."""
+        lane_x, lane_w = self.x[lane], self.widths[lane]
+        if not self.compact:
+            return lane_x + 5, lane_w - 10
+        w = max(min(_px(chars), self.block_max), lane_w - 10)
+        x = lane_x + 5
+        if x + w > self.total - 12:
+            x = max(GUTTER, lane_x + lane_w - 5 - w)
+        return x, w
 
-    def inner(self, lane: int) -> tuple[float, float]:
-        """Left x and width of a block inside the lane."""
-        return self.x[lane] + 5, self.width(lane) - 10
 
-
-def _lane_chars(blocks: list[_Block], lanes: int, extra: dict[int, int]) -> list[int]:
+def _natural_chars(blocks: list[_Block], lanes: int, extra: dict[int, int]) -> list[int]:
     chars = [MIN_CHARS] * lanes
     for b in blocks:
-        wide = max(len(w) + 2 + len(t) if w else len(t) for _, w, t in b.lines)
-        chars[b.lane] = max(chars[b.lane], wide)
+        chars[b.lane] = max(chars[b.lane], b.chars)
     for lane, wide in extra.items():
         chars[lane] = max(chars[lane], wide)
-    # Many lanes share a screen: narrower lanes (down to 40 columns) scroll less.
-    cap = max(40, min(MAX_CHARS, 320 // max(lanes, 1)))
-    return [min(c, cap) for c in chars]
+    return [min(c, MAX_CHARS) for c in chars]
 
+
+# -- drawing --------------------------------------------------------------------------
 
 STYLE = f"""
 .rc-lane-bg {{ fill: #f6f7f9; }}
@@ -201,61 +297,137 @@ STYLE = f"""
 """
 
 
-def failing_actor(trace: Trace) -> int | None:
-    """The actor the failure belongs to; None means no single actor (a deadlock).
+def _e(text: object) -> str:
+    return escape(printable(str(text)), quote=True)
 
-    When the trace does not name the failing actor but does name the failing
-    line, the actor whose last step ran that line is the one that failed.
-    """
+
+def _cut(text: str, width: int) -> str:
+    text = text.replace("\t", "    ")
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _source_text(x: float, y: float, where: str, text: str, width: float) -> str:
+    """``file.py:12  code`` with the location greyed and the code aligned after it."""
+    chars = int(width / CHAR)
+    code_x = x + (len(where) + 2) * CHAR
+    return (
+        f'<text x="{x:.1f}" y="{y}"><tspan class="rc-where">{_e(_cut(where, chars))}</tspan>'
+        f'<tspan class="rc-src" x="{code_x:.1f}">'
+        f"{_e(_cut(text, max(chars - len(where) - 2, 4)))}</tspan></text>"
+    )
+
+
+def _draw_block(b: _Block, preempted: bool) -> str:
+    racing_cls = " rc-racing" if any(cls == "race" for cls, _, _ in b.lines) else ""
+    colour = COLOURS[b.lane % len(COLOURS)]
+    parts = [
+        f'<g class="step" data-step="{b.pos}" data-lane="{b.lane}"><title>{_e(b.title)}</title>',
+        f'<rect class="rc-block{racing_cls}" x="{b.x:.1f}" y="{b.y}" width="{b.w:.1f}"'
+        f' height="{b.height}" rx="4"/>',
+        f'<rect x="{b.x:.1f}" y="{b.y}" width="3" height="{b.height}" fill="{colour}"/>',
+        f'<text class="rc-step" x="{GUTTER - 10}" y="{b.y + PAD + 9}" text-anchor="end">'
+        f"{b.pos + 1}</text>",
+    ]
+    if preempted:
+        parts.append(
+            f'<text class="rc-pre-label" x="{b.x + b.w - 6:.1f}" y="{b.y - 9}"'
+            f' text-anchor="end">preempted</text>'
+        )
+    ty = b.y + PAD + 9
+    chars = int((b.w - 2 * PAD) / CHAR)
+    for cls, where, text in b.lines:
+        if cls == "src":
+            parts.append(_source_text(b.x + PAD, ty, where, text, b.w - 2 * PAD))
+        else:
+            parts.append(
+                f'<text class="rc-{cls}" x="{b.x + PAD:.1f}" y="{ty}">{_e(_cut(text, chars))}</text>'
+            )
+        ty += LINE
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def _draw_arrow(src: _Block, dst: _Block, resource: str, prefix: str) -> str:
+    """A curve from ``src`` to ``dst``: side to side, or bottom to top when they overlap."""
+    marker = f'marker-end="url(#{_e(prefix)}-arrow)"'
+    if src.x + src.w <= dst.x or dst.x + dst.w <= src.x:
+        rightwards = src.x < dst.x
+        x1 = src.x + src.w if rightwards else src.x
+        x2 = dst.x if rightwards else dst.x + dst.w
+        y1, y2 = src.y + src.height - 8, dst.y + 10
+        bend = 40 if rightwards else -40
+        path = f"M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} {x2 - bend:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
+        # The label sits beside the source block, in its own row: a row holds one
+        # block, and a block starts at most one hand-off, so labels never collide.
+        lx, ly, anchor = x1 + (6 if rightwards else -6), y1 - 5, "start" if rightwards else "end"
+    else:
+        x1 = x2 = (max(src.x, dst.x) + min(src.x + src.w, dst.x + dst.w)) / 2
+        y1, y2 = src.y + src.height, dst.y
+        path = f"M{x1:.1f},{y1:.1f} L{x2:.1f},{y2:.1f}"
+        lx, ly, anchor = x1 + 6, y1 + 12, "start"
+    return (
+        f'<g class="handoff"><title>hand-off on {_e(resource)}</title>'
+        f'<path class="rc-arrow" d="{path}" {marker}/>'
+        f'<text class="rc-arrow-label" x="{lx:.1f}" y="{ly:.1f}"'
+        f' text-anchor="{anchor}">{_e(_cut(resource, 24))}</text></g>'
+    )
+
+
+def _draw_failure(trace: Trace, layout: _Layout, lane: int | None, y: float) -> tuple[str, float]:
+    """The red ✗ block (in the failing lane, or across all); returns markup and height."""
+    assert trace.failure is not None
     failure = trace.failure
-    if failure is None:
-        return None
-    if failure.actor is not None or failure.line is None:
-        return failure.actor
-    at = (failure.line.filename, failure.line.lineno)
-    for step in reversed(trace.steps):
-        if any((line.filename, line.lineno) == at for line in step.lines):
-            return step.actor
-    return None
+    message = [ln for ln in printable(failure.message).splitlines() if ln.strip()] or ["failed"]
+    src = _source(failure.line) if failure.line is not None else None
+    if lane is None:
+        x, w = GUTTER, layout.total - GUTTER - 12
+    else:
+        wanted = max(
+            max(len(ln) for ln in message) + 2, len(src[0]) + 2 + len(src[1]) if src else 0
+        )
+        x, w = layout.place(lane, wanted)
+    span = int((w - 2 * PAD) / CHAR)
+    lines: list[str] = []
+    for ln in message:
+        lines += textwrap.wrap(ln, max(span - 2, 10), subsequent_indent="  ") or [""]
+    if len(lines) > MAX_FAILURE_LINES:
+        lines = [*lines[: MAX_FAILURE_LINES - 1], "…"]
+    lines[0] = "✗ " + lines[0]
+    height = 2 * PAD + (len(lines) + (1 if src else 0)) * LINE - 4
+    parts = [
+        f'<g class="rc-failure"><title>{_e(failure.message)}</title>'
+        f'<rect class="rc-failbox" x="{x:.1f}" y="{y}" width="{w:.1f}" height="{height}" rx="5"/>'
+        f'<text class="rc-x" x="{GUTTER - 10}" y="{y + PAD + 12}" text-anchor="end">✗</text>'
+    ]
+    ty = y + PAD + 11
+    for i, ln in enumerate(lines):
+        head = " rc-fail-head" if i == 0 else ""
+        parts.append(f'<text class="rc-fail{head}" x="{x + PAD:.1f}" y="{ty}">{_e(ln)}</text>')
+        ty += LINE
+    if src:
+        parts.append(_source_text(x + PAD, ty, src[0], src[1], w - 2 * PAD))
+    parts.append("</g>")
+    return "".join(parts), height
 
 
-@dataclass
-class _Lanes:
-    """Which lane each actor is drawn in; ``merged`` is the shared lane, if any."""
-
-    lane_of: dict[int, int]
-    names: list[tuple[str, str]]  # (header, sub-header)
-    merged: int | None = None
-
-
-def _lanes(trace: Trace, shown: Sequence[int], keep: set[int], max_lanes: int) -> _Lanes:
-    """One lane per actor, or, past ``max_lanes``, the telling ones plus one shared lane.
-
-    Real runs can have dozens of actors (a task per queue read); forty lanes are
-    unreadable. The ones kept are those in ``keep`` (failing, racing), then the
-    busiest in the drawn steps; the rest share a last lane whose blocks name
-    their actor.
-    """
-    order: dict[int, tuple[str, str]] = {}
-    for actor in trace.actors:
-        order.setdefault(actor.id, (actor.name, f"{actor.kind} #{actor.id}"))
-    for step in trace.steps:  # an actor the trace forgot to list still gets a lane
-        order.setdefault(step.actor, (f"actor {step.actor}", f"#{step.actor}"))
-    if not order:
-        return _Lanes({}, [("(no actors)", "")])
-    if len(order) <= max_lanes:
-        return _Lanes({a: i for i, a in enumerate(order)}, list(order.values()))
-    busy: dict[int, int] = dict.fromkeys(order, 0)
-    for pos in shown:
-        busy[trace.steps[pos].actor] += 1
-    ranked = sorted(order, key=lambda a: (a not in keep, -busy[a]))
-    chosen = [a for a in order if a in set(ranked[: max_lanes - 1])]
-    lane_of = {a: i for i, a in enumerate(chosen)}
-    others = len(order) - len(chosen)
-    merged = len(chosen)
-    lane_of.update({a: merged for a in order if a not in lane_of})
-    names = [order[a] for a in chosen] + [(f"{others} other actors", "one shared lane")]
-    return _Lanes(lane_of, names, merged)
+def _draw_lane(
+    lane: int, name: str, kind: str, layout: _Layout, height: float, failed: bool
+) -> str:
+    x, w = layout.x[lane], layout.widths[lane]
+    if layout.compact and " · " in name:  # narrow header: "Task-3" over "deposit(5)"
+        name, kind = name.split(" · ", 1)
+    mark = ' <tspan class="rc-x-mark">✗</tspan>' if failed else ""
+    chars = int((w - 2 * PAD) / (13 * 0.6))
+    return (
+        f'<g class="lane" data-lane="{lane}"><title>{_e(name)}</title>'
+        f'<rect class="rc-lane-bg" x="{x:.1f}" y="0" width="{w:.1f}" height="{height:.1f}"'
+        f' rx="6"/><rect x="{x:.1f}" y="0" width="{w:.1f}" height="4" rx="2"'
+        f' fill="{COLOURS[lane % len(COLOURS)]}"/>'
+        f'<text class="rc-name lane-name" x="{x + PAD:.1f}" y="24">'
+        f"{_e(_cut(name, chars - (2 if mark else 0)))}{mark}</text>"
+        f'<text class="rc-kind" x="{x + PAD:.1f}" y="40">{_e(_cut(kind, int(chars * 1.15)))}'
+        "</text></g>"
+    )
 
 
 def render_swimlane(
@@ -276,106 +448,62 @@ def render_swimlane(
     culprit = failing_actor(trace)
     keep = {trace.steps[p].actor for p in races} | ({culprit} if culprit is not None else set())
     lanes = _lanes(trace, shown, keep, max_lanes)
-    lane_of, names = lanes.lane_of, lanes.names
     actor_names = {a.id: a.name for a in trace.actors}
     blocks = []
     for p in shown:
         step = trace.steps[p]
-        lane = lane_of[step.actor]
+        lane = lanes.lane_of[step.actor]
         who = actor_names.get(step.actor, f"actor {step.actor}") if lane == lanes.merged else None
         blocks.append(_block(p, lane, step, races.get(p, ()), who))
-    failure = trace.failure
-    fail_lane = lane_of.get(culprit) if culprit is not None else None
-    fail_lines: list[str] = []
-    extra: dict[int, int] = {}
-    if failure is not None:
-        message = [ln for ln in printable(failure.message).splitlines() if ln.strip()] or ["failed"]
-        if fail_lane is not None:
-            extra[fail_lane] = max(len(ln) for ln in message) + 2
-    layout = _Layout(_lane_chars(blocks, len(names), extra))
-    if failure is not None:
-        span = (
-            layout.chars[fail_lane]
-            if fail_lane is not None
-            else int((layout.total - GUTTER - 2 * PAD) / CHAR)
-        )
-        for ln in message:
-            fail_lines += textwrap.wrap(ln, max(span - 2, 10), subsequent_indent="  ") or [""]
-        if len(fail_lines) > MAX_FAILURE_LINES:
-            fail_lines = [*fail_lines[: MAX_FAILURE_LINES - 1], "…"]
-        fail_lines[0] = "✗ " + fail_lines[0]
+    fail_lane = lanes.lane_of.get(culprit) if culprit is not None else None
+    extra = {}
+    if trace.failure is not None and fail_lane is not None:
+        extra[fail_lane] = max(len(ln) for ln in f" {trace.failure.message}".splitlines()) + 2
+    layout = _Layout(_natural_chars(blocks, len(lanes.names), extra))
 
     body: list[str] = []
     y = HEADER + 12
-    ids = {b.pos: b for b in blocks}
     for b in blocks:
         if b.pos == gap_at:
             omitted = len(trace.steps) - len(shown)
-            first, last = gap_at - omitted + 1, gap_at
             body.append(
                 f'<rect x="{GUTTER}" y="{y}" width="{layout.total - GUTTER - 12:.1f}" height="26"'
                 f' rx="4" fill="#ffffff" stroke="#d0d7de" stroke-dasharray="3 3"/>'
                 f'<text class="rc-note" x="{GUTTER + PAD}" y="{y + 17}">… {omitted} more steps'
-                f" (steps {first}–{last} not drawn)</text>"
+                f" (steps {gap_at - omitted + 1}–{gap_at} not drawn)</text>"
             )
             y += 26 + ROW_GAP
-        step = trace.steps[b.pos]
-        if step.preempted:  # room for the dashed line and its label above the block
+        preempted = trace.steps[b.pos].preempted
+        if preempted:  # room for the dashed line and its label above the block
             y += 10
             body.append(
                 f'<line class="rc-pre" x1="6" x2="{layout.total - 12:.1f}" y1="{y - 6}"'
                 f' y2="{y - 6}"/>'
             )
+        b.x, b.w = layout.place(b.lane, b.chars)
         b.y = y
-        body.append(_draw_block(b, layout, step.preempted))
+        body.append(_draw_block(b, preempted))
         y += b.height + ROW_GAP
-
-    arrows = [h for h in handoffs(trace.steps) if h.source in ids and h.target in ids]
-    arrow_svg = [
-        _draw_arrow(ids[h.source], ids[h.target], h.resource, layout, id_prefix) for h in arrows
+    drawn = {b.pos: b for b in blocks}
+    arrows = [
+        _draw_arrow(drawn[h.source], drawn[h.target], h.resource, id_prefix)
+        for h in handoffs(trace.steps)
+        if h.source in drawn and h.target in drawn
     ]
-
-    if failure is not None:
-        y += 4
-        if fail_lane is not None:
-            fx, fw = layout.inner(fail_lane)
-        else:
-            fx, fw = GUTTER, layout.total - GUTTER - 12
-        src = _source(failure.line) if failure.line is not None else None
-        height = 2 * PAD + (len(fail_lines) + (1 if src else 0)) * LINE - 4
-        body.append(
-            f'<g class="rc-failure"><title>{_e(failure.message)}</title>'
-            f'<rect class="rc-failbox" x="{fx:.1f}" y="{y}" width="{fw:.1f}" height="{height}"'
-            f' rx="5"/><text class="rc-x" x="{GUTTER - 10}" y="{y + PAD + 12}"'
-            f' text-anchor="end">✗</text>'
-        )
-        ty = y + PAD + 11
-        for i, ln in enumerate(fail_lines):
-            head = " rc-fail-head" if i == 0 else ""
-            body.append(f'<text class="rc-fail{head}" x="{fx + PAD:.1f}" y="{ty}">{_e(ln)}</text>')
-            ty += LINE
-        if src:
-            body.append(_source_text(fx + PAD, ty, src[0], src[1], fw - 2 * PAD))
-        body.append("</g>")
-        y += height
+    if trace.failure is not None:
+        markup, box = _draw_failure(trace, layout, fail_lane, y + 4)
+        body.append(markup)
+        y += 4 + box
     height = y + 14
 
-    header = []
-    for lane, (name, kind) in enumerate(names):
-        x, w = layout.x[lane], layout.width(lane)
-        colour = COLOURS[lane % len(COLOURS)]
-        mark = ' <tspan class="rc-x-mark">✗</tspan>' if lane == fail_lane else ""
-        chars = int((w - 2 * PAD) / (13 * 0.6))
-        header.append(
-            f'<g class="lane" data-lane="{lane}"><title>{_e(name)}</title>'
-            f'<rect class="rc-lane-bg" x="{x:.1f}" y="0" width="{w:.1f}" height="{height:.1f}"'
-            f' rx="6"/><rect x="{x:.1f}" y="0" width="{w:.1f}" height="4" rx="2"'
-            f' fill="{colour}"/><text class="rc-name lane-name" x="{x + PAD:.1f}" y="24">'
-            f"{_e(_cut(name, chars - (2 if mark else 0)))}{mark}</text>"
-            f'<text class="rc-kind" x="{x + PAD:.1f}" y="40">{_e(kind)}</text></g>'
-        )
+    header = [
+        _draw_lane(lane, name, kind, layout, height, lane == fail_lane)
+        for lane, (name, kind) in enumerate(lanes.names)
+    ]
     ns = ' xmlns="http://www.w3.org/2000/svg"' if standalone else ""
-    label = f"Interleaving of {len(names)} actors over {len(trace.steps)} steps"
+    label = (
+        f"Interleaving of {len(actor_names) or len(lanes.names)} actors, {len(trace.steps)} steps"
+    )
     return (
         f'<svg{ns} class="swimlane" role="img" aria-label="{_e(label)}"'
         f' width="{layout.total:.0f}" height="{height:.0f}"'
@@ -386,71 +514,6 @@ def render_swimlane(
         f'<path d="M0,0 L10,5 L0,10 z" fill="#57606a"/></marker></defs>'
         + "".join(header)
         + "".join(body)
-        + "".join(arrow_svg)
+        + "".join(arrows)
         + "</svg>"
-    )
-
-
-def _source_text(x: float, y: float, where: str, text: str, width: float) -> str:
-    """``file.py:12  code`` with the location greyed and the code aligned after it."""
-    chars = int(width / CHAR)
-    code_x = x + (len(where) + 2) * CHAR
-    return (
-        f'<text x="{x:.1f}" y="{y}"><tspan class="rc-where">{_e(_cut(where, chars))}</tspan>'
-        f'<tspan class="rc-src" x="{code_x:.1f}">'
-        f"{_e(_cut(text, max(chars - len(where) - 2, 4)))}</tspan></text>"
-    )
-
-
-def _draw_block(b: _Block, layout: _Layout, preempted: bool) -> str:
-    x, w = layout.inner(b.lane)
-    racing_cls = " rc-racing" if any(cls == "race" for cls, _, _ in b.lines) else ""
-    colour = COLOURS[b.lane % len(COLOURS)]
-    parts = [
-        f'<g class="step" data-step="{b.pos}" data-lane="{b.lane}"><title>{_e(b.title)}</title>',
-        f'<rect class="rc-block{racing_cls}" x="{x:.1f}" y="{b.y}" width="{w:.1f}"'
-        f' height="{b.height}" rx="4"/>',
-        f'<rect x="{x:.1f}" y="{b.y}" width="3" height="{b.height}" fill="{colour}"/>',
-        f'<text class="rc-step" x="{GUTTER - 10}" y="{b.y + PAD + 9}" text-anchor="end">'
-        f"{b.pos + 1}</text>",
-    ]
-    if preempted:
-        parts.append(
-            f'<text class="rc-pre-label" x="{x + w - 6:.1f}" y="{b.y - 9}"'
-            f' text-anchor="end">preempted</text>'
-        )
-    ty = b.y + PAD + 9
-    chars = int((w - 2 * PAD) / CHAR)
-    for cls, where, text in b.lines:
-        if cls == "src":
-            parts.append(_source_text(x + PAD, ty, where, text, w - 2 * PAD))
-        else:
-            parts.append(
-                f'<text class="rc-{cls}" x="{x + PAD:.1f}" y="{ty}">{_e(_cut(text, chars))}</text>'
-            )
-        ty += LINE
-    parts.append("</g>")
-    return "".join(parts)
-
-
-def _draw_arrow(src: _Block, dst: _Block, resource: str, layout: _Layout, prefix: str) -> str:
-    """A curve from the side of ``src`` facing ``dst`` to the side of ``dst`` facing back."""
-    sx, sw = layout.inner(src.lane)
-    dx, dw = layout.inner(dst.lane)
-    rightwards = src.lane < dst.lane
-    x1 = sx + sw if rightwards else sx
-    x2 = dx if rightwards else dx + dw
-    y1 = src.y + src.height - 8
-    y2 = dst.y + 10
-    bend = 40 if rightwards else -40
-    # The label sits beside the source block, in its own row: a row holds one
-    # block, and a block starts at most one hand-off, so labels never collide.
-    label_x = x1 + (6 if rightwards else -6)
-    anchor = "start" if rightwards else "end"
-    return (
-        f'<g class="handoff"><title>hand-off on {_e(resource)}</title>'
-        f'<path class="rc-arrow" d="M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f}'
-        f' {x2 - bend:.1f},{y2:.1f} {x2:.1f},{y2:.1f}" marker-end="url(#{_e(prefix)}-arrow)"/>'
-        f'<text class="rc-arrow-label" x="{label_x:.1f}" y="{y1 - 5:.1f}"'
-        f' text-anchor="{anchor}">{_e(_cut(resource, 24))}</text></g>'
     )

@@ -202,6 +202,11 @@ class ThreadRuntime:
         me.gate.acquire()
         if self.controller.aborting:
             raise RunAborted()
+        if me.lines is not None:
+            # Resumed mid-line: no line event will say where, so note it.
+            where = _user_frame(sys._getframe(1))
+            if where is not None:
+                me.lines.append((where.f_code.co_filename, where.f_lineno))
 
     def _flush(self, me: Actor, operation: Any, resource: Any, preempted: bool) -> None:
         recorder = self.recorder
@@ -226,6 +231,9 @@ class ThreadRuntime:
             self._complete()
             return
         if self.controller.aborting:
+            # Whoever failed (a strategy error, the step bound) unwound only its
+            # own thread: wake the others so they unwind too.
+            self.abort_all()
             return
         while True:
             candidates = self._candidates(None)
@@ -283,6 +291,12 @@ class ThreadRuntime:
             holder = describe_holder(actor.resource)
             lines.append(f"  {actor.name} waits: {what}{holder} at {where}")
         return "\n".join(lines)
+
+
+def _user_frame(frame: Any) -> Any:
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
 
 
 def _user_location(frame: Any) -> str:
