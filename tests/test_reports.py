@@ -28,7 +28,7 @@ from racecheck.report import RunRecord, write_reports, writers
 from racecheck.report.html import render_html
 from racecheck.report.json_report import SCHEMA, build_report, replay_command
 from racecheck.report.junit import render_junit, trace_text
-from racecheck.report.swimlane import handoffs, racing, render_swimlane
+from racecheck.report.swimlane import failing_actor, handoffs, racing, render_swimlane
 from racecheck.trace import ActorInfo, FailurePoint, SourceLine, Step, Trace
 
 CREATED = datetime(2026, 11, 25, 22, 0, 0, tzinfo=UTC)
@@ -459,7 +459,9 @@ def test_junit_has_one_case_per_variant_and_the_right_counts(tmp_path: Path) -> 
     unmet = cases[3].find("failure")
     assert unmet is not None and unmet.get("type") == "race"
     assert "AssertionError: total changed: 99 != 100" in unmet.get("message", "")
-    assert "q.py:9" in (unmet.text or "") and "schedule: rc1:threads:AgE" in (unmet.text or "")
+    body = unmet.text or ""
+    assert "ready.wait()" in body and "consumer" in body  # the trace, as text
+    assert "schedule: rc1:threads:AgE" in body and "replay: racecheck replay" in body
     missed = cases[4].find("failure")
     assert missed is not None and "expected a race" in missed.get("message", "")
     assert cases[-1].find("error") is not None and cases[-1].find("failure") is None
@@ -527,6 +529,51 @@ def test_swimlane_draws_the_story() -> None:
     deadlock = render_swimlane(deadlock_trace())
     assert deadlock.count('class="handoff"') == 2
     assert "Thread-2 holds Lock#2" in deadlock
+
+
+def crowd_trace(actors: int = 30) -> Trace:
+    """Many short-lived tasks (a task per queue read), two of which race."""
+    steps = [
+        Step(
+            i,
+            1 + i % actors,
+            (_src("crowd.py", 3, "item = await queue.get()"),),
+            "get Queue#1",
+            resource="Queue#1",
+        )
+        for i in range(actors)
+    ]
+    steps += [
+        Step(actors, 5, (_src("crowd.py", 9, "seen += 1"),), "return", accesses=("seen",)),
+        Step(actors + 1, 9, (_src("crowd.py", 9, "seen += 1"),), "return", accesses=("seen",)),
+    ]
+    return Trace(
+        actors=[ActorInfo(i, f"Task-{i} · reader({i})", "task") for i in range(1, actors + 1)],
+        steps=steps,
+        failure=FailurePoint(None, "AssertionError: seen == 29", _src("crowd.py", 9, "seen += 1")),
+    )
+
+
+def test_many_actors_share_a_lane_and_fit_a_screen() -> None:
+    svg = render_swimlane(crowd_trace(30), max_lanes=8)
+    root = ET.fromstring(render_swimlane(crowd_trace(30), max_lanes=8, standalone=True))
+    assert svg.count('class="lane"') == 8
+    assert "23 other actors" in svg
+    width = float(root.get("width", "0"))
+    assert width <= 1250, "eight lanes fit a 1400px window"
+    # the racing actors (5, 9) and the failing one (9, by its line) keep their lanes
+    assert ">Task-5<" in svg and ">Task-9<" in svg
+    assert "Task-12 · reader(12)" in svg  # a merged block names its actor
+    # in the compact layout, far hand-offs are text, near ones are arrows
+    assert "→ Queue#1 to step" not in svg or svg.count('class="handoff"') < 29
+    assert svg.count('class="handoff"') + svg.count("→ Queue#1 to step") == 29
+
+
+def test_failing_actor_is_inferred_from_the_failing_line() -> None:
+    trace = crowd_trace(30)
+    assert failing_actor(trace) == 9
+    assert failing_actor(deadlock_trace()) is None
+    assert failing_actor(lost_update_trace()) == 1
 
 
 def test_long_traces_are_capped_with_a_note() -> None:
@@ -688,6 +735,6 @@ def test_report_from_a_real_race(tmp_path: Path) -> None:
     assert doc["records"][0]["schedule"] == race.schedule
     assert race.trace is not None and race.trace.steps
     page = paths[2].read_text("utf-8")
-    assert page.count('class="lane"') == len(race.trace.actors)
+    assert page.count('class="lane"') == min(len(race.trace.actors), 8)
     assert "5 != 15" in page or "10 != 15" in page
     ET.parse(paths[1])

@@ -22,33 +22,51 @@ SUSPEND = "⇢"
 
 def render_columns(trace: Trace, width: int | None = None) -> str:
     if width is None:
-        width = min(shutil.get_terminal_size((120, 24)).columns, 160)
+        # Not narrower than 110: a trace folded into slivers is worse than one that wraps.
+        width = max(min(shutil.get_terminal_size((120, 24)).columns, 160), 110)
     actors = trace.actors
     blocks = _merge_turns(trace.steps)
     if not actors:
         return "  (no steps recorded)"
-    column = max(30, (width - 5) // max(len(actors), 1))
-    if len(actors) > 4 or column * len(actors) + 5 > max(width, 130):
+    global _main_file
+    _main_file = _most_common_file(trace)
+    # Each column as wide as its actor's longest line, within the page.
+    natural = {a.id: len(a.name) + 2 for a in actors}
+    for block in blocks:
+        for text in _block_lines(block, 200):
+            natural[block.actor] = max(natural.get(block.actor, 0), len(text) + 2)
+    widths = [min(natural.get(a.id, 30), 64) for a in actors]
+    budget = max(width, 130) - 5
+    while sum(widths) > budget and max(widths) > 30:
+        widest = widths.index(max(widths))
+        widths[widest] -= 1
+    if len(actors) > 4 or sum(widths) > budget:
         return _render_rows(trace, blocks)
-    order = {actor.id: i for i, actor in enumerate(actors)}
-    out = ["     " + "".join(_fit(a.name, column - 2).ljust(column) for a in actors).rstrip()]
+    offsets = {a.id: sum(widths[:i]) for i, a in enumerate(actors)}
+    column_of = {a.id: widths[i] for i, a in enumerate(actors)}
+    out = []
+    if _main_file:
+        out.append(f"     (line numbers are in {os.path.basename(_main_file)})")
+    out.append(
+        "     " + "".join(_fit(a.name, w - 2).ljust(w) for a, w in zip(actors, widths)).rstrip()
+    )
     for number, block in _fold(blocks):
         if block is None:
             out.append(f"  ⋮  ({number} uneventful turns folded)")
             continue
-        indent = " " * (column * order.get(block.actor, 0))
-        body = _block_lines(block, column - 2)
+        indent = " " * offsets.get(block.actor, 0)
+        body = _block_lines(block, column_of.get(block.actor, 30) - 2)
         mark = "»" if block.preempted else " "
         for i, text in enumerate(body):
             prefix = f"{number:>3}{mark} " if i == 0 else "     "
             out.append((prefix + indent + text).rstrip())
-    out.extend(_failure_lines(trace, column, order))
+    out.extend(_failure_lines(trace, offsets))
     return "\n".join(out)
 
 
 def _render_rows(trace: Trace, blocks: list[Step]) -> str:
     names = {a.id: a.name for a in trace.actors}
-    out = []
+    out = [f"     (line numbers are in {os.path.basename(_main_file)})"] if _main_file else []
     for number, block in _fold(blocks):
         if block is None:
             out.append(f"  ⋮  ({number} uneventful turns folded)")
@@ -57,16 +75,20 @@ def _render_rows(trace: Trace, blocks: list[Step]) -> str:
         body = _block_lines(block, 90)
         out.append(f"{number:>3}{mark} [{names.get(block.actor, block.actor)}] {body[0]}")
         out.extend("       " + line for line in body[1:])
-    out.extend(_failure_lines(trace, 0, {}))
+    out.extend(_failure_lines(trace, {}))
     return "\n".join(out)
 
 
-def _failure_lines(trace: Trace, column: int, order: dict[int, int]) -> list[str]:
+def _failure_lines(trace: Trace, offsets: dict[int, int]) -> list[str]:
     failure = trace.failure
     if failure is None:
         return []
-    indent = " " * (column * order.get(failure.actor, 0)) if failure.actor is not None else ""
-    where = f"{_loc(failure.line)}  {failure.line.text}  " if failure.line else ""
+    indent = " " * offsets.get(failure.actor, 0) if failure.actor is not None else ""
+    where = (
+        f"{os.path.basename(failure.line.filename)}:{failure.line.lineno}  {failure.line.text}  "
+        if failure.line
+        else ""
+    )
     return [f"  ✗  {indent}{where}— {failure.message}"]
 
 
@@ -126,7 +148,7 @@ def _block_lines(step: Step, width: int) -> list[str]:
         if line is None:
             out.append(_fit("  ⋯", width))
         else:
-            out.append(_fit(f"{_loc(line):<10} {line.text}", width))
+            out.append(_fit(f"{_loc(line):>4}  {line.text}", width))
     if step.operation:
         op = f"{SUSPEND} {step.operation}"
         if step.operation.startswith("await ") and lines and step.operation[6:] in lines[-1].text:
@@ -134,11 +156,25 @@ def _block_lines(step: Step, width: int) -> list[str]:
         if out and len(out[-1]) + len(op) + 2 <= width:
             out[-1] = f"{out[-1]}  {op}"
         else:
-            out.append(_fit(f"{'':10} {op}", width))
+            out.append(_fit(f"{'':4}  {op}", width))
     return out or [""]
 
 
+_main_file: str | None = None
+
+
+def _most_common_file(trace: Trace) -> str | None:
+    counts: dict[str, int] = {}
+    for step in trace.steps:
+        for line in step.lines:
+            counts[line.filename] = counts.get(line.filename, 0) + 1
+    return max(counts, key=lambda f: counts[f]) if counts else None
+
+
 def _loc(line: SourceLine) -> str:
+    """Bare line number in the trace's main file, ``file.py:12`` elsewhere."""
+    if line.filename == _main_file:
+        return str(line.lineno)
     return f"{os.path.basename(line.filename)}:{line.lineno}"
 
 

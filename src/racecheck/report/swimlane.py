@@ -44,8 +44,8 @@ GAP = 44.0  # between lanes: room for hand-off arrows
 HEADER = 50.0
 ROW_GAP = 10.0
 MIN_CHARS, MAX_CHARS = 26, 72
-TARGET_WIDTH = 1320.0  # wider than this, switch to the compact layout
-MIN_PITCH = 150.0  # compact: lane + gap
+TARGET_WIDTH = 1240.0  # wider than this (a 1400px window), switch to the compact layout
+MIN_PITCH = 148.0  # compact: lane + gap
 COMPACT_GAP = 14.0
 MAX_LINES_PER_STEP = 8
 MAX_FAILURE_LINES = 10
@@ -283,6 +283,7 @@ STYLE = f"""
 .rc-op {{ fill: #0b5cad; }}
 .rc-race {{ fill: #c2410c; font-weight: 700; }}
 .rc-more, .rc-note {{ fill: #6e7781; font-style: italic; }}
+.rc-hand {{ font: 11px {MONO}; fill: #57606a; }}
 .rc-who {{ font: 600 12px {SANS}; fill: #1f2328; }}
 .rc-pre {{ stroke: #d4a72c; stroke-width: 1.2; stroke-dasharray: 5 4; }}
 .rc-pre-label {{ font: 700 10px {SANS}; fill: #9a6700; }}
@@ -339,9 +340,8 @@ def _draw_block(b: _Block, preempted: bool) -> str:
         if cls == "src":
             parts.append(_source_text(b.x + PAD, ty, where, text, b.w - 2 * PAD))
         else:
-            parts.append(
-                f'<text class="rc-{cls}" x="{b.x + PAD:.1f}" y="{ty}">{_e(_cut(text, chars))}</text>'
-            )
+            text = _e(_cut(text, chars))
+            parts.append(f'<text class="rc-{cls}" x="{b.x + PAD:.1f}" y="{ty}">{text}</text>')
         ty += LINE
     parts.append("</g>")
     return "".join(parts)
@@ -356,7 +356,10 @@ def _draw_arrow(src: _Block, dst: _Block, resource: str, prefix: str) -> str:
         x2 = dst.x if rightwards else dst.x + dst.w
         y1, y2 = src.y + src.height - 8, dst.y + 10
         bend = 40 if rightwards else -40
-        path = f"M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} {x2 - bend:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
+        path = (
+            f"M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f}"
+            f" {x2 - bend:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
+        )
         # The label sits beside the source block, in its own row: a row holds one
         # block, and a block starts at most one hand-off, so labels never collide.
         lx, ly, anchor = x1 + (6 if rightwards else -6), y1 - 5, "start" if rightwards else "end"
@@ -430,6 +433,28 @@ def _draw_lane(
     )
 
 
+def _link(
+    blocks: list[_Block], drawn: dict[int, _Block], found: list[Handoff], compact: bool
+) -> list[Handoff]:
+    """The hand-offs to draw as arrows; the others become a line of text in both blocks.
+
+    In the compact layout blocks overlap other lanes, so an arrow spanning
+    several rows would cut through the blocks between; only arrows between
+    neighbouring rows are drawn there, the rest say "→ Lock#1 to step 12".
+    """
+    row = {b.pos: i for i, b in enumerate(blocks)}
+    curves = []
+    for h in found:
+        if h.source not in drawn or h.target not in drawn:
+            continue
+        if not compact or row[h.target] - row[h.source] == 1:
+            curves.append(h)
+            continue
+        drawn[h.source].lines.append(("hand", "", f"→ {h.resource} to step {h.target + 1}"))
+        drawn[h.target].lines.append(("hand", "", f"← {h.resource} from step {h.source + 1}"))
+    return curves
+
+
 def render_swimlane(
     trace: Trace,
     *,
@@ -461,6 +486,8 @@ def render_swimlane(
         extra[fail_lane] = max(len(ln) for ln in f" {trace.failure.message}".splitlines()) + 2
     layout = _Layout(_natural_chars(blocks, len(lanes.names), extra))
 
+    drawn = {b.pos: b for b in blocks}
+    curves = _link(blocks, drawn, handoffs(trace.steps), layout.compact)
     body: list[str] = []
     y = HEADER + 12
     for b in blocks:
@@ -484,12 +511,7 @@ def render_swimlane(
         b.y = y
         body.append(_draw_block(b, preempted))
         y += b.height + ROW_GAP
-    drawn = {b.pos: b for b in blocks}
-    arrows = [
-        _draw_arrow(drawn[h.source], drawn[h.target], h.resource, id_prefix)
-        for h in handoffs(trace.steps)
-        if h.source in drawn and h.target in drawn
-    ]
+    arrows = [_draw_arrow(drawn[h.source], drawn[h.target], h.resource, id_prefix) for h in curves]
     if trace.failure is not None:
         markup, box = _draw_failure(trace, layout, fail_lane, y + 4)
         body.append(markup)

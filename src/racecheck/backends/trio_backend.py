@@ -1,0 +1,782 @@
+"""The trio backend: an ``async def`` target under ``trio.run``, scheduled by racecheck.
+
+trio has no public hook that chooses the next task, but its run loop already
+has a seam for deterministic testing: every pass takes the *batch* of runnable
+tasks and, when ``trio._core._run._ALLOW_DETERMINISTIC_SCHEDULING`` is true,
+sorts it by task creation order and calls ``_r.shuffle(batch)`` on the
+module-level ``random.Random`` ``_r``; then it runs the batch from its end.
+For the duration of a run racecheck swaps ``_r`` for a :class:`_TrioRun`
+whose ``shuffle`` turns the batch ordering into engine decisions: it picks the
+task to run first among those left, then the next, and so on. Index 0 is
+trio's own deterministic order (task creation order), so an all-zero schedule
+is the "natural" run and shrinking moves toward it. Everything else -- nurseries,
+cancel scopes, Lock, Semaphore, Event, Condition, memory channels -- is trio's
+own code, unchanged.
+
+Three more pieces make a run deterministic and finite:
+
+* **Virtual time.** A racecheck clock (trio's public ``Clock`` protocol) is
+  passed to ``trio.run``. trio asks ``deadline_to_sleep_time`` only when no task
+  is runnable; the clock then jumps straight to the next deadline, so
+  ``trio.sleep(3600)`` and ``move_on_after`` cost nothing, and mirrors the time
+  in ``controller.now``.
+* **Deadlock detection.** When nothing is runnable, no deadline is pending, no
+  ``run_sync_soon`` callback is queued and nothing external (a thread, a socket)
+  could wake the run, trio would wait for I/O forever. The clock sees exactly
+  that moment (an infinite deadline with an empty run queue), reports a
+  ``deadlock`` naming every task's wait, and cancels the run so it unwinds.
+  No wall-clock timeout is involved.
+* **Threads inline.** ``trio.to_thread.run_sync`` hands its worker to
+  ``trio._threads.start_thread_soon``; during a run that is replaced by a
+  function that runs the worker inline, in the calling task's step. A real
+  thread would put the work outside racecheck's control and make "nothing is
+  runnable" ambiguous (false deadlocks, or real waiting).
+
+The hooks are private, so the tested range is pinned (:data:`TESTED`), and
+:meth:`TrioBackend.install` checks the version *and* probes that the hooks
+behave (a tiny ``trio.run`` whose batch order must follow the probe's choices)
+before exploring. Every patched global is restored after each run, failing or
+not, and again by :meth:`TrioBackend.uninstall`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import threading
+from collections.abc import Callable, Coroutine
+from types import ModuleType
+from typing import Any
+
+from racecheck.engine import Controller, Failure, RunAborted
+from racecheck.errors import UnsupportedError
+
+#: trio versions whose run loop racecheck was tested against: [low, high)
+TESTED = ((0, 22), (0, 36))
+#: set this environment variable to try an untested trio (the behaviour probe still runs)
+ALLOW_UNTESTED_ENV = "RACECHECK_TRIO_UNTESTED"
+
+#: real seconds to wait for an external wake-up (a user thread, a socket) per loop pass;
+#: a wait that never ends is the engine watchdog's business
+_EXTERNAL_POLL = 0.05
+#: "as long as you like": trio clamps it (to a wait_all_tasks_blocked cushion, or 24h)
+_FOREVER = 86400.0
+
+_OPERATIONS = {
+    "_LockImpl.acquire": "acquire",
+    "Semaphore.acquire": "acquire",
+    "CapacityLimiter.acquire": "acquire",
+    "CapacityLimiter.acquire_on_behalf_of": "acquire",
+    "Event.wait": "wait for",
+    "Condition.wait": "wait on",
+    "MemorySendChannel.send": "send to",
+    "MemoryReceiveChannel.receive": "receive from",
+    "ParkingLot.park": "park on",
+    "sleep": "sleep",
+    "sleep_until": "sleep",
+    "sleep_forever": "sleep forever",
+    "checkpoint": "checkpoint",
+    "to_thread_run_sync": "wait for thread",
+    "NurseryManager.__aexit__": "wait for nursery children",
+    "Nursery._nested_child_finished": "wait for nursery children",
+    "wait_readable": "wait readable",
+    "wait_writable": "wait writable",
+}
+_NO_RESOURCE = {"NurseryManager.__aexit__", "Nursery._nested_child_finished"}
+
+
+# --------------------------------------------------------------- trio access
+
+
+def _trio() -> ModuleType:
+    try:
+        import trio
+    except ImportError:
+        raise UnsupportedError(
+            "backend='trio' needs trio installed (pip install 'racecheck[trio]')"
+        ) from None
+    return trio
+
+
+def _run_module() -> ModuleType:
+    _trio()
+    import trio._core._run as run_module
+
+    return run_module
+
+
+def _threads_module() -> ModuleType:
+    _trio()
+    import trio._threads as threads_module
+
+    return threads_module
+
+
+def installed_version() -> str:
+    """trio's version string (the input of :func:`check_version`; tests replace it)."""
+    return str(_trio().__version__)
+
+
+def check_version(version: str) -> None:
+    """Raise :class:`UnsupportedError` unless ``version`` is in the tested range."""
+    low, high = TESTED
+    match = re.match(r"(\d+)\.(\d+)", version)
+    if match is not None and low <= (int(match[1]), int(match[2])) < high:
+        return
+    if os.environ.get(ALLOW_UNTESTED_ENV):
+        return
+    raise UnsupportedError(
+        f"trio {version} is not supported by racecheck's trio backend: it relies on trio's"
+        f" private scheduling hooks (trio._core._run._r, _ALLOW_DETERMINISTIC_SCHEDULING),"
+        f" tested with trio >={low[0]}.{low[1]},<{high[0]}.{high[1]}. Install a tested"
+        f" trio, or set {ALLOW_UNTESTED_ENV}=1 to try this one (a start-up probe still"
+        " checks that the hooks behave)"
+    )
+
+
+# ------------------------------------------------------- patching, restoring
+
+_patch_lock = threading.Lock()
+#: the originals while patched; None when trio is pristine
+_saved: dict[str, Any] | None = None
+
+
+def _patch(scheduler: Any, start_thread_soon: Callable[..., None] | None) -> None:
+    """Swap trio's batch shuffler (and, optionally, its thread starter) for ours."""
+    global _saved
+    run_module, threads_module = _run_module(), _threads_module()
+    with _patch_lock:
+        if _saved is None:
+            _saved = {
+                "_r": run_module._r,
+                "_ALLOW_DETERMINISTIC_SCHEDULING": run_module._ALLOW_DETERMINISTIC_SCHEDULING,
+                "start_thread_soon": threads_module.start_thread_soon,
+            }
+        run_module._r = scheduler
+        run_module._ALLOW_DETERMINISTIC_SCHEDULING = True  # type: ignore[misc]
+        if start_thread_soon is not None:
+            threads_module.start_thread_soon = start_thread_soon
+
+
+def _restore() -> None:
+    """Put trio's globals back exactly as they were. Idempotent."""
+    global _saved
+    with _patch_lock:
+        saved, _saved = _saved, None
+        if saved is None:
+            return
+        run_module, threads_module = _run_module(), _threads_module()
+        run_module._r = saved["_r"]
+        run_module._ALLOW_DETERMINISTIC_SCHEDULING = saved["_ALLOW_DETERMINISTIC_SCHEDULING"]  # type: ignore[misc]
+        threads_module.start_thread_soon = saved["start_thread_soon"]
+
+
+def _original(name: str) -> Any:
+    """The unpatched value of a trio global (for calls from other threads' runs)."""
+    saved = _saved
+    if saved is not None:
+        return saved[name]
+    if name == "start_thread_soon":
+        return _threads_module().start_thread_soon
+    return getattr(_run_module(), name)
+
+
+# ------------------------------------------------------------- self-check
+
+#: the version whose hooks passed the probe; io waits of trio's own tasks when idle
+_probed: tuple[str, int] | None = None
+
+
+def _self_check(version: str) -> int:
+    """Check that the private hooks exist and behave; return trio's own idle I/O waits.
+
+    Existence alone is not enough: a trio that still has ``_r`` but stopped
+    calling ``_r.shuffle`` would silently explore nothing. So a tiny run checks
+    that the order chosen for a batch is the order the tasks run in, that the
+    clock is asked when the run is idle, and that the runner attributes the
+    backend reads are there.
+    """
+    global _probed
+    if _probed is not None and _probed[0] == version:
+        return _probed[1]
+    trio = _trio()
+    run_module, threads_module = _run_module(), _threads_module()
+    missing = [
+        f"trio._core._run.{name}"
+        for name in ("_r", "_ALLOW_DETERMINISTIC_SCHEDULING", "GLOBAL_RUN_CONTEXT")
+        if not hasattr(run_module, name)
+    ]
+    if not callable(getattr(getattr(run_module, "_r", None), "shuffle", None)):
+        missing.append("trio._core._run._r.shuffle")
+    if not callable(getattr(threads_module, "start_thread_soon", None)):
+        missing.append("trio._threads.start_thread_soon")
+    if missing:
+        raise UnsupportedError(_probe_failed(version, "missing " + ", ".join(missing)))
+    probe = _Probe(trio, run_module)
+    _patch(probe, None)
+    try:
+        trio.run(probe.main, clock=probe)
+    except UnsupportedError:
+        raise
+    except BaseException as exc:
+        raise UnsupportedError(_probe_failed(version, f"{type(exc).__name__}: {exc}")) from exc
+    finally:
+        _restore()
+    problem = probe.problem()
+    if problem:
+        raise UnsupportedError(_probe_failed(version, problem))
+    _probed = (version, probe.idle_io)
+    return probe.idle_io
+
+
+def _probe_failed(version: str, why: str) -> str:
+    return (
+        f"trio {version}: racecheck's trio backend cannot control this trio's scheduler"
+        f" ({why}); the hooks it needs are private. Use a trio in the tested range"
+        f" >={TESTED[0][0]}.{TESTED[0][1]},<{TESTED[1][0]}.{TESTED[1][1]}"
+    )
+
+
+class _Probe:
+    """The start-up probe: both the batch shuffler and the clock of a tiny run."""
+
+    #: run order the probe imposes on its three children (by child index)
+    WANTED = (1, 0, 2)
+
+    def __init__(self, trio: ModuleType, run_module: ModuleType) -> None:
+        self.trio = trio
+        self.run_module = run_module
+        self.now = 0.0
+        self.shuffles = 0
+        self.order: list[int] = []
+        self.idle_asked = False
+        self.idle_io = 1
+        self.runner_ok = False
+        self.task_ok = True
+        self.idle_forever = 0
+        self.version = str(trio.__version__)
+
+    # -- the shuffler
+    def shuffle(self, batch: list[Any]) -> None:
+        self.shuffles += 1
+        rank = {f"racecheck-probe-{i}": position for position, i in enumerate(self.WANTED)}
+        for task in batch:
+            if not all(hasattr(task, a) for a in ("_counter", "coro", "name", "parent_nursery")):
+                self.task_ok = False
+        # trio runs the batch from its end: put the first to run last
+        batch.sort(key=lambda t: -rank.get(getattr(t, "name", ""), -1))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_original("_r"), name)
+
+    # -- the clock
+    def start_clock(self) -> None:
+        pass
+
+    def current_time(self) -> float:
+        return self.now
+
+    def deadline_to_sleep_time(self, deadline: float) -> float:
+        if not math.isfinite(deadline):
+            self.idle_forever += 1
+            if self.idle_forever > 1000:  # never hang start-up on a misbehaving trio
+                raise UnsupportedError(_probe_failed(self.version, "the probe run stalled"))
+        elif deadline > self.now:
+            self.idle_asked = True
+            self.idle_io = _io_waiting(self.trio.lowlevel.current_statistics())
+            self.now = deadline
+        return 0.0
+
+    # -- the program
+    async def main(self) -> None:
+        trio = self.trio
+
+        async def child(index: int) -> None:
+            await trio.sleep(0)
+            self.order.append(index)
+
+        async with trio.open_nursery() as nursery:
+            for index in range(3):
+                nursery.start_soon(child, index, name=f"racecheck-probe-{index}")
+        runner = self.run_module.GLOBAL_RUN_CONTEXT.runner
+        self.runner_ok = all(
+            hasattr(runner, a)
+            for a in ("main_task", "init_task", "waiting_for_idle", "tasks")
+        )
+        await trio.sleep(5)
+
+    def problem(self) -> str:
+        if not self.shuffles:
+            return "the run loop never called _r.shuffle"
+        if not self.task_ok:
+            return "tasks lack _counter/coro/name/parent_nursery"
+        if self.order != list(self.WANTED):
+            return f"batch order not followed (ran {self.order}, chose {list(self.WANTED)})"
+        if not self.idle_asked or self.now != 5:
+            return "the clock was not asked for the idle sleep time"
+        if not self.runner_ok:
+            return "the runner lacks main_task/init_task/waiting_for_idle/tasks"
+        return ""
+
+
+def _io_waiting(stats: Any) -> int:
+    io = stats.io_statistics
+    count = 0
+    for name in ("tasks_waiting_read", "tasks_waiting_write", "tasks_waiting"):
+        value = getattr(io, name, 0)
+        if isinstance(value, int):
+            count += value
+    return count
+
+
+# -------------------------------------------------------------- one run
+
+
+class _TrioRun:
+    """One ``trio.run`` under racecheck: batch shuffler, clock and inline thread starter.
+
+    The object is installed as ``trio._core._run._r`` (hence ``shuffle`` and
+    the delegation of every other ``random.Random`` method to the original) and
+    passed as the run's clock.
+    """
+
+    def __init__(
+        self,
+        trio: ModuleType,
+        run_module: ModuleType,
+        target: Callable[[], Coroutine[Any, Any, Any]],
+        controller: Controller,
+        idle_io: int,
+    ) -> None:
+        self.trio = trio
+        self.run_module = run_module
+        self.target = target
+        self.controller = controller
+        self.idle_io = idle_io
+        self.thread = threading.get_ident()
+        self.threads_at_start = threading.active_count()
+        self.now = 0.0
+        self.runner: Any = None
+        self.token: Any = None
+        self.scope: Any = None
+        #: task -> actor id (0: one of trio's own housekeeping tasks, not an actor)
+        self.actors: dict[Any, int] = {}
+        self.names: dict[int, str] = {}
+        self.next_actor = 1
+        #: task -> the index chosen for it in its last batch (trace: preempted or not)
+        self.chosen: dict[Any, int] = {}
+        self.cancelled = False
+        self.hard_abort = False
+        self.trio_dir = os.path.dirname(os.path.abspath(trio.__file__)) + os.sep
+
+    # -- the target, wrapped in a cancel scope racecheck can cancel
+    async def main(self) -> None:
+        trio = self.trio
+        self.token = trio.lowlevel.current_trio_token()
+        with trio.CancelScope() as scope:
+            self.scope = scope
+            if self.controller.aborting:
+                self.cancel_all()
+            await self.target()
+
+    def cancel_all(self) -> None:
+        """Unwind the run: cancel everything under the target (idempotent)."""
+        self.cancelled = True
+        if self.scope is not None:
+            self.scope.cancel()
+
+    def check_abort(self) -> None:
+        if self.controller.aborting and not self.cancelled:
+            self.cancel_all()
+
+    # -- the batch shuffler (trio calls _r.shuffle(batch); it runs batch.pop() first)
+    def shuffle(self, batch: list[Any]) -> None:
+        if threading.get_ident() != self.thread:
+            # another thread's trio.run while ours is patched: leave it alone
+            _original("_r").shuffle(batch)
+            return
+        if self.runner is None:
+            self.runner = self.run_module.GLOBAL_RUN_CONTEXT.runner
+        housekeeping: list[Any] = []
+        tasks: list[Any] = []
+        for task in sorted(batch, key=lambda t: t._counter):
+            actor = self.actors.get(task)
+            if actor is None:
+                actor = self._register(task)
+            (tasks if actor else housekeeping).append(task)
+        order = housekeeping + self._choose_order(tasks)
+        order.reverse()
+        batch[:] = order
+
+    def __getattr__(self, name: str) -> Any:
+        # random(), uniform(), ... for anything else in trio that uses _r
+        return getattr(_original("_r"), name)
+
+    def _choose_order(self, tasks: list[Any]) -> list[Any]:
+        self.check_abort()
+        remaining = tasks
+        order: list[Any] = []
+        controller = self.controller
+        actors = self.actors
+        while remaining:
+            try:
+                index = controller.decide([actors[t] for t in remaining])
+            except RunAborted:
+                if self.cancelled:
+                    # Cancellation did not end the run within the teardown
+                    # budget (shielded loops, swallowed Cancelled): stop trio
+                    # itself. It surfaces as TrioInternalError; run_once
+                    # translates it and closes what is left.
+                    self.hard_abort = True
+                    raise
+                # step limit or a failing strategy: unwind by cancellation
+                self.cancel_all()
+                order.extend(remaining)
+                return order
+            task = remaining.pop(index)
+            self.chosen[task] = index
+            order.append(task)
+        return order
+
+    def _register(self, task: Any) -> int:
+        runner = self.runner
+        # trio's own housekeeping: <init> and the tasks it starts itself (the
+        # run_sync_soon task); system tasks the user spawns are actors
+        parent = task.parent_nursery
+        internal = task is not runner.main_task and (
+            parent is None
+            or (parent.parent_task is runner.init_task and self._trio_code(task.coro))
+        )
+        if internal:
+            self.actors[task] = 0
+            return 0
+        actor = self.actors[task] = self.next_actor
+        self.next_actor += 1
+        name = self.names[actor] = self._display_name(task, actor)
+        recorder = self.controller.recorder
+        if recorder is not None:
+            recorder.actor(actor, name, "task")
+        return actor
+
+    def _trio_code(self, coro: Any) -> bool:
+        code = getattr(coro, "cr_code", None)
+        return code is not None and os.path.abspath(code.co_filename).startswith(self.trio_dir)
+
+    def _display_name(self, task: Any, actor: int) -> str:
+        if task is self.runner.main_task:
+            target = getattr(self.target, "func", self.target)
+            qualname = getattr(target, "__qualname__", None) or type(target).__name__
+            return f"Task-{actor} · {qualname.rsplit('.', 1)[-1]}()"
+        coro = task.coro
+        qualname = str(getattr(coro, "__qualname__", "?"))
+        short = qualname.rsplit(".", 1)[-1]
+        label = f"{short}({_arguments(getattr(coro, 'cr_frame', None))})"
+        name = str(task.name)
+        if name.endswith(qualname) or name.endswith(short):
+            return f"Task-{actor} · {label}"  # trio's default name: module.qualname
+        return f"{name} · {label}"
+
+    # -- the clock (trio asks deadline_to_sleep_time only when no task is runnable)
+    def start_clock(self) -> None:
+        pass
+
+    def current_time(self) -> float:
+        return self.now
+
+    def deadline_to_sleep_time(self, deadline: float) -> float:
+        self.check_abort()
+        if deadline <= self.now:
+            return 0.0
+        trio = self.trio
+        stats = trio.lowlevel.current_statistics()
+        if stats.tasks_runnable or stats.run_sync_soon_queue_size:
+            return 0.0  # the I/O poll picks the callbacks up; nothing is idle yet
+        if self.runner is None:
+            self.runner = self.run_module.GLOBAL_RUN_CONTEXT.runner
+        if self.runner.waiting_for_idle:
+            return _FOREVER  # trio clamps it to the wait_all_tasks_blocked cushion
+        if math.isfinite(deadline):
+            self.now = deadline
+            self.controller.now = max(self.controller.now, deadline)
+            return 0.0
+        if self._external_pending(stats):
+            return _EXTERNAL_POLL
+        # Nothing runnable, no deadline, nothing that could wake the run.
+        if not self.controller.aborting:
+            self.controller.fail(Failure("deadlock", None, self.describe_deadlock()))
+        if not self.cancelled:
+            self.cancel_all()
+            return 0.0
+        # Stuck even after cancellation (shielded waits): stop trio itself.
+        self.hard_abort = True
+        raise RunAborted()
+
+    def _external_pending(self, stats: Any) -> bool:
+        return (
+            threading.active_count() > self.threads_at_start
+            or _io_waiting(stats) > self.idle_io
+        )
+
+    # -- trio.to_thread.run_sync, inline
+    def start_thread_soon(self, fn: Callable[[], Any], deliver: Callable[[Any], Any], *rest: Any) -> None:
+        """Run a ``to_thread`` worker inline, in the step of the task that asked for it.
+
+        The worker's result is delivered through trio's own ``run_sync_soon``
+        path, exactly as from a thread, so cancellation, limiters and result
+        delivery are trio's code. Calls from another thread's trio run go to
+        the real thread cache.
+        """
+        if threading.get_ident() != self.thread:
+            _original("start_thread_soon")(fn, deliver, *rest)
+            return
+        import outcome
+
+        result = outcome.capture(fn)
+        error = getattr(result, "error", None)
+        if isinstance(error, RuntimeError) and _raised_in_trio_threads(error, self.trio_dir):
+            self.controller.internal_error = UnsupportedError(
+                "trio.from_thread.* inside trio.to_thread.run_sync is not supported by"
+                " racecheck's trio backend: to_thread workers run inline in the trio thread"
+                f" ({error})"
+            )
+            self.controller.interrupt()
+        deliver(result)
+
+    # -- deadlock report
+    def describe_deadlock(self) -> str:
+        recorder = self.controller.recorder
+        if recorder is not None:
+            names = recorder.resources()
+        else:
+            from racecheck.backends.asyncio_waits import ResourceNames
+
+            names = ResourceNames()
+        lines = [
+            "deadlock: no task can run, no deadline is pending, nothing external can wake the run"
+        ]
+        tasks = [t for t in self.runner.tasks if self.actors.get(t)]
+        for task in sorted(tasks, key=lambda t: t._counter):
+            try:
+                operation, _, where, holder = describe_wait(task, names)
+            except Exception as exc:  # never let a report bug hide the deadlock
+                operation, where, holder = f"? ({type(exc).__name__})", None, None
+            if holder is not None:
+                holder_name = self.names.get(self.actors.get(holder, -1), str(holder.name))
+                operation += f" (held by {holder_name})"
+            place = f"{os.path.basename(where[0])}:{where[1]}  {where[2]}" if where else "?"
+            lines.append(f"  {self.names[self.actors[task]]} waits: {operation} at {place}")
+        return "\n".join(lines)
+
+    # -- after a hard abort
+    def close_leftovers(self) -> None:
+        """Close coroutines trio abandoned, so their ``finally`` blocks don't run at GC."""
+        for task in list(self.actors):
+            coro = getattr(task, "coro", None)
+            if coro is None or getattr(coro, "cr_frame", None) is None:
+                continue
+            try:
+                coro.close()
+            except BaseException:  # noqa: S110 - user cleanup outside trio: nothing to report
+                pass
+        self.actors.clear()
+        self.chosen.clear()
+
+
+def _raised_in_trio_threads(error: BaseException, trio_dir: str) -> bool:
+    tb = error.__traceback__
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    if last is None:
+        return False
+    filename = os.path.abspath(last.tb_frame.f_code.co_filename)
+    return filename.startswith(trio_dir) and "this is a blocking function" in str(error)
+
+
+def _arguments(frame: Any) -> str:
+    if frame is None:
+        return ""
+    code = frame.f_code
+    shown = []
+    for name in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
+        if name in ("self", "cls"):
+            continue
+        text = repr(frame.f_locals.get(name))
+        shown.append(text if len(text) <= 16 else text[:13] + "...")
+    return ", ".join(shown)
+
+
+def _coroutine_frames(coro: Any) -> list[Any]:
+    frames = []
+    seen = 0
+    while coro is not None and seen < 64:
+        seen += 1
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is not None:
+            frames.append(frame)
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return frames
+
+
+def describe_wait(
+    task: Any, names: Any
+) -> tuple[str, str | None, tuple[str, int, str] | None, Any]:
+    """(operation, resource, (file, line, text) of the user's await, lock holder task).
+
+    The innermost *user* frame of the task's ``cr_await`` chain says where; the
+    first trio frame below it whose function is a known primitive operation
+    ("_LockImpl.acquire" → "acquire Lock#1") says what.
+    """
+    from racecheck.sources import is_user_file, source_line
+
+    frames = _coroutine_frames(task.coro)
+    user_index = -1
+    for index, frame in enumerate(frames):
+        if is_user_file(frame.f_code.co_filename):
+            user_index = index
+    where = None
+    if user_index >= 0:
+        frame = frames[user_index]
+        filename, lineno = frame.f_code.co_filename, frame.f_lineno
+        where = (filename, lineno, source_line(filename, lineno))
+    operation, resource, holder = "await", None, None
+    for frame in frames[user_index + 1 :]:
+        qualname = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+        verb = _OPERATIONS.get(qualname)
+        if verb is None or is_user_file(frame.f_code.co_filename):
+            continue
+        owner = frame.f_locals.get("self")
+        if owner is not None and qualname not in _NO_RESOURCE:
+            resource = names.name(owner)
+            operation = f"{verb} {resource}"
+            held_by = getattr(owner, "_owner", None)
+            if held_by is not None and hasattr(held_by, "coro"):
+                holder = held_by
+        else:
+            operation = verb
+        break
+    else:
+        if where is not None and "await" in where[2]:
+            operation = "await " + where[2].split("await", 1)[-1].strip()
+    return operation, resource, where, holder
+
+
+class _StepRecorder:
+    """A trio Instrument that records each actor's step for the trace (replays only)."""
+
+    def __init__(self, run: _TrioRun) -> None:
+        self.run = run
+        self.recorder = run.controller.recorder
+        self.sink: Any = None
+        self.collecting: Any = None
+
+    def before_task_step(self, task: Any) -> None:
+        from racecheck.linetrace import LineSink, collecting_lines
+
+        self.collecting = None
+        if not self.run.actors.get(task):
+            return
+        self.sink = LineSink()
+        self.collecting = collecting_lines(self.sink)
+        self.collecting.__enter__()
+
+    def after_task_step(self, task: Any) -> None:
+        if self.collecting is None:
+            return
+        self.collecting.__exit__(None, None, None)
+        self.collecting = None
+        run = self.run
+        actor = run.actors[task]
+        if getattr(task.coro, "cr_frame", None) is None:
+            operation, resource = "finished", None
+        else:
+            operation, resource, _, _ = describe_wait(task, self.recorder.resources())
+        self.recorder.add_step(
+            actor, self.sink.lines, operation, resource, run.chosen.get(task, 0) != 0
+        )
+
+
+# -------------------------------------------------------------- the backend
+
+
+class TrioBackend:
+    """Runs an ``async def`` target under ``trio.run`` with racecheck ordering each batch."""
+
+    name = "trio"
+    granularity = "task"
+
+    def __init__(self, target: Callable[[], Any]) -> None:
+        self.target = target
+        self.idle_io = 1
+        self.current: _TrioRun | None = None
+
+    def install(self) -> None:
+        """Fail early, with a clear message, on a trio whose hooks are not known to work."""
+        version = installed_version()
+        check_version(version)
+        self.idle_io = _self_check(version)
+
+    def uninstall(self) -> None:
+        _restore()
+
+    def abort(self) -> None:
+        """Called from the supervising thread: wake the run so it notices and unwinds."""
+        run = self.current
+        token = run.token if run is not None else None
+        if token is not None:
+            try:
+                token.run_sync_soon(lambda: None)
+            except Exception:  # noqa: S110 - the run already finished
+                pass
+
+    def run_once(self, controller: Controller) -> None:
+        trio = _trio()
+        run = _TrioRun(trio, _run_module(), self.target, controller, self.idle_io)
+        instruments = [_StepRecorder(run)] if controller.recorder is not None else []
+        self.current = run
+        try:
+            _patch(run, run.start_thread_soon)
+            try:
+                trio.run(run.main, clock=run, instruments=instruments)
+            finally:
+                _restore()
+                if run.hard_abort:
+                    run.close_leftovers()
+        except RunAborted:
+            pass
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            if run.hard_abort and _caused_by_abort(exc):
+                pass
+            elif not controller.aborting:
+                controller.fail(Failure("exception", unwrap(exc)))
+        finally:
+            self.current = None
+
+
+def _caused_by_abort(exc: BaseException) -> bool:
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 16:
+        if isinstance(current, RunAborted):
+            return True
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return False
+
+
+def unwrap(exc: BaseException) -> BaseException:
+    """The user's exception inside trio's ExceptionGroup/MultiError wrappers, if single.
+
+    ``Cancelled`` leaves (siblings cancelled because of the real error) do not count.
+    """
+    trio = _trio()
+    while isinstance(exc, BaseExceptionGroup):
+        leaves = [e for e in exc.exceptions if not isinstance(e, trio.Cancelled)]
+        if len(leaves) != 1:
+            break
+        exc = leaves[0]
+    return exc
