@@ -82,6 +82,15 @@ def page(tmp_path_factory: pytest.TempPathFactory, records: list[RunRecord]) -> 
     return write_reports(records, out, formats=("html",))[0]
 
 
+@pytest.fixture(scope="module")
+def dom(browser: str, page: Path, tmp_path_factory: pytest.TempPathFactory) -> _Dom:
+    """The page as the browser built it (``--dump-dom``), parsed."""
+    parsed = _Dom()
+    tmp = tmp_path_factory.mktemp("dom")
+    parsed.feed(_run(browser, tmp, "--dump-dom", url=page.as_uri()).stdout)
+    return parsed
+
+
 def _run(browser: str, tmp: Path, *args: str, url: str) -> subprocess.CompletedProcess[str]:
     profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
     cmd = [browser, *FLAGS, f"--user-data-dir={profile}", *args, url]
@@ -146,11 +155,7 @@ def _page_requests(net_log: Path) -> list[str]:
     return urls
 
 
-def test_dom_shows_the_matrix_and_one_lane_per_actor(
-    browser: str, page: Path, records: list[RunRecord], tmp_path: Path
-) -> None:
-    dom = _Dom()
-    dom.feed(_run(browser, tmp_path, "--dump-dom", url=page.as_uri()).stdout)
+def test_dom_shows_the_matrix_and_one_lane_per_actor(dom: _Dom, records: list[RunRecord]) -> None:
     assert dom.matrices == 1
     text = "".join(dom.text)
     for r in records[:-1]:
@@ -163,9 +168,7 @@ def test_dom_shows_the_matrix_and_one_lane_per_actor(
     assert "… 140 more steps" in text
 
 
-def test_hostile_strings_render_as_text(browser: str, page: Path, tmp_path: Path) -> None:
-    dom = _Dom()
-    dom.feed(_run(browser, tmp_path, "--dump-dom", url=page.as_uri()).stdout)
+def test_hostile_strings_render_as_text(dom: _Dom) -> None:
     assert dom.scripts == 0
     text = "".join(dom.text)
     assert "ValueError: <script>alert(1)</script>" in text

@@ -163,8 +163,12 @@ def run_supervised(
     error: list[BaseException] = []
     done = threading.Event()
     context = contextvars.copy_context()
+    caller_trace = sys.gettrace()
 
     def body() -> None:
+        # The exploration runs where the caller would have: under its tracer
+        # (coverage, a debugger), which racecheck then chains, not replaces.
+        sys.settrace(caller_trace)
         try:
             result.append(context.run(work))
         except BaseException as exc:

@@ -25,6 +25,7 @@ def without_addresses(failure: BaseException | None) -> str:
     """The failure's message without object addresses ("<Queue at 0x7f...>")."""
     return re.sub(r"0x[0-9a-f]+", "0x…", str(failure))
 
+
 # ── the components under plain asyncio ──────────────────────────────────────
 
 

@@ -41,9 +41,11 @@ not, and again by :meth:`TrioBackend.uninstall`.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable, Coroutine
 from types import ModuleType
@@ -62,6 +64,12 @@ ALLOW_UNTESTED_ENV = "RACECHECK_TRIO_UNTESTED"
 _EXTERNAL_POLL = 0.05
 #: "as long as you like": trio clamps it (to a wait_all_tasks_blocked cushion, or 24h)
 _FOREVER = 86400.0
+#: unwinding phases of a run that is over (see _TrioRun.cancel_all)
+_RUNNING, _CANCELLING, _KILLING = 0, 1, 2
+#: batches a cancelled run may take to unwind before RunAborted is thrown in
+_CANCEL_ROUNDS = 1000
+#: batches/idle passes of throwing RunAborted in before trio's loop is stopped
+_KILL_ROUNDS = 200
 
 _OPERATIONS = {
     "_LockImpl.acquire": "acquire",
@@ -83,6 +91,17 @@ _OPERATIONS = {
     "wait_readable": "wait readable",
     "wait_writable": "wait writable",
 }
+#: Task attributes the backend reads or sets (checked by the start-up probe)
+_TASK_ATTRIBUTES = (
+    "_counter",
+    "coro",
+    "name",
+    "parent_nursery",
+    "_next_send_fn",
+    "_next_send",
+    "_abort_func",
+    "_attempt_abort",
+)
 _NO_RESOURCE = {"NurseryManager.__aexit__", "Nursery._nested_child_finished"}
 
 
@@ -262,7 +281,7 @@ class _Probe:
         self.shuffles += 1
         rank = {f"racecheck-probe-{i}": position for position, i in enumerate(self.WANTED)}
         for task in batch:
-            if not all(hasattr(task, a) for a in ("_counter", "coro", "name", "parent_nursery")):
+            if not all(hasattr(task, a) for a in _TASK_ATTRIBUTES):
                 self.task_ok = False
         # trio runs the batch from its end: put the first to run last
         batch.sort(key=lambda t: -rank.get(getattr(t, "name", ""), -1))
@@ -310,7 +329,7 @@ class _Probe:
         if not self.shuffles:
             return "the run loop never called _r.shuffle"
         if not self.task_ok:
-            return "tasks lack _counter/coro/name/parent_nursery"
+            return "tasks lack " + "/".join(_TASK_ATTRIBUTES)
         if self.order != list(self.WANTED):
             return f"batch order not followed (ran {self.order}, chose {list(self.WANTED)})"
         if not self.idle_asked or self.now != 5:
@@ -366,7 +385,10 @@ class _TrioRun:
         self.next_actor = 1
         #: task -> the index chosen for it in its last batch (trace: preempted or not)
         self.chosen: dict[Any, int] = {}
-        self.cancelled = False
+        #: how far the unwinding of a failed run went: _RUNNING, _CANCELLING, _KILLING
+        self.phase = _RUNNING
+        self.cancel_rounds = 0
+        self.kill_rounds = 0
         self.hard_abort = False
         self.trio_dir = os.path.dirname(os.path.abspath(trio.__file__)) + os.sep
 
@@ -380,15 +402,67 @@ class _TrioRun:
                 self.cancel_all()
             await self.target()
 
+    # -- unwinding a run that is over
+    #
+    # A failed, limited or interrupted run must end *inside* trio, so that
+    # trio's own bookkeeping (nurseries, the run queue, the thread-local run
+    # context) is consistent when ``trio.run`` returns. Three escalating steps:
+    #
+    # 1. cancel the scope around the target: ``finally`` blocks run normally;
+    # 2. if that is not enough (shielded scopes, a swallowed Cancelled) within
+    #    _CANCEL_ROUNDS batches (or the engine's teardown budget), or the run
+    #    goes idle again: throw RunAborted into each actor -- runnable ones at
+    #    their next step, blocked ones through their abort function, shield or
+    #    no shield;
+    # 3. if even that does not end it, stop trio's loop by raising out of it
+    #    (trio reports a TrioInternalError, run_once translates it) and close
+    #    the abandoned coroutines.
+
     def cancel_all(self) -> None:
-        """Unwind the run: cancel everything under the target (idempotent)."""
-        self.cancelled = True
+        """Step 1: cancel everything under the target (idempotent)."""
+        if self.phase == _RUNNING:
+            self.phase = _CANCELLING
         if self.scope is not None:
             self.scope.cancel()
 
     def check_abort(self) -> None:
-        if self.controller.aborting and not self.cancelled:
+        if self.controller.aborting and self.phase == _RUNNING:
             self.cancel_all()
+
+    def escalate(self) -> None:
+        """The current step did not end the run: take the next one."""
+        if self.phase == _RUNNING:
+            self.cancel_all()
+        elif self.phase == _CANCELLING:
+            self.phase = _KILLING
+
+    def _kill_runnable(self, tasks: list[Any]) -> None:
+        """Step 2, runnable actors: their next resumption raises RunAborted."""
+        self.kill_rounds += 1
+        if self.kill_rounds > _KILL_ROUNDS:
+            self._stop_trio()
+        for task in tasks:
+            task._next_send_fn = task.coro.throw
+            task._next_send = RunAborted()
+
+    def _kill_blocked(self) -> bool:
+        """Step 2, blocked actors: abort their wait with RunAborted. True if any woke."""
+        self.kill_rounds += 1
+        if self.kill_rounds > _KILL_ROUNDS:
+            return False
+
+        def raise_aborted() -> None:
+            raise RunAborted()
+
+        for task in sorted(self.runner.tasks, key=lambda t: t._counter):
+            if self.actors.get(task) and task._abort_func is not None:
+                task._attempt_abort(raise_aborted)
+        return bool(self.trio.lowlevel.current_statistics().tasks_runnable)
+
+    def _stop_trio(self) -> None:
+        """Step 3."""
+        self.hard_abort = True
+        raise RunAborted()
 
     # -- the batch shuffler (trio calls _r.shuffle(batch); it runs batch.pop() first)
     def shuffle(self, batch: list[Any]) -> None:
@@ -406,6 +480,12 @@ class _TrioRun:
                 actor = self._register(task)
             (tasks if actor else housekeeping).append(task)
         order = housekeeping + self._choose_order(tasks)
+        if self.phase == _CANCELLING:
+            self.cancel_rounds += 1
+            if self.cancel_rounds > _CANCEL_ROUNDS:
+                self.phase = _KILLING
+        if self.phase == _KILLING:
+            self._kill_runnable(tasks)
         order.reverse()
         batch[:] = order
 
@@ -423,15 +503,9 @@ class _TrioRun:
             try:
                 index = controller.decide([actors[t] for t in remaining])
             except RunAborted:
-                if self.cancelled:
-                    # Cancellation did not end the run within the teardown
-                    # budget (shielded loops, swallowed Cancelled): stop trio
-                    # itself. It surfaces as TrioInternalError; run_once
-                    # translates it and closes what is left.
-                    self.hard_abort = True
-                    raise
-                # step limit or a failing strategy: unwind by cancellation
-                self.cancel_all()
+                # the step limit, a failing strategy, or the teardown budget
+                # spent: unwind one step further, keep trio's order meanwhile
+                self.escalate()
                 order.extend(remaining)
                 return order
             task = remaining.pop(index)
@@ -505,12 +579,15 @@ class _TrioRun:
         # Nothing runnable, no deadline, nothing that could wake the run.
         if not self.controller.aborting:
             self.controller.fail(Failure("deadlock", None, self.describe_deadlock()))
-        if not self.cancelled:
+        if self.phase == _RUNNING:
             self.cancel_all()
             return 0.0
-        # Stuck even after cancellation (shielded waits): stop trio itself.
-        self.hard_abort = True
-        raise RunAborted()
+        # Stuck even after cancellation (shielded waits): kill, then stop trio.
+        self.phase = _KILLING
+        if self._kill_blocked():
+            return 0.0
+        self._stop_trio()
+        return 0.0
 
     def _external_pending(self, stats: Any) -> bool:
         return (
@@ -570,17 +647,50 @@ class _TrioRun:
 
     # -- after a hard abort
     def close_leftovers(self) -> None:
-        """Close coroutines trio abandoned, so their ``finally`` blocks don't run at GC."""
-        for task in list(self.actors):
-            coro = getattr(task, "coro", None)
-            if coro is None or getattr(coro, "cr_frame", None) is None:
-                continue
-            try:
-                coro.close()
-            except BaseException:  # noqa: S110 - user cleanup outside trio: nothing to report
-                pass
+        """Close the coroutines trio abandoned when its loop was stopped (step 3).
+
+        Only code that swallowed Cancelled *and* RunAborted again and again
+        gets here. Left alone, its coroutines (and trio's nurseries, which
+        assert they have no children left) would be finalized by the garbage
+        collector at some random later moment, running user code outside trio
+        and printing "Exception ignored" noise. So they are closed now, with
+        the noise suppressed, and the nurseries emptied.
+        """
+        tasks = list(getattr(self.runner, "tasks", ()) or ())
+        tasks += [task for task in self.actors if task not in tasks]
+        nurseries: list[Any] = []
+        for task in tasks:
+            nurseries.append(task.parent_nursery)
+            nurseries.extend(getattr(task, "child_nurseries", ()))
+        hook = sys.unraisablehook
+        sys.unraisablehook = _ignore_unraisable
+        try:
+            for task in tasks:
+                try:
+                    task.coro.close()
+                except BaseException:  # noqa: S110 - user cleanup outside trio
+                    pass
+                if getattr(task.coro, "cr_frame", None) is not None:
+                    # it ignored GeneratorExit too: never finalize it
+                    _graveyard.append(task.coro)
+            for nursery in nurseries:
+                children = getattr(nursery, "_children", None)
+                if isinstance(children, set):
+                    children.clear()
+            del tasks, nurseries
+            gc.collect()
+        finally:
+            sys.unraisablehook = hook
         self.actors.clear()
         self.chosen.clear()
+
+
+def _ignore_unraisable(unraisable: Any) -> None:
+    pass
+
+
+#: coroutines that survived close() (they swallow GeneratorExit): kept, never finalized
+_graveyard: list[Any] = []
 
 
 def _raised_in_trio_threads(error: BaseException, trio_dir: str) -> bool:
@@ -671,13 +781,15 @@ class _StepRecorder:
         self.recorder = run.controller.recorder
         self.sink: Any = None
         self.collecting: Any = None
+        self.pending_before = 0
 
     def before_task_step(self, task: Any) -> None:
         from racecheck.linetrace import LineSink, collecting_lines
 
         self.collecting = None
-        if not self.run.actors.get(task):
-            return
+        if not self.run.actors.get(task) or self.run.controller.aborting:
+            return  # trio's housekeeping, or the unwinding after a failure: not the story
+        self.pending_before = len(_pending_errors(task))
         self.sink = LineSink()
         self.collecting = collecting_lines(self.sink)
         self.collecting.__enter__()
@@ -690,12 +802,37 @@ class _StepRecorder:
         run = self.run
         actor = run.actors[task]
         if getattr(task.coro, "cr_frame", None) is None:
-            operation, resource = "finished", None
+            operation, resource = _exit_operation(task, run.runner, self.pending_before), None
         else:
             operation, resource, _, _ = describe_wait(task, self.recorder.resources())
         self.recorder.add_step(
             actor, self.sink.lines, operation, resource, run.chosen.get(task, 0) != 0
         )
+
+
+def _pending_errors(task: Any) -> list[Any]:
+    pending = getattr(task.parent_nursery, "_pending_excs", None)
+    return pending if isinstance(pending, list) else []
+
+
+def _exit_operation(task: Any, runner: Any, pending_before: int) -> str:
+    """How a just-finished task ended ("returned", "cancelled", "raised X"), for traces.
+
+    trio keeps no public record of a finished task's outcome: its nursery
+    collects the errors and the runner keeps the main task's. Read them
+    defensively; a trace that says "returned" is better than a crash.
+    """
+    if task is getattr(runner, "main_task", None):
+        errors = [getattr(getattr(runner, "main_task_outcome", None), "error", None)]
+    else:
+        errors = _pending_errors(task)[pending_before:]
+    cancelled = _trio().Cancelled
+    real = [e for e in errors if isinstance(e, BaseException) and not isinstance(e, cancelled)]
+    if real:
+        return f"raised {type(real[0]).__name__}"
+    if any(isinstance(e, cancelled) for e in errors):
+        return "cancelled"
+    return "returned"
 
 
 # -------------------------------------------------------------- the backend

@@ -93,6 +93,13 @@ def _e(value: object) -> str:
     return escape(printable(str(value)), quote=True)
 
 
+def _long(text: str, limit: int = 20_000) -> str:
+    """A message cut to a size a page can hold (the JSON report keeps it whole)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters in racecheck.json)"
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -119,9 +126,17 @@ def _cell(record: RunRecord, anchor: str | None) -> str:
         f'<div class="small">expect <b>{_e(record.expect)}</b>{link}</div>'
         f'<div class="small">{_e(_plural(record.schedules_run, "schedule"))}'
         f" · {record.seconds:.2f} s</div>"
-        f'<div class="small">coverage: {record.distinct_schedules} distinct schedules'
-        f" · {record.distinct_orderings} orderings</div></td>"
+        f'<div class="small">{_e(_coverage(record))}</div></td>'
     )
+
+
+def _coverage(record: RunRecord) -> str:
+    if not (record.distinct_schedules or record.distinct_orderings):
+        return "coverage: not measured"
+    parts = [_plural(record.distinct_schedules, "distinct schedule")]
+    if record.distinct_orderings:
+        parts.append(_plural(record.distinct_orderings, "ordering"))
+    return "coverage: " + " · ".join(parts)
 
 
 def _matrix(records: Sequence[RunRecord], anchors: dict[int, str]) -> str:
@@ -130,11 +145,13 @@ def _matrix(records: Sequence[RunRecord], anchors: dict[int, str]) -> str:
     for i, r in enumerate(records):
         scenarios.setdefault(r.scenario, {}).setdefault(r.variant, []).append(i)
         variants.setdefault(r.variant, None)
-    head = "".join(f'<th scope="col" class="mono">{_e(v)}</th>' for v in variants)
+    # The story reads left to right: the bug, the attempted fixes, the fix.
+    order = sorted(variants, key=lambda v: {"buggy": 0, "correct": 2}.get(v, 1))
+    head = "".join(f'<th scope="col" class="mono">{_e(v)}</th>' for v in order)
     rows = []
     for name, cells in scenarios.items():
         tds = []
-        for variant in variants:
+        for variant in order:
             found = cells.get(variant)
             if not found:
                 tds.append('<td class="cell none">—</td>')
@@ -192,9 +209,9 @@ def _record(index: int, record: RunRecord, anchor: str) -> str:
         f'</span></header><div class="body">'
     ]
     if record.message:
-        parts.append(f'<p class="message">{_e(record.message)}</p>')
+        parts.append(f'<p class="message">{_e(_long(record.message))}</p>')
     if record.detail and record.detail.strip() != (record.message or "").strip():
-        parts.append(f'<pre class="detail">{_e(record.detail)}</pre>')
+        parts.append(f'<pre class="detail">{_e(_long(record.detail))}</pre>')
     parts.append(_facts(record))
     command = replay_command(record)
     if command:

@@ -49,6 +49,7 @@ MIN_PITCH = 148.0  # compact: lane + gap
 COMPACT_GAP = 14.0
 MAX_LINES_PER_STEP = 8
 MAX_FAILURE_LINES = 10
+MAX_TEXT = 4000  # a failure message past this is cut (a repr of a huge dict, say)
 DEFAULT_MAX_STEPS = 60
 DEFAULT_MAX_LANES = 8
 COLOURS = ("#1565c0", "#2e7d32", "#6a1b9a", "#00838f", "#ad1457", "#5d4037", "#283593", "#ef6c00")
@@ -208,7 +209,7 @@ def _block(pos: int, lane: int, step: Step, races: tuple[str, ...], who: str | N
         lines.append(("more", "", "(no user code)"))
     # The tooltip has what the block had to cut: every line, in full.
     full = [who] if who else []
-    full += [f"{line.where}  {line.text.strip()}" for line in step.lines[:200]]
+    full += [f"{line.where}  {_cut(line.text.strip(), 300)}" for line in step.lines[:200]]
     full += [t for cls, _, t in lines if cls in ("op", "race")]
     return _Block(pos, lane, lines, "\n".join(full) or "(no user code)")
 
@@ -380,7 +381,8 @@ def _draw_failure(trace: Trace, layout: _Layout, lane: int | None, y: float) -> 
     """The red ✗ block (in the failing lane, or across all); returns markup and height."""
     assert trace.failure is not None
     failure = trace.failure
-    message = [ln for ln in printable(failure.message).splitlines() if ln.strip()] or ["failed"]
+    text = _cut(failure.message, MAX_TEXT)
+    message = [ln for ln in printable(text).splitlines() if ln.strip()] or ["failed"]
     src = _source(failure.line) if failure.line is not None else None
     if lane is None:
         x, w = GUTTER, layout.total - GUTTER - 12
@@ -398,7 +400,7 @@ def _draw_failure(trace: Trace, layout: _Layout, lane: int | None, y: float) -> 
     lines[0] = "✗ " + lines[0]
     height = 2 * PAD + (len(lines) + (1 if src else 0)) * LINE - 4
     parts = [
-        f'<g class="rc-failure"><title>{_e(failure.message)}</title>'
+        f'<g class="rc-failure"><title>{_e(text)}</title>'
         f'<rect class="rc-failbox" x="{x:.1f}" y="{y}" width="{w:.1f}" height="{height}" rx="5"/>'
         f'<text class="rc-x" x="{GUTTER - 10}" y="{y + PAD + 12}" text-anchor="end">✗</text>'
     ]
@@ -417,10 +419,10 @@ def _draw_lane(
     lane: int, name: str, kind: str, layout: _Layout, height: float, failed: bool
 ) -> str:
     x, w = layout.x[lane], layout.widths[lane]
-    if layout.compact and " · " in name:  # narrow header: "Task-3" over "deposit(5)"
+    chars = int((w - 2 * PAD) / (13 * 0.6))
+    if len(name) > chars and " · " in name:  # narrow lane: "Task-3" over "deposit(5)"
         name, kind = name.split(" · ", 1)
     mark = ' <tspan class="rc-x-mark">✗</tspan>' if failed else ""
-    chars = int((w - 2 * PAD) / (13 * 0.6))
     return (
         f'<g class="lane" data-lane="{lane}"><title>{_e(name)}</title>'
         f'<rect class="rc-lane-bg" x="{x:.1f}" y="0" width="{w:.1f}" height="{height:.1f}"'
@@ -483,7 +485,8 @@ def render_swimlane(
     fail_lane = lanes.lane_of.get(culprit) if culprit is not None else None
     extra = {}
     if trace.failure is not None and fail_lane is not None:
-        extra[fail_lane] = max(len(ln) for ln in f" {trace.failure.message}".splitlines()) + 2
+        message = _cut(trace.failure.message, MAX_TEXT)
+        extra[fail_lane] = max(len(ln) for ln in f" {message}".splitlines()) + 2
     layout = _Layout(_natural_chars(blocks, len(lanes.names), extra))
 
     drawn = {b.pos: b for b in blocks}

@@ -163,7 +163,6 @@ class RLock:
         return state
 
     def _acquire_restore(self, state: tuple[int, int | None]) -> None:
-        self._count = 0
         self.acquire()
         self._count, self._owner_ident = state
 

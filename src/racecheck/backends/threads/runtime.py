@@ -185,8 +185,9 @@ class ThreadRuntime:
             return
         blocked = [a for a in self.live if not a.finished]
         if self.root_finished and all(a.daemon for a in blocked):
-            # Only daemon threads are left waiting: the program would exit here.
-            self._complete()
+            # Only daemon threads are left waiting: the program would exit
+            # here. The run succeeded; the daemons are unwound.
+            self.abort_all()
             raise RunAborted()
         self.controller.fail(Failure("deadlock", None, self.describe_deadlock()))
         self.abort_all()

@@ -27,7 +27,7 @@ from typing import Any
 
 from racecheck.backends.threads.primitives import STATE
 from racecheck.backends.threads.runtime import Actor, ThreadRuntime, get_ident
-from racecheck.engine import RunAborted
+from racecheck.engine import TEARDOWN_STEPS, Controller, RunAborted
 from racecheck.sources import is_user_file
 
 _READS = {"LOAD_ATTR": "read .{}", "LOAD_METHOD": "call .{}", "BINARY_SUBSCR": "read [..]",
@@ -157,7 +157,8 @@ class MonitoringTracer:
         if me is None or me.passthrough or me.finished:
             return None
         if runtime.controller.aborting:
-            raise RunAborted()
+            _teardown(runtime.controller)
+            return None
         if me.lines is not None:
             _note_access(me, operation)
         runtime.point(me, operation)
@@ -174,13 +175,28 @@ class MonitoringTracer:
             me.lines.append((code.co_filename, line))
         if self.granularity == "line":
             if runtime.controller.aborting:
-                raise RunAborted()
+                _teardown(runtime.controller)
+                return None
             runtime.point(me, "next line")
         return None
 
 
 def _note_access(me: Actor, operation: str) -> None:
     pass  # accesses are derived from operations by the recorder
+
+
+def _teardown(controller: Controller) -> None:
+    """A point reached while the run unwinds.
+
+    Raising here would be an asynchronous exception at an arbitrary bytecode:
+    it can skip a ``with`` block's ``__exit__`` or the rest of a ``finally``
+    and leave a real lock held for good. So unwinding code runs freely, and
+    only an actor that keeps going for thousands of points (a spin loop that
+    will never reach a blocking call) is stopped.
+    """
+    controller.teardown_steps += 1
+    if controller.teardown_steps > TEARDOWN_STEPS:
+        raise RunAborted()
 
 
 class SettraceTracer:
@@ -190,9 +206,12 @@ class SettraceTracer:
         self.granularity = granularity
         self.recording = False
         self._previous: dict[int, Any] = {}
+        self._inherited: Any = None
 
     def install(self) -> None:
-        pass
+        # Actor threads are pooled workers that may predate the caller's
+        # tracer: chain the one the exploration started under.
+        self._inherited = sys.gettrace()
 
     def uninstall(self) -> None:
         self._previous.clear()
@@ -203,7 +222,7 @@ class SettraceTracer:
     def enable_thread(self, runtime: ThreadRuntime) -> None:
         previous = sys.gettrace()
         self._previous[get_ident()] = previous
-        sys.settrace(self._make_tracer(runtime, previous))
+        sys.settrace(self._make_tracer(runtime, previous or self._inherited))
 
     def disable_thread(self) -> None:
         sys.settrace(self._previous.pop(get_ident(), None))
@@ -237,15 +256,17 @@ class SettraceTracer:
                     operation = table.get(frame.f_lasti)
                     if operation is not None:
                         if controller.aborting:
-                            raise RunAborted()
-                        point(me, operation)
+                            _teardown(controller)
+                        else:
+                            point(me, operation)
                 elif event == "line":
                     if me.lines is not None:
                         me.lines.append((code.co_filename, frame.f_lineno))
                     if not by_opcode:
                         if controller.aborting:
-                            raise RunAborted()
-                        point(me, "next line")
+                            _teardown(controller)
+                        else:
+                            point(me, "next line")
                 return local
 
             return local
