@@ -651,40 +651,59 @@ def test_a_renderer_failure_writes_nothing(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_a_killed_run_never_leaves_a_half_written_report(tmp_path: Path) -> None:
-    """SIGKILL a process that keeps rewriting big reports; each file stays whole."""
+    """SIGKILL a writer while a temp file is written but not yet renamed into place.
+
+    The child writes a whole report (run 0), then rewrites it (run 1) with an
+    fsync that stops at the n-th call and waits to be killed. Whatever file
+    it was writing, every report file must still be complete: the new one
+    for files already moved into place, the old one for the rest.
+    """
     child = textwrap.dedent(
         f"""
-        import sys
+        import os, sys, time
         sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from test_reports import sample_records, long_trace
-        from racecheck.report import write_reports
-        records = sample_records() * 4
+        from test_reports import sample_records
+        from racecheck.report import write_reports, writers
+        records = sample_records()
+        write_reports(records, sys.argv[1])
+        calls = []
+        real_fsync = os.fsync
+        def stalling_fsync(fd):
+            calls.append(fd)
+            if len(calls) == int(sys.argv[2]):
+                print("stalled", flush=True)
+                time.sleep(60)
+            real_fsync(fd)
+        writers.os.fsync = stalling_fsync
         for r in records:
-            r.trace = long_trace(100)
-        n = 0
-        while True:
-            for r in records:
-                r.message = "run %d" % n
-            write_reports(records, sys.argv[1])
-            print("wrote", n, flush=True)
-            n += 1
+            r.message = "run 1"
+        write_reports(records, sys.argv[1])
         """
     )
-    for delay in (0.0, 0.03, 0.08, 0.15):
+    # fsync calls per file: the temp file, then the directory after the rename
+    for stall, renamed in ((1, 0), (3, 1), (5, 2)):
+        out = tmp_path / f"stall-{stall}"
         proc = subprocess.Popen(
-            [sys.executable, "-c", child, str(tmp_path)], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", child, str(out), str(stall)], stdout=subprocess.PIPE, text=True
         )
         try:
-            assert proc.stdout is not None and proc.stdout.readline().startswith("wrote")
-            time.sleep(delay)  # somewhere in the middle of the next rewrite
+            assert proc.stdout is not None and proc.stdout.readline() == "stalled\n"
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-        doc = json.loads((tmp_path / "racecheck.json").read_text("utf-8"))
-        assert len(doc["records"]) == 24
-        assert len(list(ET.parse(tmp_path / "racecheck.xml").iter("testcase"))) == 24
-        page = (tmp_path / "index.html").read_text("utf-8")
-        assert page.rstrip().endswith("</html>") and page.count('class="swimlane"') == 24
+        leftovers = [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+        assert len(leftovers) == 1, "the kill landed while a temp file was being written"
+        doc = json.loads((out / "racecheck.json").read_text("utf-8"))
+        root = ET.parse(out / "racecheck.xml").getroot()
+        page = (out / "index.html").read_text("utf-8")
+        assert len(doc["records"]) == 6 and len(list(root.iter("testcase"))) == 6
+        assert page.rstrip().endswith("</html>")
+        runs = [
+            doc["records"][0]["message"] == "run 1",
+            "run 1" in (root.findtext(".//system-out") or ""),
+            "run 1" in page,
+        ]
+        assert runs == [i < renamed for i in range(3)]
 
 
 # -- a real RaceFound ------------------------------------------------------------------

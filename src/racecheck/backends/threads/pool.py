@@ -121,6 +121,9 @@ class ThreadPool:
 
 
 def _present_as(thread: threading.Thread, worker: Worker) -> None:
+    if hasattr(thread, "_handle"):
+        # 3.13+: a running handle for the worker's ident, marked done at the end.
+        thread._handle = _thread._make_thread_handle(worker.ident)  # type: ignore[attr-defined]
     thread._ident = worker.ident  # type: ignore[attr-defined]
     thread._native_id = worker.native_id  # type: ignore[attr-defined]
     started: Any = thread._started  # type: ignore[attr-defined]

@@ -1,0 +1,113 @@
+"""nox sessions for racecheck.
+
+    nox -s tests          # pytest -n 2 -m "not slow" on Python 3.11, 3.12 and 3.13
+    nox -s slow           # the long explorations (marked slow)
+    nox -s lint           # ruff check + ruff format --check
+    nox -s typecheck      # mypy
+    nox -s coverage       # coverage.py over the test suite (threads included)
+    nox -s scenarios      # racecheck run scenarios/
+    nox -s bench          # racecheck bench
+
+Interpreters installed with pyenv are found even when they are not on PATH.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import nox
+
+# Let nox find python3.12 / python3.13 from pyenv without shims or a global setting.
+_PYENV_BINS = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/*/bin")), reverse=True)
+if _PYENV_BINS:
+    os.environ["PATH"] = os.pathsep.join([*_PYENV_BINS, os.environ.get("PATH", "")])
+
+PYTHONS = ["3.11", "3.12", "3.13"]
+LINT_PATHS = ["src", "tests", "scenarios", "noxfile.py"]
+
+nox.options.sessions = ["lint", "typecheck", "tests", "scenarios"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+def _pytest(session: nox.Session, *args: str) -> None:
+    # pytest exits 5 when it ran no test: nox treats any non-zero exit as a failure.
+    session.run("pytest", *args, *session.posargs)
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """The test suite, bounded explorations only."""
+    session.install("-e", ".[test]")
+    _pytest(session, "-n", "2", "-m", "not slow")
+
+
+@nox.session(python="3.11")
+def slow(session: nox.Session) -> None:
+    """The long, exhaustive explorations."""
+    session.install("-e", ".[test]")
+    _pytest(session, "-n", "2", "-m", "slow")
+
+
+@nox.session(python="3.11")
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "check", *LINT_PATHS)
+    session.run("ruff", "format", "--check", *LINT_PATHS)
+
+
+@nox.session(python="3.11")
+def typecheck(session: nox.Session) -> None:
+    session.install("-e", ".[test]", "mypy")
+    session.run("mypy")
+
+
+@nox.session(python="3.11")
+def coverage(session: nox.Session) -> None:
+    """Coverage of the test suite with coverage.py (not pytest-cov).
+
+    ``concurrency = thread`` follows the threads racecheck starts; racecheck
+    chains its own tracer to coverage's instead of replacing it. The run is
+    serial (no xdist) so one data file holds everything.
+    """
+    session.install("-e", ".[test]")
+    rc = os.path.join(session.create_tmp(), "coveragerc")
+    with open(rc, "w", encoding="utf-8") as fh:
+        fh.write(
+            "[run]\n"
+            "source = racecheck\n"
+            "branch = true\n"
+            "concurrency = thread\n"
+            "parallel = false\n"
+            "[report]\n"
+            "show_missing = false\n"
+            "skip_covered = true\n"
+            "precision = 1\n"
+        )
+    session.run("coverage", "erase", f"--rcfile={rc}")
+    session.run(
+        "coverage",
+        "run",
+        f"--rcfile={rc}",
+        "-m",
+        "pytest",
+        "-m",
+        "not slow",
+        "-p",
+        "no:xdist",
+        *session.posargs,
+    )
+    session.run("coverage", "report", f"--rcfile={rc}")
+
+
+@nox.session(python="3.11")
+def scenarios(session: nox.Session) -> None:
+    """Every reported race: each variant must meet its expectation."""
+    session.install("-e", ".")
+    session.run("racecheck", "run", "scenarios/", *session.posargs)
+
+
+@nox.session(python="3.11")
+def bench(session: nox.Session) -> None:
+    session.install("-e", ".[test]")
+    session.run("racecheck", "bench", *session.posargs)
