@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
@@ -622,6 +621,18 @@ def test_html_escapes_everything_user_controlled() -> None:
     assert "<img" not in page.lower() and "<b>Task-1" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "\x00" not in page and "\x1b" not in page
+
+
+def test_a_picture_that_cannot_be_drawn_still_leaves_a_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(trace: Trace, **options: object) -> str:
+        raise ValueError("odd trace")
+
+    monkeypatch.setattr("racecheck.report.html.render_swimlane", broken)
+    page = render_html(sample_records()[:1], CREATED)
+    assert "the picture could not be drawn: ValueError(&#x27;odd trace&#x27;)" in page
+    assert "trace as text" in page
 
 
 def test_atomic_write_keeps_the_old_report_when_writing_fails(

@@ -19,10 +19,11 @@ TraceFn = Callable[[FrameType, str, Any], Any]
 class LineSink:
     """Where collected lines go: a list the recorder swaps per step."""
 
-    __slots__ = ("lines",)
+    __slots__ = ("accesses", "lines")
 
     def __init__(self) -> None:
         self.lines: list[tuple[str, int]] = []
+        self.accesses: list[str] = []
 
 
 def chained_tracer(sink: LineSink, previous: TraceFn | None) -> TraceFn:
@@ -31,8 +32,19 @@ def chained_tracer(sink: LineSink, previous: TraceFn | None) -> TraceFn:
         if not user:
             return prev_local
         state = [prev_local]
+        from racecheck.backends.threads.tracer import access_of, points
+
+        table = points(frame.f_code, "access")
+        frame.f_trace_opcodes = True
 
         def local(frame: FrameType, event: str, arg: Any) -> Any:
+            if event == "opcode":
+                operation = table.get(frame.f_lasti)
+                if operation is not None:
+                    access = access_of(operation)
+                    if access is not None:
+                        sink.accesses.append(access)
+                return local
             if event == "line":
                 sink.lines.append((frame.f_code.co_filename, frame.f_lineno))
             inner = state[0]

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from racecheck.engine import Failure
 
+_ASYNCIO_DIR = os.path.dirname(__import__("asyncio").__file__)
 _DEFAULT_NAME = re.compile(r"^(Task|Thread)-\d+")
 
 
@@ -68,7 +69,7 @@ class Recorder:
         if actor not in self.actors and actor not in self._hidden:
             coro = task.get_coro()
             code = getattr(coro, "cr_code", None)
-            if code is not None and not is_user_file(code.co_filename):
+            if code is not None and code.co_filename.startswith(_ASYNCIO_DIR):
                 # asyncio's own housekeeping (Runner shutdown): not part of the story.
                 self._hidden.add(actor)
                 handle._run()
@@ -92,7 +93,8 @@ class Recorder:
             resource = None
         else:
             operation, resource, _ = describe_wait(task, self.resources())
-        self.add_step(actor, sink.lines, operation, resource, preempted)
+        accesses = tuple(dict.fromkeys(sink.accesses))
+        self.add_step(actor, sink.lines, operation, resource, preempted, accesses)
 
     # -- the end -----------------------------------------------------------
     def finish(self, failure: Failure | None) -> Trace:
@@ -101,9 +103,26 @@ class Recorder:
             point = FailurePoint(failure.actor, _failure_message(failure), _failure_line(failure))
         return Trace(
             actors=sorted(self.actors.values(), key=lambda a: a.id),
-            steps=self.steps,
+            steps=_shared_accesses_only(self.steps),
             failure=point,
         )
+
+
+def _shared_accesses_only(steps: list[Step]) -> list[Step]:
+    """Keep the accesses that can conflict: names some step writes.
+
+    Reads of ``asyncio.gather`` or ``threading.Thread`` are attribute reads
+    too, but nobody writes them; they would only drown the real races.
+    """
+    from dataclasses import replace
+
+    written = {a[2:] for step in steps for a in step.accesses if a.startswith("w:")}
+    return [
+        replace(step, accesses=tuple(a for a in step.accesses if a[2:] in written))
+        if step.accesses
+        else step
+        for step in steps
+    ]
 
 
 def task_display_name(task: asyncio.Task[Any], actor: int) -> str:

@@ -312,3 +312,34 @@ def test_an_existing_tracer_is_chained_not_clobbered() -> None:
     finally:
         sys.settrace(None)
     assert "call" in seen
+
+
+def test_plain_call_soon_from_another_thread_does_not_wake_an_idle_loop() -> None:
+    """Only call_soon_threadsafe writes the self-pipe; an idle loop misses the rest."""
+
+    async def work() -> int:
+        return 42
+
+    def off_loop_create_task() -> None:
+        loop = asyncio.new_event_loop()
+        loop_thread = threading.Thread(target=loop.run_forever, name="event-loop")
+        loop_thread.start()
+        results: queue.Queue[int] = queue.Queue()
+
+        def worker() -> None:
+            task = loop.create_task(work())  # not thread-safe
+            task.add_done_callback(lambda t: results.put(t.result()))
+
+        creator = threading.Thread(target=worker)
+        creator.start()
+        creator.join()
+        try:
+            results.get(timeout=1.0)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            loop_thread.join()
+            loop.close()
+
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(off_loop_create_task, schedules=500)
+    assert isinstance(info.value.cause, queue.Empty)

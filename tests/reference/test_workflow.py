@@ -139,3 +139,14 @@ def test_correct_holds_under_10000_pct_schedules() -> None:
     target = SCENARIO.variants["correct"].target
     report = racecheck.check(target, strategy="pct", schedules=10_000, seed=0)
     assert report.schedules_run == 10_000
+
+
+@pytest.mark.parametrize(
+    ("on_error", "status"), [("skip", "completed"), ("retry", "failed"), ("abort", "failed")]
+)
+def test_error_config_of_a_failing_step(on_error: str, status: str) -> None:
+    steps = [{"id": "approve", "action": "review", "error_config": {"on_error": on_error}}]
+    result = run_plain("correct", steps)
+    assert result["status"] == status
+    if on_error != "skip":
+        assert result["error"] == "StepFailed: step 'approve' needs a human's approval"

@@ -47,7 +47,8 @@ class AsyncioBackend:
             raise
         except BaseException as exc:
             if not controller.aborting:
-                controller.fail(Failure("exception", exc))
+                # It surfaced in the root task (the first actor), whoever raised it.
+                controller.fail(Failure("exception", exc, actor=1))
 
 
 def check_unretrieved(loop: ControlledLoop, controller: Controller) -> None:
@@ -62,5 +63,7 @@ def check_unretrieved(loop: ControlledLoop, controller: Controller) -> None:
         if task.done() and not task.cancelled() and task._log_traceback:  # type: ignore[attr-defined]
             exc = task.exception()
             if exc is not None:
-                controller.fail(Failure("exception", exc, f"in task {task.get_name()}"))
+                controller.fail(
+                    Failure("exception", exc, f"in task {task.get_name()}", loop._rc_ids[task])
+                )
                 return

@@ -46,7 +46,14 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._rc_ids: dict[asyncio.Task[Any], int] = {}
         self._rc_next_id = host_next_id(host)
         self._rc_threads_at_start = threading.active_count()
+        #: counts self-pipe writes (call_soon_threadsafe): the only thing that
+        #: wakes a loop idle in select(), besides its own timers
+        self._rc_wakeups = 0
         self.set_exception_handler(_record_callback_error)
+
+    def _write_to_self(self) -> None:
+        self._rc_wakeups += 1
+        super()._write_to_self()  # type: ignore[misc]
 
     # -- virtual time -----------------------------------------------------
     def time(self) -> float:

@@ -162,6 +162,12 @@ class WorkflowExecutor:
     async def _execute_step_with_agent(
         self, step: Step, execution_context: Context, context: Context
     ) -> None:
+        """Reserve the agent, record the interaction, run with retry, record the result.
+
+        (Upstream creates the interaction inside ``_execute_coordinated_step``, once
+        per attempt; here it is created once per step so that retries do not blur
+        the "recorded exactly once" invariant. The ``workflow_id`` read is the same.)
+        """
         agent_id = step.get("assigned_agent")
         step_id = step["id"]
         if agent_id:
@@ -173,7 +179,7 @@ class WorkflowExecutor:
             step_result = await self._execute_step_with_retry(step, execution_context, context)
             step["status"] = "completed" if step_result.get("success") else "failed"
             execution_context["step_results"][step_id] = step_result
-            if step_result.get("success"):
+            if step_result.get("success") and "result" in step_result:  # not skipped
                 execution_context["step_outputs"][step_id] = step_result["result"]["output"]
             if interaction is not None:
                 interaction.outcome = "success" if step_result.get("success") else "failed"

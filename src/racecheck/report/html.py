@@ -192,13 +192,23 @@ def _facts(record: RunRecord) -> str:
     if record.original_schedule and record.original_schedule != record.schedule:
         rows.append(("original schedule", record.original_schedule))
     items = "".join(
-        f'<dt>{_e(k)}</dt><dd class="{"mono" if "schedule" == k[-8:] else ""}">{_e(v)}</dd>'
+        f'<dt>{_e(k)}</dt><dd class="{"mono" if k.endswith("schedule") else ""}">{_e(v)}</dd>'
         for k, v in rows
     )
     return f'<dl class="facts">{items}</dl>'
 
 
-def _record(index: int, record: RunRecord, anchor: str) -> str:
+def _picture(record: RunRecord, anchor: str) -> str:
+    """The swimlane, or a note: one odd trace must not cost the whole report."""
+    assert record.trace is not None
+    try:
+        svg = render_swimlane(record.trace, id_prefix=f"{anchor}-sw")
+    except Exception as exc:  # a drawing bug; the text trace below still shows it all
+        return f'<p class="message">the picture could not be drawn: {_e(repr(exc))}</p>'
+    return f'<div class="lanes">{svg}</div>{LEGEND}'
+
+
+def _record(record: RunRecord, anchor: str) -> str:
     state = "ok" if record.ok else "bad"
     tick = "✓ expectation met" if record.ok else "✗ expectation not met"
     parts = [
@@ -217,8 +227,7 @@ def _record(index: int, record: RunRecord, anchor: str) -> str:
     if command:
         parts.append(f'<div><b>Replay</b></div><pre class="cmd">{_e(command)}</pre>')
     if record.trace is not None:
-        svg = render_swimlane(record.trace, id_prefix=f"{anchor}-sw")
-        parts.append(f'<div class="lanes">{svg}</div>{LEGEND}')
+        parts.append(_picture(record, anchor))
         parts.append(
             "<details><summary>trace as text</summary>"
             f"<pre>{_e(trace_text(record.trace))}</pre></details>"
@@ -240,7 +249,7 @@ def render_html(records: Sequence[RunRecord], created: datetime) -> str:
     if strategies:
         meta += f" · strategy {', '.join(strategies)}"
     anchors = {i: f"r{i}" for i, r in enumerate(records) if _has_detail(r)}
-    details = "".join(_record(i, records[i], a) for i, a in anchors.items())
+    details = "".join(_record(records[i], a) for i, a in anchors.items())
     title = f"racecheck report: {failed} failed" if failed else "racecheck report: all met"
     matrix = _matrix(records, anchors) if records else "<p>No scenarios were run.</p>"
     return (

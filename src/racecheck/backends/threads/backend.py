@@ -270,11 +270,18 @@ class ThreadHost:
         if me is None:
             loop._rc_poll_external(0.01)
             return
+        if loop._stopping:
+            return
         deadline = loop._rc_next_timer()
-        ready = loop._ready
+        # A real loop sleeps in select() here: only a self-pipe write
+        # (call_soon_threadsafe) or a timer wakes it. A plain call_soon from
+        # another thread fills the ready queue but wakes nobody — a lost
+        # wakeup racecheck must reproduce, not paper over.
+        seen = loop._rc_wakeups
         self.runtime.block(
-            me, lambda: bool(ready) or loop._stopping, deadline, "loop idle (waiting for work)"
+            me, lambda: loop._rc_wakeups != seen, deadline, "loop idle (waiting for work)"
         )
+        loop._rc_poll_external(0)  # drain the self-pipe
         loop._rc_move_due_timers()
 
 

@@ -34,6 +34,7 @@ allocate_lock = _thread.allocate_lock
 
 class Actor:
     __slots__ = (
+        "accesses",
         "daemon",
         "deadline",
         "finished",
@@ -66,6 +67,7 @@ class Actor:
         self.resource: Any = None
         self.deadline: float | None = None
         self.lines: list[tuple[str, int]] | None = None  # recording only
+        self.accesses: list[str] = []  # recording only: "w:balance", "r:items"
 
     def enabled(self, now: float) -> bool:
         if self.finished:
@@ -218,7 +220,8 @@ class ThreadRuntime:
             text = f"{text} {name}"
         lines = me.lines or []
         me.lines = []
-        recorder.add_step(me.id, lines, text, name, preempted)
+        accesses, me.accesses = tuple(dict.fromkeys(me.accesses)), []
+        recorder.add_step(me.id, lines, text, name, preempted, accesses)
 
     # -- the end of an actor and of the run -------------------------------------
     def exit(self, me: Actor) -> None:

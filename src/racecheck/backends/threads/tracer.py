@@ -159,9 +159,9 @@ class MonitoringTracer:
         if runtime.controller.aborting:
             _teardown(runtime.controller)
             return None
-        if me.lines is not None:
-            _note_access(me, operation)
         runtime.point(me, operation)
+        if me.lines is not None:  # after the point: the access happens in the step that follows
+            _note_access(me, operation)
         return None
 
     def _on_line(self, code: CodeType, line: int) -> Any:
@@ -182,7 +182,9 @@ class MonitoringTracer:
 
 
 def _note_access(me: Actor, operation: str) -> None:
-    pass  # accesses are derived from operations by the recorder
+    access = access_of(operation)
+    if access is not None:
+        me.accesses.append(access)
 
 
 def _teardown(controller: Controller) -> None:
@@ -259,6 +261,8 @@ class SettraceTracer:
                             _teardown(controller)
                         else:
                             point(me, operation)
+                            if me.lines is not None:
+                                _note_access(me, operation)
                 elif event == "line":
                     if me.lines is not None:
                         me.lines.append((code.co_filename, frame.f_lineno))
