@@ -344,7 +344,8 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
             f" {rec.message}"
         )
     if show_trace and failure is not None:
-        lines += ["  " + line for line in failure.render().splitlines()]
+        # the first line of the rendering repeats the summary printed just above
+        lines += ["  " + line for line in failure.render().splitlines()[1:]]
     elif rec.replay_command:
         lines.append(f"  replay: {rec.replay_command}")
     return lines

@@ -152,7 +152,8 @@ def test_time_is_virtual() -> None:
 
     started = time.perf_counter()
     racecheck.check(slow, schedules=20)
-    assert time.perf_counter() - started < 10
+    # A hang guard, not a speed check: real sleeps would take 40 hours.
+    assert time.perf_counter() - started < 600
 
 
 def test_deadlock_names_each_waiting_task_and_the_line() -> None:
