@@ -325,7 +325,8 @@ def test_no_report(project: Path, fake_engine: Any, capsys: Any) -> None:
 def test_trace_flag_prints_the_failure(project: Path, fake_engine: Any, capsys: Any) -> None:
     code, out, _ = run(capsys, "run", "--trace", "scenarios/bank.py::bank[buggy]")
     assert code == 0
-    assert "racecheck: race found after 3 schedules (pct, seed 0)" in out
+    assert "bank[buggy]: race after 3 schedules: AssertionError" in out
+    assert "racecheck: race found" not in out  # the summary is not repeated
     assert "schedule: rc1:" in out
     assert "replay: racecheck replay 'scenarios/bank.py::bank[buggy]' rc1:" in out
 

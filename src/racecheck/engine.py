@@ -228,9 +228,11 @@ def describe_thread_stacks(exclude: set[int]) -> str:
         if "racecheck" in inner.filename and inner.name in ("_park", "run_supervised", "body"):
             continue
         user = next((f for f in reversed(stack) if is_user_file(f.filename)), inner)
-        text = f"{names.get(ident, ident)} at {_short(user.filename)}:{user.lineno}"
+        text = f"{names.get(ident, ident)} in {user.name}() at {_short(user.filename)}:{user.lineno}"
+        if user.line:
+            text += f" `{user.line.strip()}`"
         if user is not inner:
-            text += f" in {inner.name} ({_short(inner.filename)}:{inner.lineno})"
+            text += f", inside {inner.name} ({_short(inner.filename)}:{inner.lineno})"
         places.append(text)
     return "; ".join(places) or "no Python frame shows where"
 

@@ -952,23 +952,30 @@ async def starved_observer_fixed() -> None:
 
 
 async def starved_consumer_overflow() -> None:
-    """An unbounded buffer with a capacity check only overflows if the consumer starves."""
+    """A buffer with a capacity check only overflows if the consumer starves 20 steps.
+
+    The consumer does not spin: it sleeps on an Event and drains the buffer
+    whenever it runs. (A busy-wait consumer would make PCT report a step-limit.)
+    """
     buffer: list[int] = []
     capacity = 20
+    available = asyncio.Event()
 
     async def producer() -> None:
         for i in range(capacity + 1):
             buffer.append(i)
             assert len(buffer) <= capacity, "buffer overflow: consumer starved"
+            available.set()
             await asyncio.sleep(0)
 
     async def consumer() -> None:
         taken = 0
         while taken < capacity + 1:
-            if buffer:
+            await available.wait()
+            available.clear()
+            while buffer:
                 buffer.pop(0)
                 taken += 1
-            await asyncio.sleep(0)
 
     await asyncio.gather(producer(), consumer())
 
