@@ -57,6 +57,7 @@ class Controller:
 
     __slots__ = (
         "aborting",
+        "accesses",
         "chooser",
         "decisions",
         "failure",
@@ -81,6 +82,9 @@ class Controller:
         self.failure: Failure | None = None
         self.internal_error: BaseException | None = None
         self.aborting = False
+        #: (actor, "w:name"/"r:name"/"lock:Lock#1") in execution order, when
+        #: interleaving coverage is collected; None otherwise (the fast path)
+        self.accesses: list[tuple[int, str]] | None = None
 
     def decide(self, candidates: Sequence[int]) -> int:
         """Index of the actor to run next; ``candidates[0]`` is the natural order."""

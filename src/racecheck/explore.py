@@ -37,6 +37,7 @@ class Settings:
     minimize_time: float
     progress: Callable[[int, int], None] | None
     display: str
+    coverage: bool
 
 
 def default_label(target: Callable[[], Any]) -> str:
@@ -110,6 +111,7 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         minimize_time=minimize_time,
         progress=options.pop("progress", None),
         display=options.pop("display_name", None) or getattr(target, "__name__", "target"),
+        coverage=bool(options.pop("coverage", False)),
     )
 
 
@@ -121,6 +123,10 @@ class Session:
         self.current: Controller | None = None
         self.runs = 0
         self.interrupted = False
+        from racecheck.coverage import CoverageTally
+
+        self.coverage = CoverageTally()
+        self.schedules_seen: set[int] = set()
 
     def progress(self) -> int:
         current = self.current
@@ -137,10 +143,14 @@ class Session:
 
     def run(self, chooser: Chooser, run: int, recorder: Any = None) -> Controller:
         controller = Controller(chooser, self.settings.max_steps, recorder)
+        if self.settings.coverage and recorder is None:
+            controller.accesses = []
         chooser.begin(run)
         self.current = controller
         self.settings.backend.run_once(controller)
         self.runs += 1
+        if controller.accesses is not None:
+            self.coverage.add_run(controller.accesses)
         if controller.internal_error is not None:
             raise controller.internal_error
         return controller
@@ -216,7 +226,7 @@ def _supervise(session: Session, work: Callable[[], Any]) -> Any:
 
 
 def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Found:
-    seen: set[int] = set()
+    seen = session.schedules_seen
     settings = session.settings
     run = 0
     while run < schedules and not session.interrupted:
@@ -242,6 +252,7 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
         seed=0,
         backend=settings.backend.name,
         distinct_schedules=len(seen),
+        distinct_orderings=len(session.coverage),
         notes=chooser.notes(run),
     )
 
@@ -290,6 +301,8 @@ def _race_found(session: Session, found: Found, strategy: str, seed: int) -> Rac
         original_preemptions=original.preemptions,
         detail=found.failure.detail,
         replay_hint=f'racecheck.replay({settings.display}, "{token}")',
+        distinct_schedules=len(session.schedules_seen),
+        distinct_orderings=len(session.coverage),
     )
 
 

@@ -75,3 +75,46 @@ class collecting_lines:  # noqa: N801 - used as a context manager
 
     def __exit__(self, *exc: object) -> None:
         sys.settrace(self.previous)
+
+
+class collecting_accesses:  # noqa: N801 - used as a context manager
+    """Note the shared-state accesses of one asyncio task step (coverage runs only)."""
+
+    def __init__(self, log: list[tuple[int, str]], actor: int) -> None:
+        self.log = log
+        self.actor = actor
+        self.previous: TraceFn | None = None
+
+    def __enter__(self) -> None:
+        from racecheck.backends.threads.tracer import access_of, points
+
+        log, actor = self.log, self.actor
+        previous = self.previous = sys.gettrace()
+
+        def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
+            prev_local = previous(frame, event, arg) if previous is not None else None
+            if not is_user_file(frame.f_code.co_filename):
+                return prev_local
+            table = points(frame.f_code, "access")
+            frame.f_trace_opcodes = True
+            chained = [prev_local]
+
+            def local(frame: FrameType, event: str, arg: Any) -> Any:
+                if event == "opcode":
+                    operation = table.get(frame.f_lasti)
+                    if operation is not None:
+                        access = access_of(operation)
+                        if access is not None:
+                            log.append((actor, access))
+                    return local
+                inner = chained[0]
+                if inner is not None:
+                    chained[0] = inner(frame, event, arg)
+                return local
+
+            return local
+
+        sys.settrace(global_trace)
+
+    def __exit__(self, *exc: object) -> None:
+        sys.settrace(self.previous)

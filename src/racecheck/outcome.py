@@ -64,6 +64,8 @@ class RaceFound(AssertionError):
         original_preemptions: int | None = None,
         detail: str = "",
         replay_hint: str | None = None,
+        distinct_schedules: int = 0,
+        distinct_orderings: int = 0,
     ) -> None:
         self.kind = kind
         self.schedule = schedule
@@ -79,6 +81,9 @@ class RaceFound(AssertionError):
         )
         self.detail = detail
         self.replay_hint = replay_hint
+        #: interleaving coverage up to and including the failing schedule
+        self.distinct_schedules = distinct_schedules
+        self.distinct_orderings = distinct_orderings
         super().__init__(self.render())
 
     @property

@@ -3,8 +3,8 @@
 Library and stdlib code runs without scheduling points unless asked: a switch
 inside ``logging`` or ``json`` is noise for the person reading the trace, and
 tracing it would cost most of the run time. racecheck's own engine is library
-code; its reference components (``racecheck/reference``) are user code, since
-they model users' programs.
+code; its reference components and benchmark workloads (``racecheck/reference``,
+``racecheck/bench``) are user code, since they model users' programs.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import os
 import sysconfig
 
 _RACECHECK_DIR = os.path.dirname(os.path.abspath(__file__))
-_REFERENCE_DIR = os.path.join(_RACECHECK_DIR, "reference") + os.sep
+#: racecheck's own modules that model *users'* programs, so they are traced
+_USER_DIRS = tuple(os.path.join(_RACECHECK_DIR, d) + os.sep for d in ("reference", "bench"))
 _LIBRARY_DIRS: tuple[str, ...] = tuple(
     sorted(
         {
@@ -42,7 +43,7 @@ def is_user_file(filename: str) -> bool:
     path = os.path.abspath(filename)
     if _extra_user_prefixes and path.startswith(_extra_user_prefixes):
         return True
-    if path.startswith(_REFERENCE_DIR):
+    if path.startswith(_USER_DIRS):
         return True
     if path.startswith(_RACECHECK_DIR + os.sep):
         return False

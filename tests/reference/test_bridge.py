@@ -34,19 +34,19 @@ WORKLOADS: dict[str, Callable[..., None]] = {
     "stream": bridge.stream,
     "sync_cleanup": bridge.sync_cleanup_shutdown,
     "async_cleanup": bridge.async_cleanup_shutdown,
-    "scenario": bridge.shutdown_scenario,
+    "scenario": bridge.shutdown_scenario,  # takes no sizes
 }
 
 
-def make_target(
-    workload: str, variant: str, messages: int = 2, workers: int = 2
-) -> Callable[[], None]:
+def make_target(workload: str, variant: str, *args: int) -> Callable[[], None]:
+    """A racecheck target for one workload; ``args`` are (messages, workers)."""
     run = WORKLOADS[workload]
 
     def target() -> None:
-        run(variant, messages, workers)
+        run(variant, *args)
 
-    target.__qualname__ = target.__name__ = f"bridge_{workload}_{variant}_{messages}x{workers}"
+    shape = "x".join(map(str, args)) or "default"
+    target.__qualname__ = target.__name__ = f"bridge_{workload}_{variant}_{shape}"
     return target
 
 
@@ -209,7 +209,7 @@ def test_correct_holds_under_10000_pct_schedules(real_engine: None) -> None:
 def test_correct_holds_under_bounded_exhaustive_search(real_engine: None) -> None:
     """CI slice of the exhaustive search: the first 1,000 schedules of the full scenario."""
     report = racecheck.check(
-        make_target("scenario", "correct", 1, 1),
+        make_target("async_cleanup", "correct", 1, 1),
         strategy="exhaustive",
         preemption_bound=2,
         schedules=1_000,

@@ -32,6 +32,7 @@ _Task = asyncio.Task
 
 class LoopHost(Protocol):
     controller: Controller
+    records_steps: bool
 
     def choose_task(self, loop: ControlledLoop, candidates: list[int]) -> int: ...
 
@@ -99,11 +100,17 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         position = positions[choice]
         handle = ready[position]
         del ready[position]
-        recorder = self._rc_controller.recorder
-        if recorder is None:
-            handle._run()
-        else:
+        controller = self._rc_controller
+        recorder = controller.recorder
+        if recorder is not None and self._rc_host.records_steps:
             recorder.task_step(ids[choice], tasks[choice], handle, choice != 0)
+        elif controller.accesses is not None and self._rc_host.records_steps:
+            from racecheck.linetrace import collecting_accesses
+
+            with collecting_accesses(controller.accesses, ids[choice]):
+                handle._run()
+        else:
+            handle._run()
 
     def _rc_move_due_timers(self) -> bool:
         """Move timers due at the virtual now to the ready queue."""
@@ -190,6 +197,9 @@ def _record_callback_error(loop: asyncio.AbstractEventLoop, context: dict[str, A
 
 class StandaloneHost:
     """The host of an ``async def`` target: the loop is the whole world."""
+
+    #: task steps are the actors' turns (hosted loops leave that to the thread tracer)
+    records_steps = True
 
     def __init__(self, controller: Controller) -> None:
         self.controller = controller

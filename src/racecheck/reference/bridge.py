@@ -213,8 +213,8 @@ class _BridgeBase:
         self._active_tasks: set[asyncio.Task[Any]] = set()
 
     async def execute_graph(self, msg: StreamMessage) -> StreamMessage:
-        """Stands in for a LangGraph run: one model call, then the answer."""
-        await asyncio.sleep(GRAPH_LATENCY)
+        """Stands in for a LangGraph run: one model call (later messages take longer)."""
+        await asyncio.sleep(GRAPH_LATENCY * (1 + msg.msg_id))
         return StreamMessage(msg.msg_id, f"{msg.payload}: done")
 
     def create_future_task(self, msg: StreamMessage) -> FutureLike[StreamMessage]:
@@ -486,18 +486,29 @@ def stream(variant: str, messages: int = 2, workers: int = 2, wait: float | None
         _finish(pipeline, loop, messages, received=messages if wait is not None else 0)
 
 
-def sync_cleanup_shutdown(variant: str, messages: int = 2, workers: int = 2) -> None:
-    """The sync ``cleanup_tasks`` runs on the main thread while messages are in flight."""
+def sync_cleanup_shutdown(variant: str, messages: int = 3, workers: int = 2) -> None:
+    """The sync ``cleanup_tasks`` runs on the main thread while messages are in flight.
+
+    Shutdown comes once the stream is busy: after the first answer (or after
+    ``1 s`` without one, when the loop lost the wakeup), while the slower
+    messages are still being created and run.
+    """
     with _event_loop_thread() as loop:
         pipeline = _start_pipeline(variant, loop, workers)
         for i in range(messages):
             pipeline.source.on_next(StreamMessage(i, f"msg-{i}"))
+        received = 0
+        try:
+            pipeline.outcomes.get(timeout=1.0)
+            received = 1
+        except queue.Empty:
+            pass
         error: RuntimeError | None = None
         try:
             pipeline.bridge.cleanup_tasks()
         except RuntimeError as exc:
             error = exc
-        _finish(pipeline, loop, messages)
+        _finish(pipeline, loop, messages, received)
     if error is not None:
         raise AssertionError(f"{INVARIANT_NO_SET_CHANGED}: {error}") from error
 
@@ -531,7 +542,7 @@ def async_cleanup_shutdown(variant: str, messages: int = 2, workers: int = 2) ->
     )
 
 
-def shutdown_scenario(variant: str, messages: int = 2, workers: int = 2) -> None:
+def shutdown_scenario(variant: str) -> None:
     """The scenario target: a sync-cleanup shutdown, then an async-cleanup shutdown."""
-    sync_cleanup_shutdown(variant, messages, workers)
-    async_cleanup_shutdown(variant, messages, workers)
+    sync_cleanup_shutdown(variant)
+    async_cleanup_shutdown(variant)

@@ -251,6 +251,8 @@ class ThreadHost:
     the virtual deadline) gives it work.
     """
 
+    records_steps = False  # the loop thread's tracer sees the lines and accesses
+
     def __init__(self, runtime: ThreadRuntime) -> None:
         self.runtime = runtime
         self.controller = runtime.controller

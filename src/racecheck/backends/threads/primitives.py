@@ -44,6 +44,15 @@ def _context() -> tuple[ThreadRuntime | None, Actor | None]:
     return runtime, actor
 
 
+def _serial(primitive: Any, runtime: ThreadRuntime) -> str:
+    """A name for a lock that is stable across runs: its creation order in the run."""
+    serial = getattr(primitive, "_rc_serial", None)
+    if serial is None or serial[0] is not runtime:
+        runtime.primitive_count += 1  # type: ignore[attr-defined]
+        serial = primitive._rc_serial = (runtime, f"Lock#{runtime.primitive_count}")  # type: ignore[attr-defined]
+    return str(serial[1])
+
+
 def _deadline(runtime: ThreadRuntime, timeout: float | None) -> float | None:
     if timeout is None or timeout < 0:
         return None
@@ -80,6 +89,9 @@ class Lock:
             if not ok or not real.acquire(False):
                 return False
         self._owner = me
+        log = runtime.controller.accesses
+        if log is not None:
+            log.append((me.id, f"lock:{_serial(self, runtime)}"))
         return True
 
     def release(self) -> None:

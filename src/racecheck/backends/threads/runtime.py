@@ -94,6 +94,7 @@ class ThreadRuntime:
         self._done_lock.acquire()
         self.root_finished = False
         self.next_id = 1
+        self.primitive_count = 0
 
     # -- actors ---------------------------------------------------------------
     def allocate_id(self) -> int:

@@ -162,6 +162,9 @@ class MonitoringTracer:
         runtime.point(me, operation)
         if me.lines is not None:  # after the point: the access happens in the step that follows
             _note_access(me, operation)
+        log = runtime.controller.accesses
+        if log is not None:
+            _log_access(log, me, operation)
         return None
 
     def _on_line(self, code: CodeType, line: int) -> Any:
@@ -185,6 +188,12 @@ def _note_access(me: Actor, operation: str) -> None:
     access = access_of(operation)
     if access is not None:
         me.accesses.append(access)
+
+
+def _log_access(log: list[tuple[int, str]], me: Actor, operation: str) -> None:
+    access = access_of(operation)
+    if access is not None:
+        log.append((me.id, access))
 
 
 def _teardown(controller: Controller) -> None:
@@ -263,6 +272,9 @@ class SettraceTracer:
                             point(me, operation)
                             if me.lines is not None:
                                 _note_access(me, operation)
+                            log = controller.accesses
+                            if log is not None:
+                                _log_access(log, me, operation)
                 elif event == "line":
                     if me.lines is not None:
                         me.lines.append((code.co_filename, frame.f_lineno))
