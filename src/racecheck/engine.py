@@ -69,9 +69,7 @@ class Controller:
         "teardown_steps",
     )
 
-    def __init__(
-        self, chooser: Chooser, max_steps: int, recorder: Recorder | None = None
-    ) -> None:
+    def __init__(self, chooser: Chooser, max_steps: int, recorder: Recorder | None = None) -> None:
         self.chooser = chooser
         self.max_steps = max_steps
         self.recorder = recorder
@@ -232,7 +230,9 @@ def describe_thread_stacks(exclude: set[int]) -> str:
         if "racecheck" in inner.filename and inner.name in ("_park", "run_supervised", "body"):
             continue
         user = next((f for f in reversed(stack) if is_user_file(f.filename)), inner)
-        text = f"{names.get(ident, ident)} in {user.name}() at {_short(user.filename)}:{user.lineno}"
+        text = (
+            f"{names.get(ident, ident)} in {user.name}() at {_short(user.filename)}:{user.lineno}"
+        )
         if user.line:
             text += f" `{user.line.strip()}`"
         if user is not inner:

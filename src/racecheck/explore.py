@@ -158,7 +158,10 @@ class Session:
     def schedule(self, decisions: Sequence[Decision]) -> Schedule:
         backend = self.settings.backend
         return Schedule(
-            backend.name, backend.granularity, python_tag(), fingerprint(self.settings.label),
+            backend.name,
+            backend.granularity,
+            python_tag(),
+            fingerprint(self.settings.label),
             tuple(decisions),
         )
 

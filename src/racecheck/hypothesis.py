@@ -43,7 +43,11 @@ def interleave(target: Callable[[], Any], data: Any, **options: Any) -> None:
                 return None
             decisions = tuple(controller.decisions)
             trace, traced = _record(session, decisions)
-            failure = traced if traced is not None and traced.kind == controller.failure.kind else controller.failure
+            failure = (
+                traced
+                if traced is not None and traced.kind == controller.failure.kind
+                else controller.failure
+            )
             return Found(failure, decisions, decisions, 1, trace)
         finally:
             settings.backend.uninstall()

@@ -13,7 +13,7 @@ from typing import Any
 
 from racecheck.sources import is_user_file
 
-TraceFn = Callable[[FrameType, str, Any], Any]
+TraceFn = Callable[[FrameType, Any, Any], Any]  # sys.settrace's TraceFunction
 
 
 class LineSink:
@@ -61,7 +61,7 @@ def chained_tracer(sink: LineSink, previous: TraceFn | None) -> TraceFn:
     return global_trace
 
 
-class collecting_lines:  # noqa: N801 - used as a context manager
+class collecting_lines:
     """``with collecting_lines(sink): ...`` traces the current thread into ``sink``."""
 
     def __init__(self, sink: LineSink) -> None:
@@ -77,7 +77,7 @@ class collecting_lines:  # noqa: N801 - used as a context manager
         sys.settrace(self.previous)
 
 
-class collecting_accesses:  # noqa: N801 - used as a context manager
+class collecting_accesses:
     """Note the shared-state accesses of one asyncio task step (coverage runs only)."""
 
     def __init__(self, log: list[tuple[int, str]], actor: int) -> None:
@@ -89,7 +89,8 @@ class collecting_accesses:  # noqa: N801 - used as a context manager
         from racecheck.backends.threads.tracer import access_of, points
 
         log, actor = self.log, self.actor
-        previous = self.previous = sys.gettrace()
+        previous: TraceFn | None = sys.gettrace()
+        self.previous = previous
 
         def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
             prev_local = previous(frame, event, arg) if previous is not None else None

@@ -91,7 +91,9 @@ class RaceFound(AssertionError):
         """One line: what failed and why."""
         if self.kind == "exception" and self.cause is not None:
             message = str(self.cause)
-            what = f"{type(self.cause).__name__}: {message}" if message else type(self.cause).__name__
+            what = (
+                f"{type(self.cause).__name__}: {message}" if message else type(self.cause).__name__
+            )
         else:
             what = self.detail or self.kind
         return what.splitlines()[0] if what else self.kind
@@ -117,8 +119,7 @@ class RaceFound(AssertionError):
         if self.original_schedule != self.schedule:
             parts.append(f"original schedule: {self.original_schedule}")
         parts.append(
-            "replay: "
-            + (self.replay_hint or f'racecheck.replay(target, "{self.schedule}")')
+            "replay: " + (self.replay_hint or f'racecheck.replay(target, "{self.schedule}")')
         )
         return "\n".join(parts)
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from racecheck.engine import Failure
 
-_ASYNCIO_DIR = os.path.dirname(__import__("asyncio").__file__)
+_ASYNCIO_DIR = os.path.dirname(str(__import__("asyncio").__file__))
 _DEFAULT_NAME = re.compile(r"^(Task|Thread)-\d+")
 
 
@@ -84,10 +84,10 @@ class Recorder:
         if task.done():
             if task.cancelled():
                 operation = "cancelled"
-            elif task._exception is not None:  # type: ignore[attr-defined]
+            elif task._exception is not None:
                 # Not task.exception(): that would mark it retrieved, and an
                 # unretrieved exception is itself a failure racecheck reports.
-                operation = f"raised {type(task._exception).__name__}"  # type: ignore[attr-defined]
+                operation = f"raised {type(task._exception).__name__}"
             else:
                 operation = "returned"
             resource = None

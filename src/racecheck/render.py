@@ -48,12 +48,16 @@ def render_columns(trace: Trace, width: int | None = None) -> str:
     if _main_file:
         out.append(f"     (line numbers are in {os.path.basename(_main_file)})")
     out.append(
-        "     " + "".join(_fit(a.name, w - 2).ljust(w) for a, w in zip(actors, widths)).rstrip()
+        "     "
+        + "".join(
+            _fit(a.name, w - 2).ljust(w) for a, w in zip(actors, widths, strict=True)
+        ).rstrip()
     )
-    for number, block in _fold(blocks):
-        if block is None:
+    for number, turn in _fold(blocks):
+        if turn is None:
             out.append(f"  ⋮  ({number} uneventful turns folded)")
             continue
+        block = turn
         indent = " " * offsets.get(block.actor, 0)
         body = _block_lines(block, column_of.get(block.actor, 30) - 2)
         mark = "»" if block.preempted else " "

@@ -71,8 +71,13 @@ class Schedule:
         parts = token.split(":")
         if len(parts) != 6 or parts[0] != FORMAT:
             if parts and parts[0].startswith("rc") and parts[0] != FORMAT:
-                raise TokenError(f"schedule token format {parts[0]!r} is not supported (want {FORMAT})")
-            raise TokenError("malformed schedule token: expected rc1:<backend>:<granularity>:py<ver>:<target>:<data>")
+                raise TokenError(
+                    f"schedule token format {parts[0]!r} is not supported (want {FORMAT})"
+                )
+            raise TokenError(
+                "malformed schedule token: expected"
+                " rc1:<backend>:<granularity>:py<ver>:<target>:<data>"
+            )
         _, backend, granularity, python, target, payload = parts
         if backend not in BACKENDS:
             raise TokenError(f"malformed schedule token: unknown backend {backend!r}")

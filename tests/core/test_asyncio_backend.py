@@ -202,9 +202,7 @@ def test_executors_and_threadsafe_callbacks_are_not_deadlocks() -> None:
         assert await loop.run_in_executor(None, sum, [1, 2]) == 3
         assert await asyncio.to_thread(lambda: "x") == "x"
         future = loop.create_future()
-        helper = threading.Thread(
-            target=lambda: loop.call_soon_threadsafe(future.set_result, 42)
-        )
+        helper = threading.Thread(target=lambda: loop.call_soon_threadsafe(future.set_result, 42))
         helper.start()
         assert await future == 42
         helper.join()

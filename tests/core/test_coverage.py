@@ -13,10 +13,14 @@ from racecheck.coverage import ordered_conflicts
 
 def test_only_conflicting_pairs_of_different_actors_count() -> None:
     accesses = [
-        (1, "r:x"), (2, "r:x"),  # two reads: no conflict
-        (2, "w:x"), (1, "r:x"),  # write then read by another actor: conflict
-        (1, "w:y"), (1, "w:y"),  # same actor: no conflict
-        (3, "lock:Lock#1"), (2, "lock:Lock#1"),  # lock hand-over: conflict
+        (1, "r:x"),
+        (2, "r:x"),  # two reads: no conflict
+        (2, "w:x"),
+        (1, "r:x"),  # write then read by another actor: conflict
+        (1, "w:y"),
+        (1, "w:y"),  # same actor: no conflict
+        (3, "lock:Lock#1"),
+        (2, "lock:Lock#1"),  # lock hand-over: conflict
     ]
     assert ordered_conflicts(accesses) == {
         ("x", 2, "w", 1, "r"),

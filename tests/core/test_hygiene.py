@@ -32,7 +32,9 @@ PRISTINE_CHECK = textwrap.dedent(
 )
 
 
-def run_script(body: str, *, interrupt_after: float | None = None) -> subprocess.CompletedProcess[str]:
+def run_script(
+    body: str, *, interrupt_after: float | None = None
+) -> subprocess.CompletedProcess[str]:
     script = textwrap.dedent(body) + "\n" + PRISTINE_CHECK
     process = subprocess.Popen(
         [sys.executable, "-c", script],
@@ -66,7 +68,7 @@ def test_ctrl_c_stops_an_exploration_cleanly(backend: str) -> None:
     result = run_script(
         f"""
         import asyncio, threading, racecheck
-        {textwrap.indent(target, '        ').strip()}
+        {textwrap.indent(target, "        ").strip()}
         try:
             racecheck.check(target, schedules=10**7)
             print("FINISHED")

@@ -51,11 +51,14 @@ def make_target(workload: str, variant: str, *args: int) -> Callable[[], None]:
 
 
 def expect_race(
-    target: Callable[[], None], seed: int, invariant: str | tuple[str, ...]
+    target: Callable[[], None],
+    seed: int,
+    invariant: str | tuple[str, ...],
+    schedules: int = 100,
 ) -> racecheck.RaceFound:
-    """The target fails within 100 PCT schedules on ``invariant``, and replays the same way."""
+    """The target fails within ``schedules`` PCT runs on ``invariant``, and replays the same way."""
     with pytest.raises(racecheck.RaceFound) as found:
-        racecheck.check(target, strategy="pct", schedules=100, seed=seed)
+        racecheck.check(target, strategy="pct", schedules=schedules, seed=seed)
     exc = found.value
     assert exc.kind == "exception"
     assert isinstance(exc.cause, AssertionError)
@@ -161,7 +164,11 @@ def test_pct_finds_the_scenario_race_within_100_schedules(
 def test_sync_cleanup_iterates_a_set_other_threads_change(
     variant: str, seed: int, real_engine: None
 ) -> None:
-    exc = expect_race(make_target("sync_cleanup", variant), seed, INVARIANT_NO_SET_CHANGED)
+    # Needs two well-placed preemptions (loop -> main after the first answer, then back
+    # inside the loop body), so it takes more schedules than the scenario's async phase.
+    exc = expect_race(
+        make_target("sync_cleanup", variant), seed, INVARIANT_NO_SET_CHANGED, schedules=300
+    )
     assert isinstance(exc.cause, AssertionError)
     assert isinstance(exc.cause.__cause__, RuntimeError)
 

@@ -60,7 +60,7 @@ def check_unretrieved(loop: ControlledLoop, controller: Controller) -> None:
     if controller.failure is not None:
         return
     for task in loop._rc_ids:
-        if task.done() and not task.cancelled() and task._log_traceback:  # type: ignore[attr-defined]
+        if task.done() and not task.cancelled() and task._log_traceback:
             exc = task.exception()
             if exc is not None:
                 controller.fail(

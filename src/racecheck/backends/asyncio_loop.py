@@ -20,10 +20,12 @@ loop's tasks and the other threads share one deterministic schedule.
 from __future__ import annotations
 
 import asyncio
+import collections
 import heapq
+import selectors
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from racecheck.engine import Controller, Failure, RunAborted
 
@@ -40,6 +42,15 @@ class LoopHost(Protocol):
 
 
 class ControlledLoop(asyncio.SelectorEventLoop):
+    if TYPE_CHECKING:  # BaseEventLoop internals this class drives
+        _ready: collections.deque[Any]  # of asyncio.Handle
+        _scheduled: list[Any]  # heap of asyncio.TimerHandle
+        _timer_cancelled_count: int
+        _stopping: bool
+        _selector: selectors.BaseSelector
+
+        def _process_events(self, event_list: list[Any]) -> None: ...
+
     def __init__(self, host: LoopHost) -> None:
         super().__init__()
         self._rc_host = host
@@ -158,7 +169,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._process_events(event_list)
 
     # -- executors run as actors of the loop ------------------------------
-    def run_in_executor(
+    def run_in_executor(  # type: ignore[override]
         self, executor: Any, func: Callable[..., Any], *args: Any
     ) -> asyncio.Future[Any]:
         """Run executor work as a task of its own, inline on the loop's thread.
@@ -174,7 +185,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 def host_next_id(host: LoopHost) -> Callable[[], int]:
     allocate = getattr(host, "next_actor_id", None)
     if allocate is not None:
-        return allocate  # type: ignore[no-any-return]
+        return allocate  # type: ignore[no-any-return,unused-ignore]
     counter = iter(range(1, 1 << 30))
     return counter.__next__
 

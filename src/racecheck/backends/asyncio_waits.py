@@ -70,7 +70,11 @@ def describe_wait(
     frames = coroutine_frames(task)
     user = next((f for f in reversed(frames) if is_user_file(f.f_code.co_filename)), None)
     where = (
-        SourceLine(user.f_code.co_filename, user.f_lineno, source_line(user.f_code.co_filename, user.f_lineno))
+        SourceLine(
+            user.f_code.co_filename,
+            user.f_lineno,
+            source_line(user.f_code.co_filename, user.f_lineno),
+        )
         if user is not None
         else None
     )
@@ -91,7 +95,11 @@ def describe_wait(
         if isinstance(waiter, asyncio.Task):
             operation = f"await {waiter.get_name()}"
         elif waiter is not None and where is not None:
-            operation = "await " + where.text.split("await", 1)[-1].strip() if "await" in where.text else "await future"
+            operation = (
+                "await " + where.text.split("await", 1)[-1].strip()
+                if "await" in where.text
+                else "await future"
+            )
         elif where is not None and "await" in where.text:
             operation = "await " + where.text.split("await", 1)[-1].strip()
     return operation, resource, where

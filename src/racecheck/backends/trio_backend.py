@@ -48,7 +48,6 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Coroutine
-from types import ModuleType
 from typing import Any
 
 from racecheck.engine import Controller, Failure, RunAborted
@@ -108,7 +107,7 @@ _NO_RESOURCE = {"NurseryManager.__aexit__", "Nursery._nested_child_finished"}
 # --------------------------------------------------------------- trio access
 
 
-def _trio() -> ModuleType:
+def _trio() -> Any:
     try:
         import trio
     except ImportError:
@@ -118,14 +117,14 @@ def _trio() -> ModuleType:
     return trio
 
 
-def _run_module() -> ModuleType:
+def _run_module() -> Any:
     _trio()
     import trio._core._run as run_module
 
     return run_module
 
 
-def _threads_module() -> ModuleType:
+def _threads_module() -> Any:
     _trio()
     import trio._threads as threads_module
 
@@ -173,7 +172,7 @@ def _patch(scheduler: Any, start_thread_soon: Callable[..., None] | None) -> Non
                 "start_thread_soon": threads_module.start_thread_soon,
             }
         run_module._r = scheduler
-        run_module._ALLOW_DETERMINISTIC_SCHEDULING = True  # type: ignore[misc]
+        run_module._ALLOW_DETERMINISTIC_SCHEDULING = True
         if start_thread_soon is not None:
             threads_module.start_thread_soon = start_thread_soon
 
@@ -187,7 +186,7 @@ def _restore() -> None:
             return
         run_module, threads_module = _run_module(), _threads_module()
         run_module._r = saved["_r"]
-        run_module._ALLOW_DETERMINISTIC_SCHEDULING = saved["_ALLOW_DETERMINISTIC_SCHEDULING"]  # type: ignore[misc]
+        run_module._ALLOW_DETERMINISTIC_SCHEDULING = saved["_ALLOW_DETERMINISTIC_SCHEDULING"]
         threads_module.start_thread_soon = saved["start_thread_soon"]
 
 
@@ -263,7 +262,7 @@ class _Probe:
     #: run order the probe imposes on its three children (by child index)
     WANTED = (1, 0, 2)
 
-    def __init__(self, trio: ModuleType, run_module: ModuleType) -> None:
+    def __init__(self, trio: Any, run_module: Any) -> None:
         self.trio = trio
         self.run_module = run_module
         self.now = 0.0
@@ -320,8 +319,7 @@ class _Probe:
                 nursery.start_soon(child, index, name=f"racecheck-probe-{index}")
         runner = self.run_module.GLOBAL_RUN_CONTEXT.runner
         self.runner_ok = all(
-            hasattr(runner, a)
-            for a in ("main_task", "init_task", "waiting_for_idle", "tasks")
+            hasattr(runner, a) for a in ("main_task", "init_task", "waiting_for_idle", "tasks")
         )
         await trio.sleep(5)
 
@@ -362,8 +360,8 @@ class _TrioRun:
 
     def __init__(
         self,
-        trio: ModuleType,
-        run_module: ModuleType,
+        trio: Any,
+        run_module: Any,
         target: Callable[[], Coroutine[Any, Any, Any]],
         controller: Controller,
         idle_io: int,
@@ -590,13 +588,12 @@ class _TrioRun:
         return 0.0
 
     def _external_pending(self, stats: Any) -> bool:
-        return (
-            threading.active_count() > self.threads_at_start
-            or _io_waiting(stats) > self.idle_io
-        )
+        return threading.active_count() > self.threads_at_start or _io_waiting(stats) > self.idle_io
 
     # -- trio.to_thread.run_sync, inline
-    def start_thread_soon(self, fn: Callable[[], Any], deliver: Callable[[Any], Any], *rest: Any) -> None:
+    def start_thread_soon(
+        self, fn: Callable[[], Any], deliver: Callable[[Any], Any], *rest: Any
+    ) -> None:
         """Run a ``to_thread`` worker inline, in the step of the task that asked for it.
 
         The worker's result is delivered through trio's own ``run_sync_soon``
@@ -668,7 +665,7 @@ class _TrioRun:
             for task in tasks:
                 try:
                     task.coro.close()
-                except BaseException:  # noqa: S110 - user cleanup outside trio
+                except BaseException:  # user cleanup outside trio: nothing to report
                     pass
                 if getattr(task.coro, "cr_frame", None) is not None:
                     # it ignored GeneratorExit too: never finalize it
@@ -778,7 +775,9 @@ class _StepRecorder:
 
     def __init__(self, run: _TrioRun) -> None:
         self.run = run
-        self.recorder = run.controller.recorder
+        recorder = run.controller.recorder
+        assert recorder is not None
+        self.recorder = recorder
         self.sink: Any = None
         self.collecting: Any = None
         self.pending_before = 0
@@ -865,7 +864,7 @@ class TrioBackend:
         if token is not None:
             try:
                 token.run_sync_soon(lambda: None)
-            except Exception:  # noqa: S110 - the run already finished
+            except Exception:  # the run already finished
                 pass
 
     def run_once(self, controller: Controller) -> None:

@@ -69,7 +69,7 @@ def first_failures(
                 if variant.expect == "safe":
                     continue
                 for strategy in strategies:
-                    found = []
+                    found: list[int | None] = []
                     for seed in seeds:
                         try:
                             racecheck.check(
@@ -106,7 +106,10 @@ def main(paths: list[str], schedules: int, budget: int) -> int:
         )
     print()
     seeds = (0, 1, 2, 3, 4)
-    print(f"schedules to first failure (seeds {', '.join(map(str, seeds))}; budget {budget}; '-' = not found)")
+    print(
+        f"schedules to first failure (seeds {', '.join(map(str, seeds))};"
+        f" budget {budget}; '-' = not found)"
+    )
     print(f"{'scenario[variant]':<52} {'strategy':<11} first failure")
     for row in first_failures(paths, ("pct", "random", "exhaustive"), seeds, budget):
         shown = " ".join("-" if n is None else str(n) for n in row["first_failure"])

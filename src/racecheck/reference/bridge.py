@@ -213,8 +213,8 @@ class _BridgeBase:
         self._active_tasks: set[asyncio.Task[Any]] = set()
 
     async def execute_graph(self, msg: StreamMessage) -> StreamMessage:
-        """Stands in for a LangGraph run: one model call (later messages take longer)."""
-        await asyncio.sleep(GRAPH_LATENCY * (1 + msg.msg_id))
+        """Stands in for a LangGraph run: one model call, then the answer."""
+        await asyncio.sleep(GRAPH_LATENCY)
         return StreamMessage(msg.msg_id, f"{msg.payload}: done")
 
     def create_future_task(self, msg: StreamMessage) -> FutureLike[StreamMessage]:
@@ -486,12 +486,12 @@ def stream(variant: str, messages: int = 2, workers: int = 2, wait: float | None
         _finish(pipeline, loop, messages, received=messages if wait is not None else 0)
 
 
-def sync_cleanup_shutdown(variant: str, messages: int = 3, workers: int = 2) -> None:
+def sync_cleanup_shutdown(variant: str, messages: int = 4, workers: int = 2) -> None:
     """The sync ``cleanup_tasks`` runs on the main thread while messages are in flight.
 
-    Shutdown comes once the stream is busy: after the first answer (or after
-    ``1 s`` without one, when the loop lost the wakeup), while the slower
-    messages are still being created and run.
+    Shutdown comes once the stream is busy: right after the first answer (or
+    after ``1 s`` without one, when the loop lost the wakeup), while the loop
+    thread is finishing the other graph runs and discarding their tasks.
     """
     with _event_loop_thread() as loop:
         pipeline = _start_pipeline(variant, loop, workers)

@@ -41,7 +41,8 @@ class ExhaustiveChooser(BaseChooser):
             n, choice = self._prefix[i]
             if n != len(candidates):
                 raise NondeterminismError(
-                    f"decision {i + 1} had {len(candidates)} enabled actors, an earlier run had {n}:"
+                    f"decision {i + 1} had {len(candidates)} enabled actors,"
+                    f" an earlier run had {n}:"
                     " the target depends on something racecheck does not control"
                 )
             return choice

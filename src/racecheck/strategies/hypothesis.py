@@ -68,7 +68,11 @@ def _cost(decisions: Sequence[Decision]) -> tuple[int, int]:
 
 
 def explore_with_hypothesis(
-    target: Callable[[], Any], settings: Settings, schedules: int, seed: int, options: dict[str, Any]
+    target: Callable[[], Any],
+    settings: Settings,
+    schedules: int,
+    seed: int,
+    options: dict[str, Any],
 ) -> Report:
     try:
         import hypothesis
@@ -83,8 +87,14 @@ def explore_with_hypothesis(
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")
     session = Session(settings)
     started = time.perf_counter()
-    state: dict[str, Any] = {"runs": 0, "first": None, "best": None, "failure": None, "original": None,
-                             "longest": 0}
+    state: dict[str, Any] = {
+        "runs": 0,
+        "first": None,
+        "best": None,
+        "failure": None,
+        "original": None,
+        "longest": 0,
+    }
 
     @hypothesis.seed(seed)
     @hypothesis.settings(
@@ -116,7 +126,9 @@ def explore_with_hypothesis(
             state["original"] = decisions
             state["failure"] = failure
             state["best"] = decisions
-            state["deadline"] = time.monotonic() + (settings.minimize_time if settings.minimize else 0)
+            state["deadline"] = time.monotonic() + (
+                settings.minimize_time if settings.minimize else 0
+            )
         elif failure.kind == state["failure"].kind and _cost(decisions) < _cost(state["best"]):
             state["best"] = decisions
         raise _Failed
@@ -139,7 +151,11 @@ def explore_with_hypothesis(
                 )
             best = state["best"]
             trace, traced = _record(session, best)
-            failure = traced if traced is not None and traced.kind == state["failure"].kind else state["failure"]
+            failure = (
+                traced
+                if traced is not None and traced.kind == state["failure"].kind
+                else state["failure"]
+            )
             return Found(failure, best, state["original"], state["first"], trace)
         finally:
             settings.backend.uninstall()

@@ -193,7 +193,9 @@ def _start(self: threading.Thread) -> None:
     me.passthrough += 1  # a new worker's own Thread handshake must be the real one
     try:
         self._racecheck_worker = pool.lend(  # type: ignore[attr-defined]
-            self, actor_main, runtime.used_workers  # type: ignore[attr-defined]
+            self,
+            actor_main,
+            runtime.used_workers,  # type: ignore[attr-defined]
         )
     finally:
         me.passthrough -= 1
@@ -285,5 +287,3 @@ class ThreadHost:
         )
         loop._rc_poll_external(0)  # drain the self-pipe
         loop._rc_move_due_timers()
-
-

@@ -93,7 +93,9 @@ class ThreadPool:
                     if not self._closed:
                         self._idle.append(worker)
 
-        thread = threading.Thread(target=loop, name=f"racecheck-worker-{len(self._all) + 1}", daemon=True)
+        thread = threading.Thread(
+            target=loop, name=f"racecheck-worker-{len(self._all) + 1}", daemon=True
+        )
         worker.thread = thread
         self._start_thread(thread)
         ready.acquire()

@@ -48,8 +48,8 @@ def _serial(primitive: Any, runtime: ThreadRuntime) -> str:
     """A name for a lock that is stable across runs: its creation order in the run."""
     serial = getattr(primitive, "_rc_serial", None)
     if serial is None or serial[0] is not runtime:
-        runtime.primitive_count += 1  # type: ignore[attr-defined]
-        serial = primitive._rc_serial = (runtime, f"Lock#{runtime.primitive_count}")  # type: ignore[attr-defined]
+        runtime.primitive_count += 1
+        serial = primitive._rc_serial = (runtime, f"Lock#{runtime.primitive_count}")
     return str(serial[1])
 
 
@@ -305,7 +305,7 @@ class Condition:
     def notify_all(self) -> None:
         self.notify(len(self._waiters))
 
-    notifyAll = notify_all  # noqa: N815 - threading's deprecated alias
+    notifyAll = notify_all
 
     def __repr__(self) -> str:
         return f"<racecheck Condition({self._lock!r}, {len(self._waiters)} waiting)>"
@@ -389,7 +389,7 @@ class Event:
     def is_set(self) -> bool:
         return self._flag
 
-    isSet = is_set  # noqa: N815
+    isSet = is_set
 
     def set(self) -> None:
         runtime, me = _context()
@@ -420,7 +420,7 @@ class Event:
         self.__init__()  # type: ignore[misc]
 
 
-class _passthrough:  # noqa: N801
+class _passthrough:
     def __init__(self, me: Actor | None) -> None:
         self.me = me
 
@@ -570,7 +570,7 @@ def sleep(seconds: float) -> None:
 
 
 def describe_holder(resource: Any) -> str:
-    """", held by X" for a lock whose owner is known."""
+    """ ", held by X" for a lock whose owner is known."""
     owner = getattr(resource, "_owner", None)
     if isinstance(owner, Actor):
         return f" (held by {owner.name})"

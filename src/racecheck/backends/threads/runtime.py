@@ -135,7 +135,9 @@ class ThreadRuntime:
                 out.append(actor)
         return out
 
-    def point(self, me: Actor, operation: str | Callable[[], str] = "", resource: Any = None) -> None:
+    def point(
+        self, me: Actor, operation: str | Callable[[], str] = "", resource: Any = None
+    ) -> None:
         """A place where another actor may run first. ``me`` stays enabled."""
         controller = self.controller
         if controller.aborting:

@@ -30,12 +30,23 @@ from racecheck.backends.threads.runtime import Actor, ThreadRuntime, get_ident
 from racecheck.engine import TEARDOWN_STEPS, Controller, RunAborted
 from racecheck.sources import is_user_file
 
-_READS = {"LOAD_ATTR": "read .{}", "LOAD_METHOD": "call .{}", "BINARY_SUBSCR": "read [..]",
-          "LOAD_SUPER_ATTR": "read super().{}", "BINARY_SLICE": "read [..]"}
-_WRITES = {"STORE_ATTR": "write .{}", "DELETE_ATTR": "delete .{}", "STORE_SUBSCR": "write [..]",
-           "DELETE_SUBSCR": "delete [..]", "STORE_GLOBAL": "write global {}",
-           "DELETE_GLOBAL": "delete global {}", "STORE_DEREF": "write {}",
-           "STORE_SLICE": "write [..]"}
+_READS = {
+    "LOAD_ATTR": "read .{}",
+    "LOAD_METHOD": "call .{}",
+    "BINARY_SUBSCR": "read [..]",
+    "LOAD_SUPER_ATTR": "read super().{}",
+    "BINARY_SLICE": "read [..]",
+}
+_WRITES = {
+    "STORE_ATTR": "write .{}",
+    "DELETE_ATTR": "delete .{}",
+    "STORE_SUBSCR": "write [..]",
+    "DELETE_SUBSCR": "delete [..]",
+    "STORE_GLOBAL": "write global {}",
+    "DELETE_GLOBAL": "delete global {}",
+    "STORE_DEREF": "write {}",
+    "STORE_SLICE": "write [..]",
+}
 _OTHER = {"CALL": "call", "CALL_KW": "call", "CALL_FUNCTION_EX": "call", "FOR_ITER": "next item"}
 ACCESS_OPS = {**_READS, **_WRITES, **_OTHER}
 
@@ -55,7 +66,11 @@ def points(code: CodeType, granularity: str) -> dict[int, str]:
             template = ACCESS_OPS.get(instr.opname)
             if template is not None:
                 name = instr.argval if isinstance(instr.argval, str) else ""
-                if instr.opname == "LOAD_ATTR" and isinstance(instr.argrepr, str) and "method" in instr.argrepr:
+                if (
+                    instr.opname == "LOAD_ATTR"
+                    and isinstance(instr.argrepr, str)
+                    and "method" in instr.argrepr
+                ):
                     template = "call .{}"
                 table[instr.offset] = template.format(name)
         _tables[key] = table
@@ -63,7 +78,7 @@ def points(code: CodeType, granularity: str) -> dict[int, str]:
 
 
 def access_of(operation: str) -> str | None:
-    """"write .balance" → "w:balance" for conflict highlighting."""
+    """ "write .balance" → "w:balance" for conflict highlighting."""
     if operation.startswith(("write .", "delete .")):
         return "w:" + operation.split(".", 1)[1]
     if operation.startswith("read ."):
