@@ -238,15 +238,28 @@ def test_label_binds_the_token(rc: Any) -> None:
     rc.assert_replays(async_lost_update, exc.schedule, "exception", label="scenario[buggy]")
 
 
-def test_all_zero_schedule_is_the_natural_order(rc: Any) -> None:
-    """An empty decision list is valid: it replays the uncontrolled order."""
+def test_empty_schedule_is_handled_cleanly(rc: Any) -> None:
+    """A well-formed token with no decisions: a replay, a clean run, or a divergence."""
     exc = found(async_lost_update)
     token = _with_payload(exc.schedule, _payload([]))
     try:
         racecheck.replay(async_lost_update, token)
     except racecheck.RaceFound as again:
         assert again.kind == "exception"
+    except racecheck.DivergenceError as div:
+        assert div.step >= 1
     rc.assert_pristine()
+
+
+def test_all_zero_schedule_is_the_natural_order(rc: Any) -> None:
+    """The found schedule with every choice set to 0 is the uncontrolled order (FIFO)."""
+    exc = found(async_lost_update)
+    raw = zlib.decompress(base64.urlsafe_b64decode(_fields(exc.schedule)[5] + "=" * 4))
+    count, rest = raw[0], raw[1:]
+    decisions = [(rest[2 * i], 0) for i in range(count)]
+    token = _with_payload(exc.schedule, _payload(decisions))
+    # asyncio FIFO on this target: both tasks read 0 before either writes -> fails
+    rc.assert_replays(async_lost_update, token, "exception")
 
 
 # ----------------------------------------------------------------------------

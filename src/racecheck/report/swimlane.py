@@ -83,18 +83,30 @@ def handoffs(steps: Sequence[Step]) -> list[Handoff]:
     return found
 
 
+def _accessed(access: str) -> str:
+    """The engine writes accesses as "w:balance" / "r:balance"; the name is what races."""
+    kind, sep, name = access.partition(":")
+    return name if sep and kind in ("r", "w") else access
+
+
 def racing(steps: Sequence[Step]) -> dict[int, tuple[str, ...]]:
-    """Position -> the accesses it shares with some other actor's step."""
+    """Position -> the names it shares with another actor's step, one of them writing."""
     actors_of: dict[str, set[int]] = {}
+    written: set[str] = set()
     for step in steps:
-        for name in step.accesses:
+        for access in step.accesses:
+            name = _accessed(access)
             actors_of.setdefault(name, set()).add(step.actor)
-    shared = {name for name, actors in actors_of.items() if len(actors) > 1}
-    return {
-        pos: tuple(dict.fromkeys(n for n in step.accesses if n in shared))
-        for pos, step in enumerate(steps)
-        if shared.intersection(step.accesses)
-    }
+            if not access.startswith("r:"):
+                written.add(name)
+    shared = {name for name, actors in actors_of.items() if len(actors) > 1 and name in written}
+    found: dict[int, tuple[str, ...]] = {}
+    for pos, step in enumerate(steps):
+        names = tuple(dict.fromkeys(_accessed(a) for a in step.accesses))
+        hits = tuple(n for n in names if n in shared)
+        if hits:
+            found[pos] = hits
+    return found
 
 
 def failing_actor(trace: Trace) -> int | None:

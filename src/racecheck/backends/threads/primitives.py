@@ -352,17 +352,12 @@ class Semaphore:
         if n < 1:
             raise ValueError("n must be one or more")
         self._check_release(n)
-        self._value += n
         runtime, me = _context()
-        if me is None or runtime is None:
-            with self._cond:
-                self._cond.notify(n)
-            return
-        if self._cond._waiters:
-            self._cond._lock._real.acquire(False)
+        with _passthrough(me), self._cond:
+            self._value += n
             self._cond.notify(n)
-            self._cond._lock._real.release()
-        runtime.point(me, "released", self)
+        if me is not None and runtime is not None:
+            runtime.point(me, "released", self)
 
     def _check_release(self, n: int) -> None:
         pass
@@ -393,11 +388,11 @@ class Event:
 
     def set(self) -> None:
         runtime, me = _context()
-        self._flag = True
-        if self._cond._waiters:
-            with _passthrough(me):
-                with self._cond:
-                    self._cond.notify_all()
+        # Set and notify under the lock, like CPython: a real (passthrough)
+        # waiter checks the flag under it, so a set outside it can be lost.
+        with _passthrough(me), self._cond:
+            self._flag = True
+            self._cond.notify_all()
         if me is not None and runtime is not None:
             runtime.point(me, "set", self)
 
@@ -517,12 +512,7 @@ class SimpleQueue:
         runtime, me = _context()
         if me is not None and runtime is not None:
             runtime.point(me, "put into", self)
-            self._items.append(item)
-            if self._cond._waiters:
-                with _passthrough(me), self._cond:
-                    self._cond.notify()
-            return
-        with self._cond:
+        with _passthrough(me), self._cond:
             self._items.append(item)
             self._cond.notify()
 
