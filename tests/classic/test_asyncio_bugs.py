@@ -1146,6 +1146,21 @@ async def fire_and_forget_fails_fixed() -> None:
     await bg
 
 
+async def background_heartbeat_fixed() -> None:
+    """A background task that loops forever; asyncio.run cancels it when main returns."""
+    beats: list[int] = []
+
+    async def heartbeat() -> None:
+        while True:
+            beats.append(1)
+            await asyncio.sleep(1)
+
+    task = asyncio.create_task(heartbeat())
+    await asyncio.sleep(2.5)
+    assert beats
+    del task
+
+
 async def threadsafe_wakeup_fixed() -> None:
     """A real thread completes a future through call_soon_threadsafe: not a deadlock."""
     loop = asyncio.get_running_loop()
@@ -1271,6 +1286,7 @@ FIXED: list[Callable[[], Any]] = [
     condition_if_wait_for_fixed,
     set_changed_size_fixed,
     fire_and_forget_fails_fixed,
+    background_heartbeat_fixed,
     threadsafe_wakeup_fixed,
     threadsafe_wakeup_then_race_fixed,
 ]

@@ -1067,6 +1067,44 @@ def daemon_worker_fixed() -> None:
     assert totals["sum"] == 3, totals
 
 
+def daemon_heartbeat_fixed() -> None:
+    """A daemon heartbeat that never stops: the program ends when main returns."""
+    beats: list[int] = []
+
+    def heartbeat() -> None:
+        while True:
+            beats.append(1)
+            time.sleep(1)
+
+    threading.Thread(target=heartbeat, name="heartbeat", daemon=True).start()
+    time.sleep(2.5)
+    assert beats
+
+
+def daemon_poller_fixed() -> None:
+    """A daemon worker polling a Queue with a timeout, forever; main returns after q.join()."""
+    q: queue.Queue[int] = queue.Queue()
+    done: list[int] = []
+    lock = threading.Lock()
+
+    def poll() -> None:
+        while True:
+            try:
+                item = q.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            with lock:
+                done.append(item)
+            q.task_done()
+
+    threading.Thread(target=poll, daemon=True).start()
+    q.put(1)
+    q.put(2)
+    q.join()
+    with lock:
+        assert sorted(done) == [1, 2]
+
+
 def sleep_ordering_bug() -> None:
     """'The worker sleeps 0.1 s, that is surely enough' -- not under every schedule."""
     ready = {"config": None}
@@ -1303,6 +1341,8 @@ FIXED: list[Callable[[], Any]] = [
     barrier_reused_phase_fixed,
     semaphore_fixed,
     daemon_worker_fixed,
+    daemon_heartbeat_fixed,
+    daemon_poller_fixed,
     sleep_ordering_fixed,
     exception_in_worker_thread_fixed,
     starved_reader_fixed,

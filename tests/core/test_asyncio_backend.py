@@ -287,17 +287,16 @@ def test_a_chooser_that_raises_leaves_the_loop_consistent() -> None:
 
 
 def test_replay_reports_divergence_at_the_step() -> None:
-    calls = {"n": 0}
+    shape = {"workers": 2}
 
     async def changes_shape() -> None:
-        calls["n"] += 1
-        workers = 2 if calls["n"] == 1 else 3
+        workers = shape["workers"]
         account = Account()
         await asyncio.gather(*(account.deposit(1) for _ in range(workers)))
         assert account.balance == workers
 
     with pytest.raises(racecheck.RaceFound) as info:
         racecheck.check(changes_shape, schedules=50, minimize=False)
-    calls["n"] = 10
+    shape["workers"] = 3  # "the code changed" between the failure and its replay
     with pytest.raises(racecheck.DivergenceError, match="diverged at decision"):
         racecheck.replay(changes_shape, info.value.schedule)

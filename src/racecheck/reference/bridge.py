@@ -422,6 +422,13 @@ def _is_graph_run(task: asyncio.Task[Any]) -> bool:
     return getattr(task.get_coro(), "__qualname__", "") == "_BridgeBase.execute_graph"
 
 
+def _graph_run_name(task: asyncio.Task[Any]) -> str:
+    """``graph(msg-1)``: stable across runs, unlike asyncio's global ``Task-N`` names."""
+    frame = getattr(task.get_coro(), "cr_frame", None)
+    msg = frame.f_locals.get("msg") if frame is not None else None
+    return f"graph(msg-{msg.msg_id})" if isinstance(msg, StreamMessage) else task.get_name()
+
+
 async def _settle() -> None:
     """Wait until no other task is pending on this loop, then let callbacks run."""
     me = asyncio.current_task()
@@ -524,11 +531,11 @@ def async_cleanup_shutdown(variant: str, messages: int = 2, workers: int = 2) ->
     async def cleanup_and_audit(bridge: _BridgeBase) -> list[str]:
         await bridge.cleanup_tasks_async()
         # Same loop step as cleanup's return: nothing else ran in between.
-        return [
-            task.get_name()
+        return sorted(
+            _graph_run_name(task)
             for task in asyncio.all_tasks()
             if _is_graph_run(task) and not task.done() and not task.cancelling()
-        ]
+        )
 
     with _event_loop_thread() as loop:
         pipeline = _start_pipeline(variant, loop, workers)
@@ -538,7 +545,7 @@ def async_cleanup_shutdown(variant: str, messages: int = 2, workers: int = 2) ->
         _finish(pipeline, loop, messages)
     assert not missed, (
         f"{INVARIANT_CLEANUP_ALL}: cleanup_tasks_async returned while {', '.join(missed)} "
-        "was still running, neither cancelled nor awaited"
+        f"{'was' if len(missed) == 1 else 'were'} still running, neither cancelled nor awaited"
     )
 
 

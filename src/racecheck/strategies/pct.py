@@ -36,7 +36,8 @@ class PCTChooser(BaseChooser):
         self._decision = 0
 
     def begin(self, run: int) -> None:
-        self._rng = rng = _random.Random(f"{self._seed}:{run}")
+        # One stream per (seed, run): schedule N is the same whatever ran before.
+        self._rng = rng = _random.Random((self._seed << 32) ^ run)
         self._priority = {}
         self._decision = 0
         k = self.max_decisions
@@ -48,14 +49,21 @@ class PCTChooser(BaseChooser):
     def choose(self, candidates: Sequence[int]) -> int:
         self._decision += 1
         priority = self._priority
-        for actor in candidates:
-            if actor not in priority:
-                priority[actor] = self.depth + self._rng.random()
-        best = max(range(len(candidates)), key=lambda i: priority[candidates[i]])
+        best = self._highest(candidates, priority)
         level = self._change_points.get(self._decision)
         if level is not None:
             priority[candidates[best]] = float(level)
-            best = max(range(len(candidates)), key=lambda i: priority[candidates[i]])
+            best = self._highest(candidates, priority)
+        return best
+
+    def _highest(self, candidates: Sequence[int], priority: dict[int, float]) -> int:
+        best, best_priority = 0, -1.0
+        for i, actor in enumerate(candidates):
+            value = priority.get(actor)
+            if value is None:
+                value = priority[actor] = self.depth + self._rng.random()
+            if value > best_priority:
+                best, best_priority = i, value
         return best
 
     def end(self, decisions: Sequence[Decision], failed: bool) -> None:

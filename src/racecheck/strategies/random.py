@@ -18,7 +18,7 @@ class RandomChooser(BaseChooser):
     def begin(self, run: int) -> None:
         # One stream per schedule, derived from (seed, run): schedule N is the
         # same whatever happened in schedules 1..N-1 (xdist workers agree).
-        self._rng = _random.Random(f"{self._seed}:{run}")
+        self._rng = _random.Random((self._seed << 32) ^ run)
 
     def choose(self, candidates: Sequence[int]) -> int:
         return self._rng.randrange(len(candidates))

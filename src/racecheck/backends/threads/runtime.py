@@ -138,7 +138,11 @@ class ThreadRuntime:
     def point(
         self, me: Actor, operation: str | Callable[[], str] = "", resource: Any = None
     ) -> None:
-        """A place where another actor may run first. ``me`` stays enabled."""
+        """A place where another actor may run first. ``me`` stays enabled.
+
+        This is the hot path of the threads backend (every traced access goes
+        through it), hence the inlined enabled-check.
+        """
         controller = self.controller
         if controller.aborting:
             return
@@ -146,11 +150,23 @@ class ThreadRuntime:
         if len(live) == 1:
             controller.tick()
             return
-        candidates = self._candidates(me)
-        choice = controller.decide([a.id for a in candidates])
-        chosen = candidates[choice]
-        if chosen is not me:
-            self._hand_over(me, chosen, operation, resource, choice != 0)
+        now = controller.now
+        candidates = [me]
+        ids = [me.id]
+        for actor in live:
+            if actor is me or actor.finished:
+                continue
+            waiting = actor.waiting
+            if (
+                waiting is None
+                or (actor.deadline is not None and now >= actor.deadline)
+                or waiting()
+            ):
+                candidates.append(actor)
+                ids.append(actor.id)
+        choice = controller.decide(ids)
+        if choice:
+            self._hand_over(me, candidates[choice], operation, resource, True)
 
     def block(
         self,
