@@ -181,18 +181,26 @@ def test_async_cleanup_misses_tasks_created_while_it_runs(
     expect_race(make_target("async_cleanup", variant), seed, INVARIANT_CLEANUP_ALL)
 
 
-@pytest.mark.xfail(
-    reason="racecheck wakes an idle loop on any _ready append: "
-    "tests/engine_feedback/lost_wakeup_call_soon.md",
-    strict=False,
-)
+@pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("variant", RACY)
-def test_racecheck_finds_the_lost_wakeup(variant: str, real_engine: None) -> None:
+def test_racecheck_finds_the_lost_wakeup(variant: str, seed: int, real_engine: None) -> None:
+    """See tests/engine_feedback/lost_wakeup_call_soon.md."""
+
     def target() -> None:
         bridge.stream(variant, 1, 1, wait=1.0)
 
-    target.__qualname__ = f"bridge_lost_wakeup_{variant}"
-    expect_race(target, 0, INVARIANT_ALL_COMPLETE)
+    target.__qualname__ = target.__name__ = f"bridge_lost_wakeup_{variant}"
+    exc = expect_race(target, seed, INVARIANT_ALL_COMPLETE)
+    assert "lost wakeup" in str(exc.cause)
+
+
+def test_correct_wakes_the_loop_in_every_schedule(real_engine: None) -> None:
+    def target() -> None:
+        bridge.stream("correct", 2, 2, wait=1.0)
+
+    target.__qualname__ = target.__name__ = "bridge_wakeup_correct"
+    report = racecheck.check(target, strategy="pct", schedules=300, seed=0)
+    assert report.schedules_run == 300
 
 
 # --- racecheck: the correct variant -------------------------------------------------------

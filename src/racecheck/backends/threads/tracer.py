@@ -51,6 +51,23 @@ _OTHER = {"CALL": "call", "CALL_KW": "call", "CALL_FUNCTION_EX": "call", "FOR_IT
 ACCESS_OPS = {**_READS, **_WRITES, **_OTHER}
 
 _tables: dict[tuple[CodeType, str], dict[int, str]] = {}
+_point_lines: dict[CodeType, frozenset[int]] = {}
+
+
+def point_lines(code: CodeType) -> frozenset[int]:
+    """Lines of ``code`` holding at least one access point (3.11's opcode filter)."""
+    lines = _point_lines.get(code)
+    if lines is None:
+        table = points(code, "access")
+        found: set[int] = set()
+        current = code.co_firstlineno
+        for instr in dis.get_instructions(code):
+            if instr.starts_line is not None:
+                current = instr.starts_line
+            if instr.offset in table:
+                found.add(current)
+        lines = _point_lines[code] = frozenset(found)
+    return lines
 
 
 def points(code: CodeType, granularity: str) -> dict[int, str]:
@@ -267,8 +284,11 @@ class SettraceTracer:
             if not is_user_file(code.co_filename):
                 return prev_local
             table = points(code, granularity)
+            # Opcode events cost a Python call per bytecode: only ask for them
+            # on lines that hold a point ("access"), or everywhere ("opcode").
+            hot_lines = point_lines(code) if granularity == "access" else None
             if by_opcode:
-                frame.f_trace_opcodes = True
+                frame.f_trace_opcodes = hot_lines is None or frame.f_lineno in hot_lines
             chained = [prev_local]
 
             def local(frame: FrameType, event: str, arg: Any) -> Any:
@@ -291,6 +311,8 @@ class SettraceTracer:
                             if log is not None:
                                 _log_access(log, me, operation)
                 elif event == "line":
+                    if hot_lines is not None:
+                        frame.f_trace_opcodes = frame.f_lineno in hot_lines
                     if me.lines is not None:
                         me.lines.append((code.co_filename, frame.f_lineno))
                     if not by_opcode:
