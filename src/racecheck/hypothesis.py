@@ -34,11 +34,13 @@ def interleave(target: Callable[[], Any], data: Any, **options: Any) -> None:
 
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")
     session = Session(settings)
+    # Drawn here, on the test's thread: hypothesis refuses draws from others.
+    chooser = HypothesisChooser(data, draw_length(256))
 
     def work() -> Found | None:
         settings.backend.install()
         try:
-            controller = session.run(HypothesisChooser(data, draw_length(256)), 1)
+            controller = session.run(chooser, 1)
             if controller.failure is None:
                 return None
             decisions = tuple(controller.decisions)
