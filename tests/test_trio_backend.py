@@ -481,6 +481,35 @@ def test_a_user_thread_waking_the_run_is_not_a_deadlock() -> None:
     assert report.schedules_run == 3
 
 
+def test_a_thread_that_never_calls_back_is_reported_stuck_not_hung() -> None:
+    release = threading.Event()
+
+    async def waits_forever() -> None:
+        event = trio.Event()
+        token = trio.lowlevel.current_trio_token()
+
+        def never() -> None:
+            release.wait(30)
+            try:
+                trio.from_thread.run_sync(event.set, trio_token=token)
+            except trio.RunFinishedError:
+                pass
+
+        threading.Thread(target=never, daemon=True).start()
+        await event.wait()
+
+    started = time.perf_counter()
+    try:
+        with pytest.raises(racecheck.StuckError, match="no scheduling progress"):
+            racecheck.check(waits_forever, backend="trio", schedules=2, watchdog=0.5)
+    finally:
+        release.set()
+    assert time.perf_counter() - started < 10
+    deadline = time.monotonic() + 5
+    while trio_backend._saved is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 # ----------------------------------------------------- exceptions and limits
 
 

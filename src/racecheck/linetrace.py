@@ -19,11 +19,32 @@ TraceFn = Callable[[FrameType, Any, Any], Any]  # sys.settrace's TraceFunction
 class LineSink:
     """Where collected lines go: a list the recorder swaps per step."""
 
-    __slots__ = ("accesses", "lines")
+    __slots__ = ("accesses", "lines", "touched")
 
     def __init__(self) -> None:
         self.lines: list[tuple[str, int]] = []
         self.accesses: list[str] = []
+        self.touched: Any = None  # the last asyncio primitive the step used
+
+
+def _primitive_codes() -> frozenset[Any]:
+    """Code objects of asyncio's primitive operations, to name what a step touched."""
+    import asyncio
+
+    methods = {
+        asyncio.Lock: ("acquire", "release"),
+        asyncio.Event: ("set", "wait"),
+        asyncio.Condition: ("notify", "notify_all", "wait"),
+        asyncio.Semaphore: ("acquire", "release"),
+        asyncio.Queue: ("put", "get", "put_nowait", "get_nowait"),
+    }
+    codes = set()
+    for owner, names in methods.items():
+        for name in names:
+            code = getattr(getattr(owner, name, None), "__code__", None)
+            if code is not None:
+                codes.add(code)
+    return frozenset(codes)
 
 
 def chained_tracer(sink: LineSink, previous: TraceFn | None) -> TraceFn:
@@ -54,8 +75,12 @@ def chained_tracer(sink: LineSink, previous: TraceFn | None) -> TraceFn:
 
         return local
 
+    primitives = _primitive_codes()
+
     def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
         prev_local = previous(frame, event, arg) if previous is not None else None
+        if frame.f_code in primitives:
+            sink.touched = frame.f_locals.get("self")
         return local_for(frame, prev_local)
 
     return global_trace

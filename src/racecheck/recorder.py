@@ -93,6 +93,8 @@ class Recorder:
             resource = None
         else:
             operation, resource, _ = describe_wait(task, self.resources())
+        if resource is None and sink.touched is not None:
+            resource = self.resources().name(sink.touched)
         accesses = tuple(dict.fromkeys(sink.accesses))
         self.add_step(actor, sink.lines, operation, resource, preempted, accesses)
 

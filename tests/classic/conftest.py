@@ -126,6 +126,8 @@ def find(
 ) -> racecheck.RaceFound:
     """The bug is found with ``kind``, and its token replays to the same kind."""
     trace_before = sys.gettrace()
+    label = getattr(target, "__name__", None) or type(target).__name__
+    name = name or label
     try:
         report = racecheck.check(
             target, strategy=strategy, schedules=schedules, seed=seed, **options
@@ -133,17 +135,13 @@ def find(
     except racecheck.RaceFound as exc:
         found = exc
     else:
-        _record(name or target.__name__, seed, f"missed ({strategy})")
+        _record(name, seed, f"missed ({strategy})")
         pytest.fail(
-            f"{target.__name__}: no failure in {report.schedules_run} {strategy} schedules"
+            f"{label}: no failure in {report.schedules_run} {strategy} schedules"
             f" (seed {seed})"
         )
     assert_pristine(trace_before)
-    _record(
-        name or (target.__name__ + ("" if strategy == "pct" else f"[{strategy}]")),
-        seed,
-        found.schedules_run,
-    )
+    _record(name + ("" if strategy == "pct" else f"[{strategy}]"), seed, found.schedules_run)
     assert found.kind == kind, (
         f"expected kind {kind!r}, got {found.kind!r}: {found.detail or found.cause!r}"
     )
@@ -197,7 +195,7 @@ def clean(
             target, strategy=strategy, schedules=schedules, seed=seed, **options
         )
     except racecheck.RaceFound as exc:
-        pytest.fail(f"fixed version {target.__name__} flagged (seed {seed}):\n{exc}")
+        pytest.fail(f"fixed version {getattr(target, '__name__', target)} flagged (seed {seed}):\n{exc}")
     assert_pristine(trace_before)
     assert isinstance(report, racecheck.Report)
     assert report.schedules_run >= 1

@@ -740,7 +740,7 @@ async def cancel_leaks_slot_fixed() -> None:
 
 
 async def cancel_leaks_semaphore_wait_for() -> None:
-    """A client with a timeout; the slot leaks if the timeout lands after acquire."""
+    """A client with a timeout; the slot leaks when the timeout lands after acquire."""
     sem = asyncio.Semaphore(1)
 
     async def holder() -> None:
@@ -749,15 +749,15 @@ async def cancel_leaks_semaphore_wait_for() -> None:
 
     async def request() -> None:
         await sem.acquire()
-        await asyncio.sleep(0)  # metrics.increment() -- awaits
+        await asyncio.sleep(0.6)  # warm up the connection -- outside the try
         try:
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.1)
         finally:
             sem.release()
 
     async def client() -> None:
         try:
-            await asyncio.wait_for(request(), timeout=1)
+            await asyncio.wait_for(request(), timeout=1.5)
         except TimeoutError:
             pass
 
@@ -774,12 +774,12 @@ async def cancel_leaks_semaphore_wait_for_fixed() -> None:
 
     async def request() -> None:
         async with sem:
-            await asyncio.sleep(0)
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.6)
+            await asyncio.sleep(0.1)
 
     async def client() -> None:
         try:
-            await asyncio.wait_for(request(), timeout=1)
+            await asyncio.wait_for(request(), timeout=1.5)
         except TimeoutError:
             pass
 

@@ -113,7 +113,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         del ready[position]
         controller = self._rc_controller
         recorder = controller.recorder
-        if recorder is not None and self._rc_host.records_steps:
+        if recorder is not None and self._rc_host.records_steps and not controller.aborting:
             recorder.task_step(ids[choice], tasks[choice], handle, choice != 0)
         elif controller.accesses is not None and self._rc_host.records_steps:
             from racecheck.linetrace import collecting_accesses

@@ -23,6 +23,12 @@ problems are the *compound* operations around it:
   loop's self-pipe; ``call_soon`` does not), so an idle loop can sleep on a
   task that is ready, and in debug mode asyncio raises outright.
 
+The issue also predicts *leaked* tasks (a lost ``add``/``discard``). Under the
+GIL each set operation is atomic, and the done-callback is registered after
+the ``add``, so every discard runs after its add: with the loop kept awake,
+nothing leaks in these workloads. The invariant is checked anyway (after every
+workload) and holds for all three bridges.
+
 Three bridges, side by side; the diff between them is the whole story.
 
 ``RxPyLangGraphBridge`` (buggy, as reported)

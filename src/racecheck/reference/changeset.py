@@ -35,7 +35,8 @@ Three contexts, side by side; the diff between them is the whole story.
     and while a step that has started a changeset sits in ``record_change``
     its own id is still in the list (every step removes at most as many ids
     as it added). So with balanced start/record/end the ``IndexError`` is
-    unreachable; racecheck proves that for this workload (see the tests).
+    unreachable; racecheck's exhaustive search (preemption bound 2) agrees for
+    this workload (see the tests).
 
 ``PlanExecutionContextLocked`` (as proposed in the issue)
     A ``threading.Lock`` around the list operations of each method. The torn

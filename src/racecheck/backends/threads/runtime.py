@@ -35,6 +35,7 @@ allocate_lock = _thread.allocate_lock
 class Actor:
     __slots__ = (
         "accesses",
+        "touched",
         "daemon",
         "deadline",
         "finished",
@@ -68,6 +69,7 @@ class Actor:
         self.deadline: float | None = None
         self.lines: list[tuple[str, int]] | None = None  # recording only
         self.accesses: list[str] = []  # recording only: "w:balance", "r:items"
+        self.touched: Any = None  # recording only: the last primitive this step used
 
     def enabled(self, now: float) -> bool:
         if self.finished:
@@ -167,6 +169,8 @@ class ThreadRuntime:
         choice = controller.decide(ids)
         if choice:
             self._hand_over(me, candidates[choice], operation, resource, True)
+        if resource is not None and self.recorder is not None:
+            me.touched = resource  # for hand-off arrows, even when nobody waited
 
     def block(
         self,
@@ -234,6 +238,9 @@ class ThreadRuntime:
         recorder = self.recorder
         assert recorder is not None
         text = operation() if callable(operation) else operation
+        if resource is None:
+            resource = me.touched
+        me.touched = None
         name = recorder.resources().name(resource) if resource is not None else None
         if name and text and name not in text:
             text = f"{text} {name}"
