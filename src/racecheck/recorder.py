@@ -127,10 +127,14 @@ def _shared_accesses_only(steps: list[Step]) -> list[Step]:
     ]
 
 
-def task_display_name(task: asyncio.Task[Any], actor: int) -> str:
+def task_label(task: asyncio.Task[Any], actor: int) -> str:
+    """The task's name, with asyncio's process-wide counter replaced by the actor id."""
     name = task.get_name()
-    if _DEFAULT_NAME.match(name):
-        name = f"Task-{actor}"
+    return f"Task-{actor}" if _DEFAULT_NAME.match(name) else name
+
+
+def task_display_name(task: asyncio.Task[Any], actor: int) -> str:
+    name = task_label(task, actor)
     coro = task.get_coro()
     frame = getattr(coro, "cr_frame", None)
     qualname = getattr(coro, "__qualname__", "?").rsplit(".", 1)[-1]

@@ -234,5 +234,8 @@ class StandaloneHost:
             raise RunAborted()
         from racecheck.backends.asyncio_waits import describe_deadlock
 
-        self.controller.fail(Failure("deadlock", None, describe_deadlock(loop)))
+        recorder = self.controller.recorder
+        names = recorder.resources() if recorder is not None else None
+        detail = describe_deadlock(loop, names, loop._rc_ids)
+        self.controller.fail(Failure("deadlock", None, detail))
         raise RunAborted()

@@ -105,16 +105,27 @@ def describe_wait(
     return operation, resource, where
 
 
-def describe_deadlock(loop: asyncio.AbstractEventLoop) -> str:
-    """Every pending task, what it waits for, and where."""
-    names = ResourceNames()
+def describe_deadlock(
+    loop: asyncio.AbstractEventLoop,
+    names: ResourceNames | None = None,
+    actor_ids: dict[asyncio.Task[Any], int] | None = None,
+) -> str:
+    """Every pending task, what it waits for, and where.
+
+    With the trace's ``names`` and ``actor_ids`` the report calls tasks and
+    locks exactly what the trace printed above it calls them.
+    """
+    from racecheck.recorder import task_label
+
+    names = names or ResourceNames()
+    ids = actor_ids or {}
     lines = ["deadlock: no task can run, no timer is pending, nothing external can wake the loop"]
-    for task in sorted(asyncio.all_tasks(loop), key=lambda t: t.get_name()):
-        if task.done():
-            continue
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in sorted(pending, key=lambda t: (ids.get(t, 1 << 30), t.get_name())):
         operation, _, where = describe_wait(task, names)
         place = f"{os.path.basename(where.filename)}:{where.lineno}  {where.text}" if where else "?"
-        lines.append(f"  {task.get_name()} ({_coro_name(task)}) waits: {operation} at {place}")
+        label = task_label(task, ids[task]) if task in ids else task.get_name()
+        lines.append(f"  {label} ({_coro_name(task)}) waits: {operation} at {place}")
     return "\n".join(lines)
 
 
