@@ -35,7 +35,6 @@ allocate_lock = _thread.allocate_lock
 class Actor:
     __slots__ = (
         "accesses",
-        "touched",
         "daemon",
         "deadline",
         "finished",
@@ -47,6 +46,7 @@ class Actor:
         "passthrough",
         "resource",
         "thread",
+        "touched",
         "waiting",
         "waiting_for",
     )
