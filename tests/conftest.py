@@ -110,8 +110,17 @@ def fake_engine(monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
     return engine
 
 
+_WORKS: dict[str, bool] = {}
+
+
 def engine_works(backend: str = "asyncio") -> bool:
     """True once the real engine runs ``backend`` (it is built alongside these front ends)."""
+    if backend not in _WORKS:
+        _WORKS[backend] = _probe(backend)
+    return _WORKS[backend]
+
+
+def _probe(backend: str) -> bool:
 
     async def async_target() -> None:
         pass

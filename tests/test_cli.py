@@ -175,6 +175,24 @@ def test_scenario_options_beat_defaults_but_not_the_command_line(
     assert fake_engine.calls[-1]["seed"] == 4
 
 
+def test_exhaustive_safe_row_that_did_not_exhaust_says_so(
+    project: Path, fake_engine: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = fake_engine.check
+
+    def check(target: Any, **options: Any) -> Any:
+        report = real(target, **options)
+        report.exhausted = False
+        return report
+
+    monkeypatch.setattr(racecheck, "check", check)
+    code, out, _ = run(
+        capsys, "run", "scenarios/bank.py::bank[correct]", "--strategy", "exhaustive"
+    )
+    assert code == 0
+    assert "1000 not exhausted" in out
+
+
 def test_exhausted_safe_row_says_so(project: Path, fake_engine: Any, capsys: Any) -> None:
     code, out, _ = run(
         capsys, "run", "scenarios/bank.py::bank[correct]", "--strategy", "exhaustive"

@@ -347,10 +347,17 @@ def test_same_results_under_xdist(pytester: pytest.Pytester, real_engine: None) 
 
     serial = pytester.runpytest_subprocess()
     serial.assert_outcomes(passed=1, failed=3)
-    parallel = pytester.runpytest_subprocess("-n", "2")
+    parallel = pytester.runpytest_subprocess("-n", "2", "--racecheck-report-dir=out")
     parallel.assert_outcomes(passed=1, failed=3)
     assert failures(serial) == failures(parallel)
     assert len(failures(serial)) == 3
+    # the controller writes one report with every worker's records
+    import json
+
+    text = json.dumps(json.loads((pytester.path / "out" / "racecheck.json").read_text()))
+    for nodeid, token in failures(parallel).items():
+        assert nodeid in text and token in text
+    assert "test_bank.py::test_locked_deposit" in text
 
 
 # ------------------------------------------------------ plugin contract (fake)

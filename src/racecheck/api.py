@@ -31,8 +31,9 @@ def check(
     ``step-limit`` failure), ``depth`` (PCT), ``preemption_bound``
     (exhaustive), ``granularity`` (threads: "access", "line", "opcode"),
     ``watchdog`` (seconds without progress before a blocked actor is reported),
-    ``minimize`` (shrink failing schedules, default True), ``minimize_time``
-    (seconds, default 10), ``label`` (the name a token is bound to),
+    ``minimize`` (shrink failing schedules, default True), ``minimize_runs``
+    (candidate runs the shrinker may spend, default 200), ``minimize_time``
+    (a safety net in seconds, default 60), ``label`` (the name a token is bound to),
     ``progress`` (callable(done, total) for progress displays),
     ``trace_packages`` (extra directories to trace as user code).
     """

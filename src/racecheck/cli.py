@@ -192,7 +192,7 @@ class _Table:
         scen, var, expect, verdict, ok, scheds, secs = cols
         return (
             f"{scen:<{self.w_scen}}  {var:<{self.w_var}}  {expect:<8}  {verdict:<10}  "
-            f"{ok:<4}  {scheds:<16}  {secs:>7}"
+            f"{ok:<4}  {scheds:<18}  {secs:>7}"
         ).rstrip()
 
     def header(self) -> None:
@@ -208,7 +208,11 @@ class _Table:
         if rec.verdict == "error":
             scheds = "-"
         elif rec.verdict == "safe":
-            scheds = f"{rec.schedules_run} exhausted" if rec.exhausted else str(rec.schedules_run)
+            scheds = str(rec.schedules_run)
+            if rec.exhausted:
+                scheds += " exhausted"
+            elif rec.strategy == "exhaustive":
+                scheds += " not exhausted"
         else:
             scheds = f"{rec.schedules_run}"
         self.stream.write(

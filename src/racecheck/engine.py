@@ -105,7 +105,7 @@ class Controller:
         if len(candidates) == 1:
             return 0
         try:
-            choice = self.chooser.choose(candidates)
+            choice = self.chooser.choose(candidates, steps)
         except BaseException as exc:
             # The strategy itself failed (replay divergence, hypothesis
             # stopping a test...). Unwind the run; api re-raises it after.

@@ -34,6 +34,7 @@ class Settings:
     max_steps: int
     watchdog: float
     minimize: bool
+    minimize_runs: int
     minimize_time: float
     progress: Callable[[int, int], None] | None
     display: str
@@ -61,6 +62,11 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         )
     if inspect.iscoroutine(target):
         raise UsageError("target is a coroutine object; pass the async function itself")
+    if inspect.isasyncgenfunction(target) or inspect.isgeneratorfunction(target):
+        raise UsageError(
+            "target is a generator function: calling it runs nothing; pass a plain"
+            " function or an async def coroutine function"
+        )
     backend_name = options.pop("backend", None)
     granularity = options.pop("granularity", None)
     trace_packages = options.pop("trace_packages", None)
@@ -97,7 +103,8 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
     try:
         max_steps = int(options.pop("max_steps", DEFAULT_MAX_STEPS))
         watchdog = float(options.pop("watchdog", DEFAULT_WATCHDOG))
-        minimize_time = float(options.pop("minimize_time", 10.0))
+        minimize_time = float(options.pop("minimize_time", 60.0))
+        minimize_runs = int(options.pop("minimize_runs", 200))
     except (TypeError, ValueError) as exc:
         raise UsageError(f"bad option value: {exc}") from None
     if max_steps < 1 or watchdog <= 0:
@@ -108,6 +115,7 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         max_steps=max_steps,
         watchdog=watchdog,
         minimize=bool(options.pop("minimize", True)),
+        minimize_runs=minimize_runs,
         minimize_time=minimize_time,
         progress=options.pop("progress", None),
         display=options.pop("display_name", None) or getattr(target, "__name__", "target"),
@@ -238,7 +246,7 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
         decisions = tuple(controller.decisions)
         seen.add(hash(decisions))
         failed = controller.failure is not None
-        chooser.end(decisions, failed)
+        chooser.end(decisions, failed, controller.steps)
         if settings.progress is not None:
             settings.progress(run, schedules)
         if failed and not session.interrupted:
@@ -268,7 +276,9 @@ def _found(
     if settings.minimize and any(choice for _, choice in decisions):
         from racecheck.shrink import shrink
 
-        failure, decisions = shrink(session, failure, decisions, settings.minimize_time)
+        failure, decisions = shrink(
+            session, failure, decisions, runs=settings.minimize_runs, seconds=settings.minimize_time
+        )
     trace, traced_failure = _record(session, decisions)
     if traced_failure is not None and traced_failure.kind == failure.kind:
         failure = traced_failure  # same failure, with the richer detail of the traced run

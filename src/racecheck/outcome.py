@@ -123,6 +123,10 @@ class RaceFound(AssertionError):
         )
         return "\n".join(parts)
 
+    def __str__(self) -> str:
+        # Rendered on demand: front ends set replay_hint after construction.
+        return self.render()
+
     def __reduce__(self) -> tuple[Any, ...]:
         # pytest-xdist ships failures between processes; keep it picklable as a
         # plain AssertionError carrying the rendered text.

@@ -67,6 +67,8 @@ class Schedule:
 
     @classmethod
     def decode(cls, token: str) -> Schedule:
+        if not isinstance(token, str):
+            raise TokenError(f"a schedule token is a string, not {type(token).__name__}")
         token = token.strip()
         parts = token.split(":")
         if len(parts) != 6 or parts[0] != FORMAT:

@@ -8,7 +8,9 @@ shrinking can shorten the story but never change the verdict. The decisions
 the candidate run actually took become the new schedule, which is why the
 result always replays.
 
-Bounded by ``minimize_time`` seconds; whatever was reached by then is kept.
+Bounded by ``minimize_runs`` candidate runs — a count, so the result is the
+same on a fast machine, a loaded one, and under pytest-xdist — with
+``minimize_time`` seconds as a safety net only. Whatever was reached is kept.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class GuidedChooser(BaseChooser):
     def begin(self, run: int) -> None:
         self.position = 0
 
-    def choose(self, candidates: Sequence[int]) -> int:
+    def choose(self, candidates: Sequence[int], step: int) -> int:
         i = self.position
         self.position += 1
         if i < len(self.decisions):
@@ -60,13 +62,23 @@ def _same(a: Failure, b: Failure) -> bool:
 
 
 def shrink(
-    session: Session, failure: Failure, decisions: tuple[Decision, ...], budget: float
+    session: Session,
+    failure: Failure,
+    decisions: tuple[Decision, ...],
+    *,
+    runs: int,
+    seconds: float,
 ) -> tuple[Failure, tuple[Decision, ...]]:
-    deadline = time.monotonic() + budget
+    deadline = time.monotonic() + seconds
     best, best_failure = decisions, failure
+    budget = [runs]
+
+    def exhausted() -> bool:
+        return budget[0] <= 0 or time.monotonic() >= deadline or session.interrupted
 
     def attempt(candidate: list[Decision]) -> bool:
         nonlocal best, best_failure
+        budget[0] -= 1
         controller = session.run(GuidedChooser(candidate), 0)
         got = controller.failure
         taken = tuple(controller.decisions)
@@ -80,14 +92,14 @@ def shrink(
     if lowered != list(best):
         attempt(lowered)
     chunk = max(1, len([c for _, c in best if c]) // 2)
-    while time.monotonic() < deadline and not session.interrupted:
+    while not exhausted():
         preemptions = [i for i, (_, c) in enumerate(best) if c]
         if not preemptions:
             break
         chunk = min(chunk, len(preemptions))
         progressed = False
         for start in range(len(preemptions) - chunk, -1, -chunk):
-            if time.monotonic() >= deadline:
+            if exhausted():
                 break
             drop = set(preemptions[start : start + chunk])
             candidate = [(n, 0 if i in drop else c) for i, (n, c) in enumerate(best)]

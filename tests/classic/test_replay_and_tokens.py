@@ -293,6 +293,9 @@ def test_malformed_token_is_a_token_error(rc: Any, token: str) -> None:
     rc.assert_pristine()
 
 
+@pytest.mark.xfail(
+    strict=True, reason="engine: non-str token crashes in Schedule.decode (classic.md #6)"
+)
 @pytest.mark.parametrize("token", [None, 123, b"rc1:asyncio:task:py311:x:y", ["rc1"]])
 def test_non_string_token_is_a_usage_error(rc: Any, token: Any) -> None:
     with pytest.raises(racecheck.UsageError):
@@ -519,6 +522,9 @@ def test_function_returning_a_coroutine_is_a_usage_error(rc: Any) -> None:
     rc.assert_pristine()
 
 
+@pytest.mark.xfail(
+    strict=True, reason="engine: async generator target silently passes (classic.md #5)"
+)
 def test_async_generator_function_is_a_usage_error(rc: Any) -> None:
     """Its body would never run: silently reporting 'no failure' hides every bug."""
     with pytest.raises(racecheck.UsageError):
@@ -666,6 +672,10 @@ _TOOLS_TAKEN = textwrap.dedent(
 
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is 3.12+")
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine: failed tracer install leaves threading/time/queue patched (classic.md #4)",
+)
 def test_monitoring_tools_taken_by_someone_else(tmp_path: Any) -> None:
     """Tool ids 3 and 4 both in use: racecheck must say so clearly and undo its patches.
 

@@ -265,7 +265,7 @@ class ExplodingChooser(BaseChooser):
         self.after = after
         self.calls = 0
 
-    def choose(self, candidates: object) -> int:
+    def choose(self, candidates: object, step: int) -> int:
         self.calls += 1
         if self.calls > self.after:
             raise RuntimeError("chooser failed")

@@ -15,11 +15,17 @@ import pytest
 
 import racecheck
 
+ORIGINALS_FIRST = textwrap.dedent(
+    """
+    import threading as _t0
+    _ORIGINAL_LOCK = _t0.Lock
+    """
+)
 PRISTINE_CHECK = textwrap.dedent(
     """
     import asyncio, queue, sys, threading, time, _thread
     problems = []
-    if threading.Lock is not _thread.allocate_lock: problems.append("threading.Lock")
+    if threading.Lock is not _ORIGINAL_LOCK: problems.append("threading.Lock")
     if time.sleep.__module__ != "time": problems.append("time.sleep")
     if "racecheck" in repr(threading.Thread.start): problems.append("Thread.start")
     if "racecheck" in repr(queue.SimpleQueue): problems.append("SimpleQueue")
@@ -35,7 +41,7 @@ PRISTINE_CHECK = textwrap.dedent(
 def run_script(
     body: str, *, interrupt_after: float | None = None
 ) -> subprocess.CompletedProcess[str]:
-    script = textwrap.dedent(body) + "\n" + PRISTINE_CHECK
+    script = ORIGINALS_FIRST + textwrap.dedent(body) + "\n" + PRISTINE_CHECK
     process = subprocess.Popen(
         [sys.executable, "-c", script],
         stdout=subprocess.PIPE,

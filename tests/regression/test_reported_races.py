@@ -9,7 +9,7 @@ racecheck's plugin, exactly as in a user's project:
 * a variant that expects a race or a deadlock must fail, print a schedule
   token and the command that replays it, and fail again when that command's
   ``--racecheck-replay=<token>`` is given;
-* a variant that expects ``safe`` must pass (bounded to 200 schedules here; the
+* a variant that expects ``safe`` must pass (bounded to 100 schedules here; the
   ``slow`` test gives it the scenario's whole budget).
 """
 
@@ -26,7 +26,7 @@ from racecheck.loader import resolve
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 #: schedules for a variant that must hold, in the default (not slow) run
-SAFE_BUDGET = 200
+SAFE_BUDGET = 100
 
 REPLAY = re.compile(r"replay: pytest '([^']+)' --racecheck-replay=(rc1:\S+)")
 

@@ -32,6 +32,27 @@ from racecheck.engine import Controller, Failure, RunAborted
 _Task = asyncio.Task
 
 
+class RacecheckTask(asyncio.Task):  # type: ignore[type-arg]
+    """A Task that hashes by creation order instead of by memory address.
+
+    Sets of tasks (``_active_tasks`` and friends) iterate in hash order. With
+    address hashes that order changes from run to run, and a schedule that
+    cancels "every task in the set" would not replay. Creation order is part
+    of the schedule, so it replays.
+    """
+
+    __slots__ = ("_rc_hash",)
+
+    def __hash__(self) -> int:
+        try:
+            return self._rc_hash
+        except AttributeError:
+            loop = self.get_loop()
+            serial = loop._rc_task_serial() if isinstance(loop, ControlledLoop) else id(self)
+            self._rc_hash: int = serial
+            return serial
+
+
 class LoopHost(Protocol):
     controller: Controller
     records_steps: bool
@@ -61,7 +82,20 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         #: counts self-pipe writes (call_soon_threadsafe): the only thing that
         #: wakes a loop idle in select(), besides its own timers
         self._rc_wakeups = 0
+        self._rc_serials = iter(range(1 << 40, 1 << 41))
         self.set_exception_handler(_record_callback_error)
+
+    def _rc_task_serial(self) -> int:
+        return next(self._rc_serials)
+
+    def create_task(self, coro: Any, *, name: Any = None, context: Any = None) -> Any:
+        if self.get_task_factory() is not None:  # the user's factory wins (eager tasks...)
+            return super().create_task(coro, name=name, context=context)
+        self._check_closed()
+        task = RacecheckTask(coro, loop=self, name=name, context=context)
+        if task._source_traceback:  # type: ignore[attr-defined]
+            del task._source_traceback[-1]  # type: ignore[attr-defined]
+        return task
 
     def _write_to_self(self) -> None:
         self._rc_wakeups += 1

@@ -30,7 +30,10 @@ Three more pieces make a run deterministic and finite:
   ``trio._threads.start_thread_soon``; during a run that is replaced by a
   function that runs the worker inline, in the calling task's step. A real
   thread would put the work outside racecheck's control and make "nothing is
-  runnable" ambiguous (false deadlocks, or real waiting).
+  runnable" ambiguous (false deadlocks, or real waiting). The price: a worker
+  runs atomically (interleavings *inside* it are not explored; those around
+  the call are), and ``trio.from_thread`` calls from a worker are reported as
+  an :class:`UnsupportedError` rather than run.
 
 The hooks are private, so the tested range is pinned (:data:`TESTED`), and
 :meth:`TrioBackend.install` checks the version *and* probes that the hooks
@@ -525,11 +528,19 @@ class _TrioRun:
             return 0
         actor = self.actors[task] = self.next_actor
         self.next_actor += 1
-        name = self.names[actor] = self._display_name(task, actor)
         recorder = self.controller.recorder
         if recorder is not None:
-            recorder.actor(actor, name, "task")
+            # named at first appearance, before the task ran: its arguments as passed
+            recorder.actor(actor, self.name_of(task), "task")
         return actor
+
+    def name_of(self, task: Any) -> str:
+        """The actor's readable name, made on first use (exploration runs rarely need it)."""
+        actor = self.actors[task]
+        name = self.names.get(actor)
+        if name is None:
+            name = self.names[actor] = self._display_name(task, actor)
+        return name
 
     def _trio_code(self, coro: Any) -> bool:
         code = getattr(coro, "cr_code", None)
@@ -636,10 +647,10 @@ class _TrioRun:
             except Exception as exc:  # never let a report bug hide the deadlock
                 operation, where, holder = f"? ({type(exc).__name__})", None, None
             if holder is not None:
-                holder_name = self.names.get(self.actors.get(holder, -1), str(holder.name))
+                holder_name = self.name_of(holder) if self.actors.get(holder) else holder.name
                 operation += f" (held by {holder_name})"
             place = f"{os.path.basename(where[0])}:{where[1]}  {where[2]}" if where else "?"
-            lines.append(f"  {self.names[self.actors[task]]} waits: {operation} at {place}")
+            lines.append(f"  {self.name_of(task)} waits: {operation} at {place}")
         return "\n".join(lines)
 
     # -- after a hard abort
@@ -668,8 +679,7 @@ class _TrioRun:
                 except BaseException:  # user cleanup outside trio: nothing to report
                     pass
                 if getattr(task.coro, "cr_frame", None) is not None:
-                    # it ignored GeneratorExit too: never finalize it
-                    _graveyard.append(task.coro)
+                    _never_finalize(task.coro)
             for nursery in nurseries:
                 children = getattr(nursery, "_children", None)
                 if isinstance(children, set):
@@ -688,6 +698,25 @@ def _ignore_unraisable(unraisable: Any) -> None:
 
 #: coroutines that survived close() (they swallow GeneratorExit): kept, never finalized
 _graveyard: list[Any] = []
+
+
+def _never_finalize(coro: Any) -> None:
+    """Keep a coroutine that ignores GeneratorExit from ever being finalized.
+
+    Finalizing it means ``close()`` once more, which re-enters its
+    exception-swallowing loop outside trio, where every trio call fails at
+    once, so the loop spins forever. A module-level list is not enough: it is
+    emptied at interpreter shutdown, and the process would hang at exit. On
+    CPython, an extra reference that is never released keeps it from being
+    finalized, even at exit.
+    """
+    _graveyard.append(coro)
+    try:
+        import ctypes
+
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(coro))
+    except (ImportError, AttributeError, OSError):  # not CPython: the list will do
+        pass
 
 
 def _raised_in_trio_threads(error: BaseException, trio_dir: str) -> bool:

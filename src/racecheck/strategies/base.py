@@ -20,11 +20,15 @@ class Chooser(Protocol):
     def begin(self, run: int) -> None:
         """A new schedule starts (``run`` counts from 1)."""
 
-    def choose(self, candidates: Sequence[int]) -> int:
-        """Return an index into ``candidates`` (actor ids, natural order first)."""
+    def choose(self, candidates: Sequence[int], step: int) -> int:
+        """Return an index into ``candidates`` (actor ids, natural order first).
 
-    def end(self, decisions: Sequence[Decision], failed: bool) -> None:
-        """The schedule finished; ``decisions`` is what it actually did."""
+        ``step`` counts every scheduling step of the run so far, including the
+        ones where a single actor was enabled (no decision was needed there).
+        """
+
+    def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
+        """The schedule finished: ``decisions`` is what it did, in ``steps`` steps."""
 
     def has_more(self) -> bool:
         """False when the strategy has nothing left to try (exhaustive search)."""
@@ -45,7 +49,7 @@ class BaseChooser:
     def begin(self, run: int) -> None:
         pass
 
-    def end(self, decisions: Sequence[Decision], failed: bool) -> None:
+    def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
         pass
 
     def has_more(self) -> bool:

@@ -34,7 +34,7 @@ class ExhaustiveChooser(BaseChooser):
     def begin(self, run: int) -> None:
         self._position = 0
 
-    def choose(self, candidates: Sequence[int]) -> int:
+    def choose(self, candidates: Sequence[int], step: int) -> int:
         i = self._position
         self._position += 1
         if i < len(self._prefix):
@@ -48,7 +48,7 @@ class ExhaustiveChooser(BaseChooser):
             return choice
         return 0
 
-    def end(self, decisions: Sequence[Decision], failed: bool) -> None:
+    def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
         used = [0] * (len(decisions) + 1)
         for i, (_, choice) in enumerate(decisions):
             used[i + 1] = used[i] + (1 if choice else 0)

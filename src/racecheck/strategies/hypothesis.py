@@ -42,7 +42,7 @@ class HypothesisChooser(BaseChooser):
         self._choices: bytes = data.draw(st.binary(min_size=length, max_size=length))
         self._position = 0
 
-    def choose(self, candidates: Sequence[int]) -> int:
+    def choose(self, candidates: Sequence[int], step: int) -> int:
         i = self._position
         self._position += 1
         if i >= len(self._choices):
@@ -93,7 +93,7 @@ def explore_with_hypothesis(
         "best": None,
         "failure": None,
         "original": None,
-        "longest": 0,
+        "longest": 0, "shrinks": 0,
     }
 
     @hypothesis.seed(seed)
@@ -109,8 +109,12 @@ def explore_with_hypothesis(
     )
     @given(st.data())
     def one_schedule(data: Any) -> None:
-        if state["first"] is not None and time.monotonic() > state["deadline"]:
+        if state["first"] is not None and (
+            state["shrinks"] >= settings.minimize_runs or time.monotonic() > state["deadline"]
+        ):
             raise _Stop
+        if state["first"] is not None:
+            state["shrinks"] += 1
         if state["first"] is None and state["runs"] >= schedules:
             raise _Stop
         state["runs"] += 1

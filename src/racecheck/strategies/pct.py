@@ -29,30 +29,35 @@ class PCTChooser(BaseChooser):
         self._seed = seed
         self.depth = depth
         self.max_actors = 2
-        self.max_decisions = 8
+        #: k: the longest run seen, in scheduling *steps*. Counting only the
+        #: steps with a choice would censor itself: once a change point ends
+        #: the contention early, every run looks short, and a task can never be
+        #: starved for longer than the first estimate.
+        self.max_steps = 8
+        self.max_decisions = 0
         self._rng = _random.Random(seed)
         self._priority: dict[int, float] = {}
-        self._change_points: dict[int, int] = {}
-        self._decision = 0
+        self._change_points: list[tuple[int, float]] = []
 
     def begin(self, run: int) -> None:
         # One stream per (seed, run): schedule N is the same whatever ran before.
         self._rng = rng = _random.Random((self._seed << 32) ^ run)
         self._priority = {}
-        self._decision = 0
-        k = self.max_decisions
-        points = rng.sample(range(1, k + 1), min(self.depth - 1, k))
+        k = self.max_steps
+        points = sorted(rng.sample(range(1, k + 1), min(self.depth - 1, k)))
         # Later change points demote further: level depth-1 .. 1, all below the
         # initial priorities (which live in (depth, depth+1)).
-        self._change_points = {p: self.depth - 1 - i for i, p in enumerate(sorted(points))}
+        self._change_points = [(p, float(self.depth - 1 - i)) for i, p in enumerate(points)]
 
-    def choose(self, candidates: Sequence[int]) -> int:
-        self._decision += 1
+    def choose(self, candidates: Sequence[int], step: int) -> int:
         priority = self._priority
         best = self._highest(candidates, priority)
-        level = self._change_points.get(self._decision)
-        if level is not None:
-            priority[candidates[best]] = float(level)
+        pending = self._change_points
+        while pending and pending[0][0] <= step:
+            # A change point fell on this step or on a step with no choice
+            # since the last decision: demote whoever would run now.
+            _, level = pending.pop(0)
+            priority[candidates[best]] = level
             best = self._highest(candidates, priority)
         return best
 
@@ -66,18 +71,19 @@ class PCTChooser(BaseChooser):
                 best, best_priority = i, value
         return best
 
-    def end(self, decisions: Sequence[Decision], failed: bool) -> None:
+    def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
         self.max_decisions = max(self.max_decisions, len(decisions))
         self.max_actors = max(self.max_actors, len(self._priority))
+        self.max_steps = max(self.max_steps, steps)
 
     def bound(self) -> float:
-        return 1.0 / (self.max_actors * self.max_decisions ** (self.depth - 1))
+        return 1.0 / (self.max_actors * self.max_steps ** (self.depth - 1))
 
     def notes(self, schedules_run: int) -> list[str]:
         p = self.bound()
         miss = (1.0 - p) ** max(schedules_run, 0)
         return [
-            f"pct depth {self.depth}: n={self.max_actors} actors, k={self.max_decisions} decisions"
+            f"pct depth {self.depth}: n={self.max_actors} actors, k={self.max_steps} steps"
             f" -> per-run bound 1/(n*k^(d-1)) = {p:.3g};"
             f" a depth-{self.depth} bug is missed by {schedules_run} runs with probability"
             f" <= {miss:.3g}"

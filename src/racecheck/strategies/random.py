@@ -20,5 +20,5 @@ class RandomChooser(BaseChooser):
         # same whatever happened in schedules 1..N-1 (xdist workers agree).
         self._rng = _random.Random((self._seed << 32) ^ run)
 
-    def choose(self, candidates: Sequence[int]) -> int:
+    def choose(self, candidates: Sequence[int], step: int) -> int:
         return self._rng.randrange(len(candidates))

@@ -19,7 +19,7 @@ class ReplayChooser(BaseChooser):
     def begin(self, run: int) -> None:
         self.position = 0
 
-    def choose(self, candidates: Sequence[int]) -> int:
+    def choose(self, candidates: Sequence[int], step: int) -> int:
         i = self.position
         self.position += 1
         if i >= len(self.decisions):
@@ -33,7 +33,8 @@ class ReplayChooser(BaseChooser):
             raise DivergenceError(
                 f"replay diverged at decision {i + 1}: {len(candidates)} actors were enabled,"
                 f" the schedule recorded {n} (the code changed, or it depends on time,"
-                " randomness or I/O racecheck does not control)",
+                " randomness, I/O, or the iteration order of a set of strings —"
+                " run with PYTHONHASHSEED=0 to pin that)",
                 step=i + 1,
             )
         return choice

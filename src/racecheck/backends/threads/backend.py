@@ -30,6 +30,7 @@ from racecheck.errors import UsageError
 _ORIGINAL_START = threading.Thread.start
 _ORIGINAL_JOIN = threading.Thread.join
 _ORIGINAL_IS_ALIVE = threading.Thread.is_alive
+_ORIGINAL_INIT = threading.Thread.__init__
 _GRANULARITIES = ("access", "line", "opcode")
 _DEFAULT_THREAD_NAME = re.compile(r"^Thread-\d+")
 _JOIN_GRACE = 2.0
@@ -54,6 +55,8 @@ class ThreadsBackend:
     def install(self) -> None:
         if self._installed:
             return
+        # The tracer first: if it cannot be installed, nothing is patched yet.
+        self.tracer.install()
         patches: list[tuple[Any, str, Any]] = [
             (threading, "Lock", primitives.Lock),
             (threading, "RLock", primitives.RLock),
@@ -65,6 +68,8 @@ class ThreadsBackend:
             (threading.Thread, "start", _start),
             (threading.Thread, "join", _join),
             (threading.Thread, "is_alive", _is_alive),
+            (threading.Thread, "__init__", _init),
+            (threading.Thread, "__hash__", _hash),
             (queue, "SimpleQueue", primitives.SimpleQueue),
             (queue, "time", primitives.virtual_monotonic),
             (time, "sleep", primitives.sleep),
@@ -77,9 +82,8 @@ class ThreadsBackend:
             # across scheduling points inside ThreadPoolExecutor.submit.
             patches.append((futures_thread, "_global_shutdown_lock", primitives.Lock()))
         for owner, name, value in patches:
-            self._saved.append((owner, name, owner.__dict__[name]))
+            self._saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
             setattr(owner, name, value)
-        self.tracer.install()
         self.pool = ThreadPool(_ORIGINAL_START)
         self._installed = True
 
@@ -90,7 +94,10 @@ class ThreadsBackend:
         STATE.runtime = None
         while self._saved:
             owner, name, value = self._saved.pop()
-            setattr(owner, name, value)
+            if value is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
         self.tracer.uninstall()
         if self.pool is not None:
             self.pool.close()
@@ -148,6 +155,28 @@ def _reap(runtime: ThreadRuntime) -> None:
 
 
 # -- Thread methods ---------------------------------------------------------------
+_ABSENT = object()
+
+
+def _init(self: threading.Thread, *args: Any, **kwargs: Any) -> None:
+    _ORIGINAL_INIT(self, *args, **kwargs)
+    runtime = STATE.runtime
+    if runtime is not None:
+        runtime.primitive_count += 1
+        self._racecheck_hash = (1 << 40) + runtime.primitive_count  # type: ignore[attr-defined]
+
+
+def _hash(self: threading.Thread) -> int:
+    """Threads made during a run hash by creation order, not by address.
+
+    ``ThreadPoolExecutor.shutdown`` joins the threads of a *set*; with address
+    hashes the join order, and so the schedule, would change from run to run.
+    Threads made before the run keep their usual hash.
+    """
+    serial: int | None = self.__dict__.get("_racecheck_hash")
+    return serial if serial is not None else object.__hash__(self)
+
+
 def _controlled() -> tuple[ThreadRuntime | None, Actor | None]:
     runtime = STATE.runtime
     if runtime is None:

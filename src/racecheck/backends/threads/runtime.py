@@ -265,15 +265,23 @@ class ThreadRuntime:
             # own thread: wake the others so they unwind too.
             self.abort_all()
             return
-        while True:
-            candidates = self._candidates(None)
-            if candidates:
-                break
-            try:
+        if self.root_finished and all(a.daemon for a in self.live):
+            # The interpreter would exit now and take the daemon threads with
+            # it, whatever they are doing (sleeping, polling, spinning).
+            self.abort_all()
+            return
+        try:
+            while True:
+                candidates = self._candidates(None)
+                if candidates:
+                    break
                 self._idle()
-            except RunAborted:
-                return
-        choice = self.controller.decide([a.id for a in candidates]) if len(candidates) > 1 else 0
+            choice = self.controller.decide([a.id for a in candidates])
+        except RunAborted:
+            # The run ended here (deadlock, step bound, strategy error): this
+            # thread is leaving anyway, so make sure nobody waits for its baton.
+            self.abort_all()
+            return
         chosen = candidates[choice]
         self.current = chosen
         chosen.gate.release()

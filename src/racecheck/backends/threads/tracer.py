@@ -116,13 +116,19 @@ class MonitoringTracer:
 
     def install(self) -> None:
         monitoring = sys.monitoring  # type: ignore[attr-defined]
-        for tool in (4, 3):
+        # 3 and 4 are unassigned; 5 (optimizer) and 2 (profiler) only if free.
+        for tool in (4, 3, 5, 2):
             if monitoring.get_tool(tool) is None:
                 monitoring.use_tool_id(tool, "racecheck")
                 self.tool = tool
                 break
         else:
-            raise RuntimeError("no free sys.monitoring tool id for racecheck")
+            from racecheck.errors import UnsupportedError
+
+            taken = ", ".join(f"{i}={monitoring.get_tool(i)}" for i in (2, 3, 4, 5))
+            raise UnsupportedError(
+                f"every sys.monitoring tool id racecheck can use is taken ({taken})"
+            )
         events = monitoring.events
         monitoring.register_callback(self.tool, events.PY_START, self._on_start)
         monitoring.register_callback(self.tool, events.PY_RESUME, self._on_start)
