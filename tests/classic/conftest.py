@@ -158,7 +158,8 @@ def find(
 
 
 def _replay_opts(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in options.items() if k in ("label", "backend", "granularity", "watchdog")}
+    keep = ("label", "backend", "granularity", "watchdog")
+    return {k: v for k, v in options.items() if k in keep}
 
 
 def assert_replays(
@@ -195,7 +196,8 @@ def clean(
             target, strategy=strategy, schedules=schedules, seed=seed, **options
         )
     except racecheck.RaceFound as exc:
-        pytest.fail(f"fixed version {getattr(target, '__name__', target)} flagged (seed {seed}):\n{exc}")
+        label = getattr(target, "__name__", target)
+        pytest.fail(f"fixed version {label} flagged (seed {seed}):\n{exc}")
     assert_pristine(trace_before)
     assert isinstance(report, racecheck.Report)
     assert report.schedules_run >= 1

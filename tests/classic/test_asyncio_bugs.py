@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -420,7 +420,7 @@ async def lazy_init_async_fixed() -> None:
 
 
 class Runtime:
-    EDGES = {"A": {"Orch"}, "B": {"Orch"}, "C": {"D"}}
+    EDGES: ClassVar[dict[str, set[str]]] = {"A": {"Orch"}, "B": {"Orch"}, "C": {"D"}}
 
     def __init__(self) -> None:
         self._current: str | None = None
@@ -835,7 +835,7 @@ async def cancel_leaks_lock_timeout_fixed() -> None:
 
     t1 = asyncio.create_task(attempt(1))
     t2 = asyncio.create_task(critical(2))
-    done, pending = await asyncio.wait([t1, t2], timeout=5)
+    _done, pending = await asyncio.wait([t1, t2], timeout=5)
     assert not pending
     assert not lock.locked(), "lock left held after a timeout"
 
@@ -1226,7 +1226,10 @@ async def threadsafe_wakeup_then_race_fixed() -> None:
 
 
 async def queue_workers_left_running_fixed() -> None:
-    """Workers loop forever on `await q.get()`; main returns after q.join() (asyncio.run cancels them)."""
+    """Workers loop forever on `await q.get()`; main returns after q.join().
+
+    asyncio.run cancels the leftover workers: not a deadlock, not a failure.
+    """
     q: asyncio.Queue[int] = asyncio.Queue()
     done: list[int] = []
 
@@ -1428,7 +1431,9 @@ def _buggy_params() -> list[Any]:
                 reason, strict = XFAIL_BUGGY[target.__name__]
                 marks.append(pytest.mark.xfail(strict=strict, reason=reason))
             params.append(
-                pytest.param(target, kind, cause, seed, id=f"{target.__name__}-seed{seed}", marks=marks)
+                pytest.param(
+                    target, kind, cause, seed, id=f"{target.__name__}-seed{seed}", marks=marks
+                )
             )
     return params
 
@@ -1443,7 +1448,9 @@ def _fixed_params() -> list[Any]:
                 marks.append(pytest.mark.xfail(strict=strict, reason=reason))
             if target.__name__ in SLOW_FIXED:
                 marks.append(pytest.mark.slow)
-            params.append(pytest.param(target, seed, id=f"{target.__name__}-seed{seed}", marks=marks))
+            params.append(
+                pytest.param(target, seed, id=f"{target.__name__}-seed{seed}", marks=marks)
+            )
     return params
 
 

@@ -446,18 +446,18 @@ def test_token_from_another_python_minor_via_other_interpreter(tmp_path: Any) ->
     if not others:
         pytest.skip("no other interpreter")
     script = tmp_path / "record.py"
+    here_dir = os.path.dirname(__file__)
     script.write_text(
         textwrap.dedent(
-            """
+            f"""
             import sys, racecheck
-            sys.path.insert(0, %r)
+            sys.path.insert(0, {here_dir!r})
             from test_replay_and_tokens import async_lost_update
             try:
                 racecheck.check(async_lost_update, schedules=2000, seed=0)
             except racecheck.RaceFound as exc:
                 print(exc.schedule)
             """
-            % os.path.dirname(__file__)
         )
     )
     out = subprocess.run(

@@ -1439,7 +1439,9 @@ def _buggy_params() -> list[Any]:
                 reason, strict = XFAIL_BUGGY[target.__name__]
                 marks.append(pytest.mark.xfail(strict=strict, reason=reason))
             params.append(
-                pytest.param(target, kind, cause, seed, id=f"{target.__name__}-seed{seed}", marks=marks)
+                pytest.param(
+                    target, kind, cause, seed, id=f"{target.__name__}-seed{seed}", marks=marks
+                )
             )
     return params
 
@@ -1454,7 +1456,9 @@ def _fixed_params() -> list[Any]:
                 marks.append(pytest.mark.xfail(strict=strict, reason=reason))
             if target.__name__ in SLOW_FIXED:
                 marks.append(pytest.mark.slow)
-            params.append(pytest.param(target, seed, id=f"{target.__name__}-seed{seed}", marks=marks))
+            params.append(
+                pytest.param(target, seed, id=f"{target.__name__}-seed{seed}", marks=marks)
+            )
     return params
 
 

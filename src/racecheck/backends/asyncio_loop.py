@@ -85,6 +85,12 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._rc_serials = iter(range(1 << 40, 1 << 41))
         self.set_exception_handler(_record_callback_error)
 
+    def close(self) -> None:
+        super().close()
+        # Let this run's tasks go now: asyncio.all_tasks() scans every live
+        # task in the process, and thousands of schedules add up.
+        self._rc_ids.clear()
+
     def _rc_task_serial(self) -> int:
         return next(self._rc_serials)
 
