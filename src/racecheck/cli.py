@@ -693,8 +693,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _pin_hash_seed() -> None:
+    """Re-run this command with ``PYTHONHASHSEED=0`` unless the caller chose one.
+
+    The order of a set of strings depends on the process's hash seed. A token
+    found by ``racecheck run`` and replayed by ``racecheck replay`` in another
+    process must see the same order, or code that iterates such a set would
+    take another path and the replay would diverge.
+    """
+    if os.environ.get("PYTHONHASHSEED") is not None:
+        return
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    try:
+        os.execve(sys.executable, [sys.executable, "-m", "racecheck", *sys.argv[1:]], env)
+    except OSError:
+        pass  # carry on unpinned rather than fail
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``racecheck`` console script; returns the exit code."""
+    if argv is None:
+        _pin_hash_seed()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
