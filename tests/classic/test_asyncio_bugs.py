@@ -1412,11 +1412,7 @@ FIXED: list[Callable[[], Any]] = [
 # Marks for individual entries, in one place, after the engine was run
 # (see tests/engine_feedback/classic.md). name -> (reason, strict)
 XFAIL_BUGGY: dict[str, tuple[str, bool]] = {
-    "starved_observer": (
-        "engine: PCT's k estimate never grows past 8 decisions, so a task is never"
-        " starved for more than 8 steps (classic.md #2)",
-        True,
-    ),
+    # "starved_observer" was xfail here until the engine fixed PCT's k (classic.md #2)
 }
 XFAIL_FIXED: dict[str, tuple[str, bool]] = {}
 SLOW_FIXED: set[str] = set()
@@ -1628,3 +1624,29 @@ def test_deadlock_report_names_the_locks() -> None:
     assert exc.kind == "deadlock"
     assert exc.cause is None or not isinstance(exc.cause, AssertionError)
     assert "Lock" in (exc.detail + str(exc))
+
+
+def _make_starved(n: int) -> Callable[[], Any]:
+    async def starved() -> None:
+        state = {"n": 0}
+
+        async def counter() -> None:
+            for _ in range(n):
+                state["n"] += 1
+                await asyncio.sleep(0)
+
+        async def observer() -> None:
+            assert state["n"] < n, f"observer starved for {n} steps"
+
+        await asyncio.gather(counter(), observer())
+
+    starved.__qualname__ = starved.__name__ = f"starved_{n}"
+    return starved
+
+
+@pytest.mark.parametrize("steps", [4, 8, 9, 16, 40])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_pct_starvation_has_no_cliff(rc: Any, steps: int, seed: int) -> None:
+    """PCT must starve a task for any number of steps (it once stopped at 8; classic.md #2)."""
+    rc.find(_make_starved(steps), "exception", seed, cause=AssertionError,
+            name=f"starved_{steps}")

@@ -293,9 +293,6 @@ def test_malformed_token_is_a_token_error(rc: Any, token: str) -> None:
     rc.assert_pristine()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="engine: non-str token crashes in Schedule.decode (classic.md #6)"
-)
 @pytest.mark.parametrize("token", [None, 123, b"rc1:asyncio:task:py311:x:y", ["rc1"]])
 def test_non_string_token_is_a_usage_error(rc: Any, token: Any) -> None:
     with pytest.raises(racecheck.UsageError):
@@ -522,9 +519,6 @@ def test_function_returning_a_coroutine_is_a_usage_error(rc: Any) -> None:
     rc.assert_pristine()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="engine: async generator target silently passes (classic.md #5)"
-)
 def test_async_generator_function_is_a_usage_error(rc: Any) -> None:
     """Its body would never run: silently reporting 'no failure' hides every bug."""
     with pytest.raises(racecheck.UsageError):
@@ -672,10 +666,6 @@ _TOOLS_TAKEN = textwrap.dedent(
 
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is 3.12+")
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine: failed tracer install leaves threading/time/queue patched (classic.md #4)",
-)
 def test_monitoring_tools_taken_by_someone_else(tmp_path: Any) -> None:
     """Tool ids 3 and 4 both in use: racecheck must say so clearly and undo its patches.
 
@@ -875,3 +865,75 @@ def test_stuck_error_names_the_blocked_thread(tmp_path: Any) -> None:
     out = json.loads(lines[-1][len("RESULT ") :])
     assert out["result"] == "stuck", out
     assert "the-waiter" in out["message"], out["message"]
+
+
+# ----------------------------------------------------------------------------
+# determinism across processes (different hash seeds)
+# ----------------------------------------------------------------------------
+
+_CROSS = textwrap.dedent(
+    """
+    import json, sys
+    sys.path.insert(0, {here!r})
+    import racecheck
+    import test_replay_and_tokens as m
+    target = getattr(m, sys.argv[1])
+    mode = sys.argv[2]
+    if mode == "check":
+        try:
+            racecheck.check(target, strategy="pct", schedules=2000, seed=int(sys.argv[3]))
+            print("RESULT " + json.dumps(dict(result="report")))
+        except racecheck.RaceFound as exc:
+            print("RESULT " + json.dumps(dict(result=exc.kind, token=exc.schedule,
+                                              runs=exc.schedules_run)))
+    else:
+        try:
+            racecheck.replay(target, sys.argv[3])
+            print("RESULT " + json.dumps(dict(result="none")))
+        except racecheck.RaceFound as exc:
+            print("RESULT " + json.dumps(dict(result=exc.kind)))
+        except racecheck.UsageError as exc:
+            print("RESULT " + json.dumps(dict(result=type(exc).__name__, msg=str(exc))))
+    """
+)
+
+
+def pool_lost_update() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    box = {"v": 0}
+
+    def bump() -> None:
+        box["v"] += 1
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for f in [pool.submit(bump) for _ in range(2)]:
+            f.result()
+    assert box["v"] == 2, box
+
+
+def _cross(tmp_path: Any, hashseed: str, *args: str) -> dict[str, Any]:
+    script = tmp_path / "cross.py"
+    script.write_text(_CROSS.format(here=os.path.dirname(__file__)))
+    env = dict(os.environ, PYTHONHASHSEED=hashseed)
+    proc = subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, proc.stderr[-3000:]
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+@pytest.mark.parametrize(
+    "name", ["async_lost_update", "thread_lost_update", "thread_condition_if", "pool_lost_update"]
+)
+def test_same_seed_same_result_in_other_processes(tmp_path: Any, name: str) -> None:
+    """Same seed, different processes and hash seeds: same schedules_run and token,
+    and a token recorded in one process replays in another."""
+    first = _cross(tmp_path, "1", name, "check", "1")
+    second = _cross(tmp_path, "2", name, "check", "1")
+    assert first["result"] in ("exception", "deadlock"), first
+    assert (first["runs"], first["token"]) == (second["runs"], second["token"]), (first, second)
+    replayed = _cross(tmp_path, "3", name, "replay", first["token"])
+    assert replayed["result"] == first["result"], replayed

@@ -1410,24 +1410,11 @@ FIXED: list[Callable[[], Any]] = [
 
 # Marks for individual entries, in one place, after the engine was run
 # (see tests/engine_feedback/classic.md). name -> (reason, strict)
-XFAIL_BUGGY: dict[str, tuple[str, bool]] = {
-    "lost_increment_thread_pool": (
-        "engine: ThreadPoolExecutor targets intermittently lose the baton -> StuckError,"
-        " exploration not deterministic (classic.md #3); intermittent, so not strict",
-        False,
-    ),
-}
-_DAEMON = (
-    "engine: a daemon thread still runnable after main returns keeps the run alive ->"
-    " false step-limit (classic.md #1)",
-    True,
-)
-XFAIL_FIXED: dict[str, tuple[str, bool]] = {
-    "daemon_heartbeat_fixed": _DAEMON,
-    "daemon_poller_fixed": _DAEMON,
-}
-# each failing run of these costs max_steps=100000 steps (~20 s)
-SLOW_FIXED: set[str] = {"daemon_heartbeat_fixed", "daemon_poller_fixed"}
+# Fixed in the engine since (classic.md #1, #3): lost_increment_thread_pool,
+# daemon_heartbeat_fixed, daemon_poller_fixed were xfail here.
+XFAIL_BUGGY: dict[str, tuple[str, bool]] = {}
+XFAIL_FIXED: dict[str, tuple[str, bool]] = {}
+SLOW_FIXED: set[str] = set()
 
 
 def _buggy_params() -> list[Any]:

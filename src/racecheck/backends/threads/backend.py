@@ -120,7 +120,7 @@ class ThreadsBackend:
         self.tracer.enable_thread(runtime)
         try:
             result = self.target()
-            if inspect.isawaitable(result):
+            if result is not None and inspect.isawaitable(result):
                 close = getattr(result, "close", None)
                 if close is not None:
                     close()
@@ -196,6 +196,7 @@ def _start(self: threading.Thread) -> None:
         name = _DEFAULT_THREAD_NAME.sub(f"Thread-{runtime.next_id}", name)
     actor = runtime.new_actor(name, self, self.daemon)
     self._racecheck_actor = actor  # type: ignore[attr-defined]
+    self._racecheck_runtime = runtime  # type: ignore[attr-defined]
     run = self.run
 
     def actor_main() -> None:
@@ -232,8 +233,8 @@ def _start(self: threading.Thread) -> None:
 
 
 def _actor_of(thread: threading.Thread, runtime: ThreadRuntime) -> Actor | None:
-    actor = getattr(thread, "_racecheck_actor", None)
-    if isinstance(actor, Actor) and actor in runtime.actors:
+    actor: Actor | None = thread.__dict__.get("_racecheck_actor")
+    if actor is not None and thread.__dict__.get("_racecheck_runtime") is runtime:
         return actor
     return None
 

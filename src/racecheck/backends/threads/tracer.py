@@ -256,6 +256,8 @@ class SettraceTracer:
         self.recording = False
         self._previous: dict[int, Any] = {}
         self._inherited: Any = None
+        #: per code object: (points, lines holding one) for user code, None otherwise
+        self._infos: dict[CodeType, tuple[dict[int, str], frozenset[int] | None] | None] = {}
 
     def install(self) -> None:
         # Actor threads are pooled workers that may predate the caller's
@@ -277,60 +279,103 @@ class SettraceTracer:
         sys.settrace(self._previous.pop(get_ident(), None))
 
     def _make_tracer(self, runtime: ThreadRuntime, previous: Any) -> Callable[..., Any]:
+        """The per-thread trace function: the hot path on 3.11, so kept lean.
+
+        sys.settrace calls it for *every* frame the thread enters, racecheck's
+        own included, so the common case — not user code, no chained tracer —
+        is a single dict lookup. User frames share one local trace function;
+        opcode events are switched on per line, only on lines holding a point
+        and only while another actor is alive to switch to.
+        """
         granularity = self.granularity
         by_opcode = granularity != "line"
+        recording = self.recording
         controller = runtime.controller
         point = runtime.point
-        by_ident = runtime.by_ident
-        ident = get_ident()
+        live = runtime.live
+        me = runtime.by_ident[get_ident()]
+        infos = self._infos
+        missing = _MISSING
 
-        def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
-            prev_local = previous(frame, event, arg) if previous is not None else None
-            code = frame.f_code
+        def info_for(code: CodeType) -> tuple[dict[int, str], frozenset[int] | None] | None:
             if not is_user_file(code.co_filename):
+                infos[code] = None
+                return None
+            hot = point_lines(code) if granularity == "access" else None
+            found = infos[code] = (points(code, granularity), hot)
+            return found
+
+        def local(frame: FrameType, event: str, arg: Any) -> Any:
+            if me.passthrough or me.finished:
+                return local
+            if event == "opcode":
+                info = infos[frame.f_code]
+                assert info is not None
+                operation = info[0].get(frame.f_lasti)
+                if operation is not None:
+                    if controller.aborting:
+                        _teardown(controller)
+                    else:
+                        point(me, operation)
+                        if recording:
+                            _note_access(me, operation)
+                        log = controller.accesses
+                        if log is not None:
+                            _log_access(log, me, operation)
+            elif event == "line":
+                if by_opcode:
+                    hot = infos[frame.f_code][1]  # type: ignore[index]
+                    frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and len(live) > 1
+                if recording and me.lines is not None:
+                    me.lines.append((frame.f_code.co_filename, frame.f_lineno))
+                if not by_opcode:
+                    if controller.aborting:
+                        _teardown(controller)
+                    else:
+                        point(me, "next line")
+            return local
+
+        if previous is None:
+
+            def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
+                info = infos.get(frame.f_code, missing)
+                if info is missing:
+                    info = info_for(frame.f_code)
+                if info is None:
+                    return None
+                if by_opcode:
+                    hot = info[1]
+                    frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and len(live) > 1
+                return local
+
+            return global_trace
+
+        def chained_global(frame: FrameType, event: str, arg: Any) -> Any:
+            # With a tracer already installed (coverage, a debugger) both run.
+            prev_local = previous(frame, event, arg)
+            info = infos.get(frame.f_code, missing)
+            if info is missing:
+                info = info_for(frame.f_code)
+            if info is None:
                 return prev_local
-            table = points(code, granularity)
-            # Opcode events cost a Python call per bytecode: only ask for them
-            # on lines that hold a point ("access"), or everywhere ("opcode").
-            hot_lines = point_lines(code) if granularity == "access" else None
             if by_opcode:
-                frame.f_trace_opcodes = hot_lines is None or frame.f_lineno in hot_lines
+                hot = info[1]
+                frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and len(live) > 1
             chained = [prev_local]
 
-            def local(frame: FrameType, event: str, arg: Any) -> Any:
+            def both(frame: FrameType, event: str, arg: Any) -> Any:
                 inner = chained[0]
                 if inner is not None and event != "opcode":
                     chained[0] = inner(frame, event, arg)
-                me = by_ident.get(ident)
-                if me is None or me.passthrough or me.finished:
-                    return local
-                if event == "opcode":
-                    operation = table.get(frame.f_lasti)
-                    if operation is not None:
-                        if controller.aborting:
-                            _teardown(controller)
-                        else:
-                            point(me, operation)
-                            if me.lines is not None:
-                                _note_access(me, operation)
-                            log = controller.accesses
-                            if log is not None:
-                                _log_access(log, me, operation)
-                elif event == "line":
-                    if hot_lines is not None:
-                        frame.f_trace_opcodes = frame.f_lineno in hot_lines
-                    if me.lines is not None:
-                        me.lines.append((code.co_filename, frame.f_lineno))
-                    if not by_opcode:
-                        if controller.aborting:
-                            _teardown(controller)
-                        else:
-                            point(me, "next line")
-                return local
+                local(frame, event, arg)
+                return both
 
-            return local
+            return both
 
-        return global_trace
+        return chained_global
+
+
+_MISSING = object()
 
 
 def make_tracer(granularity: str) -> MonitoringTracer | SettraceTracer:
