@@ -32,7 +32,7 @@ from racecheck.engine import Controller, Failure, RunAborted
 _Task = asyncio.Task
 
 
-class RacecheckTask(asyncio.Task):  # type: ignore[type-arg]
+class RacecheckTask(asyncio.Task):
     """A Task that hashes by creation order instead of by memory address.
 
     Sets of tasks (``_active_tasks`` and friends) iterate in hash order. With
@@ -71,6 +71,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         _selector: selectors.BaseSelector
 
         def _process_events(self, event_list: list[Any]) -> None: ...
+
+        def _check_closed(self) -> None: ...
 
     def __init__(self, host: LoopHost) -> None:
         super().__init__()

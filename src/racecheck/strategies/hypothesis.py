@@ -93,7 +93,8 @@ def explore_with_hypothesis(
         "best": None,
         "failure": None,
         "original": None,
-        "longest": 0, "shrinks": 0,
+        "longest": 0,
+        "shrinks": 0,
     }
 
     @hypothesis.seed(seed)

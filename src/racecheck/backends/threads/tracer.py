@@ -295,7 +295,7 @@ class SettraceTracer:
         live = runtime.live
         me = runtime.by_ident[get_ident()]
         infos = self._infos
-        missing = _MISSING
+        missing: Any = _MISSING
 
         def info_for(code: CodeType) -> tuple[dict[int, str], frozenset[int] | None] | None:
             if not is_user_file(code.co_filename):
@@ -338,7 +338,7 @@ class SettraceTracer:
         if previous is None:
 
             def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
-                info = infos.get(frame.f_code, missing)
+                info: Any = infos.get(frame.f_code, missing)
                 if info is missing:
                     info = info_for(frame.f_code)
                 if info is None:
@@ -353,7 +353,7 @@ class SettraceTracer:
         def chained_global(frame: FrameType, event: str, arg: Any) -> Any:
             # With a tracer already installed (coverage, a debugger) both run.
             prev_local = previous(frame, event, arg)
-            info = infos.get(frame.f_code, missing)
+            info: Any = infos.get(frame.f_code, missing)
             if info is missing:
                 info = info_for(frame.f_code)
             if info is None:
