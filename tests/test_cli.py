@@ -119,6 +119,7 @@ def test_run_all_expectations_met(project: Path, fake_engine: Any, capsys: Any) 
         "verdict",
         "ok",
         "schedules",
+        "distinct/orders",
         "seconds",
     ]
     assert lines[1].split()[:6] == ["bank", "buggy", "race", "race", "✓", "3"]

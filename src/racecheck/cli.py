@@ -189,17 +189,26 @@ class _Table:
         self._header_done = False
 
     def _line(self, *cols: str) -> str:
-        scen, var, expect, verdict, ok, scheds, secs = cols
+        scen, var, expect, verdict, ok, scheds, coverage, secs = cols
         return (
             f"{scen:<{self.w_scen}}  {var:<{self.w_var}}  {expect:<8}  {verdict:<10}  "
-            f"{ok:<4}  {scheds:<18}  {secs:>7}"
+            f"{ok:<4}  {scheds:<18}  {coverage:>14}  {secs:>7}"
         ).rstrip()
 
     def header(self) -> None:
         if not self._header_done:
             self._header_done = True
             self.stream.write(
-                self._line("scenario", "variant", "expect", "verdict", "ok", "schedules", "seconds")
+                self._line(
+                    "scenario",
+                    "variant",
+                    "expect",
+                    "verdict",
+                    "ok",
+                    "schedules",
+                    "distinct/orders",
+                    "seconds",
+                )
                 + "\n"
             )
 
@@ -223,6 +232,11 @@ class _Table:
                 rec.verdict,
                 self.ok_mark if rec.ok else self.bad_mark,
                 scheds,
+                # interleaving coverage: distinct schedules / distinct orderings
+                # of conflicting accesses seen
+                f"{rec.distinct_schedules}/{rec.distinct_orderings}"
+                if rec.verdict != "error"
+                else "-",
                 f"{rec.seconds:.2f}",
             )
             + "\n"
@@ -242,7 +256,8 @@ def _explore(
     scen = sel.scenario
     var = scen.variants[variant]
     label = scen.label(variant)
-    options: dict[str, Any] = {"strategy": "pct", "schedules": 1000, "seed": 0}
+    # Interleaving coverage costs a little per schedule; the table shows it.
+    options: dict[str, Any] = {"strategy": "pct", "schedules": 1000, "seed": 0, "coverage": True}
     options.update(scen.check_options(variant))
     options.update(overrides)
     progress.start(label)
@@ -277,6 +292,9 @@ def _explore(
             original_preemptions=exc.original_preemptions,
             replay_command=cmd,
             trace=exc.trace,
+            detail=exc.detail or None,
+            distinct_schedules=exc.distinct_schedules,
+            distinct_orderings=exc.distinct_orderings,
         )
         return rec, exc, None, False
     except KeyboardInterrupt:
@@ -370,6 +388,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides["schedules"] = args.schedules
     if args.seed is not None:
         overrides["seed"] = args.seed
+    if args.no_coverage:
+        overrides["coverage"] = False
 
     out = sys.stdout
     table = None if args.json else _Table(out, selections)
@@ -482,6 +502,11 @@ def _add_run(sub: Any) -> None:
         help=f"where to write reports (default: {DEFAULT_REPORT_DIR})",
     )
     p.add_argument("--no-report", action="store_true", help="write no report files")
+    p.add_argument(
+        "--no-coverage",
+        action="store_true",
+        help="skip interleaving coverage (distinct orderings of conflicting accesses): faster",
+    )
     p.set_defaults(func=_cmd_run)
 
 

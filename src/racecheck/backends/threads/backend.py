@@ -297,7 +297,9 @@ class ThreadHost:
         if me is None:
             return 0
         self.runtime.point(me, "loop step")
-        return self.controller.decide(candidates)
+        choice = self.controller.decide(candidates)
+        me.running_task = candidates[choice]  # its accesses are the task's, for coverage
+        return choice
 
     def idle(self, loop: Any) -> None:
         me = self.runtime.me()

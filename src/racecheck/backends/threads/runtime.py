@@ -35,6 +35,7 @@ allocate_lock = _thread.allocate_lock
 class Actor:
     __slots__ = (
         "accesses",
+        "running_task",
         "daemon",
         "deadline",
         "finished",
@@ -70,6 +71,8 @@ class Actor:
         self.lines: list[tuple[str, int]] | None = None  # recording only
         self.accesses: list[str] = []  # recording only: "w:balance", "r:items"
         self.touched: Any = None  # recording only: the last primitive this step used
+        #: for a thread running an event loop: the task actor stepping now
+        self.running_task: int | None = None
 
     def enabled(self, now: float) -> bool:
         if self.finished:

@@ -231,7 +231,8 @@ def _note_access(me: Actor, operation: str) -> None:
 def _log_access(log: list[tuple[int, str]], me: Actor, operation: str) -> None:
     access = access_of(operation)
     if access is not None:
-        log.append((me.id, access))
+        task = me.running_task
+        log.append((me.id if task is None else task, access))
 
 
 def _teardown(controller: Controller) -> None:
@@ -316,7 +317,8 @@ class SettraceTracer:
                     if controller.aborting:
                         _teardown(controller)
                     else:
-                        point(me, operation)
+                        if len(live) > 1:  # alone, a point changes nothing: skip it
+                            point(me, operation)
                         if recording:
                             _note_access(me, operation)
                         log = controller.accesses
@@ -325,7 +327,9 @@ class SettraceTracer:
             elif event == "line":
                 if by_opcode:
                     hot = infos[frame.f_code][1]  # type: ignore[index]
-                    frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and len(live) > 1
+                    frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
+                        len(live) > 1 or controller.accesses is not None
+                    )
                 if recording and me.lines is not None:
                     me.lines.append((frame.f_code.co_filename, frame.f_lineno))
                 if not by_opcode:
@@ -345,7 +349,9 @@ class SettraceTracer:
                     return None
                 if by_opcode:
                     hot = info[1]
-                    frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and len(live) > 1
+                    frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
+                        len(live) > 1 or controller.accesses is not None
+                    )
                 return local
 
             return global_trace
@@ -360,7 +366,9 @@ class SettraceTracer:
                 return prev_local
             if by_opcode:
                 hot = info[1]
-                frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and len(live) > 1
+                frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
+                    len(live) > 1 or controller.accesses is not None
+                )
             chained = [prev_local]
 
             def both(frame: FrameType, event: str, arg: Any) -> Any:
