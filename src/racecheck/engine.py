@@ -51,6 +51,13 @@ class Failure:
 #: decisions a run may still take while it unwinds after a failure
 TEARDOWN_STEPS = 20_000
 
+#: consecutive contested decisions an actor may win before it must yield once.
+#: Real schedulers are fair: without this, a strategy that always favours a
+#: polling task (``while not ready: await sleep(0)``) would starve the task it
+#: waits for and report a correct program as a step-limit. Large enough that
+#: "one task starved for many steps" bugs stay reachable.
+FAIRNESS_BOUND = 1000
+
 
 class Controller:
     """One run: the decisions taken, the step bound, the clock and the outcome."""
@@ -58,6 +65,9 @@ class Controller:
     __slots__ = (
         "aborting",
         "accesses",
+        "last_actor",
+        "scheduling_steps",
+        "streak",
         "chooser",
         "decisions",
         "failure",
@@ -83,6 +93,12 @@ class Controller:
         #: (actor, "w:name"/"r:name"/"lock:Lock#1") in execution order, when
         #: interleaving coverage is collected; None otherwise (the fast path)
         self.accesses: list[tuple[int, str]] | None = None
+        self.last_actor = -1
+        self.streak = 0
+        #: steps where the runtime asked who runs (even with one candidate);
+        #: unlike ``steps`` it leaves out an actor running alone and plain
+        #: callbacks, which no strategy could reorder. PCT measures runs in it.
+        self.scheduling_steps = 0
 
     def decide(self, candidates: Sequence[int]) -> int:
         """Index of the actor to run next; ``candidates[0]`` is the natural order."""
@@ -92,6 +108,7 @@ class Controller:
                 raise RunAborted()
             return 0
         self.steps = steps = self.steps + 1
+        self.scheduling_steps += 1
         if steps > self.max_steps:
             self.fail(
                 Failure(
@@ -104,15 +121,30 @@ class Controller:
             raise RunAborted()
         if len(candidates) == 1:
             return 0
+        offered = candidates
+        skipped = -1
+        if self.streak >= FAIRNESS_BOUND and self.last_actor in candidates:
+            # Fairness: the actor that kept winning sits this decision out.
+            # The reduced list is what gets recorded, so replay sees it too.
+            skipped = candidates.index(self.last_actor)
+            offered = [*candidates[:skipped], *candidates[skipped + 1 :]]
         try:
-            choice = self.chooser.choose(candidates, steps)
+            choice = self.chooser.choose(offered, self.scheduling_steps)
         except BaseException as exc:
             # The strategy itself failed (replay divergence, hypothesis
             # stopping a test...). Unwind the run; api re-raises it after.
             self.internal_error = exc
             self.aborting = True
             raise RunAborted() from None
-        self.decisions.append((len(candidates), choice))
+        self.decisions.append((len(offered), choice))
+        if skipped >= 0 and choice >= skipped:
+            choice += 1
+        chosen = candidates[choice]
+        if chosen == self.last_actor:
+            self.streak += 1
+        else:
+            self.last_actor = chosen
+            self.streak = 1
         return choice
 
     def tick(self) -> None:

@@ -246,7 +246,7 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
         decisions = tuple(controller.decisions)
         seen.add(hash(decisions))
         failed = controller.failure is not None
-        chooser.end(decisions, failed, controller.steps)
+        chooser.end(decisions, failed, controller.scheduling_steps)
         if settings.progress is not None:
             settings.progress(run, schedules)
         if failed and not session.interrupted:

@@ -137,8 +137,7 @@ def find(
     else:
         _record(name, seed, f"missed ({strategy})")
         pytest.fail(
-            f"{label}: no failure in {report.schedules_run} {strategy} schedules"
-            f" (seed {seed})"
+            f"{label}: no failure in {report.schedules_run} {strategy} schedules (seed {seed})"
         )
     assert_pristine(trace_before)
     _record(name + ("" if strategy == "pct" else f"[{strategy}]"), seed, found.schedules_run)

@@ -1648,5 +1648,4 @@ def _make_starved(n: int) -> Callable[[], Any]:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_pct_starvation_has_no_cliff(rc: Any, steps: int, seed: int) -> None:
     """PCT must starve a task for any number of steps (it once stopped at 8; classic.md #2)."""
-    rc.find(_make_starved(steps), "exception", seed, cause=AssertionError,
-            name=f"starved_{steps}")
+    rc.find(_make_starved(steps), "exception", seed, cause=AssertionError, name=f"starved_{steps}")

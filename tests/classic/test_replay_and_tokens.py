@@ -305,8 +305,16 @@ def test_truncated_token_is_a_token_error(rc: Any, target: Any, kind: str) -> No
     token = found(target).schedule
     header_len = len(":".join(_fields(token)[:5])) + 1
     payload_len = len(token) - header_len
-    cuts = {len(token) - 1, len(token) - 2, len(token) - 4, header_len + payload_len // 2,
-            header_len, header_len - 1, len(token) // 2, 4}
+    cuts = {
+        len(token) - 1,
+        len(token) - 2,
+        len(token) - 4,
+        header_len + payload_len // 2,
+        header_len,
+        header_len - 1,
+        len(token) // 2,
+        4,
+    }
     for cut in sorted(cuts):
         bad = token[:cut]
         try:
@@ -918,7 +926,11 @@ def _cross(tmp_path: Any, hashseed: str, *args: str) -> dict[str, Any]:
     env = dict(os.environ, PYTHONHASHSEED=hashseed)
     proc = subprocess.run(
         [sys.executable, str(script), *args],
-        capture_output=True, text=True, timeout=120, check=False, env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, proc.stderr[-3000:]

@@ -601,8 +601,11 @@ def condition_if() -> None:
         for i in range(2):
             buf.put(i)
 
-    run_all(threading.Thread(target=consume), threading.Thread(target=consume),
-            threading.Thread(target=produce))
+    run_all(
+        threading.Thread(target=consume),
+        threading.Thread(target=consume),
+        threading.Thread(target=produce),
+    )
     assert sorted(got) == [0, 1], got
 
 
@@ -617,8 +620,11 @@ def condition_while_fixed() -> None:
         for i in range(2):
             buf.put(i)
 
-    run_all(threading.Thread(target=consume), threading.Thread(target=consume),
-            threading.Thread(target=produce))
+    run_all(
+        threading.Thread(target=consume),
+        threading.Thread(target=consume),
+        threading.Thread(target=produce),
+    )
     assert sorted(got) == [0, 1], got
 
 
@@ -633,8 +639,11 @@ def condition_wait_for_fixed() -> None:
         for i in range(2):
             buf.put(i)
 
-    run_all(threading.Thread(target=consume), threading.Thread(target=consume),
-            threading.Thread(target=produce))
+    run_all(
+        threading.Thread(target=consume),
+        threading.Thread(target=consume),
+        threading.Thread(target=produce),
+    )
     assert sorted(got) == [0, 1], got
 
 
@@ -660,8 +669,11 @@ def condition_if_explicit_lock() -> None:
                 jobs.append(j)
                 cond.notify()
 
-    run_all(threading.Thread(target=worker), threading.Thread(target=worker),
-            threading.Thread(target=submit))
+    run_all(
+        threading.Thread(target=worker),
+        threading.Thread(target=worker),
+        threading.Thread(target=submit),
+    )
     assert sorted(done) == ["a", "b"]
 
 
@@ -686,8 +698,11 @@ def condition_if_explicit_lock_fixed() -> None:
                 jobs.append(j)
                 cond.notify()
 
-    run_all(threading.Thread(target=worker), threading.Thread(target=worker),
-            threading.Thread(target=submit))
+    run_all(
+        threading.Thread(target=worker),
+        threading.Thread(target=worker),
+        threading.Thread(target=submit),
+    )
     assert sorted(done) == ["a", "b"]
 
 
@@ -1273,8 +1288,10 @@ def bridge_set_iteration() -> None:
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
+
         def feeder() -> None:
             active.add(3)
+
         worker = threading.Thread(target=feeder)
         worker.start()
         await cleanup()

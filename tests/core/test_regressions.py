@@ -161,3 +161,43 @@ def test_str_of_race_found_follows_its_replay_hint() -> None:
         racecheck.check(lost, schedules=20)
     info.value.replay_hint = "pytest t.py::test --racecheck-replay=X"
     assert "pytest t.py::test --racecheck-replay=X" in str(info.value)
+
+
+async def polling_consumer() -> None:
+    flag: list[bool] = []
+
+    async def producer() -> None:
+        await asyncio.sleep(0)
+        flag.append(True)
+
+    async def consumer() -> None:
+        while not flag:
+            await asyncio.sleep(0)
+
+    await asyncio.gather(consumer(), producer())
+
+
+def spinning_thread() -> None:
+    state = {"ready": False}
+
+    def producer() -> None:
+        state["ready"] = True
+
+    def waiter() -> None:
+        while not state["ready"]:
+            time.sleep(0)
+
+    threads = [threading.Thread(target=f) for f in (waiter, producer)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("target", [polling_consumer, spinning_thread])
+def test_fair_polling_is_not_a_step_limit(target: object, seed: int) -> None:
+    """No strategy may starve an enabled actor forever: real schedulers are fair."""
+    for strategy in ("pct", "exhaustive"):
+        report = racecheck.check(target, strategy=strategy, schedules=200, seed=seed)  # type: ignore[arg-type]
+        assert report.schedules_run >= 1

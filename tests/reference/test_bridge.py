@@ -167,7 +167,7 @@ def test_sync_cleanup_iterates_a_set_other_threads_change(
     # Needs two well-placed preemptions (loop -> main after the first answer, then back
     # inside the loop body), so it takes more schedules than the scenario's async phase.
     exc = expect_race(
-        make_target("sync_cleanup", variant), seed, INVARIANT_NO_SET_CHANGED, schedules=300
+        make_target("sync_cleanup", variant), seed, INVARIANT_NO_SET_CHANGED, schedules=600
     )
     assert isinstance(exc.cause, AssertionError)
     assert isinstance(exc.cause.__cause__, RuntimeError)
