@@ -65,17 +65,17 @@ class Controller:
     __slots__ = (
         "aborting",
         "accesses",
-        "last_actor",
-        "scheduling_steps",
-        "streak",
         "chooser",
         "decisions",
         "failure",
         "internal_error",
+        "last_actor",
         "max_steps",
         "now",
         "recorder",
+        "scheduling_steps",
         "steps",
+        "streak",
         "teardown_steps",
     )
 

@@ -35,7 +35,6 @@ allocate_lock = _thread.allocate_lock
 class Actor:
     __slots__ = (
         "accesses",
-        "running_task",
         "daemon",
         "deadline",
         "finished",
@@ -46,6 +45,7 @@ class Actor:
         "name",
         "passthrough",
         "resource",
+        "running_task",
         "thread",
         "touched",
         "waiting",
