@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from racecheck.errors import DivergenceError, UsageError
+from racecheck.errors import DivergenceError, UsageError, one_line
 
 if TYPE_CHECKING:
     from racecheck.loader import Selection
@@ -71,11 +71,7 @@ def _marks(stream: TextIO) -> tuple[str, str]:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    if isinstance(exc, UsageError):
-        return first or type(exc).__name__
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return one_line(exc, named=not isinstance(exc, UsageError))
 
 
 def _error(message: str) -> None:

@@ -8,6 +8,19 @@ exit with code 2; they never dump a traceback for one.
 from __future__ import annotations
 
 
+def one_line(exc: BaseException, *, named: bool = True) -> str:
+    """The first line of an exception's message, prefixed by its type when ``named``.
+
+    Front ends print errors as one line: a traceback is for racecheck's bugs,
+    not for a user's bad input.
+    """
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    if not first:
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {first}" if named else first
+
+
 class UsageError(Exception):
     """Bad input: a malformed token, a target of the wrong shape, a bad option."""
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from racecheck.errors import UsageError
+from racecheck.errors import UsageError, one_line
 from racecheck.scenario import Scenario
 
 __all__ = [
@@ -101,9 +101,7 @@ def import_file(path: str | os.PathLike[str]) -> ModuleType:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return one_line(exc)
 
 
 def scenarios_in(module: ModuleType) -> list[Scenario]:

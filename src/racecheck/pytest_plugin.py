@@ -110,8 +110,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    from racecheck.errors import one_line
+
+    return one_line(exc, named=False)
 
 
 def resolve_options(config: pytest.Config, marker: pytest.Mark) -> dict[str, Any]:

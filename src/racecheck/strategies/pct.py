@@ -34,7 +34,6 @@ class PCTChooser(BaseChooser):
         #: the contention early, every run looks short, and a task can never be
         #: starved for longer than the first estimate.
         self.max_steps = 8
-        self.max_decisions = 0
         self._rng = _random.Random(seed)
         self._priority: dict[int, float] = {}
         self._change_points: list[tuple[int, float]] = []
@@ -72,7 +71,6 @@ class PCTChooser(BaseChooser):
         return best
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
-        self.max_decisions = max(self.max_decisions, len(decisions))
         self.max_actors = max(self.max_actors, len(self._priority))
         self.max_steps = max(self.max_steps, steps)
 
