@@ -67,6 +67,7 @@ class Controller:
         "accesses",
         "chooser",
         "decisions",
+        "detector",
         "failure",
         "internal_error",
         "last_actor",
@@ -93,6 +94,8 @@ class Controller:
         #: (actor, "w:name"/"r:name"/"lock:Lock#1") in execution order, when
         #: interleaving coverage is collected; None otherwise (the fast path)
         self.accesses: list[tuple[int, str]] | None = None
+        #: the race detector of this run (``detect=True``); None otherwise
+        self.detector: Any = None
         self.last_actor = -1
         self.streak = 0
         #: steps where the runtime asked who runs (even with one candidate);

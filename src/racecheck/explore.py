@@ -39,6 +39,7 @@ class Settings:
     progress: Callable[[int, int], None] | None
     display: str
     coverage: bool
+    detect: bool = False
 
 
 def default_label(target: Callable[[], Any]) -> str:
@@ -120,7 +121,17 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         progress=options.pop("progress", None),
         display=options.pop("display_name", None) or getattr(target, "__name__", "target"),
         coverage=bool(options.pop("coverage", False)),
+        detect=_detect_option(options, backend),
     )
+
+
+def _detect_option(options: dict[str, Any], backend: Backend) -> bool:
+    detect = options.pop("detect", False)
+    if not isinstance(detect, bool):
+        raise UsageError(f"detect must be True or False, not {detect!r}")
+    if detect:
+        backend.enable_detection()  # type: ignore[attr-defined]
+    return detect
 
 
 class Session:
@@ -153,9 +164,17 @@ class Session:
         controller = Controller(chooser, self.settings.max_steps, recorder)
         if self.settings.coverage and recorder is None:
             controller.accesses = []
+        if self.settings.detect:
+            from racecheck.detect import new_detector
+
+            controller.detector = new_detector(
+                controller, happens_before=self.settings.backend.name == "threads"
+            )
         chooser.begin(run)
         self.current = controller
         self.settings.backend.run_once(controller)
+        if controller.detector is not None and controller.failure is None:
+            controller.detector.finish()
         self.runs += 1
         if controller.accesses is not None:
             self.coverage.add_run(controller.accesses)

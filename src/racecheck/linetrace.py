@@ -65,6 +65,9 @@ def chained_tracer(sink: LineSink, previous: TraceFn | None) -> TraceFn:
                     access = access_of(operation)
                     if access is not None:
                         sink.accesses.append(access)
+                inner = state[0]
+                if inner is not None and getattr(inner, "wants_opcodes", False):
+                    state[0] = inner(frame, event, arg)  # the race detector, under the recorder
                 return local
             if event == "line":
                 sink.lines.append((frame.f_code.co_filename, frame.f_lineno))

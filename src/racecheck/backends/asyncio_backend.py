@@ -28,6 +28,9 @@ class AsyncioBackend:
     def uninstall(self) -> None:
         pass
 
+    def enable_detection(self) -> None:
+        pass  # task steps are traced one at a time by the controlled loop
+
     def run_once(self, controller: Controller) -> None:
         host = StandaloneHost(controller)
         loops: list[ControlledLoop] = []

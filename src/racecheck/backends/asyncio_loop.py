@@ -105,6 +105,18 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             del task._source_traceback[-1]  # type: ignore[attr-defined]
         return task
 
+    def call_soon_threadsafe(self, callback: Any, *args: Any, context: Any = None) -> Any:
+        detector = self._rc_controller.detector
+        if detector is not None:
+            from racecheck.backends.threads.runtime import get_ident
+            from racecheck.backends.threads.primitives import STATE
+
+            runtime = STATE.runtime
+            me = runtime.by_ident.get(get_ident()) if runtime is not None else None
+            if me is not None:
+                detector.release(me.id, self)  # the loop's next step acquires it
+        return super().call_soon_threadsafe(callback, *args, context=context)
+
     def _write_to_self(self) -> None:
         self._rc_wakeups += 1
         super()._write_to_self()  # type: ignore[misc]
@@ -155,7 +167,18 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         del ready[position]
         controller = self._rc_controller
         recorder = controller.recorder
-        if recorder is not None and self._rc_host.records_steps and not controller.aborting:
+        detector = controller.detector
+        if detector is not None and self._rc_host.records_steps and not controller.aborting:
+            from racecheck.detect import detecting
+            from racecheck.recorder import task_label
+
+            detector.names.setdefault(ids[choice], task_label(tasks[choice], ids[choice]))
+            with detecting(detector, ids[choice]):
+                if recorder is not None:
+                    recorder.task_step(ids[choice], tasks[choice], handle, choice != 0)
+                else:
+                    handle._run()
+        elif recorder is not None and self._rc_host.records_steps and not controller.aborting:
             recorder.task_step(ids[choice], tasks[choice], handle, choice != 0)
         elif controller.accesses is not None and self._rc_host.records_steps:
             from racecheck.linetrace import collecting_accesses

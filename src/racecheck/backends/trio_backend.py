@@ -838,6 +838,40 @@ class _StepRecorder:
         )
 
 
+class _StepDetector:
+    """A trio Instrument feeding each task step to the race detector.
+
+    Wraps the trace recorder (replays), so that the two tracers are entered
+    and left in nested order.
+    """
+
+    def __init__(self, run: _TrioRun, inner: _StepRecorder | None) -> None:
+        self.run = run
+        self.inner = inner
+        self.detecting: Any = None
+
+    def before_task_step(self, task: Any) -> None:
+        from racecheck.detect import detecting
+
+        run = self.run
+        self.detecting = None
+        actor = run.actors.get(task)
+        if actor and not run.controller.aborting:
+            detector = run.controller.detector
+            detector.names.setdefault(actor, run.name_of(task))
+            self.detecting = detecting(detector, actor)
+            self.detecting.__enter__()
+        if self.inner is not None:
+            self.inner.before_task_step(task)
+
+    def after_task_step(self, task: Any) -> None:
+        if self.inner is not None:
+            self.inner.after_task_step(task)
+        if self.detecting is not None:
+            self.detecting.__exit__(None, None, None)
+            self.detecting = None
+
+
 def _pending_errors(task: Any) -> list[Any]:
     pending = getattr(task.parent_nursery, "_pending_excs", None)
     return pending if isinstance(pending, list) else []
@@ -896,10 +930,15 @@ class TrioBackend:
             except Exception:  # the run already finished
                 pass
 
+    def enable_detection(self) -> None:
+        pass  # task steps are traced one at a time by _StepDetector
+
     def run_once(self, controller: Controller) -> None:
         trio = _trio()
         run = _TrioRun(trio, _run_module(), self.target, controller, self.idle_io)
-        instruments = [_StepRecorder(run)] if controller.recorder is not None else []
+        instruments: list[Any] = [_StepRecorder(run)] if controller.recorder is not None else []
+        if controller.detector is not None:
+            instruments = [_StepDetector(run, instruments[0] if instruments else None)]
         self.current = run
         try:
             _patch(run, run.start_thread_soon)

@@ -51,6 +51,9 @@ class ThreadsBackend:
         self._installed = False
         self.pool: ThreadPool | None = None
 
+    def enable_detection(self) -> None:
+        self.tracer.detecting = True
+
     # -- patching ---------------------------------------------------------------
     def install(self) -> None:
         if self._installed:
@@ -117,6 +120,8 @@ class ThreadsBackend:
         runtime.used_workers = set()  # type: ignore[attr-defined]
         STATE.runtime = runtime
         root = runtime.adopt_root("main")
+        if controller.detector is not None:
+            controller.detector.names[root.id] = root.name
         self.tracer.enable_thread(runtime)
         try:
             result = self.target()
@@ -195,6 +200,10 @@ def _start(self: threading.Thread) -> None:
     if _DEFAULT_THREAD_NAME.match(name):
         name = _DEFAULT_THREAD_NAME.sub(f"Thread-{runtime.next_id}", name)
     actor = runtime.new_actor(name, self, self.daemon)
+    detector = runtime.controller.detector
+    if detector is not None:
+        detector.fork(me.id, actor.id)
+        detector.names[actor.id] = name
     self._racecheck_actor = actor  # type: ignore[attr-defined]
     self._racecheck_runtime = runtime  # type: ignore[attr-defined]
     run = self.run
@@ -251,6 +260,9 @@ def _join(self: threading.Thread, timeout: float | None = None) -> None:
     if not target.finished:
         deadline = None if timeout is None else runtime.controller.now + timeout
         runtime.block(me, lambda: target.finished, deadline, f"join {target.name}")
+    detector = runtime.controller.detector
+    if target.finished and detector is not None:
+        detector.joined(me.id, target.id)
     worker: Worker | None = getattr(self, "_racecheck_worker", None)
     if target.finished and worker is not None:
         # The worker is finishing its bookkeeping (marking the Thread stopped).
@@ -297,6 +309,9 @@ class ThreadHost:
         if me is None:
             return 0
         self.runtime.point(me, "loop step")
+        detector = self.controller.detector
+        if detector is not None:
+            detector.acquire(me.id, loop)  # what call_soon_threadsafe handed over
         choice = self.controller.decide(candidates)
         me.running_task = candidates[choice]  # its accesses are the task's, for coverage
         return choice

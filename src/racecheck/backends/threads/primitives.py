@@ -59,6 +59,22 @@ def _deadline(runtime: ThreadRuntime, timeout: float | None) -> float | None:
     return runtime.controller.now + timeout
 
 
+def _released(runtime: ThreadRuntime | None, me: Actor | None, obj: Any) -> None:
+    """A hand-off point (Event.set, a put, a barrier arrival): for the race detector."""
+    if me is not None and runtime is not None:
+        detector = runtime.controller.detector
+        if detector is not None:
+            detector.release(me.id, obj)
+
+
+def _acquired(runtime: ThreadRuntime | None, me: Actor | None, obj: Any) -> None:
+    """The other side of a hand-off: everything released before is now ordered before."""
+    if me is not None and runtime is not None:
+        detector = runtime.controller.detector
+        if detector is not None:
+            detector.acquire(me.id, obj)
+
+
 def virtual_monotonic() -> float:
     """``queue``'s clock during a run: virtual for actors, real for everyone else."""
     runtime, me = _context()
@@ -92,12 +108,19 @@ class Lock:
         log = runtime.controller.accesses
         if log is not None:
             log.append((me.id, f"lock:{_serial(self, runtime)}"))
+        detector = runtime.controller.detector
+        if detector is not None:
+            detector.lock_acquired(me.id, self, _serial(self, runtime))
         return True
 
     def release(self) -> None:
+        runtime, me = _context()
+        if me is not None and runtime is not None:
+            detector = runtime.controller.detector
+            if detector is not None:
+                detector.lock_released(me.id, self, _serial(self, runtime))
         self._real.release()
         self._owner = None
-        runtime, me = _context()
         if me is not None and runtime is not None:
             runtime.point(me, "released", self)
 
@@ -148,6 +171,9 @@ class RLock:
                 )
                 if not ok or not real.acquire(False):
                     return False
+            detector = runtime.controller.detector
+            if detector is not None:
+                detector.lock_acquired(me.id, self, _serial(self, runtime))
         self._owner_ident = ident
         self._count = 1
         return True
@@ -159,8 +185,12 @@ class RLock:
         if self._count:
             return
         self._owner_ident = None
-        self._real.release()
         runtime, me = _context()
+        if me is not None and runtime is not None:
+            detector = runtime.controller.detector
+            if detector is not None:
+                detector.lock_released(me.id, self, _serial(self, runtime))
+        self._real.release()
         if me is not None and runtime is not None:
             runtime.point(me, "released", self)
 
@@ -168,6 +198,9 @@ class RLock:
         return self._owner_ident == get_ident()
 
     def _release_save(self) -> tuple[int, int | None]:
+        runtime, me = _context()
+        if me is not None and runtime is not None and runtime.controller.detector is not None:
+            runtime.controller.detector.lock_released(me.id, self, _serial(self, runtime))
         state = (self._count, self._owner_ident)
         self._count = 0
         self._owner_ident = None
@@ -382,6 +415,9 @@ class Event:
         self._cond = Condition(Lock())
 
     def is_set(self) -> bool:
+        if self._flag:
+            runtime, me = _context()
+            _acquired(runtime, me, self)
         return self._flag
 
     isSet = is_set
@@ -390,6 +426,7 @@ class Event:
         runtime, me = _context()
         # Set and notify under the lock, like CPython: a real (passthrough)
         # waiter checks the flag under it, so a set outside it can be lost.
+        _released(runtime, me, self)
         with _passthrough(me), self._cond:
             self._flag = True
             self._cond.notify_all()
@@ -407,9 +444,12 @@ class Event:
                     self._cond.wait(timeout)
                 return self._flag
         runtime.point(me, "wait", self)
-        if self._flag:
-            return True
-        return runtime.block(me, lambda: self._flag, _deadline(runtime, timeout), "wait", self)
+        if not self._flag and not runtime.block(
+            me, lambda: self._flag, _deadline(runtime, timeout), "wait", self
+        ):
+            return False
+        _acquired(runtime, me, self)
+        return True
 
     def _at_fork_reinit(self) -> None:
         self.__init__()  # type: ignore[misc]
@@ -450,6 +490,7 @@ class Barrier:
         runtime.point(me, "wait", self)
         if self._broken:
             raise threading.BrokenBarrierError
+        _released(runtime, me, self)
         index = self._count
         self._count += 1
         generation = self._generation
@@ -462,6 +503,7 @@ class Barrier:
                 raise
             self._count = 0
             self._generation += 1
+            _acquired(runtime, me, self)
             return index
         ok = runtime.block(
             me,
@@ -474,6 +516,7 @@ class Barrier:
             self._break()
         if self._broken and self._generation == generation:
             raise threading.BrokenBarrierError
+        _acquired(runtime, me, self)
         return index
 
     def _break(self) -> None:
@@ -512,6 +555,7 @@ class SimpleQueue:
         runtime, me = _context()
         if me is not None and runtime is not None:
             runtime.point(me, "put into", self)
+        _released(runtime, me, self)
         with _passthrough(me), self._cond:
             self._items.append(item)
             self._cond.notify()
@@ -529,6 +573,7 @@ class SimpleQueue:
                     me, lambda: bool(self._items), _deadline(runtime, timeout), "get from", self
                 ):
                     raise _queue_module.Empty
+            _acquired(runtime, me, self)
             return self._items.popleft()
         with self._cond:
             if not self._cond.wait_for(lambda: bool(self._items), timeout if block else 0):

@@ -27,6 +27,7 @@ from typing import Any
 
 from racecheck.backends.threads.primitives import STATE
 from racecheck.backends.threads.runtime import Actor, ThreadRuntime, get_ident
+from racecheck.detect.operands import recipes
 from racecheck.engine import TEARDOWN_STEPS, Controller, RunAborted
 from racecheck.sources import is_user_file
 
@@ -113,6 +114,8 @@ class MonitoringTracer:
         self.tool: int | None = None
         self.instrumented: set[CodeType] = set()
         self.recording = False
+        #: the race detector needs instructions that are not scheduling points
+        self.detecting = False
 
     def install(self) -> None:
         monitoring = sys.monitoring  # type: ignore[attr-defined]
@@ -186,7 +189,7 @@ class MonitoringTracer:
 
     def _on_instruction(self, code: CodeType, offset: int) -> Any:
         operation = points(code, self.granularity).get(offset)
-        if operation is None:
+        if operation is None and not (self.detecting and offset in recipes(code)):
             return sys.monitoring.DISABLE  # type: ignore[attr-defined]
         runtime = STATE.runtime
         if runtime is None:
@@ -197,7 +200,13 @@ class MonitoringTracer:
         if runtime.controller.aborting:
             _teardown(runtime.controller)
             return None
-        runtime.point(me, operation)
+        if operation is not None:
+            runtime.point(me, operation)
+        detector = runtime.controller.detector
+        if detector is not None:
+            _detect(detector, sys._getframe(1), code, offset, me)
+        if operation is None:
+            return None
         if me.lines is not None:  # after the point: the access happens in the step that follows
             _note_access(me, operation)
         log = runtime.controller.accesses
@@ -235,6 +244,39 @@ def _log_access(log: list[tuple[int, str]], me: Actor, operation: str) -> None:
         log.append((me.id if task is None else task, access))
 
 
+def _detect(detector: Any, frame: FrameType, code: CodeType, offset: int, me: Actor) -> None:
+    """Hand one instruction to the race detector, after its scheduling point.
+
+    The happens-before actor is the OS thread; the atomicity actor is the
+    asyncio task the thread is running, if it hosts a loop.
+    """
+    task = me.running_task
+    actor = me.id if task is None else task
+    names = detector.names
+    if actor not in names:
+        names[actor] = me.name if task is None else f"Task-{task}"
+    detector.on_instruction(frame, code, offset, actor, me.id)
+
+
+_detect_lines: dict[CodeType, frozenset[int]] = {}
+
+
+def detect_lines(code: CodeType) -> frozenset[int]:
+    """Lines holding an instruction the race detector looks at."""
+    lines = _detect_lines.get(code)
+    if lines is None:
+        table = recipes(code)
+        found: set[int] = set()
+        current = code.co_firstlineno
+        for instr in dis.get_instructions(code):
+            if instr.starts_line is not None:
+                current = instr.starts_line
+            if instr.offset in table:
+                found.add(current)
+        lines = _detect_lines[code] = frozenset(found)
+    return lines
+
+
 def _teardown(controller: Controller) -> None:
     """A point reached while the run unwinds.
 
@@ -255,6 +297,7 @@ class SettraceTracer:
     def __init__(self, granularity: str) -> None:
         self.granularity = granularity
         self.recording = False
+        self.detecting = False
         self._previous: dict[int, Any] = {}
         self._inherited: Any = None
         #: per code object: (points, lines holding one) for user code, None otherwise
@@ -298,11 +341,15 @@ class SettraceTracer:
         infos = self._infos
         missing: Any = _MISSING
 
+        detecting = self.detecting
+
         def info_for(code: CodeType) -> tuple[dict[int, str], frozenset[int] | None] | None:
             if not is_user_file(code.co_filename):
                 infos[code] = None
                 return None
             hot = point_lines(code) if granularity == "access" else None
+            if detecting and hot is not None:
+                hot = hot | detect_lines(code)
             found = infos[code] = (points(code, granularity), hot)
             return found
 
@@ -324,11 +371,15 @@ class SettraceTracer:
                         log = controller.accesses
                         if log is not None:
                             _log_access(log, me, operation)
+                if detecting and not controller.aborting:
+                    detector = controller.detector
+                    if detector is not None:
+                        _detect(detector, frame, frame.f_code, frame.f_lasti, me)
             elif event == "line":
                 if by_opcode:
                     hot = infos[frame.f_code][1]  # type: ignore[index]
                     frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
-                        len(live) > 1 or controller.accesses is not None
+                        len(live) > 1 or controller.accesses is not None or detecting
                     )
                 if recording and me.lines is not None:
                     me.lines.append((frame.f_code.co_filename, frame.f_lineno))
@@ -350,7 +401,7 @@ class SettraceTracer:
                 if by_opcode:
                     hot = info[1]
                     frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
-                        len(live) > 1 or controller.accesses is not None
+                        len(live) > 1 or controller.accesses is not None or detecting
                     )
                 return local
 
@@ -367,7 +418,7 @@ class SettraceTracer:
             if by_opcode:
                 hot = info[1]
                 frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
-                    len(live) > 1 or controller.accesses is not None
+                    len(live) > 1 or controller.accesses is not None or detecting
                 )
             chained = [prev_local]
 

@@ -1,0 +1,90 @@
+"""Race detection without assertions: ``racecheck.check(target, detect=True)``.
+
+:mod:`racecheck.detect.detector` keeps the shadow state and makes the calls;
+:mod:`racecheck.detect.operands` works out, per instruction, which object and
+key an access touches. Backends feed it: the threads tracer at every access
+point, the asyncio loop one task step at a time through :class:`detecting`,
+and the controlled primitives at every hand-off that orders two threads.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from racecheck.detect.detector import Access, Detector, Finding, RaceDetected
+from racecheck.sources import is_user_file
+
+if TYPE_CHECKING:
+    from racecheck.engine import Controller
+
+__all__ = ["Access", "Detector", "Finding", "RaceDetected", "detecting", "new_detector"]
+
+KINDS = ("atomicity-violation", "data-race")
+
+
+def new_detector(controller: Controller, *, happens_before: bool) -> Detector:
+    """A detector for one run that fails ``controller``'s run on its first finding."""
+    from racecheck.engine import Failure
+
+    names: dict[int, str] = {}
+
+    def on_finding(finding: Finding, actor: int) -> None:
+        failure = Failure(finding.kind, RaceDetected(finding), finding.message(), actor)
+        if controller.failure is None:
+            controller.fail(failure)
+
+    detector = Detector(
+        on_finding,
+        happens_before=happens_before,
+        actor_name=lambda actor: names.get(actor, f"actor-{actor}"),
+    )
+    detector.names = names  # type: ignore[attr-defined]
+    return detector
+
+
+TraceFn = Callable[[FrameType, str, Any], Any]
+
+
+class detecting:
+    """``with detecting(detector, actor):`` feeds one asyncio task step to the detector.
+
+    Chains any tracer already installed (coverage's, the trace recorder's), and
+    forwards opcode events to it too.
+    """
+
+    def __init__(self, detector: Detector, actor: int, hb: int = 0) -> None:
+        self.detector = detector
+        self.actor = actor
+        self.hb = hb
+        self.previous: TraceFn | None = None
+
+    def __enter__(self) -> None:
+        detector, actor, hb = self.detector, self.actor, self.hb
+        previous = self.previous = sys.gettrace()
+        on_instruction = detector.on_instruction
+
+        def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
+            prev_local = previous(frame, event, arg) if previous is not None else None
+            if not is_user_file(frame.f_code.co_filename):
+                return prev_local
+            frame.f_trace_opcodes = True
+            chained = [prev_local]
+
+            def local(frame: FrameType, event: str, arg: Any) -> Any:
+                if event == "opcode":
+                    on_instruction(frame, frame.f_code, frame.f_lasti, actor, hb)
+                inner = chained[0]
+                if inner is not None:
+                    chained[0] = inner(frame, event, arg)
+                return local
+
+            local.wants_opcodes = True  # type: ignore[attr-defined]
+            return local
+
+        sys.settrace(global_trace)
+
+    def __exit__(self, *exc: object) -> None:
+        sys.settrace(self.previous)

@@ -1,0 +1,540 @@
+"""The dynamic race detector: shadow state for every shared location a run touches.
+
+Two questions are asked of every access, and either answer fails the run:
+
+* **Atomicity across a scheduling point** (asyncio, threads, trio). An actor's
+  two consecutive accesses to one location, with another actor's write in
+  between, are unserialisable in two shapes that matter:
+
+  - *stale read, then write* (R–W–W): ``v = self.x`` … ``await`` … ``self.x =
+    v + 1`` loses the other write; ``if k not in d`` … ``d[k] = ...`` acts on
+    a check that no longer holds. The read must still be in scope: its frame
+    is the writing frame or one of its callers.
+  - *own write overwritten, then read* (W–W–R): ``self._current = inst`` …
+    ``await`` … ``self._current`` returns a sibling's instance. Only reported
+    when the value read differs from the one written, and not for the read of
+    a read-modify-write (``self.n += 1`` reads the latest value on purpose).
+
+  Reads after reads and writes after a remote read are left alone: a loop
+  re-checking a flag, or a busy marker others may observe, are how correct
+  code looks.
+
+* **Unsynchronised conflicting accesses** (threads only). Classic
+  happens-before: vector clocks advance at lock hand-offs, ``Event.set``/
+  ``wait``, queue put/get (through their locks), thread start and join, and
+  ``call_soon_threadsafe``. Two accesses to one location from different
+  threads, one of them a write, with neither ordered before the other, are a
+  data race that free-threaded Python turns into a real one. Operations that
+  are atomic on their own (``list.append``, ``set.add``) do not race with each
+  other, but they do race with a thread iterating the same container.
+
+Locations are keyed by object identity (the objects are kept alive for the
+run, so an id is never reused): attributes ``(obj, "name")``, items
+``(container, key)``, membership ``(container, ∋ element)`` and the whole
+container ``(container, *)``, touched by iteration, ``len`` and mutation.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import CodeType, FrameType, FunctionType, ModuleType
+from typing import Any
+
+from racecheck.detect.operands import (
+    CONTAINER_METHODS,
+    MISSING,
+    NULL,
+    Recipe,
+    Sym,
+    evaluate,
+    recipes,
+)
+from racecheck.sources import is_user_file, source_line
+
+_CONTAINERS = (dict, list, set)
+_SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
+_UNTRACKED_GLOBALS = (ModuleType, type, FunctionType, type(len), type(object.__init__))
+WHOLE = "*"
+LAST = ("last",)
+
+
+@dataclass(frozen=True)
+class Access:
+    """One side of a race: who, what, where."""
+
+    actor: str
+    action: str  # "read" | "wrote" | "iterated" | "appended to" ...
+    target: str  # "self.balance", "context['prior_agent_findings']"
+    filename: str
+    lineno: int
+    line: str
+    locks: tuple[str, ...] = ()
+
+    def where(self) -> str:
+        import os
+
+        return f"{os.path.basename(self.filename)}:{self.lineno}"
+
+    def describe(self) -> str:
+        held = f" holding {', '.join(self.locks)}" if self.locks else ""
+        return f"{self.actor} {self.action} {self.target} at {self.where()}{held}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A race the detector saw: its kind, a one-line story, and the accesses."""
+
+    kind: str  # "atomicity-violation" | "data-race"
+    pattern: str  # "lost update" | "stale check" | "overwritten before read" | "unsynchronised"
+    accesses: tuple[Access, ...]
+
+    def message(self) -> str:
+        first, *rest = self.accesses
+        if self.kind == "data-race":
+            second = rest[-1]
+            locks = "no common lock" if not (set(first.locks) & set(second.locks)) else "a lock"
+            return (
+                f"data race on {second.target}: {first.describe()}; {second.describe()}"
+                f" (no happens-before, {locks})"
+            )
+        middle, last = rest
+        return f"{self.pattern} on {last.target}: " + ", then ".join(
+            a.describe() for a in (first, middle, last)
+        )
+
+
+class RaceDetected(AssertionError):
+    """The detector's verdict on a run, carried as the failure's cause."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message())
+        self.finding = finding
+
+
+@dataclass
+class _Site:
+    actor: int
+    hb: int
+    clock: int
+    action: str
+    frame: FrameType | None
+    lineno: int
+    locks: tuple[str, ...]
+    atomic: bool = False  # a single C-level container operation
+
+
+@dataclass
+class _Shadow:
+    label: str
+    seq: int = 0
+    last_writer: _Site | None = None
+    last_value: Any = MISSING
+    #: per thread, its latest write / read (happens-before checks)
+    writes: dict[int, _Site] = field(default_factory=dict)
+    reads: dict[int, _Site] = field(default_factory=dict)
+
+
+@dataclass
+class _View:
+    """An actor's last access to a location, for the atomicity checks."""
+
+    kind: str  # "r" | "w"
+    seq: int
+    site: _Site
+    value: Any
+    rmw_read: bool = False
+
+
+class Detector:
+    """Shadow memory and clocks for one run; fails the run through ``on_finding``."""
+
+    def __init__(
+        self,
+        on_finding: Callable[[Finding, int], None],
+        *,
+        happens_before: bool,
+        actor_name: Callable[[int], str],
+    ) -> None:
+        self.on_finding = on_finding
+        self.happens_before = happens_before
+        self.actor_name = actor_name
+        self.shadows: dict[tuple[int, Any], _Shadow] = {}
+        self.views: dict[tuple[int, tuple[int, Any]], _View] = {}
+        self.keep: dict[int, Any] = {}  # objects whose ids key the shadows
+        self.clocks: dict[int, dict[int, int]] = {}
+        self.sync: dict[int, tuple[Any, dict[int, int]]] = {}
+        self.held: dict[int, list[str]] = {}
+        self.last_actor = -1
+        #: W–W–R reads waiting to see whether the same actor writes next (then it was
+        #: a read-modify-write): (actor, location, view, remote write, read, target)
+        self.pending: list[tuple[int, tuple[int, Any], _View, _Site, _Site, str]] = []
+        #: writes whose value is known only once the store has run
+        self.unsettled: list[tuple[_View, Callable[[], Any]]] = []
+        self.found = False
+        self.cells: dict[tuple[str, str], int] = {}
+
+    # -- synchronisation (happens-before) ---------------------------------------------
+    def _clock(self, hb: int) -> dict[int, int]:
+        clock = self.clocks.get(hb)
+        if clock is None:
+            clock = self.clocks[hb] = {hb: 1}
+        return clock
+
+    def release(self, hb: int, obj: Any) -> None:
+        clock = self._clock(hb)
+        entry = self.sync.get(id(obj))
+        if entry is None:
+            self.sync[id(obj)] = (obj, dict(clock))
+        else:
+            _join(entry[1], clock)
+        clock[hb] += 1
+
+    def acquire(self, hb: int, obj: Any) -> None:
+        entry = self.sync.get(id(obj))
+        if entry is not None:
+            _join(self._clock(hb), entry[1])
+
+    def fork(self, parent: int, child: int) -> None:
+        clock = self._clock(parent)
+        self.clocks[child] = {**clock, child: 1}
+        clock[parent] += 1
+
+    def joined(self, waiter: int, finished: int) -> None:
+        other = self.clocks.get(finished)
+        if other is not None:
+            _join(self._clock(waiter), other)
+
+    def lock_acquired(self, hb: int, lock: Any, name: str) -> None:
+        self.acquire(hb, lock)
+        self.held.setdefault(hb, []).append(name)
+
+    def lock_released(self, hb: int, lock: Any, name: str) -> None:
+        held = self.held.get(hb)
+        if held and name in held:
+            held.remove(name)
+        self.release(hb, lock)
+
+    # -- accesses ------------------------------------------------------------------------
+    def on_instruction(self, frame: FrameType, code: CodeType, offset: int, actor: int, hb: int) -> None:
+        if self.found:
+            return
+        recipe = recipes(code).get(offset)
+        if recipe is None:
+            return
+        if self.unsettled:
+            for view, value_of in self.unsettled:
+                view.value = value_of()
+            self.unsettled.clear()
+        if actor != self.last_actor:
+            self._switched(actor)
+        try:
+            self._access(frame, recipe, actor, hb)
+        except Exception:  # noqa: BLE001 - never let the detector break user code
+            pass
+
+    def finish(self) -> None:
+        """The run ended: W–W–R reads still pending were not part of an update."""
+        if not self.found:
+            self._switched(-1)
+
+    def _switched(self, actor: int) -> None:
+        self.last_actor = actor
+        if self.pending:
+            pending, self.pending = self.pending, []
+            for entry in pending:
+                owner, _location, view, remote, site, target = entry
+                if owner == actor:
+                    self.pending.append(entry)
+                else:
+                    self._report(
+                        "atomicity-violation", "overwritten before read", target,
+                        view.site, remote, site,
+                    )
+
+    def _access(self, frame: FrameType, recipe: Recipe, actor: int, hb: int) -> None:
+        op = recipe.op
+        if op == "global-read" or op == "global-write":
+            namespace = frame.f_globals
+            if op == "global-read":
+                value = namespace.get(recipe.name, MISSING)
+                if value is MISSING or isinstance(value, _UNTRACKED_GLOBALS):
+                    return
+            self._touch(frame, actor, hb, namespace, recipe.name, op == "global-write",
+                        f"global {recipe.name}", value_of=lambda: namespace.get(recipe.name, MISSING))
+            return
+        if op == "deref-read" or op == "deref-write":
+            key = self._cell(frame.f_code, recipe.name)
+            f_locals = frame.f_locals
+            if op == "deref-read":
+                value = f_locals.get(recipe.name, MISSING)
+                if value is MISSING or isinstance(value, _UNTRACKED_GLOBALS):
+                    return
+            self._touch(frame, actor, hb, self, key, op == "deref-write", recipe.name,
+                        value_of=lambda: frame.f_locals.get(recipe.name, MISSING))
+            return
+        f_locals = frame.f_locals
+        base = evaluate(recipe.base, frame, f_locals)
+        if base is MISSING:
+            return
+        label = render(recipe.base)
+        if op == "read" or op == "write":
+            if recipe.name is not None:  # attribute
+                if isinstance(base, (ModuleType, type)) or callable(base) and not hasattr(base, "__dict__"):
+                    return
+                try:
+                    namespace = object.__getattribute__(base, "__dict__")
+                except AttributeError:
+                    return
+                if type(namespace) is not dict:
+                    return
+                if op == "read":
+                    value = namespace.get(recipe.name, MISSING)
+                    if value is MISSING or isinstance(value, (FunctionType, type(len))):
+                        return  # a method or class attribute: not instance state
+                name = recipe.name
+                self._touch(frame, actor, hb, base, name, op == "write", f"{label}.{name}",
+                            value_of=lambda: namespace.get(name, MISSING))
+                return
+            if type(base) not in _CONTAINERS:
+                return
+            key = evaluate(recipe.key, frame, f_locals)
+            if key is MISSING:
+                return
+            self._item(frame, actor, hb, base, key, op == "write", label)
+            return
+        if type(base) not in _CONTAINERS and not isinstance(base, _CONTAINERS):
+            return
+        if op == "contains":
+            element = evaluate(recipe.key, frame, f_locals)
+            if element is MISSING:
+                self._whole(frame, actor, hb, base, False, label, "checked")
+                return
+            location = element if isinstance(base, dict) else ("in", element)
+            self._touch_item(frame, actor, hb, base, location, False, label, element, "checked")
+            return
+        if op == "iterate" or op == "scan-arg":
+            self._whole(frame, actor, hb, base, False, label, "iterated")
+            return
+        if op == "call":
+            kind, _ = CONTAINER_METHODS[recipe.name]
+            element = evaluate(recipe.key, frame, f_locals) if recipe.key is not None else MISSING
+            self._method(frame, actor, hb, base, kind, recipe.name, element, label)
+
+    def _method(self, frame: FrameType, actor: int, hb: int, base: Any, kind: str,
+                method: str, element: Any, label: str) -> None:
+        action = f"called .{method}() on"
+        if kind == "scan":
+            self._whole(frame, actor, hb, base, False, label, action)
+        elif kind == "get" and isinstance(base, dict) and element is not MISSING:
+            self._touch_item(frame, actor, hb, base, element, False, label, element, "read")
+        elif kind in ("append", "add", "remove", "pop", "setdefault"):
+            self._whole(frame, actor, hb, base, True, label, action, atomic=True)
+            if element is MISSING:
+                return
+            if isinstance(base, dict):
+                self._touch_item(frame, actor, hb, base, element, True, label, element, action,
+                                 atomic=True)
+            elif isinstance(base, list) and kind in ("append", "pop"):
+                self._touch_item(frame, actor, hb, base, LAST, True, label, -1, action,
+                                 atomic=True)
+                if kind == "append":
+                    self._touch_item(frame, actor, hb, base, ("in", element), True, label,
+                                     element, action, atomic=True)
+            elif kind != "pop":
+                self._touch_item(frame, actor, hb, base, ("in", element), True, label, element,
+                                 action, atomic=True)
+        elif kind == "get":
+            self._whole(frame, actor, hb, base, False, label, "read")
+        else:
+            self._whole(frame, actor, hb, base, True, label, action, atomic=True)
+            if isinstance(base, list):
+                self._touch_item(frame, actor, hb, base, LAST, True, label, -1, action,
+                                 atomic=True)
+
+    def _item(self, frame: FrameType, actor: int, hb: int, base: Any, key: Any, write: bool,
+              label: str) -> None:
+        try:
+            hash(key)
+        except TypeError:
+            return
+        location = key
+        if isinstance(base, list) and type(key) is int and key < 0:
+            location = LAST if key == -1 else ("neg", key)
+        action = "wrote" if write else "read"
+        if write:
+            self._whole(frame, actor, hb, base, True, label, action, atomic=True)
+        self._touch_item(frame, actor, hb, base, location, write, label, key, action)
+
+    def _touch_item(self, frame: FrameType, actor: int, hb: int, base: Any, location: Any,
+                    write: bool, label: str, key: Any, action: str, atomic: bool = False) -> None:
+        if isinstance(location, tuple) and location and location[0] == "in":
+            target = f"{_short(key)} in {label}"
+        else:
+            target = f"{label}[{_short(key)}]"
+
+        def value_of() -> Any:
+            if isinstance(location, tuple) and location and location[0] == "in":
+                try:
+                    return key in base
+                except TypeError:
+                    return MISSING
+            try:
+                return base[key] if not isinstance(base, set) else MISSING
+            except (KeyError, IndexError, TypeError):
+                return MISSING
+
+        self._touch(frame, actor, hb, base, location, write, target, value_of, action, atomic)
+
+    def _whole(self, frame: FrameType, actor: int, hb: int, base: Any, write: bool, label: str,
+               action: str, atomic: bool = False) -> None:
+        self._touch(frame, actor, hb, base, WHOLE, write, label, lambda: len(base), action,
+                    atomic)
+
+    def _cell(self, code: CodeType, name: str) -> tuple[str, str]:
+        # A closure variable's cell is not reachable from its frame: name it by the
+        # function that owns it (the code object's qualname, minus inner levels).
+        qualname = code.co_qualname
+        if name in code.co_freevars and ".<locals>." in qualname:
+            qualname = qualname.rsplit(".<locals>.", 1)[0]
+        return (code.co_filename + ":" + qualname, name)
+
+    # -- the checks ----------------------------------------------------------------------
+    def _touch(self, frame: FrameType, actor: int, hb: int, obj: Any, key: Any, write: bool,
+               target: str, value_of: Callable[[], Any], action: str | None = None,
+               atomic: bool = False) -> None:
+        if action is None:
+            action = "wrote" if write else "read"
+        oid = id(obj)
+        if oid not in self.keep:
+            self.keep[oid] = obj
+        location = (oid, key)
+        shadow = self.shadows.get(location)
+        if shadow is None:
+            shadow = self.shadows[location] = _Shadow(target)
+        clock = self._clock(hb) if self.happens_before else None
+        site = _Site(actor, hb, clock[hb] if clock else 0, action, frame, frame.f_lineno,
+                     tuple(self.held.get(hb, ())), atomic)
+        view_key = (actor, location)
+        view = self.views.get(view_key)
+        if write and self.pending:
+            # The same actor read this location and now writes it, nobody in
+            # between: a read-modify-write, which wants the latest value.
+            self.pending = [p for p in self.pending if not (p[0] == actor and p[1] == location)]
+        if view is not None and shadow.seq > view.seq and shadow.last_writer is not None:
+            remote = shadow.last_writer
+            if remote.actor != actor:
+                if view.kind == "r" and write and _in_scope(view.site.frame, frame):
+                    pattern = "stale check" if view.site.action == "checked" else "lost update"
+                    self._report(
+                        "atomicity-violation", pattern, target, view.site, remote, site
+                    )
+                    return
+                if view.kind == "w" and not write and not _same(value_of(), view.value):
+                    self.pending.append((actor, location, view, remote, site, target))
+        if clock is not None:
+            if self._hb_check(shadow, site, clock, write, target):
+                return
+            (shadow.writes if write else shadow.reads)[hb] = site
+        new_view = _View("w" if write else "r", shadow.seq + write, site, MISSING)
+        if write:
+            shadow.seq += 1
+            shadow.last_writer = site
+            # the store runs right after this event: read what it wrote later
+            self.unsettled.append((new_view, value_of))
+        else:
+            new_view.value = value_of()
+        self.views[view_key] = new_view
+
+    def _hb_check(self, shadow: _Shadow, site: _Site, clock: dict[int, int], write: bool,
+                  target: str) -> bool:
+        hb = site.hb
+        others = list(shadow.writes.values())
+        if write:
+            others += shadow.reads.values()
+        for other in others:
+            if other.hb == hb or other.clock <= clock.get(other.hb, 0):
+                continue
+            if site.atomic and other.atomic:
+                continue  # two single C-level operations: each is atomic
+            self._report("data-race", "unsynchronised", target, other, site)
+            return True
+        return False
+
+    def _report(self, kind: str, pattern: str, target: str, *sites: _Site) -> None:
+        if self.found:
+            return
+        self.found = True
+        accesses = tuple(self._describe(site, target) for site in sites)
+        self.on_finding(Finding(kind, pattern, accesses), sites[-1].actor)
+
+    def _describe(self, site: _Site, target: str) -> Access:
+        frame = site.frame
+        filename = frame.f_code.co_filename if frame is not None else "?"
+        return Access(
+            self.actor_name(site.actor),
+            site.action,
+            target,
+            filename,
+            site.lineno,
+            source_line(filename, site.lineno) if frame is not None else "",
+            site.locks,
+        )
+
+
+def _join(into: dict[int, int], other: dict[int, int]) -> None:
+    for actor, tick in other.items():
+        if into.get(actor, 0) < tick:
+            into[actor] = tick
+
+
+def _in_scope(earlier: FrameType | None, now: FrameType) -> bool:
+    """Is ``earlier`` (still running) the frame of ``now`` or one of its callers?"""
+    frame: FrameType | None = now
+    depth = 0
+    while frame is not None and depth < 64:
+        if frame is earlier:
+            return True
+        frame = frame.f_back
+        depth += 1
+    return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if type(a) in _SCALARS and type(b) is type(a):
+        try:
+            return bool(a == b)
+        except Exception:  # noqa: BLE001
+            return False
+    return False
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 30 else text[:27] + "..."
+
+
+def render(sym: Sym) -> str:
+    """``("attr", ("local", "self"), "d")`` -> ``self.d``."""
+    if sym is None or sym is NULL:
+        return "<expr>"
+    tag = sym[0]
+    if tag in ("local", "global", "deref"):
+        return str(sym[1])
+    if tag == "const":
+        return repr(sym[1])
+    if tag == "attr":
+        return f"{render(sym[1])}.{sym[2]}"
+    if tag == "item":
+        return f"{render(sym[1])}[{render(sym[2])}]"
+    return "<expr>"
+
+
+def frame_is_user(frame: FrameType) -> bool:
+    return is_user_file(frame.f_code.co_filename)
+
+
+__all__ = ["Access", "Detector", "Finding", "RaceDetected", "sys"]

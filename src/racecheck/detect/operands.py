@@ -1,0 +1,288 @@
+"""What an instruction touches: the object and key behind each shared-state access.
+
+A tracer sees *that* ``STORE_ATTR balance`` is about to run, not *on which
+object*: the operands sit on the value stack, which Python code cannot read.
+But the instructions that pushed them can be read. This module walks each code
+object once, simulating the stack with symbolic values (``self``, ``self.d``,
+the constant ``"k"``...) and leaves, for every access instruction, a
+:class:`Recipe`: how to re-evaluate its operands from the frame's locals and
+globals at the moment the tracer fires. Anything not rebuilt from plain
+loads (a call result, an arithmetic result, a value merged from two branches)
+is unknown, and the access is skipped rather than guessed.
+
+Re-evaluation never runs user code: attributes are read from instance
+dictionaries only, never through properties or ``__getattr__``.
+"""
+
+from __future__ import annotations
+
+import dis
+import sys
+from dataclasses import dataclass
+from types import CodeType
+from typing import Any
+
+_PY313 = sys.version_info >= (3, 13)
+_PY312 = sys.version_info >= (3, 12)
+
+#: a symbolic stack value: ("local", name) | ("global", name) | ("deref", name) |
+#: ("const", value) | ("attr", base, name) | ("item", base, key) |
+#: ("method", receiver, name) | NULL | None (unknown)
+Sym = tuple[Any, ...] | None
+NULL: tuple[str] = ("null",)
+
+#: container methods: name -> (kind, whether the first argument is the key/element)
+CONTAINER_METHODS: dict[str, tuple[str, bool]] = {
+    "append": ("append", True),
+    "appendleft": ("mutate", False),
+    "extend": ("mutate", False),
+    "extendleft": ("mutate", False),
+    "insert": ("mutate", False),
+    "pop": ("pop", True),
+    "popleft": ("mutate", False),
+    "popitem": ("mutate", False),
+    "remove": ("remove", True),
+    "clear": ("mutate", False),
+    "update": ("mutate", False),
+    "setdefault": ("setdefault", True),
+    "add": ("add", True),
+    "discard": ("remove", True),
+    "sort": ("mutate", False),
+    "reverse": ("mutate", False),
+    "difference_update": ("mutate", False),
+    "intersection_update": ("mutate", False),
+    "symmetric_difference_update": ("mutate", False),
+    "get": ("get", True),
+    "keys": ("scan", False),
+    "values": ("scan", False),
+    "items": ("scan", False),
+    "copy": ("scan", False),
+    "count": ("scan", False),
+    "index": ("scan", False),
+    "issubset": ("scan", False),
+    "issuperset": ("scan", False),
+    "union": ("scan", False),
+    "difference": ("scan", False),
+    "intersection": ("scan", False),
+}
+#: builtins that read a whole container passed as their first argument
+SCANNING_BUILTINS = frozenset(
+    ("list", "tuple", "set", "frozenset", "dict", "sorted", "len", "sum", "min", "max", "any",
+     "all", "enumerate", "reversed", "iter", "next", "zip", "map", "filter")
+)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One access instruction: what it does and how to find its operands."""
+
+    #: "read" | "write" attribute/item; "contains"; "iterate"; "call" (container
+    #: method or scanning builtin); "global-read"/"global-write"; "deref-read"/"deref-write"
+    op: str
+    base: Sym
+    name: Any = None  # attribute name, global/cell name, method name
+    key: Sym = None
+
+
+_recipes: dict[CodeType, dict[int, Recipe]] = {}
+
+
+def recipes(code: CodeType) -> dict[int, Recipe]:
+    """offset -> Recipe for every access in ``code`` whose operands can be rebuilt."""
+    found = _recipes.get(code)
+    if found is None:
+        found = _recipes[code] = _analyse(code)
+    return found
+
+
+def _analyse(code: CodeType) -> dict[int, Recipe]:
+    out: dict[int, Recipe] = {}
+    stack: list[Sym] = []
+
+    def pop(n: int = 1) -> list[Sym]:
+        taken: list[Sym] = []
+        for _ in range(n):
+            taken.append(stack.pop() if stack else None)
+        taken.reverse()
+        return taken
+
+    def peek(depth: int) -> Sym:
+        return stack[-depth] if len(stack) >= depth else None
+
+    for instr in dis.get_instructions(code):
+        if instr.is_jump_target:
+            stack = [None] * len(stack)  # merged from several paths: values unknown
+        name = instr.opname
+        arg = instr.arg or 0
+        argval = instr.argval
+        if name in ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"):
+            stack.append(("local", argval))
+        elif name == "LOAD_FAST_LOAD_FAST":
+            first, second = argval
+            stack.extend((("local", first), ("local", second)))
+        elif name in ("LOAD_DEREF", "LOAD_CLASSDEREF"):
+            out[instr.offset] = Recipe("deref-read", None, argval)
+            stack.append(("deref", argval))
+        elif name == "STORE_DEREF":
+            out[instr.offset] = Recipe("deref-write", None, argval)
+            pop()
+        elif name == "LOAD_GLOBAL":
+            if instr.offset not in out:
+                out[instr.offset] = Recipe("global-read", None, argval)
+            if arg & 1:
+                stack.extend((("global", argval), NULL) if _PY313 else (NULL, ("global", argval)))
+            else:
+                stack.append(("global", argval))
+        elif name == "LOAD_NAME":
+            stack.append(("global", argval))
+        elif name == "STORE_GLOBAL":
+            out[instr.offset] = Recipe("global-write", None, argval)
+            pop()
+        elif name == "LOAD_CONST":
+            stack.append(("const", argval))
+        elif name == "PUSH_NULL":
+            stack.append(NULL)
+        elif name == "LOAD_METHOD" or (name == "LOAD_ATTR" and _PY312 and arg & 1):
+            (receiver,) = pop()
+            stack.extend((("method", receiver, argval), receiver))
+        elif name == "LOAD_ATTR":
+            (base,) = pop()
+            out[instr.offset] = Recipe("read", base, argval)
+            stack.append(("attr", base, argval))
+        elif name in ("STORE_ATTR", "DELETE_ATTR"):
+            base = peek(1)
+            out[instr.offset] = Recipe("write", base, argval)
+            pop(2 if name == "STORE_ATTR" else 1)
+        elif name == "BINARY_SUBSCR":
+            base, key = pop(2)
+            out[instr.offset] = Recipe("read", base, None, key)
+            stack.append(("item", base, key))
+        elif name in ("STORE_SUBSCR", "DELETE_SUBSCR"):
+            base, key = peek(2), peek(1)
+            out[instr.offset] = Recipe("write", base, None, key)
+            pop(3 if name == "STORE_SUBSCR" else 2)
+        elif name == "CONTAINS_OP":
+            key, base = pop(2)
+            out[instr.offset] = Recipe("contains", base, None, key)
+            stack.append(None)
+        elif name == "GET_ITER":
+            (base,) = pop()
+            out[instr.offset] = Recipe("iterate", base)
+            stack.append(None)
+        elif name in ("CALL", "CALL_KW"):
+            argc = arg
+            extra = 1 if name == "CALL_KW" else 0
+            slots = pop(argc + 2 + extra)
+            callable_slots = slots[:2]
+            args = slots[2 : 2 + argc]
+            recipe = _call_recipe(callable_slots, args)
+            if recipe is not None:
+                out[instr.offset] = recipe
+            stack.append(None)
+        elif name == "COPY":
+            stack.append(peek(arg))
+        elif name == "SWAP":
+            if len(stack) < arg:
+                stack[:0] = [None] * (arg - len(stack))
+            stack[-1], stack[-arg] = stack[-arg], stack[-1]
+        else:
+            try:
+                effect = dis.stack_effect(instr.opcode, instr.arg, jump=False)
+            except ValueError:
+                stack = []
+                continue
+            _apply_effect(stack, instr, effect)
+        if name in _NO_FALLTHROUGH:
+            stack = []
+    return out
+
+
+_NO_FALLTHROUGH = frozenset(
+    ("RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_BACKWARD",
+     "JUMP_FORWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP")
+)
+
+
+def _apply_effect(stack: list[Sym], instr: dis.Instruction, effect: int) -> None:
+    """Generic instructions: pop what they consume, push unknowns for what they make."""
+    popped, pushed = _pops_pushes(instr, effect)
+    for _ in range(popped):
+        if stack:
+            stack.pop()
+    stack.extend([None] * pushed)
+
+
+def _pops_pushes(instr: dis.Instruction, effect: int) -> tuple[int, int]:
+    # Most instructions consume their inputs and push one result; stack_effect
+    # gives only the difference, so infer the split for the common shapes.
+    name = instr.opname
+    if name.startswith(("BINARY_OP", "COMPARE_OP", "IS_OP")):
+        return 2, 1
+    if name.startswith(("UNARY_", "TO_BOOL", "FORMAT_SIMPLE", "CONVERT_VALUE")):
+        return 1, 1
+    if effect >= 0:
+        return 0, effect
+    return -effect, 0
+
+
+def _call_recipe(callable_slots: list[Sym], args: list[Sym]) -> Recipe | None:
+    first_arg = args[0] if args else None
+    for slot in callable_slots:
+        if slot is None or slot is NULL:
+            continue
+        if slot[0] == "method" and slot[2] in CONTAINER_METHODS:
+            return Recipe("call", slot[1], slot[2], first_arg)
+        if slot[0] == "global" and slot[1] in SCANNING_BUILTINS and args:
+            return Recipe("scan-arg", first_arg, slot[1])
+    return None
+
+
+# -- evaluation ------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def evaluate(sym: Sym, frame: Any, f_locals: dict[str, Any] | None = None) -> Any:
+    """The current value of a symbolic operand, or ``_MISSING`` if it cannot be had safely."""
+    if sym is None or sym is NULL:
+        return _MISSING
+    tag = sym[0]
+    if tag == "local" or tag == "deref":
+        names = f_locals if f_locals is not None else frame.f_locals
+        return names.get(sym[1], _MISSING)
+    if tag == "const":
+        return sym[1]
+    if tag == "global":
+        value = frame.f_globals.get(sym[1], _MISSING)
+        if value is _MISSING:
+            value = frame.f_builtins.get(sym[1], _MISSING)
+        return value
+    if tag == "attr":
+        base = evaluate(sym[1], frame, f_locals)
+        if base is _MISSING:
+            return _MISSING
+        return instance_attribute(base, sym[2])
+    if tag == "item":
+        base = evaluate(sym[1], frame, f_locals)
+        key = evaluate(sym[2], frame, f_locals)
+        if base is _MISSING or key is _MISSING or type(base) not in (dict, list, tuple):
+            return _MISSING
+        try:
+            return base[key]
+        except (KeyError, IndexError, TypeError):
+            return _MISSING
+    return _MISSING
+
+
+def instance_attribute(obj: Any, name: str) -> Any:
+    """``obj.name`` from the instance (or module) dictionary only: no user code runs."""
+    try:
+        namespace = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return _MISSING
+    if type(namespace) is not dict:
+        return dict(namespace).get(name, _MISSING) if isinstance(namespace, dict) else _MISSING
+    return namespace.get(name, _MISSING)
+
+
+MISSING = _MISSING
