@@ -105,6 +105,20 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             del task._source_traceback[-1]  # type: ignore[attr-defined]
         return task
 
+    def _call_soon(self, callback: Any, args: Any, context: Any) -> Any:
+        handle = super()._call_soon(callback, args, context)  # type: ignore[misc]
+        detector = self._rc_controller.detector
+        if detector is not None and self._rc_host.records_steps:
+            detector.stamp(handle)  # who woke whom: the race detector's happens-before
+        return handle
+
+    def call_at(self, when: float, callback: Any, *args: Any, context: Any = None) -> Any:
+        handle = super().call_at(when, callback, *args, context=context)
+        detector = self._rc_controller.detector
+        if detector is not None and self._rc_host.records_steps:
+            detector.stamp(handle)
+        return handle
+
     def call_soon_threadsafe(self, callback: Any, *args: Any, context: Any = None) -> Any:
         detector = self._rc_controller.detector
         if detector is not None:
@@ -143,6 +157,12 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             # not an actor, runs in FIFO order.
             ready.popleft()
             self._rc_controller.tick()
+            detector = self._rc_controller.detector
+            if detector is not None:
+                if self._rc_host.records_steps:
+                    detector.begin_callback(head)
+                else:
+                    self._rc_host.detect_handoffs(self)  # type: ignore[attr-defined]
             head._run()
             return
         tasks: list[asyncio.Task[Any]] = []
@@ -173,7 +193,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             from racecheck.recorder import task_label
 
             detector.names.setdefault(ids[choice], task_label(tasks[choice], ids[choice]))
-            with detecting(detector, ids[choice]):
+            detector.begin_task_step(ids[choice], handle)
+            with detecting(detector, ids[choice], ids[choice]):
                 if recorder is not None:
                     recorder.task_step(ids[choice], tasks[choice], handle, choice != 0)
                 else:

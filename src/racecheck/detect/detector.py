@@ -164,6 +164,10 @@ class Detector:
         self.views: dict[tuple[int, tuple[int, Any]], _View] = {}
         self.keep: dict[int, Any] = {}  # objects whose ids key the shadows
         self.clocks: dict[int, dict[int, int]] = {}
+        self.signals: dict[int, dict[int, int]] = {}
+        self.stamps: dict[int, tuple[Any, dict[int, int]]] = {}
+        self.current: int | None = None
+        self.callback_clock: dict[int, int] = {}
         self.sync: dict[int, tuple[Any, dict[int, int]]] = {}
         self.held: dict[int, list[str]] = {}
         self.last_actor = -1
@@ -176,45 +180,84 @@ class Detector:
         self.cells: dict[tuple[str, str], int] = {}
 
     # -- synchronisation (happens-before) ---------------------------------------------
+    # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
+    # data races. ``signals`` leaves out lock hand-offs: it says whether an actor
+    # *waited for* another (a join, an event, a queue item, an awaited task), which
+    # is when seeing that actor's write instead of one's own is the point.
     def _clock(self, hb: int) -> dict[int, int]:
         clock = self.clocks.get(hb)
         if clock is None:
             clock = self.clocks[hb] = {hb: 1}
+            self.signals[hb] = {hb: 1}
         return clock
 
-    def release(self, hb: int, obj: Any) -> None:
+    def _tick(self, hb: int) -> None:
+        clock = self._clock(hb)
+        clock[hb] += 1
+        self.signals[hb][hb] = clock[hb]
+
+    def release(self, hb: int, obj: Any, signal: bool = True) -> None:
         clock = self._clock(hb)
         entry = self.sync.get(id(obj))
         if entry is None:
-            self.sync[id(obj)] = (obj, dict(clock))
-        else:
-            _join(entry[1], clock)
-        clock[hb] += 1
+            entry = self.sync[id(obj)] = (obj, {}, {})
+        _join(entry[1], clock)
+        if signal:
+            _join(entry[2], self.signals[hb])
+        self._tick(hb)
 
-    def acquire(self, hb: int, obj: Any) -> None:
+    def acquire(self, hb: int, obj: Any, signal: bool = True) -> None:
         entry = self.sync.get(id(obj))
         if entry is not None:
             _join(self._clock(hb), entry[1])
+            if signal:
+                _join(self.signals[hb], entry[2])
 
     def fork(self, parent: int, child: int) -> None:
         clock = self._clock(parent)
         self.clocks[child] = {**clock, child: 1}
-        clock[parent] += 1
+        self.signals[child] = {**self.signals[parent], child: 1}
+        self._tick(parent)
 
     def joined(self, waiter: int, finished: int) -> None:
         other = self.clocks.get(finished)
         if other is not None:
             _join(self._clock(waiter), other)
+            _join(self.signals[waiter], self.signals[finished])
 
     def lock_acquired(self, hb: int, lock: Any, name: str) -> None:
-        self.acquire(hb, lock)
+        self.acquire(hb, lock, signal=False)
         self.held.setdefault(hb, []).append(name)
 
     def lock_released(self, hb: int, lock: Any, name: str) -> None:
         held = self.held.get(hb)
         if held and name in held:
             held.remove(name)
-        self.release(hb, lock)
+        self.release(hb, lock, signal=False)
+
+    # asyncio: every wake-up goes through a scheduled handle. The handle carries
+    # the clock of whoever scheduled it (a task finishing, a future resolved, a
+    # lock released), and the task or callback it runs starts from that clock.
+    def stamp(self, handle: Any) -> None:
+        if self.current is not None:
+            clock = dict(self.signals.get(self.current) or self._clock(self.current))
+            self._tick(self.current)
+        else:
+            clock = dict(self.callback_clock)
+        self.stamps[id(handle)] = (handle, clock)
+
+    def begin_task_step(self, actor: int, handle: Any) -> None:
+        self._clock(actor)
+        stamped = self.stamps.pop(id(handle), None)
+        if stamped is not None:
+            _join(self.clocks[actor], stamped[1])
+            _join(self.signals[actor], stamped[1])
+        self.current = actor
+
+    def begin_callback(self, handle: Any) -> None:
+        stamped = self.stamps.pop(id(handle), None)
+        self.callback_clock = stamped[1] if stamped is not None else {}
+        self.current = None
 
     # -- accesses ------------------------------------------------------------------------
     def on_instruction(self, frame: FrameType, code: CodeType, offset: int, actor: int, hb: int) -> None:
@@ -413,8 +456,8 @@ class Detector:
         shadow = self.shadows.get(location)
         if shadow is None:
             shadow = self.shadows[location] = _Shadow(target)
-        clock = self._clock(hb) if self.happens_before else None
-        site = _Site(actor, hb, clock[hb] if clock else 0, action, frame, frame.f_lineno,
+        clock = self._clock(hb)
+        site = _Site(actor, hb, clock[hb], action, frame, frame.f_lineno,
                      tuple(self.held.get(hb, ())), atomic)
         view_key = (actor, location)
         view = self.views.get(view_key)
@@ -431,9 +474,14 @@ class Detector:
                         "atomicity-violation", pattern, target, view.site, remote, site
                     )
                     return
-                if view.kind == "w" and not write and not _same(value_of(), view.value):
+                if (
+                    view.kind == "w"
+                    and not write
+                    and not self._waited_for(remote, hb)
+                    and not _same(value_of(), view.value)
+                ):
                     self.pending.append((actor, location, view, remote, site, target))
-        if clock is not None:
+        if self.happens_before:
             if self._hb_check(shadow, site, clock, write, target):
                 return
             (shadow.writes if write else shadow.reads)[hb] = site
@@ -446,6 +494,16 @@ class Detector:
         else:
             new_view.value = value_of()
         self.views[view_key] = new_view
+
+    def _waited_for(self, remote: _Site, hb: int) -> bool:
+        """Did ``hb`` wait for the actor that wrote ``remote`` (so it expects its value)?
+
+        Tasks of a loop hosted in a thread share that thread's clock, which
+        cannot tell them apart: only waits across threads count there.
+        """
+        if remote.hb == hb:
+            return False
+        return remote.clock <= self.signals[hb].get(remote.hb, 0)
 
     def _hb_check(self, shadow: _Shadow, site: _Site, clock: dict[int, int], write: bool,
                   target: str) -> bool:

@@ -142,6 +142,8 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             stack.append(("const", argval))
         elif name == "PUSH_NULL":
             stack.append(NULL)
+        elif name in ("PRECALL", "KW_NAMES", "NOP", "RESUME", "CACHE", "EXTENDED_ARG"):
+            pass  # 3.11 counts the arguments of a call here; the CALL below pops them
         elif name == "LOAD_METHOD" or (name == "LOAD_ATTR" and _PY312 and arg & 1):
             (receiver,) = pop()
             stack.extend((("method", receiver, argval), receiver))

@@ -385,10 +385,15 @@ def build_workflow(
 
         return handle
 
+    # Executor-local state, as an agent executor keeps its pending request: safe
+    # only while the executor handles one message at a time.
+    collector_state: dict[str, Any] = {"request": None}
+
     async def collector(message: Any, ctx: WorkflowContext) -> None:
         probe.enter("collector")
+        collector_state["request"] = message
         await asyncio.sleep(latency)  # the agent call
-        probe.received.append((ctx.source_executor_ids[0], message))
+        probe.received.append((ctx.source_executor_ids[0], collector_state["request"]))
         probe.leave("collector")
         await ctx.yield_output(message)
 

@@ -316,6 +316,12 @@ class ThreadHost:
         me.running_task = candidates[choice]  # its accesses are the task's, for coverage
         return choice
 
+    def detect_handoffs(self, loop: Any) -> None:
+        """A plain callback is about to run: it may be one a thread handed over."""
+        me = self.runtime.me()
+        if me is not None and self.controller.detector is not None:
+            self.controller.detector.acquire(me.id, loop)
+
     def idle(self, loop: Any) -> None:
         me = self.runtime.me()
         if me is None:

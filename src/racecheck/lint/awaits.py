@@ -1,0 +1,154 @@
+"""RC101-RC103: shared state whose meaning changes while a coroutine is suspended.
+
+In asyncio only an ``await`` (or ``async with``/``async for``) lets another task
+run, so the code between two awaits is atomic. The three shapes here are the
+ones where a coroutine *relies* on shared state staying put across an await:
+
+* RC101 writes ``self.x``, awaits, and reads ``self.x`` back, treating the
+  shared object as per-call scratch space (marsys' ``_current_instance``);
+* RC102 checks ``self.x`` (``is None``, ``key not in``), awaits, then acts on
+  the check (double initialisation, duplicate work, a lost entry);
+* RC103 reads ``self.x``, awaits, and writes back a value computed from the old
+  read (a lost update; ``self.x += await f()`` is the one-line version).
+
+All three stay quiet when one lock region encloses the whole sequence. RC101
+also requires the written value to be per-call data (a local, a parameter, an
+awaited result): writing a constant such as ``self._state = CLOSING`` is a
+state machine, not scratch space.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from racecheck.lint.findings import Finding
+from racecheck.lint.flow import Event, Flow, common_lock, reaches
+from racecheck.lint.module import Module, functions_in
+from racecheck.lint.report import at, line_of, show, where
+
+
+def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
+    if not codes & {"RC101", "RC102", "RC103"}:
+        return
+    for func in functions_in(module.tree):
+        if not isinstance(func, ast.AsyncFunctionDef):
+            continue
+        events = Flow(module, func).run()
+        if not any(e.kind == "await" for e in events):
+            continue
+        if "RC101" in codes:
+            yield from _scratch_state(module, events)
+        if "RC102" in codes:
+            yield from _check_then_act(module, events)
+        if "RC103" in codes:
+            yield from _lost_update(module, events)
+
+
+def _tracked(key: str) -> bool:
+    return key.startswith(("self.", "global:"))
+
+
+def _gap(
+    first: Event, last: Event, awaits: list[Event], middle: Event | None = None
+) -> Event | None:
+    """An await that runs after ``first`` and before ``last`` with no lock held across all."""
+    for suspend in awaits:
+        if reaches(first, suspend) and reaches(suspend, last):
+            held = (first, suspend, last) if middle is None else (first, suspend, middle, last)
+            if not common_lock(*held):
+                return suspend
+    return None
+
+
+def _scratch_state(module: Module, events: list[Event]) -> Iterator[Finding]:
+    awaits = [e for e in events if e.kind == "await"]
+    writes = [e for e in events if e.kind == "write" and _tracked(e.key)]
+    reported: set[int] = set()
+    for read in events:
+        if read.kind != "read" or not _tracked(read.key):
+            continue
+        before = [w for w in writes if w.key == read.key and reaches(w, read)]
+        if not before:
+            continue
+        write = max(before, key=lambda e: e.order)
+        if not write.percall or id(where(write)) in reported:
+            continue
+        suspend = _gap(write, read, awaits)
+        if suspend is None:
+            continue
+        reported.add(id(where(write)))
+        yield at(
+            module,
+            where(write),
+            "RC101",
+            f"`{show(read.key)}` holds per-call data on a shared object: written here, "
+            f"awaited across ({line_of(suspend)}), read back ({line_of(read)}); "
+            "a concurrent call can overwrite it in between",
+            end=where(read),
+        )
+
+
+def _governs(check: Event, act: Event) -> bool:
+    inside = any(arm.node == check.scope for arm in act.path)
+    return inside or (check.guard and act.order > check.end)
+
+
+def _check_then_act(module: Module, events: list[Event]) -> Iterator[Finding]:
+    awaits = [e for e in events if e.kind == "await"]
+    checks = [e for e in events if e.kind == "check" and _tracked(e.key)]
+    reported: set[tuple[int, str]] = set()
+    for act in events:
+        if act.kind not in {"write", "mutate"} or not _tracked(act.key):
+            continue
+        governing = [c for c in checks if c.key == act.key and reaches(c, act) and _governs(c, act)]
+        if not governing:
+            continue
+        test = max(governing, key=lambda e: e.order)
+        if (id(where(test)), act.key) in reported:
+            continue
+        suspend = _gap(test, act, awaits)
+        if suspend is None:
+            continue
+        reported.add((id(where(test)), act.key))
+        yield at(
+            module,
+            where(test),
+            "RC102",
+            f"check of `{show(act.key)}` here and the action it guards ({line_of(act)}) are "
+            f"split by an await ({line_of(suspend)}); another task can pass the same check "
+            "meanwhile",
+            end=where(act),
+        )
+
+
+def _lost_update(module: Module, events: list[Event]) -> Iterator[Finding]:
+    awaits = [e for e in events if e.kind == "await"]
+    by_order = {e.order: e for e in events}
+    reported: set[int] = set()
+    for write in events:
+        if write.kind not in {"write", "mutate"} or not _tracked(write.key):
+            continue
+        if write.kind == "mutate" and write.detail not in {"setitem", "local-key"}:
+            continue
+        reads = [
+            by_order[o]
+            for o in write.sources
+            if o in by_order and by_order[o].key == write.key and reaches(by_order[o], write)
+        ]
+        if not reads or id(where(write)) in reported:
+            continue
+        read = max(reads, key=lambda e: e.order)
+        suspend = _gap(read, write, awaits)
+        if suspend is None:
+            continue
+        reported.add(id(where(write)))
+        yield at(
+            module,
+            where(write),
+            "RC103",
+            f"`{show(write.key)}` is written from a value read before an await "
+            f"(read {line_of(read)}, await {line_of(suspend)}); updates made by other "
+            "tasks meanwhile are lost",
+            end=where(write),
+        )

@@ -1,0 +1,643 @@
+"""One function body as a sequence of events, in the order Python evaluates them.
+
+The await checks ask questions of the form "is there a write, then an await,
+then a read of the same thing, on one path through the function?". This module
+answers the "on one path" part without building a control-flow graph: every
+event remembers which arm of each ``if``/``match``/``except`` it sits in, and
+whether that arm ends in ``return``/``raise``. Two events in different arms of
+one ``if`` are never on one path; an event in an arm that returns never reaches
+code after the ``if``. Loop back edges are ignored, which can only hide
+findings, never invent them.
+
+Keys name the shared things the checks care about:
+
+* ``self.x`` -- an attribute of the method's instance;
+* ``global:x`` -- a module-level name;
+* ``free:x`` -- a name from an enclosing function (a closure variable);
+* ``root:x`` -- a parameter the caller marked as shared (see :mod:`.fanout`);
+* ``local:...`` -- anything else; the checks ignore these.
+
+Calls to methods of the same class (``self.m(...)``) and to functions of the
+same module are *inlined*: their events appear at the call site, because their
+body runs there (for an ``async def``, only when the call is awaited directly).
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from racecheck.lint.module import (
+    MUTATORS,
+    ClassInfo,
+    FunctionNode,
+    Module,
+    global_names,
+    is_locklike,
+    last_name,
+    local_names,
+    params,
+)
+
+MAX_INLINE_DEPTH = 3
+_ITER_VIEWS = frozenset({"items", "keys", "values"})
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of a branching statement, as seen from the events inside it."""
+
+    node: tuple[int, int]  # (frame, id(statement)): inlined twice means two statements
+    index: int
+    terminates: bool  # ends in return/raise: nothing after the statement is reached
+
+
+@dataclass
+class Event:
+    kind: str  # read write mutate await check escape iterate index
+    key: str
+    order: int
+    node: ast.AST  # where it happens (possibly inside an inlined callee)
+    site: ast.AST  # the statement-level node in the analysed function
+    path: tuple[Arm, ...]
+    locks: frozenset[int]  # lock regions held: `with` and `async with`
+    sync_locks: frozenset[int]  # only `with` regions: what excludes other threads
+    via: FunctionNode | None = None  # the inlined callee the event comes from
+    sources: frozenset[int] = frozenset()  # orders of shared reads flowing into a write
+    percall: bool = False  # a write whose value is per-call data (a local, an await)
+    detail: str = ""  # mutator name, "pos" for x[0]/x[-1], "local-key" for x[local] = ...
+    guard: bool = False  # a check whose if-statement has an arm that returns/raises
+    scope: tuple[int, int] = (0, 0)  # a check's if-statement (frame, id)
+    end: int = 0  # a check: the order just after its if-statement
+
+
+def reaches(a: Event, b: Event) -> bool:
+    """Can ``b`` run after ``a`` in one execution (ignoring loop back edges)?"""
+    if a.order >= b.order:
+        return False
+    arms = {arm.node: arm.index for arm in b.path}
+    for arm in a.path:
+        other = arms.get(arm.node)
+        if other is not None and other != arm.index:
+            return False
+        if arm.terminates and other is None:
+            return False
+    return True
+
+
+def common_lock(*events: Event, sync_only: bool = False) -> bool:
+    held = [e.sync_locks if sync_only else e.locks for e in events]
+    return bool(frozenset.intersection(*held))
+
+
+def terminates(block: list[ast.stmt]) -> bool:
+    if not block:
+        return False
+    last = block[-1]
+    if isinstance(last, ast.Return | ast.Raise):
+        return True
+    if isinstance(last, ast.If):
+        return terminates(last.body) and terminates(last.orelse)
+    return False
+
+
+@dataclass
+class _Frame:
+    id: int
+    func: FunctionNode
+    self_name: str | None
+    mapping: dict[str, str]
+    locals: frozenset[str]
+    globals: frozenset[str]
+    taint: dict[str, frozenset[int]] = field(default_factory=dict)
+
+
+class Flow:
+    """Walks one function (with inlined callees) and records its :class:`Event` list."""
+
+    def __init__(
+        self,
+        module: Module,
+        func: FunctionNode,
+        klass: ClassInfo | None = None,
+        mapping: dict[str, str] | None = None,
+        inline: bool = True,
+        closure: frozenset[str] = frozenset(),
+    ) -> None:
+        self.module = module
+        self.klass = klass if klass is not None else module.class_of(func)
+        self.inline = inline
+        self.closure = closure  # names bound by enclosing functions
+        self.events: list[Event] = []
+        self._ids = itertools.count(1)
+        self._order = itertools.count()
+        self._path: list[Arm] = []
+        self._locks: list[tuple[int, bool]] = []
+        self._frames: list[_Frame] = []
+        self._site: ast.AST = func
+        self._module_names = module.module_names
+        self._root = self._frame(func, module.self_name(func), dict(mapping or {}))
+
+    # ── driving ────────────────────────────────────────────────────────────
+
+    def run(self) -> list[Event]:
+        self._frames.append(self._root)
+        self._block(self._root.func.body)
+        self._frames.pop()
+        return self.events
+
+    def _frame(self, func: FunctionNode, self_name: str | None, mapping: dict[str, str]) -> _Frame:
+        return _Frame(
+            next(self._ids), func, self_name, mapping, local_names(func), global_names(func)
+        )
+
+    @property
+    def _top(self) -> _Frame:
+        return self._frames[-1]
+
+    @property
+    def _depth(self) -> int:
+        return len(self._frames) - 1
+
+    def _emit(self, kind: str, key: str, node: ast.AST, **extra: object) -> Event:
+        event = Event(
+            kind,
+            key,
+            next(self._order),
+            node,
+            self._site,
+            tuple(self._path),
+            frozenset(region for region, _ in self._locks),
+            frozenset(region for region, is_sync in self._locks if is_sync),
+            via=self._top.func if self._depth else None,
+            **extra,  # type: ignore[arg-type]
+        )
+        self.events.append(event)
+        return event
+
+    # ── keys ───────────────────────────────────────────────────────────────
+
+    def name_key(self, name: str) -> str:
+        frame = self._top
+        if name in frame.mapping:
+            return frame.mapping[name]
+        if name in frame.globals:
+            return f"global:{name}"
+        if name in frame.locals or name == frame.self_name:
+            return f"local:{frame.id}:{name}"
+        if self._depth == 0 and name in self.closure:
+            return f"free:{name}"
+        if name in self._module_names:
+            return f"global:{name}"
+        return f"local:0:{name}"  # a builtin or an unknown: not shared state we track
+
+    def key_of(self, expr: ast.AST) -> str | None:
+        """The key of the shared object ``expr`` denotes or reaches into, if any.
+
+        ``self.x``, ``self.x[k]``, ``self.x[k].y`` and ``self.x.get(k)`` all lead
+        to ``self.x``: a mutation of anything reachable from it changes it.
+        """
+        while True:
+            if isinstance(expr, ast.Attribute):
+                me = self._top.self_name
+                if me and isinstance(expr.value, ast.Name) and expr.value.id == me:
+                    return f"self.{expr.attr}"
+                expr = expr.value
+            elif isinstance(expr, ast.Subscript):
+                expr = expr.value
+            elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+                if expr.func.attr not in {"get", "copy", *_ITER_VIEWS}:
+                    return None
+                expr = expr.func.value
+            elif isinstance(expr, ast.Name):
+                return self.name_key(expr.id)
+            else:
+                return None
+
+    @staticmethod
+    def shared(key: str | None) -> bool:
+        return key is not None and not key.startswith("local:")
+
+    # ── statements ─────────────────────────────────────────────────────────
+
+    def _block(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            if self._depth == 0:
+                self._site = stmt
+            self._stmt(stmt)
+            if isinstance(stmt, ast.Return | ast.Raise) or (
+                isinstance(stmt, ast.If) and terminates(stmt.body) and terminates(stmt.orelse)
+            ):
+                break  # the rest of the block is unreachable
+
+    def _arm(self, owner: ast.AST, index: int, body: list[ast.stmt]) -> None:
+        ends = self._depth == 0 and terminates(body)
+        self._path.append(Arm((self._top.id, id(owner)), index, ends))
+        self._block(body)
+        self._path.pop()
+
+    def _stmt(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.Expr | ast.Return):
+            if stmt.value is not None:
+                self._expr(stmt.value)
+        elif isinstance(stmt, ast.Assign):
+            start = len(self.events)
+            self._expr(stmt.value)
+            sources = self._sources(stmt.value, start)
+            for target in stmt.targets:
+                self._store(target, stmt.value, sources)
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None:
+                start = len(self.events)
+                self._expr(stmt.value)
+                self._store(stmt.target, stmt.value, self._sources(stmt.value, start))
+        elif isinstance(stmt, ast.AugAssign):
+            start = len(self.events)
+            self._load_target(stmt.target)
+            own = frozenset(
+                e.order
+                for e in self.events[start:]
+                if e.kind in {"read", "index"} and self.shared(e.key)
+            )
+            start = len(self.events)
+            self._expr(stmt.value)
+            sources = self._sources(stmt.value, start) | own
+            self._store(stmt.target, stmt.value, sources)
+        elif isinstance(stmt, ast.Delete):
+            for target in stmt.targets:
+                self._store(target, None, frozenset())
+        elif isinstance(stmt, ast.If):
+            self._if(stmt)
+        elif isinstance(stmt, ast.While):
+            self._expr(stmt.test)
+            self._block(stmt.body)
+            self._block(stmt.orelse)
+        elif isinstance(stmt, ast.For | ast.AsyncFor):
+            self._expr(stmt.iter)
+            self._iterate(stmt.iter)
+            if isinstance(stmt, ast.AsyncFor):
+                self._emit("await", "", stmt)
+            self._store(stmt.target, None, frozenset())
+            self._block(stmt.body)
+            if isinstance(stmt, ast.AsyncFor):
+                self._emit("await", "", stmt)
+            self._block(stmt.orelse)
+        elif isinstance(stmt, ast.With | ast.AsyncWith):
+            self._with(stmt)
+        elif isinstance(stmt, ast.Try | ast.TryStar):
+            self._block(stmt.body)
+            for index, handler in enumerate(stmt.handlers):
+                self._arm(stmt, index, handler.body)
+            self._block(stmt.orelse)
+            self._block(stmt.finalbody)
+        elif isinstance(stmt, ast.Match):
+            self._expr(stmt.subject)
+            for index, case in enumerate(stmt.cases):
+                self._arm(stmt, index, case.body)
+        elif isinstance(stmt, ast.Raise):
+            for part in (stmt.exc, stmt.cause):
+                if part is not None:
+                    self._expr(part)
+        elif isinstance(stmt, ast.Assert):
+            self._expr(stmt.test)
+        # defs, classes, imports, pass, global: nothing runs that we track
+
+    def _if(self, stmt: ast.If) -> None:
+        self._expr(stmt.test)
+        scope = (self._top.id, id(stmt))
+        guard = self._depth == 0 and (terminates(stmt.body) or terminates(stmt.orelse))
+        checks = [
+            self._emit("check", key, stmt.test, guard=guard, scope=scope)
+            for key in sorted(set(self.checked_keys(stmt.test)))
+        ]
+        self._arm(stmt, 0, stmt.body)
+        self._arm(stmt, 1, stmt.orelse)
+        end = next(self._order)
+        for check in checks:
+            check.end = end
+
+    def _with(self, stmt: ast.With | ast.AsyncWith) -> None:
+        is_async = isinstance(stmt, ast.AsyncWith)
+        pushed = 0
+        for item in stmt.items:
+            self._expr(item.context_expr)
+            if is_async:
+                self._emit("await", "", item.context_expr)  # __aenter__ may suspend
+            if is_locklike(item.context_expr):
+                self._locks.append((next(self._ids), not is_async))
+                pushed += 1
+            if item.optional_vars is not None:
+                self._store(item.optional_vars, None, frozenset())
+        self._block(stmt.body)
+        for _ in range(pushed):
+            self._locks.pop()
+        if is_async:
+            self._emit("await", "", stmt)  # __aexit__ may suspend too
+
+    def checked_keys(self, test: ast.expr) -> Iterator[str]:
+        """Shared keys a condition tests: ``k in self.d``, ``self.x is None``, ``not self.f``."""
+        if isinstance(test, ast.BoolOp):
+            for value in test.values:
+                yield from self.checked_keys(value)
+        elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            yield from self.checked_keys(test.operand)
+        elif isinstance(test, ast.Compare) and len(test.ops) == 1:
+            op, right = test.ops[0], test.comparators[0]
+            if isinstance(op, ast.In | ast.NotIn):
+                yield from self._tested(right)
+            elif isinstance(op, ast.Is | ast.IsNot | ast.Eq | ast.NotEq) and isinstance(
+                right, ast.Constant
+            ):
+                yield from self._tested(test.left)
+        else:
+            yield from self._tested(test)
+
+    def _tested(self, expr: ast.expr) -> Iterator[str]:
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Name)
+            and expr.func.id == "len"
+            and expr.args
+        ):
+            expr = expr.args[0]
+        if isinstance(expr, ast.Call) and not (
+            isinstance(expr.func, ast.Attribute) and expr.func.attr == "get"
+        ):
+            return
+        key = self.key_of(expr)
+        if self.shared(key) and key is not None:
+            yield key
+
+    # ── stores ─────────────────────────────────────────────────────────────
+
+    def _sources(self, value: ast.expr, start: int) -> frozenset[int]:
+        """Shared reads that flow into ``value``: direct ones, and via tainted locals."""
+        orders = {
+            e.order
+            for e in self.events[start:]
+            if e.kind in {"read", "index"} and self.shared(e.key) and e.via is self._via()
+        }
+        for node in ast.walk(value):
+            if isinstance(node, ast.Name) and node.id in self._top.taint:
+                orders |= self._top.taint[node.id]
+        return frozenset(orders)
+
+    def _via(self) -> FunctionNode | None:
+        return self._top.func if self._depth else None
+
+    def _percall(self, value: ast.expr | None) -> bool:
+        if value is None:
+            return False
+        frame = self._top
+        for node in ast.walk(value):
+            if isinstance(node, ast.Await):
+                return True
+            if isinstance(node, ast.Name) and node.id != frame.self_name:
+                key = self.name_key(node.id)
+                if key.startswith(("local:", "root:")) and not key.startswith("local:0:"):
+                    return True
+        return False
+
+    def _load_target(self, target: ast.expr) -> None:
+        """The read half of ``target op= value``."""
+        if isinstance(target, ast.Name):
+            self._emit("read", self.name_key(target.id), target)
+        else:
+            self._expr(_as_load(target))
+
+    def _store(
+        self,
+        target: ast.expr,
+        value: ast.expr | None,
+        sources: frozenset[int],
+    ) -> None:
+        if isinstance(target, ast.Tuple | ast.List):
+            for element in target.elts:
+                self._store(element, None, sources)
+            return
+        if isinstance(target, ast.Starred):
+            self._store(target.value, None, sources)
+            return
+        percall = self._percall(value)
+        if isinstance(target, ast.Name):
+            key = self.name_key(target.id)
+            self._emit("write", key, target, sources=sources, percall=percall)
+            if value is not None:
+                self._top.taint[target.id] = sources
+            else:
+                self._top.taint.pop(target.id, None)
+            return
+        if isinstance(target, ast.Attribute):
+            key = self.key_of(target)
+            if key is not None and key.startswith("self.") and key == self._self_key(target):
+                self._emit("write", key, target, sources=sources, percall=percall)
+                return
+            self._expr(target.value)
+            base = self.key_of(target.value)
+            if self.shared(base) and base is not None:
+                self._emit("mutate", base, target, sources=sources, detail="setattr")
+            return
+        if isinstance(target, ast.Subscript):
+            self._expr(target.value)
+            self._expr(target.slice)
+            base = self.key_of(target.value)
+            if self.shared(base) and base is not None:
+                detail = "local-key" if self._local_key(target.slice) else "setitem"
+                self._emit("mutate", base, target, sources=sources, detail=detail)
+
+    def _self_key(self, target: ast.Attribute) -> str | None:
+        me = self._top.self_name
+        if me and isinstance(target.value, ast.Name) and target.value.id == me:
+            return f"self.{target.attr}"
+        return None
+
+    def _local_key(self, index: ast.expr) -> bool:
+        """``d[name] = ...`` where ``name`` is this call's own: a disjoint key per task."""
+        names = [n for n in ast.walk(index) if isinstance(n, ast.Name)]
+        return bool(names) and all(
+            self.name_key(n.id).startswith("local:")
+            and not self.name_key(n.id).startswith("local:0:")
+            for n in names
+        )
+
+    # ── expressions ────────────────────────────────────────────────────────
+
+    def _iterate(self, iterable: ast.expr) -> None:
+        target = iterable
+        if (
+            isinstance(target, ast.Call)
+            and isinstance(target.func, ast.Attribute)
+            and target.func.attr in _ITER_VIEWS
+            and not target.args
+        ):
+            target = target.func.value
+        if isinstance(target, ast.Attribute | ast.Name):
+            key = self.key_of(target)
+            if self.shared(key) and key is not None:
+                self._emit("iterate", key, iterable)
+
+    def _expr(self, expr: ast.expr) -> None:
+        if isinstance(expr, ast.Lambda):
+            return
+        if isinstance(expr, ast.Await):
+            self._expr_await(expr)
+        elif isinstance(expr, ast.Call):
+            self._call(expr, awaited=False)
+        elif isinstance(expr, ast.Attribute):
+            key = self._self_key(expr) if isinstance(expr.ctx, ast.Load) else None
+            if key is not None:
+                self._emit("read", key, expr)
+            else:
+                self._expr(expr.value)
+        elif isinstance(expr, ast.Name):
+            if isinstance(expr.ctx, ast.Load):
+                self._emit("read", self.name_key(expr.id), expr)
+        elif isinstance(expr, ast.Subscript):
+            self._expr(expr.value)
+            self._expr(expr.slice)
+            base = self.key_of(expr.value)
+            if self.shared(base) and base is not None:
+                self._emit("index", base, expr, detail="pos" if _positional(expr.slice) else "")
+        elif isinstance(expr, ast.NamedExpr):
+            start = len(self.events)
+            self._expr(expr.value)
+            self._store(expr.target, expr.value, self._sources(expr.value, start))
+        elif isinstance(expr, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            for generator in expr.generators:
+                self._expr(generator.iter)
+                self._iterate(generator.iter)
+                self._store(generator.target, None, frozenset())
+                for condition in generator.ifs:
+                    self._expr(condition)
+            if isinstance(expr, ast.DictComp):
+                self._expr(expr.key)
+                self._expr(expr.value)
+            else:
+                self._expr(expr.elt)
+        elif isinstance(expr, ast.Yield | ast.YieldFrom):
+            if expr.value is not None:
+                self._expr(expr.value)
+            if isinstance(self._top.func, ast.AsyncFunctionDef):
+                self._emit("await", "", expr)  # the consumer runs (and may await) meanwhile
+        else:
+            for child in ast.iter_child_nodes(expr):
+                if isinstance(child, ast.expr):
+                    self._expr(child)
+
+    def _expr_await(self, expr: ast.Await) -> None:
+        if isinstance(expr.value, ast.Call):
+            inlined = self._call(expr.value, awaited=True)
+            if not inlined:
+                self._emit("await", "", expr)
+                for arg in _call_args(expr.value):
+                    key = self.key_of(arg)
+                    if self.shared(key) and key is not None:
+                        self._emit("escape", key, arg)  # the callee keeps using it
+        else:
+            self._expr(expr.value)
+            self._emit("await", "", expr)
+
+    def _call(self, call: ast.Call, awaited: bool) -> bool:
+        """Evaluate a call; inline its body when we can. True when it was inlined."""
+        func = call.func
+        method_call = isinstance(func, ast.Attribute) and self._self_key(func) is not None
+        if not method_call:
+            self._expr(func)
+        for arg in call.args:
+            self._expr(arg.value if isinstance(arg, ast.Starred) else arg)
+        for kw in call.keywords:
+            self._expr(kw.value)
+        if isinstance(func, ast.Attribute) and func.attr in MUTATORS and not method_call:
+            base = self.key_of(func.value)
+            if self.shared(base) and base is not None:
+                self._emit("mutate", base, call, detail=func.attr)
+        return self._inline(call, awaited)
+
+    def _inline(self, call: ast.Call, awaited: bool) -> bool:
+        if not self.inline or self._depth >= MAX_INLINE_DEPTH:
+            return False
+        resolved = self._resolve(call)
+        if resolved is None:
+            return False
+        callee, self_name, skip = resolved
+        if isinstance(callee, ast.AsyncFunctionDef) and not awaited:
+            return False  # creates a coroutine; its body runs elsewhere, later
+        if any(frame.func is callee for frame in self._frames):
+            return False
+        mapping: dict[str, str] = {}
+        names = params(callee)[skip:]
+        for name, arg in zip(names, call.args, strict=False):
+            if isinstance(arg, ast.Starred):
+                break
+            key = self.key_of(arg)
+            if self.shared(key) and key is not None:
+                mapping[name] = key
+        for kw in call.keywords:
+            key = self.key_of(kw.value)
+            if kw.arg and self.shared(key) and key is not None:
+                mapping[kw.arg] = key
+        frame = self._frame(callee, self_name, mapping)
+        self._frames.append(frame)
+        self._block(callee.body)
+        self._frames.pop()
+        return True
+
+    def _resolve(self, call: ast.Call) -> tuple[FunctionNode, str | None, int] | None:
+        func = call.func
+        if isinstance(func, ast.Attribute) and self.klass is not None:
+            if self._self_key(func) is None:
+                return None
+            method = self.module.resolve_method(self.klass, func.attr)
+            if method is None or "property" in {last_name(d) for d in method.decorator_list}:
+                return None
+            self_name = self.module.self_name(method)
+            return method, self_name, 1 if self_name else 0
+        if isinstance(func, ast.Name):
+            if func.id in self._top.locals:
+                nested = _nested_def(self._top.func, func.id)
+                return (nested, None, 0) if nested is not None else None
+            target = self.module.functions.get(func.id)
+            if target is not None:
+                return target, None, 0
+        return None
+
+
+def _nested_def(func: FunctionNode, name: str) -> FunctionNode | None:
+    for stmt in ast.walk(func):
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
+            if stmt is not func:
+                return stmt
+    return None
+
+
+def _call_args(call: ast.Call) -> Iterator[ast.expr]:
+    for arg in call.args:
+        yield arg.value if isinstance(arg, ast.Starred) else arg
+    for kw in call.keywords:
+        yield kw.value
+
+
+def _positional(index: ast.expr) -> bool:
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        index = index.operand
+    return isinstance(index, ast.Constant) and isinstance(index.value, int)
+
+
+def _as_load(target: ast.expr) -> ast.expr:
+    """``target`` as an expression that reads it (for the read half of ``x op= y``)."""
+    if isinstance(target, ast.Attribute):
+        return ast.Attribute(value=target.value, attr=target.attr, ctx=ast.Load(), **_pos(target))
+    if isinstance(target, ast.Subscript):
+        return ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load(), **_pos(target))
+    return target
+
+
+def _pos(node: ast.AST) -> dict[str, int]:
+    return {
+        "lineno": getattr(node, "lineno", 1),
+        "col_offset": getattr(node, "col_offset", 0),
+        "end_lineno": getattr(node, "end_lineno", 1),
+        "end_col_offset": getattr(node, "end_col_offset", 0),
+    }

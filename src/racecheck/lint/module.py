@@ -1,0 +1,372 @@
+"""What the checks need to know about one module: imports, classes, methods, primitives.
+
+Every check is intra-module: a base class defined in another file is unknown,
+so a method inherited from it is never resolved. That keeps the lint fast and
+its answers explainable; it also means it under-reports rather than guesses.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+#: asyncio classes that bind to an event loop (RC106, RC107)
+ASYNCIO_PRIMITIVES = frozenset(
+    {
+        "Lock",
+        "Event",
+        "Condition",
+        "Semaphore",
+        "BoundedSemaphore",
+        "Queue",
+        "PriorityQueue",
+        "LifoQueue",
+        "Barrier",
+        "Future",
+    }
+)
+ASYNCIO_LOCKS = frozenset({"Lock", "Condition", "Semaphore", "BoundedSemaphore"})
+THREADING_LOCKS = frozenset({"Lock", "RLock", "Condition", "Semaphore", "BoundedSemaphore"})
+
+#: methods that change a dict, list, set or deque in place
+MUTATORS = frozenset(
+    {
+        "append",
+        "appendleft",
+        "extend",
+        "extendleft",
+        "insert",
+        "pop",
+        "popleft",
+        "popitem",
+        "remove",
+        "discard",
+        "add",
+        "update",
+        "setdefault",
+        "clear",
+        "sort",
+        "reverse",
+        "rotate",
+        "difference_update",
+        "intersection_update",
+        "symmetric_difference_update",
+    }
+)
+#: mutators that can take an element away (what makes a check-then-read unsafe)
+REMOVERS = frozenset({"pop", "popleft", "popitem", "remove", "discard", "clear"})
+
+COLLECTION_FACTORIES = frozenset(
+    {"dict", "list", "set", "deque", "defaultdict", "OrderedDict", "Counter", "WeakSet"}
+)
+
+_LOCKLIKE = re.compile(r"lock|mutex|semaphore|(^|_)sem($|_)|cond(ition)?($|_)", re.IGNORECASE)
+
+
+def dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of names and attributes, else ``None``."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def last_name(node: ast.expr) -> str | None:
+    """The final identifier of an expression: ``lock`` for ``self._x.lock()``."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def self_attr(node: ast.AST, self_name: str | None) -> str | None:
+    """``x`` when ``node`` is ``self.x`` (``self`` being the method's first parameter)."""
+    if (
+        self_name is not None
+        and isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == self_name
+    ):
+        return node.attr
+    return None
+
+
+def is_locklike(expr: ast.expr) -> bool:
+    """Does ``with expr:`` look like it holds a lock? Judged by name, on purpose.
+
+    Names are what a reader sees too: ``self._lock``, ``self._pool_lock``,
+    ``self._get_lock(key)``, ``sem``, ``self._cond``. A context manager with an
+    unrelated name is not taken for a lock, which errs towards reporting.
+    """
+    name = last_name(expr)
+    return name is not None and bool(_LOCKLIKE.search(name))
+
+
+def iter_own(node: ast.AST) -> Iterator[ast.AST]:
+    """Nodes of a function body, not descending into nested functions, lambdas or classes.
+
+    A nested function's body does not run when the outer one does; treating it
+    as part of the outer body would invent orderings that never happen.
+    """
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        child = stack.pop()
+        yield child
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        stack.extend(ast.iter_child_nodes(child))
+
+
+def params(func: FunctionNode | ast.Lambda) -> list[str]:
+    a = func.args
+    names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    if a.vararg:
+        names.append(a.vararg.arg)
+    if a.kwarg:
+        names.append(a.kwarg.arg)
+    return names
+
+
+def local_names(func: FunctionNode) -> frozenset[str]:
+    """Parameters and names bound in the body (minus ``global``/``nonlocal`` ones)."""
+    bound = set(params(func))
+    outer: set[str] = set()
+    for node in iter_own(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bound.add(node.id)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            outer.update(node.names)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return frozenset(bound - outer)
+
+
+def global_names(func: FunctionNode) -> frozenset[str]:
+    names: set[str] = set()
+    for node in iter_own(func):
+        if isinstance(node, ast.Global):
+            names.update(node.names)
+    return frozenset(names)
+
+
+def decorator_names(func: FunctionNode) -> set[str]:
+    return {name for d in func.decorator_list if (name := last_name(d)) is not None}
+
+
+@dataclass
+class ClassInfo:
+    node: ast.ClassDef
+    bases: list[str]
+    methods: dict[str, FunctionNode] = field(default_factory=dict)
+
+
+@dataclass
+class Module:
+    """A parsed module and the indexes the checks share."""
+
+    path: str
+    tree: ast.Module
+    #: local name -> imported dotted name (``aio`` -> ``asyncio``, ``Lock`` -> ``asyncio.Lock``)
+    imports: dict[str, str] = field(default_factory=dict)
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    functions: dict[str, FunctionNode] = field(default_factory=dict)
+    #: function node -> the class it is a method of
+    owner: dict[int, ClassInfo] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, path: str, source: str) -> Module:
+        tree = ast.parse(source, filename=path)
+        module = cls(path, tree)
+        module._index()
+        return module
+
+    def _index(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.imports[alias.asname] = alias.name
+                    else:
+                        top = alias.name.split(".")[0]
+                        self.imports[top] = top
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        for node in self.tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                self.functions[node.name] = node
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ClassDef):
+                info = ClassInfo(node, [b for b in map(last_name, node.bases) if b])
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                        info.methods[item.name] = item
+                        self.owner[id(item)] = info
+                # a nested class shadows nothing at module level; first one wins
+                self.classes.setdefault(node.name, info)
+
+    # ── names ──────────────────────────────────────────────────────────────
+
+    @cached_property
+    def module_names(self) -> frozenset[str]:
+        """Names bound at module level, or declared ``global`` anywhere in the module."""
+        names: set[str] = set()
+        for stmt in self.tree.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    names.add(node.id)
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Global):
+                names.update(node.names)
+        return frozenset(names)
+
+    def qualname(self, expr: ast.expr) -> str | None:
+        """The imported dotted name ``expr`` refers to: ``asyncio.Lock`` for ``aio.Lock``."""
+        name = dotted(expr)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        base = self.imports.get(head)
+        if base is None:
+            return None
+        return f"{base}.{rest}" if rest else base
+
+    def asyncio_primitive(self, expr: ast.expr) -> str | None:
+        """``Lock`` when ``expr`` constructs an asyncio primitive (``asyncio.Lock()``)."""
+        if not isinstance(expr, ast.Call):
+            return None
+        name = self.qualname(expr.func)
+        if name is not None and name.startswith("asyncio."):
+            leaf = name.rsplit(".", 1)[-1]
+            if leaf in ASYNCIO_PRIMITIVES:
+                return leaf
+            if leaf == "get_event_loop":
+                return "event loop"
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr == "create_future":
+            return "Future"
+        return None
+
+    def threading_lock(self, expr: ast.expr) -> bool:
+        if not isinstance(expr, ast.Call):
+            return False
+        name = self.qualname(expr.func) or ""
+        return name.startswith("threading.") and name.rsplit(".", 1)[-1] in THREADING_LOCKS
+
+    def is_collection(self, expr: ast.expr | None) -> bool:
+        """Does ``expr`` build a mutable collection (a literal, ``dict()``, ``defaultdict``)?"""
+        if isinstance(
+            expr, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp | ast.SetComp
+        ):
+            return True
+        if isinstance(expr, ast.Call):
+            name = last_name(expr.func)
+            if name in COLLECTION_FACTORIES:
+                return True
+            if name == "field":  # dataclasses.field(default_factory=list)
+                for kw in expr.keywords:
+                    if kw.arg == "default_factory" and last_name(kw.value) in COLLECTION_FACTORIES:
+                        return True
+        return False
+
+    # ── classes ────────────────────────────────────────────────────────────
+
+    def mro(self, info: ClassInfo) -> list[ClassInfo]:
+        """The class and its bases defined in this module, depth first, each once."""
+        seen: list[ClassInfo] = []
+        stack = [info]
+        while stack:
+            current = stack.pop(0)
+            if any(c is current for c in seen):
+                continue
+            seen.append(current)
+            stack.extend(self.classes[b] for b in current.bases if b in self.classes)
+        return seen
+
+    def resolve_method(self, info: ClassInfo, name: str) -> FunctionNode | None:
+        for klass in self.mro(info):
+            if name in klass.methods:
+                return klass.methods[name]
+        return None
+
+    def all_methods(self, info: ClassInfo) -> dict[str, FunctionNode]:
+        """Every method visible on ``info`` (own and in-module inherited), by name."""
+        methods: dict[str, FunctionNode] = {}
+        for klass in reversed(self.mro(info)):
+            methods.update(klass.methods)
+        return methods
+
+    def has_async_methods(self, info: ClassInfo) -> bool:
+        return any(isinstance(m, ast.AsyncFunctionDef) for m in self.all_methods(info).values())
+
+    def self_name(self, func: FunctionNode) -> str | None:
+        """The name of a method's instance parameter (``self``), if it has one."""
+        if id(func) not in self.owner:
+            return None
+        if decorator_names(func) & {"staticmethod", "classmethod"}:
+            return None
+        args = [*func.args.posonlyargs, *func.args.args]
+        return args[0].arg if args else None
+
+    def collection_attrs(self, info: ClassInfo) -> set[str]:
+        """``self.<attr>`` names bound to a mutable collection anywhere in the class."""
+        attrs: set[str] = set()
+        for klass in self.mro(info):
+            for item in klass.node.body:
+                if isinstance(item, ast.AnnAssign | ast.Assign) and self.is_collection(item.value):
+                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                    attrs.update(t.id for t in targets if isinstance(t, ast.Name))
+            for method in klass.methods.values():
+                me = self.self_name(method)
+                for node in iter_own(method):
+                    if isinstance(node, ast.Assign | ast.AnnAssign) and self.is_collection(
+                        node.value
+                    ):
+                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                        for target in targets:
+                            if (attr := self_attr(target, me)) is not None:
+                                attrs.add(attr)
+        return attrs
+
+    def primitive_attrs(self, info: ClassInfo) -> dict[str, tuple[str, ast.AST]]:
+        """``self.<attr>`` -> (asyncio primitive kind, where it is created), over the MRO."""
+        found: dict[str, tuple[str, ast.AST]] = {}
+        for klass in self.mro(info):
+            for method in klass.methods.values():
+                me = self.self_name(method)
+                for node in iter_own(method):
+                    if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                        kind = self.asyncio_primitive(node.value)
+                        if kind is None:
+                            continue
+                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                        for target in targets:
+                            if (attr := self_attr(target, me)) is not None:
+                                found.setdefault(attr, (kind, node))
+        return found
+
+    def class_of(self, node: ast.AST) -> ClassInfo | None:
+        return self.owner.get(id(node))
+
+
+def functions_in(tree: ast.AST) -> Iterator[FunctionNode]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node
