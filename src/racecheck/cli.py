@@ -40,7 +40,13 @@ EXIT_USAGE = 2
 DEFAULT_PATH = "scenarios/"
 DEFAULT_REPORT_DIR = "reports/"
 #: RaceFound.kind -> verdict
-VERDICTS = {"exception": "race", "deadlock": "deadlock", "step-limit": "step-limit"}
+VERDICTS = {
+    "exception": "race",
+    "deadlock": "deadlock",
+    "step-limit": "step-limit",
+    "atomicity-violation": "race",
+    "data-race": "race",
+}
 #: options that belong to exploration, not to a single replayed run
 _EXPLORATION_ONLY = ("strategy", "schedules", "seed", "progress")
 
@@ -84,8 +90,9 @@ def _resolve(paths: Sequence[str]) -> list[Selection]:
     return resolve(list(paths) or [DEFAULT_PATH])
 
 
-def _replay_command(selector: str, token: str) -> str:
-    return f"racecheck replay {shell_quote(selector)} {shell_quote(token)}"
+def _replay_command(selector: str, token: str, detect: bool = False) -> str:
+    flag = " --detect" if detect else ""
+    return f"racecheck replay {shell_quote(selector)} {shell_quote(token)}{flag}"
 
 
 class _Progress:
@@ -271,7 +278,7 @@ def _explore(
         seconds = time.perf_counter() - t0
         progress.clear()
         verdict = VERDICTS.get(exc.kind, exc.kind)
-        cmd = _replay_command(sel.selector(variant), exc.schedule)
+        cmd = _replay_command(sel.selector(variant), exc.schedule, bool(options.get("detect")))
         exc.replay_hint = cmd
         rec = _record(
             **base,
@@ -386,6 +393,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides["seed"] = args.seed
     if args.no_coverage:
         overrides["coverage"] = False
+    if args.detect:
+        overrides["detect"] = True
 
     out = sys.stdout
     table = None if args.json else _Table(out, selections)
@@ -503,6 +512,7 @@ def _add_run(sub: Any) -> None:
         action="store_true",
         help="skip interleaving coverage (distinct orderings of conflicting accesses): faster",
     )
+    p.add_argument("--detect", action="store_true", help=_DETECT_HELP)
     p.set_defaults(func=_cmd_run)
 
 
@@ -542,6 +552,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             )
         recorded_on = scen.label(others[0])
     options = {k: v for k, v in scen.check_options(variant).items() if k not in _EXPLORATION_ONLY}
+    if args.detect:
+        options["detect"] = True
     selector = f"{display_path(files[id(scen)])}::{scen.name}[{variant}]"
     what = label if recorded_on is None else f"{label} (schedule recorded on {recorded_on})"
     try:
@@ -549,7 +561,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             scen.variants[variant].target, token, label=recorded_on or label, **options
         )
     except racecheck.RaceFound as exc:
-        exc.replay_hint = _replay_command(selector, token)
+        exc.replay_hint = _replay_command(selector, token, bool(options.get("detect")))
         sys.stdout.write(f"replaying {what}\n{exc.render()}\n")
         return EXIT_FAILED
     except DivergenceError as exc:
@@ -576,6 +588,11 @@ def _add_replay(sub: Any) -> None:
     )
     p.add_argument("scenario", metavar="SCENARIO", help="FILE, FILE::NAME or FILE::NAME[VARIANT]")
     p.add_argument("token", metavar="TOKEN", help="the schedule token (rc1:...)")
+    p.add_argument(
+        "--detect",
+        action="store_true",
+        help="replay with the race detector on (for tokens a --detect run printed)",
+    )
     p.set_defaults(func=_cmd_replay)
 
 
@@ -695,7 +712,18 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 #: every subcommand, registered in this order
-COMMANDS: list[Callable[[Any], None]] = [_add_run, _add_replay, _add_list, _add_bench]
+def _add_lint(sub: Any) -> None:
+    from racecheck.lint.cli import add_parser
+
+    add_parser(sub)
+
+
+_DETECT_HELP = (
+    "also run the race detector: report atomicity violations across scheduling points"
+    " and unsynchronised conflicting accesses, even where no assertion fails"
+)
+
+COMMANDS: list[Callable[[Any], None]] = [_add_run, _add_replay, _add_list, _add_bench, _add_lint]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -332,7 +332,8 @@ def _race_found(session: Session, found: Found, strategy: str, seed: int) -> Rac
         preemptions=session.schedule(found.decisions).preemptions,
         original_preemptions=original.preemptions,
         detail=found.failure.detail,
-        replay_hint=f'racecheck.replay({settings.display}, "{token}")',
+        replay_hint=f'racecheck.replay({settings.display}, "{token}"'
+        + (", detect=True)" if settings.detect else ")"),
         distinct_schedules=len(session.schedules_seen),
         distinct_orderings=len(session.coverage),
     )

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 #: Failure kinds. "exception": the target (or any actor) raised; "deadlock":
 #: nothing can run and not everything finished; "step-limit": the run passed
 #: ``max_steps`` decisions (a livelock or a spin loop).
-KINDS = ("exception", "deadlock", "step-limit")
+KINDS = ("exception", "deadlock", "step-limit", "atomicity-violation", "data-race")
 
 
 @dataclass

@@ -85,6 +85,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run exactly this schedule in the marked test it was recorded for",
     )
     group.addoption(
+        "--racecheck-detect",
+        action="store_true",
+        default=False,
+        help="run marked tests with the race detector: fail on atomicity violations and"
+        " data races even where no assertion fails",
+    )
+    group.addoption(
         "--racecheck-report-dir",
         metavar="DIR",
         default=None,
@@ -123,6 +130,8 @@ def resolve_options(config: pytest.Config, marker: pytest.Mark) -> dict[str, Any
         value = config.getoption(f"racecheck_{name}", None)
         if value is not None:
             options[name] = value
+    if config.getoption("racecheck_detect", False):
+        options["detect"] = True
     return options
 
 
@@ -193,7 +202,8 @@ def replay_command(item: pytest.Item, token: str) -> str:
             nodeid = rel.replace(os.sep, "/") + sep + rest
     except ValueError:  # another drive on Windows
         pass
-    return f"pytest {_shell_single_quote(nodeid)} --racecheck-replay={shlex.quote(token)}"
+    detect = " --racecheck-detect" if config.getoption("racecheck_detect", False) else ""
+    return f"pytest {_shell_single_quote(nodeid)} --racecheck-replay={shlex.quote(token)}{detect}"
 
 
 def _fail(message: str) -> None:
@@ -308,7 +318,13 @@ def _record(
     """Keep a JSON-able record of the test for --racecheck-report-dir."""
     if not item.config.getoption("racecheck_report_dir", None):
         return
-    verdicts = {"exception": "race", "deadlock": "deadlock", "step-limit": "step-limit"}
+    verdicts = {
+        "exception": "race",
+        "deadlock": "deadlock",
+        "step-limit": "step-limit",
+        "atomicity-violation": "race",
+        "data-race": "race",
+    }
     record: dict[str, Any] = {
         "scenario": item.nodeid,
         "variant": "test",

@@ -256,7 +256,10 @@ class Detector:
 
     def begin_callback(self, handle: Any) -> None:
         stamped = self.stamps.pop(id(handle), None)
-        self.callback_clock = stamped[1] if stamped is not None else {}
+        if stamped is not None:
+            # Callbacks are one pseudo-actor whose clock only grows: a gather's
+            # done-callbacks each see one child finish, and the waiter waited for all.
+            _join(self.callback_clock, stamped[1])
         self.current = None
 
     # -- accesses ------------------------------------------------------------------------
@@ -482,7 +485,7 @@ class Detector:
                 ):
                     self.pending.append((actor, location, view, remote, site, target))
         if self.happens_before:
-            if self._hb_check(shadow, site, clock, write, target):
+            if self._hb_check(shadow, site, clock, write, target, key is WHOLE):
                 return
             (shadow.writes if write else shadow.reads)[hb] = site
         new_view = _View("w" if write else "r", shadow.seq + write, site, MISSING)
@@ -506,11 +509,21 @@ class Detector:
         return remote.clock <= self.signals[hb].get(remote.hb, 0)
 
     def _hb_check(self, shadow: _Shadow, site: _Site, clock: dict[int, int], write: bool,
-                  target: str) -> bool:
+                  target: str, whole: bool) -> bool:
+        """A conflicting access of another thread that is not ordered before this one.
+
+        Python loads and stores of one reference are atomic, with or without the
+        GIL: an unordered read of a published value is not a race. What tears
+        is writes against writes (two read-modify-writes lose one), and a whole
+        container read — iteration, ``len``, a copy — against its mutation.
+        """
         hb = site.hb
-        others = list(shadow.writes.values())
-        if write:
-            others += shadow.reads.values()
+        if whole:
+            others = list((shadow.reads if write else shadow.writes).values())
+        elif write:
+            others = list(shadow.writes.values())
+        else:
+            return False
         for other in others:
             if other.hb == hb or other.clock <= clock.get(other.hb, 0):
                 continue

@@ -1,12 +1,114 @@
-"""placeholder"""
+"""RC107: an asyncio primitive created in ``__init__`` of an object that outlives its loop.
+
+Since Python 3.10, ``asyncio.Lock``, ``Event``, ``Condition``, ``Semaphore``
+and ``Queue`` no longer take the loop when they are created; they bind to the
+running loop the first time they have to *wait*. So creating one in
+``__init__`` is fine as long as the object lives and dies inside one loop. It
+breaks when the object is reused under another loop -- a second
+``asyncio.run``, a loop per test, a loop per thread -- and the failure only
+shows once there is contention (``RuntimeError: ... is bound to a different
+event loop``). A ``Future`` and a stored ``get_event_loop()`` are tied to one
+loop from the start.
+
+The heuristic: a class with async methods (so its instances are used from
+coroutines) that stores such an object from ``__init__``. Classes whose
+``__init__`` takes a ``loop`` or calls ``get_running_loop()`` are bound to one
+loop by design and are skipped. The finding is a warning, raised to an error
+when the module itself shows more than one loop (``asyncio.run`` twice,
+``new_event_loop``).
+"""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from racecheck.lint.findings import Finding
-from racecheck.lint.module import Module
+from racecheck.lint.module import ClassInfo, Module, iter_own, params, self_attr
+from racecheck.lint.report import at
 
 
 def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
-    return iter(())
+    if "RC107" not in codes:
+        return
+    severity = "error" if _several_loops(module) else "warning"
+    for info in module.classes.values():
+        if not module.has_async_methods(info):
+            continue
+        init = info.methods.get("__init__")
+        if init is not None and not _loop_bound(module, init):
+            me = module.self_name(init)
+            for node in iter_own(init):
+                if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                    kind = module.asyncio_primitive(node.value)
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    attrs = [a for t in targets if (a := self_attr(t, me)) is not None]
+                    if kind is not None and attrs:
+                        yield at(
+                            module,
+                            node,
+                            "RC107",
+                            _message(kind, attrs[0], info),
+                            severity=severity,  # type: ignore[arg-type]
+                        )
+        yield from _dataclass_fields(module, info, severity)
+
+
+def _message(kind: str, attr: str, info: ClassInfo) -> str:
+    owner = f"`{info.node.name}`, a class with async methods"
+    if kind == "event loop":
+        return (
+            f"`self.{attr}` keeps the event loop from __init__ of {owner}: the object "
+            "only works on that loop; call asyncio.get_running_loop() where it is needed"
+        )
+    if kind == "Future":
+        return (
+            f"`self.{attr}` is a Future created in __init__ of {owner}: it belongs to one "
+            "loop from the start; create it inside the coroutine that waits on it"
+        )
+    return (
+        f"asyncio.{kind} `self.{attr}` is created in __init__ of {owner}: on Python 3.10+ "
+        "it binds to the first loop that waits on it, so reusing the object under another "
+        "loop (a second asyncio.run) raises RuntimeError; create it lazily per running loop"
+    )
+
+
+def _loop_bound(module: Module, init: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    if any("loop" in name for name in params(init)):
+        return True
+    for node in iter_own(init):
+        if isinstance(node, ast.Call) and (module.qualname(node.func) or "").endswith(
+            "get_running_loop"
+        ):
+            return True
+    return False
+
+
+def _dataclass_fields(module: Module, info: ClassInfo, severity: str) -> Iterator[Finding]:
+    """``lock: asyncio.Lock = field(default_factory=asyncio.Lock)`` runs in ``__init__`` too."""
+    for item in info.node.body:
+        if not isinstance(item, ast.AnnAssign) or not isinstance(item.value, ast.Call):
+            continue
+        for kw in item.value.keywords:
+            if kw.arg == "default_factory":
+                kind = module.asyncio_primitive(ast.Call(func=kw.value, args=[], keywords=[]))
+                if kind is not None and isinstance(item.target, ast.Name):
+                    yield at(
+                        module,
+                        item,
+                        "RC107",
+                        _message(kind, item.target.id, info),
+                        severity=severity,  # type: ignore[arg-type]
+                    )
+
+
+def _several_loops(module: Module) -> bool:
+    runs = 0
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Call):
+            name = module.qualname(node.func) or ""
+            if name == "asyncio.new_event_loop":
+                return True
+            if name == "asyncio.run":
+                runs += 1
+    return runs >= 2

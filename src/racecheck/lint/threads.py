@@ -1,12 +1,546 @@
-"""placeholder"""
+"""RC105 and RC106: threads, and asyncio objects reached from them.
+
+RC105 looks at classes that are visibly used by several threads -- one that
+creates a ``threading.Lock``, hands its own methods to a thread or executor,
+or bridges onto an event loop from outside (``call_soon_threadsafe``) -- or,
+more weakly, any class in a module that starts threads. In such a class it
+reports compound operations on ``self.<attr>`` that are not inside one
+``with <lock>:`` block: ``+=``, check-then-act, iterating a collection that
+another method mutates, and reading "the most recent item" (``x[-1]``) of a
+shared list under a lock but using it after the lock is released. A helper
+method whose every call site already holds a lock is treated as locked.
+
+RC106 reports asyncio objects used from a thread that is not the loop's:
+primitives (``Event.set()``, ``Queue.put_nowait()``) and the loop itself
+(``ensure_future``, ``loop.create_task``) called from a function handed to a
+thread, and an ``asyncio.Lock`` used to guard state that synchronous code of a
+thread-driven class touches as well (it cannot exclude threads at all).
+"""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from racecheck.lint.findings import Finding
-from racecheck.lint.module import Module
+from racecheck.lint.flow import Event, Flow, common_lock, reaches
+from racecheck.lint.handoff import ONTO_LOOP, handoffs
+from racecheck.lint.module import (
+    ASYNCIO_LOCKS,
+    MUTATORS,
+    REMOVERS,
+    ClassInfo,
+    FunctionNode,
+    Module,
+    decorator_names,
+    is_locklike,
+    iter_own,
+    last_name,
+    self_attr,
+)
+from racecheck.lint.report import at, show
+
+#: methods whose call changes (or waits on) an asyncio primitive
+PRIMITIVE_CALLS = frozenset(
+    {
+        "set",
+        "clear",
+        "acquire",
+        "release",
+        "put",
+        "put_nowait",
+        "get",
+        "get_nowait",
+        "wait",
+        "notify",
+        "notify_all",
+        "set_result",
+        "set_exception",
+        "cancel",
+        "task_done",
+    }
+)
+LOOP_CALLS = frozenset(
+    {"create_task", "call_soon", "call_later", "call_at", "create_future", "run_until_complete"}
+)
+_SKIP_METHODS = frozenset(
+    {"__init__", "__new__", "__del__", "__post_init__", "__repr__", "__str__", "__init_subclass__"}
+)
 
 
 def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
-    return iter(())
+    if not codes & {"RC105", "RC106"}:
+        return
+    module_threads = _module_starts_threads(module)
+    thread_side = _ThreadSide(module)
+    if "RC106" in codes:
+        yield from thread_side.module_findings()
+    for info in module.classes.values():
+        evidence = _evidence(module, info, thread_side)
+        if "RC106" in codes:
+            yield from thread_side.class_findings(info)
+            if evidence is not None:
+                yield from _asyncio_lock_across_threads(module, info, evidence)
+        if "RC105" in codes and (evidence is not None or module_threads):
+            reason = evidence or "its module starts threads"
+            yield from _compound_ops(module, info, reason)
+
+
+# ── where threads come from ─────────────────────────────────────────────────
+
+
+def _module_starts_threads(module: Module) -> bool:
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Call):
+            name = module.qualname(node.func) or ""
+            if name in {
+                "threading.Thread",
+                "threading.Timer",
+                "concurrent.futures.ThreadPoolExecutor",
+                "concurrent.futures.thread.ThreadPoolExecutor",
+                "_thread.start_new_thread",
+            }:
+                return True
+    return False
+
+
+def _evidence(module: Module, info: ClassInfo, side: _ThreadSide) -> str | None:
+    """Why we believe instances of ``info`` are used by more than one thread, if we do."""
+    for method in module.all_methods(info).values():
+        me = module.self_name(method)
+        for node in iter_own(method):
+            if isinstance(node, ast.Assign) and module.threading_lock(node.value):
+                for target in node.targets:
+                    if (attr := self_attr(target, me)) is not None:
+                        return f"it creates a threading lock (self.{attr})"
+    entries = side.entries(info)
+    if entries:
+        name, how = next(iter(entries.items()))
+        return f"{name}() runs on another thread via {how}"
+    for method in module.all_methods(info).values():
+        for node in iter_own(method):
+            if isinstance(node, ast.Call):
+                name = last_name(node.func)
+                if name in ONTO_LOOP:
+                    return f"{method.name}() hands work to an event loop from another thread"
+                if (
+                    isinstance(method, ast.FunctionDef)
+                    and name == "ensure_future"
+                    and any(kw.arg == "loop" for kw in node.keywords)
+                ):
+                    return f"{method.name}() schedules onto a given loop from synchronous code"
+    return None
+
+
+@dataclass
+class _ThreadSide:
+    """Functions that run on a thread other than the loop's, per class and per module."""
+
+    module: Module
+    _entries: dict[int, dict[str, str]] = field(default_factory=dict)
+
+    def entries(self, info: ClassInfo) -> dict[str, str]:
+        """Method name -> how it gets onto another thread (handoffs and their sync callees)."""
+        cached = self._entries.get(id(info))
+        if cached is not None:
+            return cached
+        found: dict[str, str] = {}
+        methods = self.module.all_methods(info)
+        for method in methods.values():
+            me = self.module.self_name(method)
+            for node in iter_own(method):
+                if not isinstance(node, ast.Call):
+                    continue
+                for handoff in handoffs(node):
+                    attr = self_attr(handoff.func, me)
+                    if attr is not None and attr in methods:
+                        found.setdefault(attr, handoff.how)
+        frontier = list(found)
+        while frontier:  # sync methods called from thread-side methods run there too
+            name = frontier.pop()
+            method = methods[name]
+            me = self.module.self_name(method)
+            for node in iter_own(method):
+                if isinstance(node, ast.Call) and (attr := self_attr(node.func, me)) is not None:
+                    callee = methods.get(attr)
+                    if isinstance(callee, ast.FunctionDef) and attr not in found:
+                        found[attr] = f"{found[name]}, through {name}()"
+                        frontier.append(attr)
+        self._entries[id(info)] = found
+        return found
+
+    def class_findings(self, info: ClassInfo) -> Iterator[Finding]:
+        methods = self.module.all_methods(info)
+        primitives = self.module.primitive_attrs(info)
+        for name, how in self.entries(info).items():
+            method = methods[name]
+            if isinstance(method, ast.AsyncFunctionDef) or info.methods.get(name) is not method:
+                continue  # report each method once, in the class that defines it
+            yield from _loop_calls(self.module, method, how, primitives, {})
+
+    def module_findings(self) -> Iterator[Finding]:
+        """Module functions and nested functions handed to threads."""
+        module = self.module
+        bound = _module_primitives(module)
+        for scope in [module.tree, *(f for f in ast.walk(module.tree) if _is_function(f))]:
+            local = dict(bound)
+            if _is_function(scope):
+                local.update(_local_primitives(module, scope))
+            for node in iter_own(scope):
+                if not isinstance(node, ast.Call):
+                    continue
+                for handoff in handoffs(node):
+                    if isinstance(handoff.func, ast.Lambda):
+                        yield from _loop_calls(module, handoff.func, handoff.how, {}, local)
+                    elif isinstance(handoff.func, ast.Name):
+                        target = _find_def(scope, handoff.func.id) or module.functions.get(
+                            handoff.func.id
+                        )
+                        if target is not None and isinstance(target, ast.FunctionDef):
+                            yield from _loop_calls(module, target, handoff.how, {}, local)
+
+
+def _is_function(node: ast.AST) -> bool:
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+
+
+def _find_def(scope: ast.AST, name: str) -> FunctionNode | None:
+    for node in iter_own(scope):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+            return node
+    return None
+
+
+def _module_primitives(module: Module) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for stmt in module.tree.body:
+        if isinstance(stmt, ast.Assign) and (kind := module.asyncio_primitive(stmt.value)):
+            found.update((t.id, kind) for t in stmt.targets if isinstance(t, ast.Name))
+    return found
+
+
+def _local_primitives(module: Module, scope: ast.AST) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for node in iter_own(scope):
+        if isinstance(node, ast.Assign) and (kind := module.asyncio_primitive(node.value)):
+            found.update((t.id, kind) for t in node.targets if isinstance(t, ast.Name))
+    return found
+
+
+def _loop_calls(
+    module: Module,
+    func: FunctionNode | ast.Lambda,
+    how: str,
+    attrs: dict[str, tuple[str, ast.AST]],
+    names: dict[str, str],
+) -> Iterator[Finding]:
+    """Calls on asyncio objects, or on the loop, inside a function that runs on a thread."""
+    me = module.self_name(func) if not isinstance(func, ast.Lambda) else None
+    where = "a lambda" if isinstance(func, ast.Lambda) else f"{func.name}()"
+    nodes = list(ast.walk(func.body)) if isinstance(func, ast.Lambda) else list(iter_own(func))
+    for node in nodes:
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            qual = module.qualname(node.func) if isinstance(node, ast.Call) else None
+            if qual in {"asyncio.ensure_future", "asyncio.create_task"}:
+                yield _cross_thread(module, node, where, how, f"{qual}()")
+            continue
+        receiver, method = node.func.value, node.func.attr
+        qual = module.qualname(node.func)
+        if qual in {"asyncio.ensure_future", "asyncio.create_task"}:
+            yield _cross_thread(module, node, where, how, f"{qual}()")
+            continue
+        attr = self_attr(receiver, me)
+        kind = attrs[attr][0] if attr is not None and attr in attrs else None
+        if kind is None and isinstance(receiver, ast.Name):
+            kind = names.get(receiver.id)
+        if kind == "event loop" or (kind is None and "loop" in (last_name(receiver) or "").lower()):
+            if method in LOOP_CALLS:
+                yield _cross_thread(module, node, where, how, f"{ast.unparse(node.func)}()")
+        elif kind is not None and method in PRIMITIVE_CALLS:
+            yield _cross_thread(
+                module, node, where, how, f"{ast.unparse(node.func)}() on an asyncio.{kind}"
+            )
+
+
+def _cross_thread(module: Module, node: ast.AST, where: str, how: str, what: str) -> Finding:
+    return at(
+        module,
+        node,
+        "RC106",
+        f"{what} from {where}, which runs on another thread ({how}); asyncio objects are "
+        "not thread-safe: use loop.call_soon_threadsafe() or "
+        "asyncio.run_coroutine_threadsafe()",
+    )
+
+
+# ── RC106: an asyncio.Lock in a class that threads use ──────────────────────
+
+
+def _asyncio_lock_across_threads(
+    module: Module, info: ClassInfo, evidence: str
+) -> Iterator[Finding]:
+    methods = module.all_methods(info)
+    for attr, (kind, created) in module.primitive_attrs(info).items():
+        if kind not in ASYNCIO_LOCKS or not _created_in(info, created):
+            continue
+        guarded = _guarded_by(module, methods.values(), attr)
+        if not guarded:
+            continue
+        for method in methods.values():
+            if not isinstance(method, ast.FunctionDef) or method.name in _SKIP_METHODS:
+                continue
+            if "property" in decorator_names(method):
+                continue
+            me = module.self_name(method)
+            touched = sorted({a for n in iter_own(method) if (a := self_attr(n, me)) in guarded})
+            if touched:
+                yield at(
+                    module,
+                    created,
+                    "RC106",
+                    f"asyncio.{kind} `self.{attr}` guards `{touched[0]}`, which synchronous "
+                    f"{method.name}() also uses, and {evidence}: an asyncio lock cannot "
+                    "exclude other threads; use a threading.Lock",
+                )
+                break
+
+
+def _created_in(info: ClassInfo, node: ast.AST) -> bool:
+    return any(node in ast.walk(method) for method in info.methods.values())
+
+
+def _guarded_by(module: Module, methods: object, lock: str) -> set[str]:
+    guarded: set[str] = set()
+    for method in methods:  # type: ignore[attr-defined]
+        me = module.self_name(method)
+        for node in iter_own(method):
+            if isinstance(node, ast.AsyncWith) and any(
+                self_attr(item.context_expr, me) == lock for item in node.items
+            ):
+                for inner in ast.walk(node):
+                    attr = self_attr(inner, me)
+                    if attr is not None and attr != lock:
+                        guarded.add(attr)
+    return guarded
+
+
+# ── RC105: compound operations outside a lock ───────────────────────────────
+
+
+def _mutated_by(module: Module, info: ClassInfo) -> dict[str, set[str]]:
+    """``attr`` -> names of methods that mutate ``self.attr`` in place (lambdas included)."""
+    found: dict[str, set[str]] = {}
+    for method in module.all_methods(info).values():
+        if method.name in _SKIP_METHODS:
+            continue
+        me = module.self_name(method)
+        for node in ast.walk(method):
+            attr = None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in MUTATORS:
+                    attr = self_attr(node.func.value, me)
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del):
+                attr = self_attr(node.value, me)
+            if attr is not None:
+                found.setdefault(attr, set()).add(method.name)
+    return found
+
+
+def _removed_by(module: Module, info: ClassInfo) -> set[str]:
+    found: set[str] = set()
+    for method in module.all_methods(info).values():
+        me = module.self_name(method)
+        for node in ast.walk(method):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in REMOVERS
+                and (attr := self_attr(node.func.value, me)) is not None
+            ):
+                found.add(attr)
+            elif isinstance(node, ast.Delete):
+                for target in node.targets:
+                    if isinstance(target, ast.Subscript) and (attr := self_attr(target.value, me)):
+                        found.add(attr)
+    return found
+
+
+def _called_under_lock(module: Module, info: ClassInfo) -> set[str]:
+    """Methods whose every ``self.m(...)`` call site in the class holds a lock."""
+    locked: dict[str, bool] = {}
+
+    def visit(node: ast.AST, me: str | None, held: bool) -> None:
+        if isinstance(node, ast.With):
+            held = held or any(is_locklike(item.context_expr) for item in node.items)
+        if isinstance(node, ast.Call) and (attr := self_attr(node.func, me)) is not None:
+            locked[attr] = locked.get(attr, True) and held
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.Lambda):
+                visit(child, me, held)
+
+    for method in module.all_methods(info).values():
+        visit(method, module.self_name(method), False)
+    return {name for name, always in locked.items() if always}
+
+
+def _compound_ops(module: Module, info: ClassInfo, reason: str) -> Iterator[Finding]:
+    mutated = _mutated_by(module, info)
+    removed = _removed_by(module, info)
+    under_lock = _called_under_lock(module, info)
+    for method in info.methods.values():
+        if not isinstance(method, ast.FunctionDef) or method.name in _SKIP_METHODS:
+            continue
+        if method.name in under_lock or module.self_name(method) is None:
+            continue
+        events = Flow(module, method, klass=info, inline=False).run()
+        found: dict[int, Finding] = {}
+        for finding in _rmw(module, events, reason):
+            found.setdefault(finding.line, finding)
+        for finding in _check_then_act(module, events, reason, removed):
+            found.setdefault(finding.line, finding)
+        for finding in _iteration(module, method, events, reason, mutated):
+            found.setdefault(finding.line, finding)
+        for finding in _stale_position(module, events, reason, mutated):
+            found.setdefault(finding.line, finding)
+        yield from found.values()
+
+
+def _self_key(key: str) -> bool:
+    return key.startswith("self.")
+
+
+def _rmw(module: Module, events: list[Event], reason: str) -> Iterator[Finding]:
+    by_order = {e.order: e for e in events}
+    for write in events:
+        if write.kind not in {"write", "mutate"} or not _self_key(write.key):
+            continue
+        if write.kind == "mutate" and write.detail not in {"setitem", "local-key"}:
+            continue
+        for order in write.sources:
+            read = by_order.get(order)
+            if read is None or read.key != write.key or not reaches(read, write):
+                continue
+            if not common_lock(read, write, sync_only=True):
+                yield at(
+                    module,
+                    write.node,
+                    "RC105",
+                    f"read-modify-write of `{show(write.key)}` outside a lock, and {reason}: "
+                    "another thread can update it between the read and the write",
+                )
+                break
+
+
+def _check_then_act(
+    module: Module, events: list[Event], reason: str, removed: set[str]
+) -> Iterator[Finding]:
+    checks = [e for e in events if e.kind == "check" and _self_key(e.key)]
+    reported: set[int] = set()
+    for act in events:
+        if not _self_key(act.key):
+            continue
+        if act.kind == "index":
+            if act.key[5:] not in removed:
+                continue
+        elif act.kind not in {"write", "mutate"}:
+            continue
+        for test in checks:
+            if test.key != act.key or not reaches(test, act) or id(test.node) in reported:
+                continue
+            inside = any(arm.node == test.scope for arm in act.path)
+            if not (inside or (test.guard and act.order > test.end)):
+                continue
+            if common_lock(test, act, sync_only=True):
+                continue
+            reported.add(id(test.node))
+            verb = "reads from" if act.kind == "index" else "changes"
+            yield at(
+                module,
+                test.node,
+                "RC105",
+                f"check of `{show(act.key)}` here, then {verb} it (line "
+                f"{getattr(act.node, 'lineno', 0)}) outside one lock, and {reason}: another "
+                "thread can change it in between",
+                end=act.node,
+            )
+
+
+def _iteration(
+    module: Module,
+    method: FunctionNode,
+    events: list[Event],
+    reason: str,
+    mutated: dict[str, set[str]],
+) -> Iterator[Finding]:
+    info = module.class_of(method)
+    methods = module.all_methods(info) if info is not None else {}
+    for event in events:
+        if event.kind != "iterate" or not _self_key(event.key) or event.sync_locks:
+            continue
+        others = sorted(
+            mutated.get(event.key[5:], set()) - {method.name},
+            key=lambda name: (isinstance(methods.get(name), ast.AsyncFunctionDef), name),
+        )
+        if not others:
+            continue
+        yield at(
+            module,
+            event.node,
+            "RC105",
+            f"iterates `{show(event.key)}` outside a lock while {others[0]}() mutates it, "
+            f"and {reason}: iteration can fail with 'changed size during iteration' or "
+            "miss items; iterate over a snapshot taken under a lock",
+        )
+
+
+def _stale_position(
+    module: Module, events: list[Event], reason: str, mutated: dict[str, set[str]]
+) -> Iterator[Finding]:
+    """``with lock: x = self.items[-1]`` ... then ``x`` used after the lock is released."""
+    by_order = {e.order: e for e in events}
+    acted_on = _call_arguments(events)
+    for write in events:
+        if write.kind != "write" or not write.key.startswith("local:"):
+            continue
+        picks = [
+            by_order[o]
+            for o in write.sources
+            if o in by_order and by_order[o].detail == "pos" and _self_key(by_order[o].key)
+        ]
+        picks = [p for p in picks if p.sync_locks and mutated.get(p.key[5:])]
+        if not picks:
+            continue
+        pick = picks[0]
+        for use in events:
+            if (
+                use.kind == "read"
+                and use.key == write.key
+                and id(use.node) in acted_on
+                and reaches(write, use)
+            ):
+                if not pick.sync_locks & use.sync_locks:
+                    yield at(
+                        module,
+                        pick.node,
+                        "RC105",
+                        f"`{ast.unparse(pick.node)}` picks an item by position under a lock, "
+                        f"but it is used after the lock is released (line "
+                        f"{getattr(use.node, 'lineno', 0)}), and {reason}: other threads "
+                        "change which item that position means; pass the item explicitly",
+                        end=use.node,
+                    )
+                    break
+
+
+def _call_arguments(events: list[Event]) -> set[int]:
+    """Ids of names passed as call arguments: where a picked item is acted on."""
+    found: set[int] = set()
+    roots = {id(e.site): e.site for e in events}
+    for root in roots.values():
+        for node in ast.walk(root):
+            if isinstance(node, ast.Call):
+                for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+                    if isinstance(arg, ast.Name):
+                        found.add(id(arg))
+    return found

@@ -27,6 +27,8 @@ _VERDICT_WORDS = {
     "race": "a race",
     "deadlock": "a deadlock",
     "step-limit": "a step-limit failure",
+    "atomicity-violation": "an atomicity violation (race detector)",
+    "data-race": "a data race (race detector)",
     "safe": "no failure",
     "error": "an error",
 }
