@@ -28,14 +28,23 @@ def marsys(variant: str) -> Callable[[], Awaitable[None]]:
 
 
 def _step(id: str, deps: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"id": id, "action": id, "assigned_agent": None, "dependencies": list(deps),
-            "error_config": {"on_error": "abort"}}
+    return {
+        "id": id,
+        "action": id,
+        "assigned_agent": None,
+        "dependencies": list(deps),
+        "error_config": {"on_error": "abort"},
+    }
 
 
 #: two parallel waves; the second reads the first's findings through ``context``.
 #: No agents, so upstream_fix's missing ``workflow_id`` does not end the run first.
-WORKFLOW_STEPS = [_step("lint"), _step("scan"), _step("summarise", ("lint",)),
-                  _step("approve", ("scan",))]
+WORKFLOW_STEPS = [
+    _step("lint"),
+    _step("scan"),
+    _step("summarise", ("lint",)),
+    _step("approve", ("scan",)),
+]
 
 
 def autobot(variant: str) -> Callable[[], Awaitable[None]]:

@@ -112,18 +112,22 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             detector.stamp(handle)  # who woke whom: the race detector's happens-before
         return handle
 
-    def call_at(self, when: float, callback: Any, *args: Any, context: Any = None) -> Any:
+    def call_at(  # type: ignore[override]
+        self, when: float, callback: Any, *args: Any, context: Any = None
+    ) -> Any:
         handle = super().call_at(when, callback, *args, context=context)
         detector = self._rc_controller.detector
         if detector is not None and self._rc_host.records_steps:
             detector.stamp(handle)
         return handle
 
-    def call_soon_threadsafe(self, callback: Any, *args: Any, context: Any = None) -> Any:
+    def call_soon_threadsafe(  # type: ignore[override]
+        self, callback: Any, *args: Any, context: Any = None
+    ) -> Any:
         detector = self._rc_controller.detector
         if detector is not None:
-            from racecheck.backends.threads.runtime import get_ident
             from racecheck.backends.threads.primitives import STATE
+            from racecheck.backends.threads.runtime import get_ident
 
             runtime = STATE.runtime
             me = runtime.by_ident.get(get_ident()) if runtime is not None else None

@@ -45,7 +45,7 @@ def new_detector(controller: Controller, *, happens_before: bool) -> Detector:
     return detector
 
 
-TraceFn = Callable[[FrameType, str, Any], Any]
+TraceFn = Callable[[FrameType, Any, Any], Any]
 
 
 class detecting:
@@ -63,17 +63,18 @@ class detecting:
 
     def __enter__(self) -> None:
         detector, actor, hb = self.detector, self.actor, self.hb
-        previous = self.previous = sys.gettrace()
+        previous: TraceFn | None = sys.gettrace()
+        self.previous = previous
         on_instruction = detector.on_instruction
 
-        def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
+        def global_trace(frame: FrameType, event: Any, arg: Any) -> Any:
             prev_local = previous(frame, event, arg) if previous is not None else None
             if not is_user_file(frame.f_code.co_filename):
                 return prev_local
             frame.f_trace_opcodes = True
             chained = [prev_local]
 
-            def local(frame: FrameType, event: str, arg: Any) -> Any:
+            def local(frame: FrameType, event: Any, arg: Any) -> Any:
                 if event == "opcode":
                     on_instruction(frame, frame.f_code, frame.f_lasti, actor, hb)
                 inner = chained[0]

@@ -168,7 +168,8 @@ class Detector:
         self.stamps: dict[int, tuple[Any, dict[int, int]]] = {}
         self.current: int | None = None
         self.callback_clock: dict[int, int] = {}
-        self.sync: dict[int, tuple[Any, dict[int, int]]] = {}
+        #: id -> (the sync object, its full clock, its signal clock)
+        self.sync: dict[int, tuple[Any, dict[int, int], dict[int, int]]] = {}
         self.held: dict[int, list[str]] = {}
         self.last_actor = -1
         #: W–W–R reads waiting to see whether the same actor writes next (then it was
@@ -263,7 +264,9 @@ class Detector:
         self.current = None
 
     # -- accesses ------------------------------------------------------------------------
-    def on_instruction(self, frame: FrameType, code: CodeType, offset: int, actor: int, hb: int) -> None:
+    def on_instruction(
+        self, frame: FrameType, code: CodeType, offset: int, actor: int, hb: int
+    ) -> None:
         if self.found:
             return
         recipe = recipes(code).get(offset)
@@ -277,7 +280,7 @@ class Detector:
             self._switched(actor)
         try:
             self._access(frame, recipe, actor, hb)
-        except Exception:  # noqa: BLE001 - never let the detector break user code
+        except Exception:
             pass
 
     def finish(self) -> None:
@@ -295,8 +298,12 @@ class Detector:
                     self.pending.append(entry)
                 else:
                     self._report(
-                        "atomicity-violation", "overwritten before read", target,
-                        view.site, remote, site,
+                        "atomicity-violation",
+                        "overwritten before read",
+                        target,
+                        view.site,
+                        remote,
+                        site,
                     )
 
     def _access(self, frame: FrameType, recipe: Recipe, actor: int, hb: int) -> None:
@@ -307,8 +314,16 @@ class Detector:
                 value = namespace.get(recipe.name, MISSING)
                 if value is MISSING or isinstance(value, _UNTRACKED_GLOBALS):
                     return
-            self._touch(frame, actor, hb, namespace, recipe.name, op == "global-write",
-                        f"global {recipe.name}", value_of=lambda: namespace.get(recipe.name, MISSING))
+            self._touch(
+                frame,
+                actor,
+                hb,
+                namespace,
+                recipe.name,
+                op == "global-write",
+                f"global {recipe.name}",
+                value_of=lambda: namespace.get(recipe.name, MISSING),
+            )
             return
         if op == "deref-read" or op == "deref-write":
             key = self._cell(frame.f_code, recipe.name)
@@ -317,8 +332,16 @@ class Detector:
                 value = f_locals.get(recipe.name, MISSING)
                 if value is MISSING or isinstance(value, _UNTRACKED_GLOBALS):
                     return
-            self._touch(frame, actor, hb, self, key, op == "deref-write", recipe.name,
-                        value_of=lambda: frame.f_locals.get(recipe.name, MISSING))
+            self._touch(
+                frame,
+                actor,
+                hb,
+                self,
+                key,
+                op == "deref-write",
+                recipe.name,
+                value_of=lambda: frame.f_locals.get(recipe.name, MISSING),
+            )
             return
         f_locals = frame.f_locals
         base = evaluate(recipe.base, frame, f_locals)
@@ -327,7 +350,9 @@ class Detector:
         label = render(recipe.base)
         if op == "read" or op == "write":
             if recipe.name is not None:  # attribute
-                if isinstance(base, (ModuleType, type)) or callable(base) and not hasattr(base, "__dict__"):
+                if isinstance(base, (ModuleType, type)) or (
+                    callable(base) and not hasattr(base, "__dict__")
+                ):
                     return
                 try:
                     namespace = object.__getattribute__(base, "__dict__")
@@ -340,8 +365,16 @@ class Detector:
                     if value is MISSING or isinstance(value, (FunctionType, type(len))):
                         return  # a method or class attribute: not instance state
                 name = recipe.name
-                self._touch(frame, actor, hb, base, name, op == "write", f"{label}.{name}",
-                            value_of=lambda: namespace.get(name, MISSING))
+                self._touch(
+                    frame,
+                    actor,
+                    hb,
+                    base,
+                    name,
+                    op == "write",
+                    f"{label}.{name}",
+                    value_of=lambda: namespace.get(name, MISSING),
+                )
                 return
             if type(base) not in _CONTAINERS:
                 return
@@ -368,8 +401,17 @@ class Detector:
             element = evaluate(recipe.key, frame, f_locals) if recipe.key is not None else MISSING
             self._method(frame, actor, hb, base, kind, recipe.name, element, label)
 
-    def _method(self, frame: FrameType, actor: int, hb: int, base: Any, kind: str,
-                method: str, element: Any, label: str) -> None:
+    def _method(
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        base: Any,
+        kind: str,
+        method: str,
+        element: Any,
+        label: str,
+    ) -> None:
         action = f"called .{method}() on"
         if kind == "scan":
             self._whole(frame, actor, hb, base, False, label, action)
@@ -380,27 +422,47 @@ class Detector:
             if element is MISSING:
                 return
             if isinstance(base, dict):
-                self._touch_item(frame, actor, hb, base, element, True, label, element, action,
-                                 atomic=True)
+                self._touch_item(
+                    frame, actor, hb, base, element, True, label, element, action, atomic=True
+                )
             elif isinstance(base, list) and kind in ("append", "pop"):
-                self._touch_item(frame, actor, hb, base, LAST, True, label, -1, action,
-                                 atomic=True)
+                self._touch_item(frame, actor, hb, base, LAST, True, label, -1, action, atomic=True)
                 if kind == "append":
-                    self._touch_item(frame, actor, hb, base, ("in", element), True, label,
-                                     element, action, atomic=True)
+                    self._touch_item(
+                        frame,
+                        actor,
+                        hb,
+                        base,
+                        ("in", element),
+                        True,
+                        label,
+                        element,
+                        action,
+                        atomic=True,
+                    )
             elif kind != "pop":
-                self._touch_item(frame, actor, hb, base, ("in", element), True, label, element,
-                                 action, atomic=True)
+                self._touch_item(
+                    frame,
+                    actor,
+                    hb,
+                    base,
+                    ("in", element),
+                    True,
+                    label,
+                    element,
+                    action,
+                    atomic=True,
+                )
         elif kind == "get":
             self._whole(frame, actor, hb, base, False, label, "read")
         else:
             self._whole(frame, actor, hb, base, True, label, action, atomic=True)
             if isinstance(base, list):
-                self._touch_item(frame, actor, hb, base, LAST, True, label, -1, action,
-                                 atomic=True)
+                self._touch_item(frame, actor, hb, base, LAST, True, label, -1, action, atomic=True)
 
-    def _item(self, frame: FrameType, actor: int, hb: int, base: Any, key: Any, write: bool,
-              label: str) -> None:
+    def _item(
+        self, frame: FrameType, actor: int, hb: int, base: Any, key: Any, write: bool, label: str
+    ) -> None:
         try:
             hash(key)
         except TypeError:
@@ -413,8 +475,19 @@ class Detector:
             self._whole(frame, actor, hb, base, True, label, action, atomic=True)
         self._touch_item(frame, actor, hb, base, location, write, label, key, action)
 
-    def _touch_item(self, frame: FrameType, actor: int, hb: int, base: Any, location: Any,
-                    write: bool, label: str, key: Any, action: str, atomic: bool = False) -> None:
+    def _touch_item(
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        base: Any,
+        location: Any,
+        write: bool,
+        label: str,
+        key: Any,
+        action: str,
+        atomic: bool = False,
+    ) -> None:
         if isinstance(location, tuple) and location and location[0] == "in":
             target = f"{_short(key)} in {label}"
         else:
@@ -433,10 +506,18 @@ class Detector:
 
         self._touch(frame, actor, hb, base, location, write, target, value_of, action, atomic)
 
-    def _whole(self, frame: FrameType, actor: int, hb: int, base: Any, write: bool, label: str,
-               action: str, atomic: bool = False) -> None:
-        self._touch(frame, actor, hb, base, WHOLE, write, label, lambda: len(base), action,
-                    atomic)
+    def _whole(
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        base: Any,
+        write: bool,
+        label: str,
+        action: str,
+        atomic: bool = False,
+    ) -> None:
+        self._touch(frame, actor, hb, base, WHOLE, write, label, lambda: len(base), action, atomic)
 
     def _cell(self, code: CodeType, name: str) -> tuple[str, str]:
         # A closure variable's cell is not reachable from its frame: name it by the
@@ -447,9 +528,19 @@ class Detector:
         return (code.co_filename + ":" + qualname, name)
 
     # -- the checks ----------------------------------------------------------------------
-    def _touch(self, frame: FrameType, actor: int, hb: int, obj: Any, key: Any, write: bool,
-               target: str, value_of: Callable[[], Any], action: str | None = None,
-               atomic: bool = False) -> None:
+    def _touch(
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        obj: Any,
+        key: Any,
+        write: bool,
+        target: str,
+        value_of: Callable[[], Any],
+        action: str | None = None,
+        atomic: bool = False,
+    ) -> None:
         if action is None:
             action = "wrote" if write else "read"
         oid = id(obj)
@@ -460,8 +551,16 @@ class Detector:
         if shadow is None:
             shadow = self.shadows[location] = _Shadow(target)
         clock = self._clock(hb)
-        site = _Site(actor, hb, clock[hb], action, frame, frame.f_lineno,
-                     tuple(self.held.get(hb, ())), atomic)
+        site = _Site(
+            actor,
+            hb,
+            clock[hb],
+            action,
+            frame,
+            frame.f_lineno,
+            tuple(self.held.get(hb, ())),
+            atomic,
+        )
         view_key = (actor, location)
         view = self.views.get(view_key)
         if write and self.pending:
@@ -473,9 +572,7 @@ class Detector:
             if remote.actor != actor:
                 if view.kind == "r" and write and _in_scope(view.site.frame, frame):
                     pattern = "stale check" if view.site.action == "checked" else "lost update"
-                    self._report(
-                        "atomicity-violation", pattern, target, view.site, remote, site
-                    )
+                    self._report("atomicity-violation", pattern, target, view.site, remote, site)
                     return
                 if (
                     view.kind == "w"
@@ -508,8 +605,15 @@ class Detector:
             return False
         return remote.clock <= self.signals[hb].get(remote.hb, 0)
 
-    def _hb_check(self, shadow: _Shadow, site: _Site, clock: dict[int, int], write: bool,
-                  target: str, whole: bool) -> bool:
+    def _hb_check(
+        self,
+        shadow: _Shadow,
+        site: _Site,
+        clock: dict[int, int],
+        write: bool,
+        target: str,
+        whole: bool,
+    ) -> bool:
         """A conflicting access of another thread that is not ordered before this one.
 
         Python loads and stores of one reference are atomic, with or without the
@@ -578,7 +682,7 @@ def _same(a: Any, b: Any) -> bool:
     if type(a) in _SCALARS and type(b) is type(a):
         try:
             return bool(a == b)
-        except Exception:  # noqa: BLE001
+        except Exception:
             return False
     return False
 

@@ -67,8 +67,27 @@ CONTAINER_METHODS: dict[str, tuple[str, bool]] = {
 }
 #: builtins that read a whole container passed as their first argument
 SCANNING_BUILTINS = frozenset(
-    ("list", "tuple", "set", "frozenset", "dict", "sorted", "len", "sum", "min", "max", "any",
-     "all", "enumerate", "reversed", "iter", "next", "zip", "map", "filter")
+    (
+        "list",
+        "tuple",
+        "set",
+        "frozenset",
+        "dict",
+        "sorted",
+        "len",
+        "sum",
+        "min",
+        "max",
+        "any",
+        "all",
+        "enumerate",
+        "reversed",
+        "iter",
+        "next",
+        "zip",
+        "map",
+        "filter",
+    )
 )
 
 
@@ -200,8 +219,16 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
 
 
 _NO_FALLTHROUGH = frozenset(
-    ("RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_BACKWARD",
-     "JUMP_FORWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP")
+    (
+        "RETURN_VALUE",
+        "RETURN_CONST",
+        "RAISE_VARARGS",
+        "RERAISE",
+        "JUMP_BACKWARD",
+        "JUMP_FORWARD",
+        "JUMP_BACKWARD_NO_INTERRUPT",
+        "JUMP",
+    )
 )
 
 

@@ -1,0 +1,304 @@
+"""The race detector on real runs: it finds races no assertion checks, and stays quiet
+on correct code."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import racecheck
+from racecheck.detect import RaceDetected
+
+sys.path.insert(0, str(Path(__file__).parent))
+from unasserted import TARGETS
+
+DETECTOR_KINDS = ("atomicity-violation", "data-race")
+
+
+def detect(target: Callable[[], Any], schedules: int = 40, **options: Any) -> racecheck.RaceFound:
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(target, detect=True, schedules=schedules, **options)
+    return info.value
+
+
+# -- the reference components, assertions removed ------------------------------------
+
+
+@pytest.mark.parametrize(("key"), list(TARGETS), ids=lambda k: f"{k[0]}[{k[1]}]")
+def test_reference_variants_without_assertions(key: tuple[str, str]) -> None:
+    target, expected = TARGETS[key]
+    if expected == "safe":
+        report = racecheck.check(target, detect=True, schedules=40, label=f"{key}")
+        assert report.schedules_run == 40
+        return
+    found = detect(target, label=f"{key}")
+    if key[1] in ("eager_lock", "eager_queue"):
+        # asyncio itself refuses the loop change; no assertion is involved
+        assert found.kind == "exception" and "different event loop" in str(found.cause)
+        return
+    assert found.kind in DETECTOR_KINDS, found
+    finding = found.cause.finding  # type: ignore[union-attr]
+    assert len(finding.accesses) in (2, 3)
+    assert all(a.filename.endswith(".py") and a.lineno > 0 for a in finding.accesses)
+    assert found.trace is not None and found.schedule.startswith("rc1:")
+
+
+# -- the shapes, one by one ----------------------------------------------------------
+
+
+class Account:
+    def __init__(self) -> None:
+        self.balance = 0
+        self.lock = asyncio.Lock()
+
+    async def deposit(self, amount: int) -> None:
+        current = self.balance
+        await asyncio.sleep(0)
+        self.balance = current + amount
+
+    async def deposit_locked(self, amount: int) -> None:
+        async with self.lock:
+            await self.deposit(amount)
+
+
+async def lost_update() -> None:
+    account = Account()
+    await asyncio.gather(account.deposit(1), account.deposit(2))
+
+
+async def lost_update_locked() -> None:
+    account = Account()
+    await asyncio.gather(account.deposit_locked(1), account.deposit_locked(2))
+
+
+def test_lost_update_names_both_accesses_and_replays() -> None:
+    found = detect(lost_update)
+    assert found.kind == "atomicity-violation"
+    finding = found.cause.finding  # type: ignore[union-attr]
+    assert finding.pattern == "lost update"
+    first, between, last = finding.accesses
+    assert (first.action, between.action, last.action) == ("read", "wrote", "wrote")
+    assert first.target == last.target == "self.balance"
+    assert "current = self.balance" in first.line and "self.balance = current" in last.line
+    assert first.actor == last.actor != between.actor
+    rendered = str(found)
+    assert "lost update on self.balance" in rendered and "detect=True" in rendered
+    with pytest.raises(racecheck.RaceFound) as again:
+        racecheck.replay(lost_update, found.schedule, detect=True)
+    assert again.value.kind == "atomicity-violation"
+    assert str(again.value.cause) == str(found.cause)
+
+
+def test_lock_held_across_the_await_is_clean() -> None:
+    report = racecheck.check(lost_update_locked, detect=True, schedules=100)
+    assert report.schedules_run == 100
+
+
+async def check_then_act() -> None:
+    cache: dict[str, object] = {}
+
+    async def get(key: str) -> object:
+        if key not in cache:
+            await asyncio.sleep(0)  # the fetch
+            cache[key] = object()
+        return cache[key]
+
+    await asyncio.gather(get("a"), get("a"))
+
+
+def test_check_then_act_across_an_await() -> None:
+    finding = detect(check_then_act).cause.finding  # type: ignore[union-attr]
+    assert finding.pattern == "stale check"
+    assert finding.accesses[0].action == "checked"
+
+
+async def counter_increments() -> None:
+    totals = {"n": 0}
+
+    async def bump() -> None:
+        totals["n"] += 1  # atomic between awaits
+        await asyncio.sleep(0)
+        totals["n"] += 1
+
+    await asyncio.gather(bump(), bump())
+    assert totals["n"] == 4
+
+
+def test_read_modify_write_between_awaits_is_not_a_race() -> None:
+    assert racecheck.check(counter_increments, detect=True, schedules=100).schedules_run == 100
+
+
+async def result_handed_over() -> None:
+    box = {"value": None}
+
+    async def produce() -> None:
+        await asyncio.sleep(0)
+        box["value"] = "made"
+
+    box["value"] = "pending"
+    await asyncio.gather(produce())
+    assert box["value"] == "made"  # waited for: expected to see the producer's write
+
+
+def test_reading_a_value_one_waited_for_is_not_a_race() -> None:
+    assert racecheck.check(result_handed_over, detect=True, schedules=50).schedules_run == 50
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.n = 0
+
+
+def threads_increment(locked: bool) -> Callable[[], None]:
+    def target() -> None:
+        counter, lock = Counter(), threading.Lock()
+
+        def work() -> None:
+            if locked:
+                with lock:
+                    counter.n += 1
+            else:
+                counter.n += 1
+
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    return target
+
+
+def test_unsynchronised_increment_across_threads() -> None:
+    found = detect(threads_increment(False))
+    # a lost update when the schedule preempts inside +=, a data race otherwise
+    assert found.kind in DETECTOR_KINDS and "counter.n" in str(found.cause)
+
+
+def unordered_writes() -> None:
+    counter = Counter()
+
+    def work(value: int) -> None:
+        counter.n = value
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def test_unordered_writes_are_a_data_race() -> None:
+    found = detect(unordered_writes)
+    assert found.kind == "data-race"
+    assert "no happens-before, no common lock" in str(found.cause)
+    assert str(found.cause).count("wrote counter.n") == 2
+
+
+def test_locked_increment_and_published_reads_are_clean() -> None:
+    report = racecheck.check(threads_increment(True), detect=True, schedules=100)
+    assert report.schedules_run == 100
+
+
+def iterate_while_adding() -> None:
+    members: set[int] = set()
+
+    def add() -> None:
+        members.add(1)
+
+    thread = threading.Thread(target=add)
+    thread.start()
+    for _member in members:  # the add is not ordered before this
+        pass
+    thread.join()
+
+
+def test_iteration_against_mutation_is_a_data_race() -> None:
+    found = detect(iterate_while_adding)
+    assert "iterated members" in str(found.cause) and ".add()" in str(found.cause)
+
+
+def test_detector_error_type_and_no_tracer_left_behind() -> None:
+    before = sys.gettrace()
+    found = detect(lost_update)
+    assert isinstance(found.cause, RaceDetected) and isinstance(found.cause, AssertionError)
+    assert sys.gettrace() is before
+
+
+def test_detect_must_be_a_bool() -> None:
+    with pytest.raises(racecheck.UsageError, match="detect must be True or False"):
+        racecheck.check(lost_update, detect="yes")
+
+
+# -- the fixed classic bugs: nothing to report ---------------------------------------
+
+
+def _fixed_targets() -> list[Callable[[], Any]]:
+    sys.path.insert(0, str(Path(__file__).parents[1] / "classic"))
+    import test_asyncio_bugs
+    import test_thread_bugs
+
+    return [*test_thread_bugs.FIXED, *test_asyncio_bugs.FIXED]
+
+
+@pytest.mark.parametrize("target", _fixed_targets(), ids=lambda t: t.__name__)
+def test_fixed_classic_bugs_are_clean(target: Callable[[], Any]) -> None:
+    report = racecheck.check(target, detect=True, schedules=10, watchdog=30)
+    assert report.schedules_run >= 1
+
+
+# -- the command line and the plugin -------------------------------------------------
+
+
+def test_cli_run_detect_meets_every_expectation(tmp_path: Path) -> None:
+    from racecheck.cli import main
+
+    scenarios = Path(__file__).parents[2] / "scenarios"
+    code = main(
+        [
+            "run",
+            str(scenarios / "marsys_40_runtime.py"),
+            "--detect",
+            "--schedules",
+            "50",
+            "--report-dir",
+            str(tmp_path),
+        ]
+    )
+    assert code == 0
+
+
+def test_plugin_detect_flag(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import asyncio
+        import pytest
+
+        class Box:
+            value = None
+
+        @pytest.mark.racecheck(schedules=20)
+        async def test_cross_talk():
+            box = Box()
+
+            async def handle(name):
+                box.value = name
+                await asyncio.sleep(0)
+                return box.value
+
+            await asyncio.gather(handle("a"), handle("b"))
+        """
+    )
+    plain = pytester.runpytest("-p", "no:asyncio", "-p", "no:trio")
+    plain.assert_outcomes(passed=1)
+    detected = pytester.runpytest("-p", "no:asyncio", "-p", "no:trio", "--racecheck-detect")
+    detected.assert_outcomes(failed=1)
+    detected.stdout.fnmatch_lines(
+        ["*overwritten before read on box.value*", "*--racecheck-detect*"]
+    )
