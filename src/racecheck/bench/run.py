@@ -39,9 +39,21 @@ def overhead(schedules: int = 2000) -> list[dict[str, Any]]:
     def controlled_threads() -> None:
         racecheck.check(two_threads, strategy="pct", schedules=schedules, seed=0)
 
+    def detected_asyncio() -> None:
+        racecheck.check(
+            asyncio_deposits, strategy="random", schedules=schedules, seed=0, detect=True
+        )
+
+    def detected_threads() -> None:
+        racecheck.check(two_threads, strategy="pct", schedules=schedules, seed=0, detect=True)
+
+    # The last two rows price the race detector: their "plain" is racecheck
+    # without it, so the ratio is what detect=True costs on top.
     for name, plain, controlled in (
         ("asyncio: 3 tasks, lock, gather", plain_asyncio, controlled_asyncio),
         ("threads: 2 threads x ~10 traced lines", plain_threads, controlled_threads),
+        ("asyncio, detect=True vs racecheck", controlled_asyncio, detected_asyncio),
+        ("threads, detect=True vs racecheck", controlled_threads, detected_threads),
     ):
         _rate(plain, schedules)  # warm up imports and caches
         base = _rate(plain, schedules)
