@@ -34,7 +34,7 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
     for func in functions_in(module.tree):
         if not isinstance(func, ast.AsyncFunctionDef):
             continue
-        events = Flow(module, func).run()
+        events = Flow(module, func, closure=module.closure(func)).run()
         if not any(e.kind == "await" for e in events):
             continue
         if "RC101" in codes:
@@ -47,6 +47,11 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
 
 def _tracked(key: str) -> bool:
     return key.startswith(("self.", "global:"))
+
+
+def _slot_or_tracked(key: str) -> bool:
+    """RC101 also covers a fixed slot of a closure dict: ``state['request']``."""
+    return _tracked(key) or (key.startswith("free:") and key.endswith("]"))
 
 
 def _gap(
@@ -63,16 +68,18 @@ def _gap(
 
 def _scratch_state(module: Module, events: list[Event]) -> Iterator[Finding]:
     awaits = [e for e in events if e.kind == "await"]
-    writes = [e for e in events if e.kind == "write" and _tracked(e.key)]
+    writes = [e for e in events if e.kind == "write" and _slot_or_tracked(e.key)]
     reported: set[int] = set()
     for read in events:
-        if read.kind != "read" or not _tracked(read.key):
+        if read.kind != "read" or not _slot_or_tracked(read.key):
             continue
         before = [w for w in writes if w.key == read.key and reaches(w, read)]
         if not before:
             continue
         write = max(before, key=lambda e: e.order)
-        if not write.percall or id(where(write)) in reported:
+        if write.via is not None or not write.percall or id(where(write)) in reported:
+            continue  # a callee's write is the callee's business: it is checked on its own
+        if _init_once(write, events):
             continue
         suspend = _gap(write, read, awaits)
         if suspend is None:
@@ -89,6 +96,38 @@ def _scratch_state(module: Module, events: list[Event]) -> Iterator[Finding]:
         )
 
 
+def _init_once(write: Event, events: list[Event]) -> bool:
+    """Is ``write`` inside ``if self.x is None:`` (or ``if not self._done:``)?
+
+    A write guarded by a check of the same attribute, or of a flag that the same
+    branch sets, happens once per object, not once per call: lazy
+    initialisation, not scratch space. (Doing it across an await without a lock
+    is RC102's business.)
+    """
+    for check in events:
+        if check.kind != "check" or not any(arm.node == check.scope for arm in write.path):
+            continue
+        if check.key == write.key:
+            return True
+        for other in events:
+            if (
+                other.kind == "write"
+                and other.key == check.key
+                and any(arm.node == check.scope for arm in other.path)
+            ):
+                return True
+    return False
+
+
+def _acts(event: Event) -> bool:
+    """Does ``event`` act on shared state with per-call data (not a flag flip)?"""
+    if event.kind == "write":
+        return event.percall
+    if event.detail in {"setitem", "local-key"}:
+        return event.percall or event.detail == "local-key"
+    return event.kind == "mutate"
+
+
 def _governs(check: Event, act: Event) -> bool:
     inside = any(arm.node == check.scope for arm in act.path)
     return inside or (check.guard and act.order > check.end)
@@ -99,8 +138,10 @@ def _check_then_act(module: Module, events: list[Event]) -> Iterator[Finding]:
     checks = [e for e in events if e.kind == "check" and _tracked(e.key)]
     reported: set[tuple[int, str]] = set()
     for act in events:
-        if act.kind not in {"write", "mutate"} or not _tracked(act.key):
+        if act.kind not in {"write", "mutate"} or not _tracked(act.key) or not _acts(act):
             continue
+        if any(arm.ends == "raise" for arm in act.path):
+            continue  # recording an error on the way out: every caller fails anyway
         governing = [c for c in checks if c.key == act.key and reaches(c, act) and _governs(c, act)]
         if not governing:
             continue

@@ -34,7 +34,6 @@ from racecheck.lint.module import (
     Module,
     functions_in,
     last_name,
-    local_names,
     params,
 )
 from racecheck.lint.report import at, line_of
@@ -317,7 +316,7 @@ def _check_site(
         if _shared_arg(arg, site.per_item, me):
             mapping[name] = f"root:{name}"
             shown[f"root:{name}"] = ast.unparse(arg)
-    closure = local_names(func) if nested else frozenset()
+    closure = module.closure(callee) if nested else frozenset()
     flow = Flow(
         module, callee, klass=klass if not nested else None, mapping=mapping, closure=closure
     )

@@ -51,7 +51,7 @@ class Arm:
 
     node: tuple[int, int]  # (frame, id(statement)): inlined twice means two statements
     index: int
-    terminates: bool  # ends in return/raise: nothing after the statement is reached
+    ends: str  # "return" or "raise" when the arm ends so: nothing after the statement runs
 
 
 @dataclass
@@ -82,7 +82,7 @@ def reaches(a: Event, b: Event) -> bool:
         other = arms.get(arm.node)
         if other is not None and other != arm.index:
             return False
-        if arm.terminates and other is None:
+        if arm.ends and other is None:
             return False
     return True
 
@@ -92,15 +92,24 @@ def common_lock(*events: Event, sync_only: bool = False) -> bool:
     return bool(frozenset.intersection(*held))
 
 
-def terminates(block: list[ast.stmt]) -> bool:
+def ending(block: list[ast.stmt]) -> str:
+    """``"raise"``/``"return"`` when every path through ``block`` ends that way, else ``""``."""
     if not block:
-        return False
+        return ""
     last = block[-1]
-    if isinstance(last, ast.Return | ast.Raise):
-        return True
+    if isinstance(last, ast.Raise):
+        return "raise"
+    if isinstance(last, ast.Return):
+        return "return"
     if isinstance(last, ast.If):
-        return terminates(last.body) and terminates(last.orelse)
-    return False
+        body, orelse = ending(last.body), ending(last.orelse)
+        if body and orelse:
+            return "raise" if body == orelse == "raise" else "return"
+    return ""
+
+
+def terminates(block: list[ast.stmt]) -> bool:
+    return bool(ending(block))
 
 
 @dataclass
@@ -233,7 +242,9 @@ class Flow:
                 break  # the rest of the block is unreachable
 
     def _arm(self, owner: ast.AST, index: int, body: list[ast.stmt]) -> None:
-        ends = self._depth == 0 and terminates(body)
+        ends = ending(body)
+        if self._depth and ends == "return":
+            ends = ""  # a callee's return ends the callee, not the caller
         self._path.append(Arm((self._top.id, id(owner)), index, ends))
         self._block(body)
         self._path.pop()
@@ -430,9 +441,9 @@ class Flow:
                 self._top.taint.pop(target.id, None)
             return
         if isinstance(target, ast.Attribute):
-            key = self.key_of(target)
-            if key is not None and key.startswith("self.") and key == self._self_key(target):
-                self._emit("write", key, target, sources=sources, percall=percall)
+            attr = self._self_key(target)
+            if attr is not None:
+                self._emit("write", attr, target, sources=sources, percall=percall)
                 return
             self._expr(target.value)
             base = self.key_of(target.value)
@@ -445,7 +456,10 @@ class Flow:
             base = self.key_of(target.value)
             if self.shared(base) and base is not None:
                 detail = "local-key" if self._local_key(target.slice) else "setitem"
-                self._emit("mutate", base, target, sources=sources, detail=detail)
+                self._emit("mutate", base, target, sources=sources, detail=detail, percall=percall)
+                slot = _slot(base, target)
+                if slot is not None:
+                    self._emit("write", slot, target, sources=sources, percall=percall)
 
     def _self_key(self, target: ast.Attribute) -> str | None:
         me = self._top.self_name
@@ -500,6 +514,9 @@ class Flow:
             base = self.key_of(expr.value)
             if self.shared(base) and base is not None:
                 self._emit("index", base, expr, detail="pos" if _positional(expr.slice) else "")
+                slot = _slot(base, expr)
+                if slot is not None:
+                    self._emit("read", slot, expr)
         elif isinstance(expr, ast.NamedExpr):
             start = len(self.events)
             self._expr(expr.value)
@@ -617,6 +634,15 @@ def _call_args(call: ast.Call) -> Iterator[ast.expr]:
         yield arg.value if isinstance(arg, ast.Starred) else arg
     for kw in call.keywords:
         yield kw.value
+
+
+def _slot(base: str, node: ast.Subscript) -> str | None:
+    """``self.d['k']``: a fixed slot of a shared dict behaves like an attribute."""
+    index = node.slice
+    if isinstance(index, ast.Constant) and isinstance(index.value, str):
+        if isinstance(node.value, ast.Name | ast.Attribute):
+            return f"{base}[{index.value!r}]"
+    return None
 
 
 def _positional(index: ast.expr) -> bool:

@@ -365,6 +365,24 @@ class Module:
     def class_of(self, node: ast.AST) -> ClassInfo | None:
         return self.owner.get(id(node))
 
+    @cached_property
+    def _parents(self) -> dict[int, FunctionNode]:
+        parents: dict[int, FunctionNode] = {}
+        for func in functions_in(self.tree):
+            for node in iter_own(func):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    parents[id(node)] = func
+        return parents
+
+    def closure(self, func: FunctionNode) -> frozenset[str]:
+        """Names ``func`` can see from the functions it is nested in."""
+        names: set[str] = set()
+        parent = self._parents.get(id(func))
+        while parent is not None:
+            names |= local_names(parent)
+            parent = self._parents.get(id(parent))
+        return frozenset(names - local_names(func))
+
 
 def functions_in(tree: ast.AST) -> Iterator[FunctionNode]:
     for node in ast.walk(tree):

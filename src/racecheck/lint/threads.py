@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
-from racecheck.lint.handoff import ONTO_LOOP, handoffs
+from racecheck.lint.handoff import handoffs
 from racecheck.lint.module import (
     ASYNCIO_LOCKS,
     MUTATORS,
@@ -82,9 +82,11 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
             yield from thread_side.class_findings(info)
             if evidence is not None:
                 yield from _asyncio_lock_across_threads(module, info, evidence)
-        if "RC105" in codes and (evidence is not None or module_threads):
-            reason = evidence or "its module starts threads"
-            yield from _compound_ops(module, info, reason)
+        if "RC105" in codes:
+            if evidence is None and module_threads and _plain_sync(module, info):
+                evidence = "its module starts threads"
+            if evidence is not None:
+                yield from _compound_ops(module, info, evidence)
 
 
 # ── where threads come from ─────────────────────────────────────────────────
@@ -94,13 +96,7 @@ def _module_starts_threads(module: Module) -> bool:
     for node in ast.walk(module.tree):
         if isinstance(node, ast.Call):
             name = module.qualname(node.func) or ""
-            if name in {
-                "threading.Thread",
-                "threading.Timer",
-                "concurrent.futures.ThreadPoolExecutor",
-                "concurrent.futures.thread.ThreadPoolExecutor",
-                "_thread.start_new_thread",
-            }:
+            if name in {"threading.Thread", "concurrent.futures.ThreadPoolExecutor"}:
                 return True
     return False
 
@@ -114,23 +110,24 @@ def _evidence(module: Module, info: ClassInfo, side: _ThreadSide) -> str | None:
                 for target in node.targets:
                     if (attr := self_attr(target, me)) is not None:
                         return f"it creates a threading lock (self.{attr})"
-    entries = side.entries(info)
+    entries = side.entries(info, concurrent_only=True)
     if entries:
         name, how = next(iter(entries.items()))
         return f"{name}() runs on another thread via {how}"
+    return None
+
+
+def _plain_sync(module: Module, info: ClassInfo) -> bool:
+    """A class with no async methods that never touches asyncio: thread-world code."""
+    if module.has_async_methods(info):
+        return False
     for method in module.all_methods(info).values():
         for node in iter_own(method):
-            if isinstance(node, ast.Call):
-                name = last_name(node.func)
-                if name in ONTO_LOOP:
-                    return f"{method.name}() hands work to an event loop from another thread"
-                if (
-                    isinstance(method, ast.FunctionDef)
-                    and name == "ensure_future"
-                    and any(kw.arg == "loop" for kw in node.keywords)
-                ):
-                    return f"{method.name}() schedules onto a given loop from synchronous code"
-    return None
+            if isinstance(node, ast.Attribute | ast.Name):
+                name = module.qualname(node) or ""
+                if name.startswith(("asyncio", "anyio", "trio")):
+                    return False
+    return True
 
 
 @dataclass
@@ -138,19 +135,28 @@ class _ThreadSide:
     """Functions that run on a thread other than the loop's, per class and per module."""
 
     module: Module
-    _entries: dict[int, dict[str, str]] = field(default_factory=dict)
+    _entries: dict[tuple[int, bool], dict[str, str]] = field(default_factory=dict)
 
-    def entries(self, info: ClassInfo) -> dict[str, str]:
-        """Method name -> how it gets onto another thread (handoffs and their sync callees)."""
-        cached = self._entries.get(id(info))
+    def entries(self, info: ClassInfo, concurrent_only: bool = False) -> dict[str, str]:
+        """Method name -> how it gets onto another thread (handoffs and their sync callees).
+
+        With ``concurrent_only``, a hand-off that the caller awaits on the spot
+        (``await to_thread(self.m)``) does not count: the caller is suspended
+        until it returns, so it adds no concurrency of its own.
+        """
+        cache_key = (id(info), concurrent_only)
+        cached = self._entries.get(cache_key)
         if cached is not None:
             return cached
         found: dict[str, str] = {}
         methods = self.module.all_methods(info)
         for method in methods.values():
             me = self.module.self_name(method)
+            awaited = {id(n.value) for n in iter_own(method) if isinstance(n, ast.Await)}
             for node in iter_own(method):
                 if not isinstance(node, ast.Call):
+                    continue
+                if concurrent_only and id(node) in awaited:
                     continue
                 for handoff in handoffs(node):
                     attr = self_attr(handoff.func, me)
@@ -167,7 +173,7 @@ class _ThreadSide:
                     if isinstance(callee, ast.FunctionDef) and attr not in found:
                         found[attr] = f"{found[name]}, through {name}()"
                         frontier.append(attr)
-        self._entries[id(info)] = found
+        self._entries[cache_key] = found
         return found
 
     def class_findings(self, info: ClassInfo) -> Iterator[Finding]:
