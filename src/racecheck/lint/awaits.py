@@ -24,14 +24,14 @@ from collections.abc import Iterator
 
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
-from racecheck.lint.module import Module, functions_in
+from racecheck.lint.module import Module
 from racecheck.lint.report import at, line_of, show, where
 
 
 def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
     if not codes & {"RC101", "RC102", "RC103"}:
         return
-    for func in functions_in(module.tree):
+    for func in module.function_nodes:
         if not isinstance(func, ast.AsyncFunctionDef):
             continue
         events = Flow(module, func, closure=module.closure(func)).run()
@@ -79,6 +79,8 @@ def _scratch_state(module: Module, events: list[Event]) -> Iterator[Finding]:
         write = max(before, key=lambda e: e.order)
         if write.via is not None or not write.percall or id(where(write)) in reported:
             continue  # a callee's write is the callee's business: it is checked on its own
+        if write.looping:
+            continue  # a driver loop (`while True:` in a connection's task) owns its object
         if _init_once(write, events):
             continue
         suspend = _gap(write, read, awaits)
@@ -105,7 +107,14 @@ def _init_once(write: Event, events: list[Event]) -> bool:
     is RC102's business.)
     """
     for check in events:
-        if check.kind != "check" or not any(arm.node == check.scope for arm in write.path):
+        if check.kind != "check":
+            continue
+        if check.guard and check.end < write.order:  # `if self._started: return` ...
+            if any(
+                e.kind == "write" and e.key == check.key and e.order > check.end for e in events
+            ):
+                return True  # ... and later `self._started = ...`: a start-once method
+        if not any(arm.node == check.scope for arm in write.path):
             continue
         if check.key == write.key:
             return True
@@ -142,6 +151,10 @@ def _check_then_act(module: Module, events: list[Event]) -> Iterator[Finding]:
             continue
         if any(arm.ends == "raise" for arm in act.path):
             continue  # recording an error on the way out: every caller fails anyway
+        if act.via is not None and any(
+            c.kind == "check" and c.key == act.key and c.via is act.via for c in events
+        ):
+            continue  # the callee checks for itself: reported there, not at every caller
         governing = [c for c in checks if c.key == act.key and reaches(c, act) and _governs(c, act)]
         if not governing:
             continue

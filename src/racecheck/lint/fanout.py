@@ -32,7 +32,6 @@ from racecheck.lint.module import (
     ClassInfo,
     FunctionNode,
     Module,
-    functions_in,
     last_name,
     params,
 )
@@ -57,7 +56,7 @@ class Site:
 def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
     if "RC104" not in codes:
         return
-    for func in functions_in(module.tree):
+    for func in module.function_nodes:
         klass = module.class_of(func)
         reported: set[tuple[int, str]] = set()
         for site in _sites(func):
@@ -348,11 +347,21 @@ def _race(events: list[Event], key: str, kind: str) -> tuple[Event, Event | None
     uses = [e for e in events if e.key == key and e.kind != "check"]
     mutations = [e for e in uses if e.kind == "mutate" and e.detail != "local-key"]
     if kind == "thread":
-        for mutation in mutations:
+        # A thread can be preempted anywhere: a read-modify-write of any key, or a
+        # mutation next to another statement using the collection, is enough.
+        by_order = {e.order: e for e in events}
+        rmw = [
+            e
+            for e in uses
+            if e.kind == "mutate"
+            and any(by_order[o].key == key for o in e.sources if o in by_order)
+        ]
+        for mutation in [*rmw, *mutations]:
             if mutation.sync_locks:
                 continue
-            if any(
-                u is not mutation and not common_lock(u, mutation, sync_only=True) for u in uses
+            if mutation in rmw or any(
+                u.site is not mutation.site and not common_lock(u, mutation, sync_only=True)
+                for u in uses
             ):
                 return mutation, None
         return None

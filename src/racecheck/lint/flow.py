@@ -71,6 +71,7 @@ class Event:
     guard: bool = False  # a check whose if-statement has an arm that returns/raises
     scope: tuple[int, int] = (0, 0)  # a check's if-statement (frame, id)
     end: int = 0  # a check: the order just after its if-statement
+    looping: bool = False  # inside a `while` loop of the analysed function
 
 
 def reaches(a: Event, b: Event) -> bool:
@@ -146,6 +147,7 @@ class Flow:
         self._locks: list[tuple[int, bool]] = []
         self._frames: list[_Frame] = []
         self._site: ast.AST = func
+        self._whiles = 0
         self._module_names = module.module_names
         self._root = self._frame(func, module.self_name(func), dict(mapping or {}))
 
@@ -181,6 +183,7 @@ class Flow:
             frozenset(region for region, _ in self._locks),
             frozenset(region for region, is_sync in self._locks if is_sync),
             via=self._top.func if self._depth else None,
+            looping=self._whiles > 0,
             **extra,  # type: ignore[arg-type]
         )
         self.events.append(event)
@@ -258,12 +261,13 @@ class Flow:
             self._expr(stmt.value)
             sources = self._sources(stmt.value, start)
             for target in stmt.targets:
-                self._store(target, stmt.value, sources)
+                self._store(target, stmt.value, sources | self._tainted(stmt.value), sources)
         elif isinstance(stmt, ast.AnnAssign):
             if stmt.value is not None:
                 start = len(self.events)
                 self._expr(stmt.value)
-                self._store(stmt.target, stmt.value, self._sources(stmt.value, start))
+                sources = self._sources(stmt.value, start)
+                self._store(stmt.target, stmt.value, sources | self._tainted(stmt.value), sources)
         elif isinstance(stmt, ast.AugAssign):
             start = len(self.events)
             self._load_target(stmt.target)
@@ -275,7 +279,7 @@ class Flow:
             start = len(self.events)
             self._expr(stmt.value)
             sources = self._sources(stmt.value, start) | own
-            self._store(stmt.target, stmt.value, sources)
+            self._store(stmt.target, stmt.value, sources | self._tainted(stmt.value), sources)
         elif isinstance(stmt, ast.Delete):
             for target in stmt.targets:
                 self._store(target, None, frozenset())
@@ -283,7 +287,9 @@ class Flow:
             self._if(stmt)
         elif isinstance(stmt, ast.While):
             self._expr(stmt.test)
+            self._whiles += self._depth == 0
             self._block(stmt.body)
+            self._whiles -= self._depth == 0
             self._block(stmt.orelse)
         elif isinstance(stmt, ast.For | ast.AsyncFor):
             self._expr(stmt.iter)
@@ -336,7 +342,7 @@ class Flow:
             self._expr(item.context_expr)
             if is_async:
                 self._emit("await", "", item.context_expr)  # __aenter__ may suspend
-            if is_locklike(item.context_expr):
+            if is_locklike(item.context_expr) or self._locking_helper(item.context_expr):
                 self._locks.append((next(self._ids), not is_async))
                 pushed += 1
             if item.optional_vars is not None:
@@ -346,6 +352,23 @@ class Flow:
             self._locks.pop()
         if is_async:
             self._emit("await", "", stmt)  # __aexit__ may suspend too
+
+    def _locking_helper(self, expr: ast.expr) -> bool:
+        """``with self.send_context():`` where that context manager takes a lock."""
+        if not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Attribute):
+            return False
+        if self._self_key(expr.func) is None or self.klass is None:
+            return False
+        helper = self.module.resolve_method(self.klass, expr.func.attr)
+        if helper is None or not {"contextmanager", "asynccontextmanager"} & {
+            last_name(d) for d in helper.decorator_list
+        }:
+            return False
+        return any(
+            isinstance(node, ast.With | ast.AsyncWith)
+            and any(is_locklike(item.context_expr) for item in node.items)
+            for node in ast.walk(helper)
+        )
 
     def checked_keys(self, test: ast.expr) -> Iterator[str]:
         """Shared keys a condition tests: ``k in self.d``, ``self.x is None``, ``not self.f``."""
@@ -390,6 +413,11 @@ class Flow:
             for e in self.events[start:]
             if e.kind in {"read", "index"} and self.shared(e.key) and e.via is self._via()
         }
+        return frozenset(orders)
+
+    def _tainted(self, value: ast.expr) -> frozenset[int]:
+        """Shared reads behind the locals ``value`` uses (one hop: ``v = self.x``)."""
+        orders: set[int] = set()
         for node in ast.walk(value):
             if isinstance(node, ast.Name) and node.id in self._top.taint:
                 orders |= self._top.taint[node.id]
@@ -423,7 +451,9 @@ class Flow:
         target: ast.expr,
         value: ast.expr | None,
         sources: frozenset[int],
+        direct: frozenset[int] = frozenset(),
     ) -> None:
+        """Store into ``target``; ``direct`` are the reads a local becomes tainted by."""
         if isinstance(target, ast.Tuple | ast.List):
             for element in target.elts:
                 self._store(element, None, sources)
@@ -436,7 +466,7 @@ class Flow:
             key = self.name_key(target.id)
             self._emit("write", key, target, sources=sources, percall=percall)
             if value is not None:
-                self._top.taint[target.id] = sources
+                self._top.taint[target.id] = direct
             else:
                 self._top.taint.pop(target.id, None)
             return
@@ -520,7 +550,8 @@ class Flow:
         elif isinstance(expr, ast.NamedExpr):
             start = len(self.events)
             self._expr(expr.value)
-            self._store(expr.target, expr.value, self._sources(expr.value, start))
+            sources = self._sources(expr.value, start)
+            self._store(expr.target, expr.value, sources | self._tainted(expr.value), sources)
         elif isinstance(expr, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             for generator in expr.generators:
                 self._expr(generator.iter)

@@ -104,7 +104,7 @@ def _dataclass_fields(module: Module, info: ClassInfo, severity: str) -> Iterato
 
 def _several_loops(module: Module) -> bool:
     runs = 0
-    for node in ast.walk(module.tree):
+    for node in module.nodes:
         if isinstance(node, ast.Call):
             name = module.qualname(node.func) or ""
             if name == "asyncio.new_event_loop":

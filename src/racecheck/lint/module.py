@@ -120,13 +120,20 @@ def iter_own(node: ast.AST) -> Iterator[ast.AST]:
     A nested function's body does not run when the outer one does; treating it
     as part of the outer body would invent orderings that never happen.
     """
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        child = stack.pop()
-        yield child
-        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            continue
-        stack.extend(ast.iter_child_nodes(child))
+    cached: list[ast.AST] | None = getattr(node, "_racecheck_own", None)
+    if cached is None:  # every check asks for the same bodies: walk each once
+        cached = []
+        stack = list(ast.iter_child_nodes(node))
+        while stack:
+            child = stack.pop()
+            cached.append(child)
+            if isinstance(
+                child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
+            ):
+                continue
+            stack.extend(ast.iter_child_nodes(child))
+        setattr(node, "_racecheck_own", cached)  # noqa: B010 - AST nodes take attributes
+    return iter(cached)
 
 
 def params(func: FunctionNode | ast.Lambda) -> list[str]:
@@ -141,6 +148,14 @@ def params(func: FunctionNode | ast.Lambda) -> list[str]:
 
 def local_names(func: FunctionNode) -> frozenset[str]:
     """Parameters and names bound in the body (minus ``global``/``nonlocal`` ones)."""
+    cached: frozenset[str] | None = getattr(func, "_racecheck_locals", None)
+    if cached is None:
+        cached = _local_names(func)
+        setattr(func, "_racecheck_locals", cached)  # noqa: B010 - AST nodes take attributes
+    return cached
+
+
+def _local_names(func: FunctionNode) -> frozenset[str]:
     bound = set(params(func))
     outer: set[str] = set()
     for node in iter_own(func):
@@ -196,8 +211,17 @@ class Module:
         module._index()
         return module
 
+    @cached_property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the module, walked once and shared by the checks."""
+        return list(ast.walk(self.tree))
+
+    @cached_property
+    def function_nodes(self) -> list[FunctionNode]:
+        return [n for n in self.nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
     def _index(self) -> None:
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -211,7 +235,7 @@ class Module:
         for node in self.tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.functions[node.name] = node
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.ClassDef):
                 info = ClassInfo(node, [b for b in map(last_name, node.bases) if b])
                 for item in node.body:
@@ -233,7 +257,7 @@ class Module:
             for node in ast.walk(stmt):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                     names.add(node.id)
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.Global):
                 names.update(node.names)
         return frozenset(names)
@@ -368,7 +392,7 @@ class Module:
     @cached_property
     def _parents(self) -> dict[int, FunctionNode]:
         parents: dict[int, FunctionNode] = {}
-        for func in functions_in(self.tree):
+        for func in self.function_nodes:
             for node in iter_own(func):
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                     parents[id(node)] = func

@@ -8,10 +8,11 @@ not exist, a file that does not parse, an unknown rule code -- raise
 from __future__ import annotations
 
 import os
+import tokenize
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from racecheck.errors import UsageError
+from racecheck.errors import UsageError, one_line
 from racecheck.lint import awaits, fanout, loops, threads
 from racecheck.lint.findings import Finding
 from racecheck.lint.module import Module
@@ -62,6 +63,15 @@ def iter_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
             raise UsageError(f"{raw}: no such file or directory")
 
 
+def read_source(file: Path) -> str:
+    """A file's text, decoded as Python does it (BOM, ``# -*- coding: ... -*-``)."""
+    try:
+        with tokenize.open(file) as stream:
+            return stream.read()
+    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{file}: cannot read: {one_line(exc, named=False)}") from None
+
+
 def lint_source(
     source: str,
     path: str = "<string>",
@@ -99,11 +109,7 @@ def lint_paths(
     codes = resolve_codes(select, ignore)
     findings: list[Finding] = []
     for file in iter_files(paths):
-        try:
-            source = file.read_bytes().decode("utf-8-sig")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{file}: cannot read: {exc}") from None
-        findings.extend(_lint(source, str(file), codes))
+        findings.extend(_lint(read_source(file), str(file), codes))
     return sorted(findings)
 
 

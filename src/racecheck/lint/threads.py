@@ -83,17 +83,20 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
             if evidence is not None:
                 yield from _asyncio_lock_across_threads(module, info, evidence)
         if "RC105" in codes:
-            if evidence is None and module_threads and _plain_sync(module, info):
-                evidence = "its module starts threads"
             if evidence is not None:
                 yield from _compound_ops(module, info, evidence)
+            elif module_threads and _plain_sync(module, info):
+                # Weak evidence: report only collections, and not `+=` on them.
+                yield from _compound_ops(
+                    module, info, "its module starts threads", module.collection_attrs(info)
+                )
 
 
 # ── where threads come from ─────────────────────────────────────────────────
 
 
 def _module_starts_threads(module: Module) -> bool:
-    for node in ast.walk(module.tree):
+    for node in module.nodes:
         if isinstance(node, ast.Call):
             name = module.qualname(node.func) or ""
             if name in {"threading.Thread", "concurrent.futures.ThreadPoolExecutor"}:
@@ -189,7 +192,7 @@ class _ThreadSide:
         """Module functions and nested functions handed to threads."""
         module = self.module
         bound = _module_primitives(module)
-        for scope in [module.tree, *(f for f in ast.walk(module.tree) if _is_function(f))]:
+        for scope in [module.tree, *module.function_nodes]:
             local = dict(bound)
             if _is_function(scope):
                 local.update(_local_primitives(module, scope))
@@ -390,7 +393,10 @@ def _called_under_lock(module: Module, info: ClassInfo) -> set[str]:
     return {name for name, always in locked.items() if always}
 
 
-def _compound_ops(module: Module, info: ClassInfo, reason: str) -> Iterator[Finding]:
+def _compound_ops(
+    module: Module, info: ClassInfo, reason: str, only: set[str] | None = None
+) -> Iterator[Finding]:
+    """RC105 in one class; ``only`` limits it to these attributes (and drops ``+=``)."""
     mutated = _mutated_by(module, info)
     removed = _removed_by(module, info)
     under_lock = _called_under_lock(module, info)
@@ -400,8 +406,10 @@ def _compound_ops(module: Module, info: ClassInfo, reason: str) -> Iterator[Find
         if method.name in under_lock or module.self_name(method) is None:
             continue
         events = Flow(module, method, klass=info, inline=False).run()
+        if only is not None:
+            events = [e for e in events if not _self_key(e.key) or e.key[5:] in only]
         found: dict[int, Finding] = {}
-        for finding in _rmw(module, events, reason):
+        for finding in _rmw(module, events, reason) if only is None else ():
             found.setdefault(finding.line, finding)
         for finding in _check_then_act(module, events, reason, removed):
             found.setdefault(finding.line, finding)
@@ -442,7 +450,7 @@ def _check_then_act(
     module: Module, events: list[Event], reason: str, removed: set[str]
 ) -> Iterator[Finding]:
     checks = [e for e in events if e.kind == "check" and _self_key(e.key)]
-    reported: set[int] = set()
+    settled: set[int] = set()  # checks whose first action has been judged
     for act in events:
         if not _self_key(act.key):
             continue
@@ -452,14 +460,14 @@ def _check_then_act(
         elif act.kind not in {"write", "mutate"}:
             continue
         for test in checks:
-            if test.key != act.key or not reaches(test, act) or id(test.node) in reported:
+            if test.key != act.key or not reaches(test, act) or id(test.node) in settled:
                 continue
             inside = any(arm.node == test.scope for arm in act.path)
             if not (inside or (test.guard and act.order > test.end)):
                 continue
-            if common_lock(test, act, sync_only=True):
-                continue
-            reported.add(id(test.node))
+            settled.add(id(test.node))  # only the first action counts: later ones
+            if common_lock(test, act, sync_only=True):  # (a reset in `finally`) are
+                continue  # not guarded by the check any more
             verb = "reads from" if act.kind == "index" else "changes"
             yield at(
                 module,
