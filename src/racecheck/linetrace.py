@@ -135,6 +135,9 @@ class collecting_accesses:
                         access = access_of(operation)
                         if access is not None:
                             log.append((actor, access))
+                    inner = chained[0]
+                    if inner is not None and getattr(inner, "wants_opcodes", False):
+                        chained[0] = inner(frame, event, arg)  # the race detector's
                     return local
                 inner = chained[0]
                 if inner is not None:

@@ -302,3 +302,10 @@ def test_plugin_detect_flag(pytester: pytest.Pytester) -> None:
     detected.stdout.fnmatch_lines(
         ["*overwritten before read on box.value*", "*--racecheck-detect*"]
     )
+
+
+def test_detection_keeps_interleaving_coverage() -> None:
+    plain = racecheck.check(lost_update_locked, schedules=30, coverage=True)
+    detected = racecheck.check(lost_update_locked, schedules=30, coverage=True, detect=True)
+    assert plain.distinct_orderings > 0
+    assert detected.distinct_orderings == plain.distinct_orderings

@@ -201,6 +201,11 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             with detecting(detector, ids[choice], ids[choice]):
                 if recorder is not None:
                     recorder.task_step(ids[choice], tasks[choice], handle, choice != 0)
+                elif controller.accesses is not None:
+                    from racecheck.linetrace import collecting_accesses
+
+                    with collecting_accesses(controller.accesses, ids[choice]):
+                        handle._run()
                 else:
                     handle._run()
         elif recorder is not None and self._rc_host.records_steps and not controller.aborting:

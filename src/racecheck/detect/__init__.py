@@ -15,6 +15,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from racecheck.detect.detector import Access, Detector, Finding, RaceDetected
+from racecheck.detect.operands import detect_lines
 from racecheck.sources import is_user_file
 
 if TYPE_CHECKING:
@@ -69,14 +70,19 @@ class detecting:
 
         def global_trace(frame: FrameType, event: Any, arg: Any) -> Any:
             prev_local = previous(frame, event, arg) if previous is not None else None
-            if not is_user_file(frame.f_code.co_filename):
+            code = frame.f_code
+            if not is_user_file(code.co_filename):
                 return prev_local
-            frame.f_trace_opcodes = True
+            hot = detect_lines(code)
+            frame.f_trace_opcodes = frame.f_lineno in hot
             chained = [prev_local]
 
             def local(frame: FrameType, event: Any, arg: Any) -> Any:
                 if event == "opcode":
-                    on_instruction(frame, frame.f_code, frame.f_lasti, actor, hb)
+                    on_instruction(frame, code, frame.f_lasti, actor, hb)
+                elif event == "line":
+                    # opcode events only on lines that hold an access: the rest is free
+                    frame.f_trace_opcodes = frame.f_lineno in hot
                 inner = chained[0]
                 if inner is not None:
                     chained[0] = inner(frame, event, arg)

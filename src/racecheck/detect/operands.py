@@ -266,6 +266,22 @@ def _call_recipe(callable_slots: list[Sym], args: list[Sym]) -> Recipe | None:
     return None
 
 
+_lines: dict[CodeType, frozenset[int]] = {}
+
+
+def detect_lines(code: CodeType) -> frozenset[int]:
+    """Lines of ``code`` holding an access the detector looks at."""
+    lines = _lines.get(code)
+    if lines is None:
+        table = recipes(code)
+        lines = _lines[code] = frozenset(
+            instr.positions.lineno
+            for instr in dis.get_instructions(code)
+            if instr.offset in table and instr.positions is not None and instr.positions.lineno
+        )
+    return lines
+
+
 # -- evaluation ------------------------------------------------------------------------
 
 _MISSING = object()

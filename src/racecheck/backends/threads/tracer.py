@@ -27,7 +27,7 @@ from typing import Any
 
 from racecheck.backends.threads.primitives import STATE
 from racecheck.backends.threads.runtime import Actor, ThreadRuntime, get_ident
-from racecheck.detect.operands import recipes
+from racecheck.detect.operands import detect_lines, recipes
 from racecheck.engine import TEARDOWN_STEPS, Controller, RunAborted
 from racecheck.sources import is_user_file
 
@@ -256,25 +256,6 @@ def _detect(detector: Any, frame: FrameType, code: CodeType, offset: int, me: Ac
     if actor not in names:
         names[actor] = me.name if task is None else f"Task-{task}"
     detector.on_instruction(frame, code, offset, actor, me.id)
-
-
-_detect_lines: dict[CodeType, frozenset[int]] = {}
-
-
-def detect_lines(code: CodeType) -> frozenset[int]:
-    """Lines holding an instruction the race detector looks at."""
-    lines = _detect_lines.get(code)
-    if lines is None:
-        table = recipes(code)
-        found: set[int] = set()
-        current = code.co_firstlineno
-        for instr in dis.get_instructions(code):
-            if instr.starts_line is not None:
-                current = instr.starts_line
-            if instr.offset in table:
-                found.add(current)
-        lines = _detect_lines[code] = frozenset(found)
-    return lines
 
 
 def _teardown(controller: Controller) -> None:
