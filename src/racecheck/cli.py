@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from racecheck.errors import DivergenceError, UsageError, one_line
+from racecheck.outcome import VERDICTS
 
 if TYPE_CHECKING:
     from racecheck.loader import Selection
@@ -39,14 +40,6 @@ EXIT_USAGE = 2
 
 DEFAULT_PATH = "scenarios/"
 DEFAULT_REPORT_DIR = "reports/"
-#: RaceFound.kind -> verdict
-VERDICTS = {
-    "exception": "race",
-    "deadlock": "deadlock",
-    "step-limit": "step-limit",
-    "atomicity-violation": "race",
-    "data-race": "race",
-}
 #: options that belong to exploration, not to a single replayed run
 _EXPLORATION_ONLY = ("strategy", "schedules", "seed", "progress")
 
@@ -88,6 +81,12 @@ def _resolve(paths: Sequence[str]) -> list[Selection]:
     from racecheck.loader import resolve
 
     return resolve(list(paths) or [DEFAULT_PATH])
+
+
+def _finding_of(exc: BaseException) -> dict[str, Any] | None:
+    from racecheck.detect import finding_of
+
+    return finding_of(exc)
 
 
 def _replay_command(selector: str, token: str, detect: bool = False) -> str:
@@ -296,6 +295,7 @@ def _explore(
             replay_command=cmd,
             trace=exc.trace,
             detail=exc.detail or None,
+            race=_finding_of(exc),
             distinct_schedules=exc.distinct_schedules,
             distinct_orderings=exc.distinct_orderings,
         )

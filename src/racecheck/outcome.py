@@ -13,6 +13,15 @@ if TYPE_CHECKING:
 #: ``max_steps`` decisions (a livelock or a spin loop).
 KINDS = ("exception", "deadlock", "step-limit", "atomicity-violation", "data-race")
 
+#: the verdict a failure kind stands for in tables and reports
+VERDICTS = {
+    "exception": "race",
+    "deadlock": "deadlock",
+    "step-limit": "step-limit",
+    "atomicity-violation": "race",
+    "data-race": "race",
+}
+
 
 @dataclass
 class Report:

@@ -318,13 +318,9 @@ def _record(
     """Keep a JSON-able record of the test for --racecheck-report-dir."""
     if not item.config.getoption("racecheck_report_dir", None):
         return
-    verdicts = {
-        "exception": "race",
-        "deadlock": "deadlock",
-        "step-limit": "step-limit",
-        "atomicity-violation": "race",
-        "data-race": "race",
-    }
+    from racecheck.detect import finding_of
+    from racecheck.outcome import VERDICTS as verdicts
+
     record: dict[str, Any] = {
         "scenario": item.nodeid,
         "variant": "test",
@@ -337,6 +333,7 @@ def _record(
         record.update(
             verdict=verdicts.get(exc.kind, exc.kind),
             kind=exc.kind,
+            race=finding_of(exc),
             schedules_run=exc.schedules_run,
             exhausted=False,
             schedule=exc.schedule,

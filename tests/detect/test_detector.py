@@ -272,6 +272,16 @@ def test_cli_run_detect_meets_every_expectation(tmp_path: Path) -> None:
         ]
     )
     assert code == 0
+    import json
+
+    records = json.loads((tmp_path / "racecheck.json").read_text())["records"]
+    buggy = next(r for r in records if r["variant"] == "buggy")
+    assert buggy["kind"] == "atomicity-violation"
+    assert buggy["race"]["pattern"] == "overwritten before read"
+    assert [a["line"] > 0 for a in buggy["race"]["accesses"]] == [True, True, True]
+    assert buggy["replay_command"].endswith("--detect")
+    correct = next(r for r in records if r["variant"] == "correct")
+    assert correct["verdict"] == "safe" and correct["race"] is None
 
 
 def test_plugin_detect_flag(pytester: pytest.Pytester) -> None:

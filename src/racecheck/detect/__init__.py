@@ -46,6 +46,30 @@ def new_detector(controller: Controller, *, happens_before: bool) -> Detector:
     return detector
 
 
+def finding_of(exc: BaseException) -> dict[str, Any] | None:
+    """A RaceFound's detector finding as plain data (reports), or None."""
+    cause = getattr(exc, "cause", None)
+    if not isinstance(cause, RaceDetected):
+        return None
+    finding = cause.finding
+    return {
+        "kind": finding.kind,
+        "pattern": finding.pattern,
+        "accesses": [
+            {
+                "actor": a.actor,
+                "action": a.action,
+                "target": a.target,
+                "file": a.filename,
+                "line": a.lineno,
+                "source": a.line,
+                "locks": list(a.locks),
+            }
+            for a in finding.accesses
+        ],
+    }
+
+
 TraceFn = Callable[[FrameType, Any, Any], Any]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from racecheck.trace import Trace
@@ -41,6 +41,8 @@ class RunRecord:
     #: multi-line explanation beyond ``message`` (RaceFound.detail: a deadlock's
     #: who-holds-what/who-waits-for-what report); shown in full by every format
     detail: str | None = None
+    #: the race detector's finding (kind, pattern, the accesses), when it made the verdict
+    race: dict[str, Any] | None = None
 
 
 def write_reports(

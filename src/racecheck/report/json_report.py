@@ -126,6 +126,7 @@ def record_to_dict(record: RunRecord) -> dict[str, Any]:
         "ok": record.ok,
         "message": record.message,
         "detail": record.detail,
+        "race": record.race,
         "outcome": outcome_text(record),
         "strategy": record.strategy,
         "seed": record.seed,
