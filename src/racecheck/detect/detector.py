@@ -36,7 +36,6 @@ container ``(container, *)``, touched by iteration, ``len`` and mutation.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import CodeType, FrameType, FunctionType, ModuleType
@@ -51,7 +50,7 @@ from racecheck.detect.operands import (
     evaluate,
     recipes,
 )
-from racecheck.sources import is_user_file, source_line
+from racecheck.sources import source_line
 
 _CONTAINERS = (dict, list, set)
 _SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
@@ -281,7 +280,7 @@ class Detector:
         try:
             self._access(frame, recipe, actor, hb)
         except Exception:
-            pass
+            pass  # an object the detector cannot read must never break the code under test
 
     def finish(self) -> None:
         """The run ended: W–W–R reads still pending were not part of an update."""
@@ -706,10 +705,3 @@ def render(sym: Sym) -> str:
     if tag == "item":
         return f"{render(sym[1])}[{render(sym[2])}]"
     return "<expr>"
-
-
-def frame_is_user(frame: FrameType) -> bool:
-    return is_user_file(frame.f_code.co_filename)
-
-
-__all__ = ["Access", "Detector", "Finding", "RaceDetected", "sys"]
