@@ -37,7 +37,7 @@ def test_reference_variants_without_assertions(key: tuple[str, str]) -> None:
         report = racecheck.check(target, detect=True, schedules=40, label=f"{key}")
         assert report.schedules_run == 40
         return
-    found = detect(target, label=f"{key}")
+    found = detect(target, schedules=300, label=f"{key}")
     if key[1] in ("eager_lock", "eager_queue"):
         # asyncio itself refuses the loop change; no assertion is involved
         assert found.kind == "exception" and "different event loop" in str(found.cause)

@@ -420,35 +420,16 @@ class Detector:
             self._whole(frame, actor, hb, base, True, label, action, atomic=True)
             if element is MISSING:
                 return
-            if isinstance(base, dict):
-                self._touch_item(
-                    frame, actor, hb, base, element, True, label, element, action, atomic=True
-                )
-            elif isinstance(base, list) and kind in ("append", "pop"):
-                self._touch_item(frame, actor, hb, base, LAST, True, label, -1, action, atomic=True)
-                if kind == "append":
-                    self._touch_item(
-                        frame,
-                        actor,
-                        hb,
-                        base,
-                        ("in", element),
-                        True,
-                        label,
-                        element,
-                        action,
-                        atomic=True,
-                    )
-            elif kind != "pop":
+            for slot in _slots_changed(base, kind, element):
                 self._touch_item(
                     frame,
                     actor,
                     hb,
                     base,
-                    ("in", element),
+                    slot,
                     True,
                     label,
-                    element,
+                    -1 if slot is LAST else element,
                     action,
                     atomic=True,
                 )
@@ -655,6 +636,15 @@ class Detector:
             source_line(filename, site.lineno) if frame is not None else "",
             site.locks,
         )
+
+
+def _slots_changed(base: Any, kind: str, element: Any) -> tuple[Any, ...]:
+    """Which locations of a container one element-wise method call writes."""
+    if isinstance(base, dict):
+        return (element,)
+    if isinstance(base, list):
+        return {"append": (LAST, ("in", element)), "pop": (LAST,)}.get(kind, (("in", element),))
+    return (("in", element),)
 
 
 def _join(into: dict[int, int], other: dict[int, int]) -> None:
