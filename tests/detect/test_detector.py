@@ -319,3 +319,24 @@ def test_detection_keeps_interleaving_coverage() -> None:
     detected = racecheck.check(lost_update_locked, schedules=30, coverage=True, detect=True)
     assert plain.distinct_orderings > 0
     assert detected.distinct_orderings == plain.distinct_orderings
+
+
+def test_trio_lost_update() -> None:
+    trio = pytest.importorskip("trio")
+
+    async def lost() -> None:
+        account = Account.__new__(Account)
+        account.balance = 0
+
+        async def deposit(amount: int) -> None:
+            current = account.balance
+            await trio.sleep(0)
+            account.balance = current + amount
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(deposit, 1)
+            nursery.start_soon(deposit, 2)
+
+    found = detect(lost, backend="trio")
+    assert found.kind == "atomicity-violation"
+    assert "lost update on account.balance" in str(found.cause)
