@@ -203,3 +203,13 @@ def test_tokens_for_another_target_backend_or_python_are_refused() -> None:
 def test_environment_is_untouched_by_this_module() -> None:
     assert "racecheck" not in repr(threading.Thread.start)
     assert os.environ.get("RACECHECK_LEAK") is None
+
+
+def test_test_module_basenames_are_unique() -> None:
+    """pytest imports test files by basename (no packages): two test_cli.py break collection."""
+    from collections import Counter
+    from pathlib import Path
+
+    tests = Path(__file__).parents[1]
+    names = Counter(path.name for path in tests.rglob("test_*.py"))
+    assert [name for name, count in names.items() if count > 1] == []
