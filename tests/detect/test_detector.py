@@ -312,6 +312,20 @@ def test_plugin_detect_flag(pytester: pytest.Pytester) -> None:
     detected.stdout.fnmatch_lines(
         ["*overwritten before read on box.value*", "*--racecheck-detect*"]
     )
+    import re
+
+    token = re.search(r"--racecheck-replay=(rc1:\S+)", detected.stdout.str())
+    assert token is not None
+    replayed = pytester.runpytest(
+        "-p",
+        "no:asyncio",
+        "-p",
+        "no:trio",
+        f"--racecheck-replay={token.group(1)}",
+        "--racecheck-detect",
+    )
+    replayed.assert_outcomes(failed=1)
+    replayed.stdout.fnmatch_lines(["*overwritten before read on box.value*"])
 
 
 def test_detection_keeps_interleaving_coverage() -> None:
