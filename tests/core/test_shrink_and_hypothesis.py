@@ -120,3 +120,31 @@ def test_given_generates_inputs_and_schedules_and_replays_failures_first() -> No
     with pytest.raises(racecheck.RaceFound):
         test_deposits()
     assert len(calls[0]) == 2, "the saved failure is replayed first"
+
+
+async def long_run_that_always_fails() -> None:
+    """Fails on the very first schedule, after many more decisions than one draw holds."""
+
+    async def chatter() -> None:
+        for _ in range(40):
+            await asyncio.sleep(0)
+
+    await asyncio.gather(chatter(), chatter(), chatter())
+    raise AssertionError("always")
+
+
+def test_hypothesis_strategy_replays_a_long_first_failure_consistently() -> None:
+    # The choice sequence's length must not depend on runs seen before: hypothesis
+    # replays the failing example while shrinking and insists on the same draws.
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(long_run_that_always_fails, strategy="hypothesis", schedules=20)
+    assert info.value.schedules_run == 1
+    assert "always" in str(info.value.cause)
+
+
+def test_hypothesis_strategy_without_minimizing_stops_cleanly() -> None:
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(
+            long_run_that_always_fails, strategy="hypothesis", schedules=20, minimize=False
+        )
+    assert info.value.schedules_run == 1

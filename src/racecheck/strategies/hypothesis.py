@@ -95,6 +95,7 @@ def explore_with_hypothesis(
         "original": None,
         "longest": 0,
         "shrinks": 0,
+        "length": 0,
     }
 
     @hypothesis.seed(seed)
@@ -110,6 +111,12 @@ def explore_with_hypothesis(
     )
     @given(st.data())
     def one_schedule(data: Any) -> None:
+        # Draw before anything else: hypothesis replays examples while shrinking
+        # and insists that each replay draws what the original drew, so an
+        # example must never stop (or change its length) before its draw.
+        # Once an example has failed, every draw keeps that example's length.
+        length = state["length"] or draw_length(state["longest"])
+        chooser = HypothesisChooser(data, length)
         if state["first"] is not None and (
             state["shrinks"] >= settings.minimize_runs or time.monotonic() > state["deadline"]
         ):
@@ -119,7 +126,6 @@ def explore_with_hypothesis(
         if state["first"] is None and state["runs"] >= schedules:
             raise _Stop
         state["runs"] += 1
-        chooser = HypothesisChooser(data, draw_length(state["longest"]))
         controller = session.run(chooser, state["runs"])
         state["longest"] = max(state["longest"], len(controller.decisions))
         failure: Failure | None = controller.failure
@@ -127,6 +133,7 @@ def explore_with_hypothesis(
             return
         decisions = tuple(controller.decisions)
         if state["first"] is None:
+            state["length"] = length
             state["first"] = state["runs"]
             state["original"] = decisions
             state["failure"] = failure
