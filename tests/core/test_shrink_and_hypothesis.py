@@ -148,3 +148,16 @@ def test_hypothesis_strategy_without_minimizing_stops_cleanly() -> None:
             long_run_that_always_fails, strategy="hypothesis", schedules=20, minimize=False
         )
     assert info.value.schedules_run == 1
+
+
+async def long_clean_run() -> None:
+    async def chatter() -> None:
+        for _ in range(40):
+            await asyncio.sleep(0)
+
+    await asyncio.gather(chatter(), chatter(), chatter())
+
+
+def test_hypothesis_strategy_keeps_one_draw_shape_across_examples() -> None:
+    report = racecheck.check(long_clean_run, strategy="hypothesis", schedules=30)
+    assert report.schedules_run == 30

@@ -51,8 +51,17 @@ class HypothesisChooser(BaseChooser):
 
 
 def draw_length(longest: int) -> int:
-    """Bytes to draw for a run: room for twice the longest run seen so far."""
+    """Bytes to draw for every run: room for twice the natural-order run."""
     return max(64, min(4096, 2 * longest))
+
+
+class _NaturalOrder(BaseChooser):
+    """Always the natural order: the calibration run that sizes every draw."""
+
+    name = "hypothesis"
+
+    def choose(self, candidates: Sequence[int], step: int) -> int:
+        return 0
 
 
 class _Failed(Exception):
@@ -80,7 +89,7 @@ def explore_with_hypothesis(
         from hypothesis import strategies as st
     except ImportError:
         raise UsageError("strategy='hypothesis' needs hypothesis: pip install hypothesis") from None
-    from racecheck.explore import Found, Session, _race_found, _record, _supervise
+    from racecheck.explore import Found, Session, _found, _race_found, _record, _supervise
     from racecheck.outcome import Report
 
     if options:
@@ -93,9 +102,8 @@ def explore_with_hypothesis(
         "best": None,
         "failure": None,
         "original": None,
-        "longest": 0,
         "shrinks": 0,
-        "length": 0,
+        "length": 64,
     }
 
     @hypothesis.seed(seed)
@@ -111,12 +119,11 @@ def explore_with_hypothesis(
     )
     @given(st.data())
     def one_schedule(data: Any) -> None:
-        # Draw before anything else: hypothesis replays examples while shrinking
-        # and insists that each replay draws what the original drew, so an
-        # example must never stop (or change its length) before its draw.
-        # Once an example has failed, every draw keeps that example's length.
-        length = state["length"] or draw_length(state["longest"])
-        chooser = HypothesisChooser(data, length)
+        # Draw before anything else, always the same shape: hypothesis keeps a
+        # tree of every example's draws and replays them while shrinking, and
+        # insists that a draw at the same place has the same constraints. So an
+        # example never stops before its draw, and the length never changes.
+        chooser = HypothesisChooser(data, state["length"])
         if state["first"] is not None and (
             state["shrinks"] >= settings.minimize_runs or time.monotonic() > state["deadline"]
         ):
@@ -127,13 +134,11 @@ def explore_with_hypothesis(
             raise _Stop
         state["runs"] += 1
         controller = session.run(chooser, state["runs"])
-        state["longest"] = max(state["longest"], len(controller.decisions))
         failure: Failure | None = controller.failure
         if failure is None:
             return
         decisions = tuple(controller.decisions)
         if state["first"] is None:
-            state["length"] = length
             state["first"] = state["runs"]
             state["original"] = decisions
             state["failure"] = failure
@@ -148,8 +153,16 @@ def explore_with_hypothesis(
     def work() -> Report | Found:
         settings.backend.install()
         try:
+            # Schedule 1 is the natural order; its length sizes every draw after it.
+            calibration = session.run(_NaturalOrder(), 1)
+            state["runs"] = 1
+            decisions = tuple(calibration.decisions)
+            if calibration.failure is not None:
+                return _found(session, calibration.failure, decisions, 1)
+            state["length"] = draw_length(len(decisions))
             try:
-                one_schedule()
+                if schedules > 1:
+                    one_schedule()
             except (_Failed, _Stop):
                 pass
             if state["first"] is None:
