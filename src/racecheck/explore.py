@@ -146,6 +146,8 @@ class Session:
 
         self.coverage = CoverageTally()
         self.schedules_seen: set[int] = set()
+        #: the race detector's per-code cache, shared by the runs of this exploration
+        self.hot_lines: dict[Any, frozenset[int] | None] = {}
 
     def progress(self) -> int:
         current = self.current
@@ -168,7 +170,9 @@ class Session:
             from racecheck.detect import new_detector
 
             controller.detector = new_detector(
-                controller, happens_before=self.settings.backend.name == "threads"
+                controller,
+                happens_before=self.settings.backend.name == "threads",
+                hot_lines=self.hot_lines,
             )
         chooser.begin(run)
         self.current = controller

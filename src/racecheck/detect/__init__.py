@@ -26,8 +26,17 @@ __all__ = ["Access", "Detector", "Finding", "RaceDetected", "detecting", "new_de
 KINDS = ("atomicity-violation", "data-race")
 
 
-def new_detector(controller: Controller, *, happens_before: bool) -> Detector:
-    """A detector for one run that fails ``controller``'s run on its first finding."""
+def new_detector(
+    controller: Controller,
+    *,
+    happens_before: bool,
+    hot_lines: dict[Any, frozenset[int] | None] | None = None,
+) -> Detector:
+    """A detector for one run that fails ``controller``'s run on its first finding.
+
+    ``hot_lines`` is shared by the runs of one exploration: which code is user
+    code, and where its accesses are, does not change between runs.
+    """
     from racecheck.engine import Failure
 
     names: dict[int, str] = {}
@@ -43,6 +52,8 @@ def new_detector(controller: Controller, *, happens_before: bool) -> Detector:
         actor_name=lambda actor: names.get(actor, f"actor-{actor}"),
     )
     detector.names = names  # type: ignore[attr-defined]
+    if hot_lines is not None:
+        detector.hot_lines = hot_lines
     return detector
 
 
@@ -70,6 +81,8 @@ def finding_of(exc: BaseException) -> dict[str, Any] | None:
     }
 
 
+_UNSEEN: Any = object()
+
 TraceFn = Callable[[FrameType, Any, Any], Any]
 
 
@@ -92,12 +105,18 @@ class detecting:
         self.previous = previous
         on_instruction = detector.on_instruction
 
+        hot_lines = detector.hot_lines
+
         def global_trace(frame: FrameType, event: Any, arg: Any) -> Any:
             prev_local = previous(frame, event, arg) if previous is not None else None
             code = frame.f_code
-            if not is_user_file(code.co_filename):
+            hot = hot_lines.get(code, _UNSEEN)
+            if hot is _UNSEEN:
+                hot = hot_lines[code] = (
+                    detect_lines(code) if is_user_file(code.co_filename) else None
+                )
+            if hot is None:
                 return prev_local
-            hot = detect_lines(code)
             frame.f_trace_opcodes = frame.f_lineno in hot
             chained = [prev_local]
 

@@ -177,7 +177,8 @@ class Detector:
         #: writes whose value is known only once the store has run
         self.unsettled: list[tuple[_View, Callable[[], Any]]] = []
         self.found = False
-        self.cells: dict[tuple[str, str], int] = {}
+        #: code object -> lines holding an access (user code), or None (not traced)
+        self.hot_lines: dict[CodeType, frozenset[int] | None] = {}
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
