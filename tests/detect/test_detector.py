@@ -354,3 +354,41 @@ def test_trio_lost_update() -> None:
     found = detect(lost, backend="trio")
     assert found.kind == "atomicity-violation"
     assert "lost update on account.balance" in str(found.cause)
+
+
+class Noisy:
+    """Attribute access with side effects: the detector must never trigger them."""
+
+    calls = 0
+
+    def __init__(self) -> None:
+        self.inner = Counter()
+
+    @property
+    def counted(self) -> Counter:
+        Noisy.calls += 1
+        return self.inner
+
+    def __getattr__(self, name: str) -> Any:
+        Noisy.calls += 100
+        raise AttributeError(name)
+
+
+async def noisy_accesses() -> None:
+    noisy = Noisy()
+
+    async def touch() -> None:
+        noisy.counted.n += 1
+        await asyncio.sleep(0)
+        getattr(noisy, "missing", None)
+
+    await asyncio.gather(touch(), touch())
+
+
+def test_the_detector_runs_no_user_code() -> None:
+    Noisy.calls = 0
+    racecheck.check(noisy_accesses, schedules=5, strategy="random")
+    without = Noisy.calls
+    Noisy.calls = 0
+    racecheck.check(noisy_accesses, schedules=5, strategy="random", detect=True)
+    assert Noisy.calls == without > 0
