@@ -7,6 +7,7 @@ virtual clock and holds the outcome. A backend needs four things only::
 
     install()/uninstall()   patch the world for the exploration, and unpatch
     run_once(controller)    run the target once, reporting through controller
+    enable_detection()      feed controller.detector (racecheck.detect) each access
 
 The exploration itself runs on a worker thread while the calling thread
 supervises it. That is what turns "blocked in C" and "blocked on a lock created
@@ -178,6 +179,8 @@ class Backend(Protocol):
     def uninstall(self) -> None: ...
 
     def run_once(self, controller: Controller) -> None: ...
+
+    def enable_detection(self) -> None: ...
 
 
 def run_supervised(

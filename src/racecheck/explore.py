@@ -130,7 +130,7 @@ def _detect_option(options: dict[str, Any], backend: Backend) -> bool:
     if not isinstance(detect, bool):
         raise UsageError(f"detect must be True or False, not {detect!r}")
     if detect:
-        backend.enable_detection()  # type: ignore[attr-defined]
+        backend.enable_detection()
     return detect
 
 
@@ -323,6 +323,7 @@ def _record(session: Session, decisions: Sequence[Decision]) -> tuple[Trace | No
 def _race_found(session: Session, found: Found, strategy: str, seed: int) -> RaceFound:
     settings = session.settings
     token = session.schedule(found.decisions).encode()
+    detect_argument = ", detect=True" if settings.detect else ""
     original = session.schedule(found.original)
     return RaceFound(
         kind=found.failure.kind,
@@ -336,8 +337,7 @@ def _race_found(session: Session, found: Found, strategy: str, seed: int) -> Rac
         preemptions=session.schedule(found.decisions).preemptions,
         original_preemptions=original.preemptions,
         detail=found.failure.detail,
-        replay_hint=f'racecheck.replay({settings.display}, "{token}"'
-        + (", detect=True)" if settings.detect else ")"),
+        replay_hint=f'racecheck.replay({settings.display}, "{token}"{detect_argument})',
         distinct_schedules=len(session.schedules_seen),
         distinct_orderings=len(session.coverage),
     )

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from classic_params import buggy_params, fixed_params, twin_params
 
 import racecheck
 
@@ -1434,62 +1435,19 @@ XFAIL_FIXED: dict[str, tuple[str, bool]] = {}
 SLOW_FIXED: set[str] = set()
 
 
-def _buggy_params() -> list[Any]:
-    params = []
-    for target, kind, cause in BUGGY:
-        for seed in SEEDS:
-            marks = []
-            if target.__name__ in XFAIL_BUGGY:
-                reason, strict = XFAIL_BUGGY[target.__name__]
-                marks.append(pytest.mark.xfail(strict=strict, reason=reason))
-            params.append(
-                pytest.param(
-                    target, kind, cause, seed, id=f"{target.__name__}-seed{seed}", marks=marks
-                )
-            )
-    return params
-
-
-def _fixed_params() -> list[Any]:
-    params = []
-    for target in FIXED:
-        for seed in SEEDS:
-            marks = []
-            if target.__name__ in XFAIL_FIXED:
-                reason, strict = XFAIL_FIXED[target.__name__]
-                marks.append(pytest.mark.xfail(strict=strict, reason=reason))
-            if target.__name__ in SLOW_FIXED:
-                marks.append(pytest.mark.slow)
-            params.append(
-                pytest.param(target, seed, id=f"{target.__name__}-seed{seed}", marks=marks)
-            )
-    return params
-
-
-@pytest.mark.parametrize(("target", "kind", "cause", "seed"), _buggy_params())
+@pytest.mark.parametrize(
+    ("target", "kind", "cause", "seed"), buggy_params(BUGGY, SEEDS, XFAIL_BUGGY)
+)
 def test_bug_found_and_replays(rc: Any, target: Any, kind: str, cause: Any, seed: int) -> None:
     rc.find(target, kind, seed, cause=cause)
 
 
-@pytest.mark.parametrize(("target", "seed"), _fixed_params())
+@pytest.mark.parametrize(("target", "seed"), fixed_params(FIXED, SEEDS, XFAIL_FIXED, SLOW_FIXED))
 def test_fixed_version_never_flagged(rc: Any, target: Any, seed: int) -> None:
     rc.clean(target, seed)
 
 
-def _twin_params() -> list[Any]:
-    params = []
-    for target in FIXED:
-        if target.__name__ not in SLOW_FIXED:
-            continue
-        marks = []
-        if target.__name__ in XFAIL_FIXED:
-            reason, strict = XFAIL_FIXED[target.__name__]
-            marks.append(pytest.mark.xfail(strict=strict, reason=reason))
-        params.append(pytest.param(target, id=target.__name__, marks=marks))
-    return params
-
-
-@pytest.mark.parametrize("target", _twin_params())
+@pytest.mark.parametrize("target", twin_params(FIXED, XFAIL_FIXED, SLOW_FIXED))
 def test_fixed_version_bounded_twin(rc: Any, target: Any) -> None:
     """Non-slow twin of the slow fixed-version runs: fewer schedules, a smaller step bound."""
     rc.clean(target, 0, schedules=300, max_steps=20_000)

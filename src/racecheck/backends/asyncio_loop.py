@@ -27,7 +27,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from racecheck.detect import detecting
 from racecheck.engine import Controller, Failure, RunAborted
+from racecheck.linetrace import collecting_accesses
+from racecheck.recorder import task_label
 
 _Task = asyncio.Task
 
@@ -60,6 +63,13 @@ class LoopHost(Protocol):
     def choose_task(self, loop: ControlledLoop, candidates: list[int]) -> int: ...
 
     def idle(self, loop: ControlledLoop) -> None: ...
+
+    # The race detector's happens-before edges, called only while it is on:
+    def detect_scheduled(self, handle: asyncio.Handle) -> None: ...
+
+    def detect_callback(self, loop: ControlledLoop, handle: asyncio.Handle) -> None: ...
+
+    def detect_threadsafe_call(self, loop: ControlledLoop) -> None: ...
 
 
 class ControlledLoop(asyncio.SelectorEventLoop):
@@ -107,32 +117,23 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def _call_soon(self, callback: Any, args: Any, context: Any) -> Any:
         handle = super()._call_soon(callback, args, context)  # type: ignore[misc]
-        detector = self._rc_controller.detector
-        if detector is not None and self._rc_host.records_steps:
-            detector.stamp(handle)  # who woke whom: the race detector's happens-before
+        if self._rc_controller.detector is not None:
+            self._rc_host.detect_scheduled(handle)
         return handle
 
     def call_at(  # type: ignore[override]
         self, when: float, callback: Any, *args: Any, context: Any = None
     ) -> Any:
         handle = super().call_at(when, callback, *args, context=context)
-        detector = self._rc_controller.detector
-        if detector is not None and self._rc_host.records_steps:
-            detector.stamp(handle)
+        if self._rc_controller.detector is not None:
+            self._rc_host.detect_scheduled(handle)
         return handle
 
     def call_soon_threadsafe(  # type: ignore[override]
         self, callback: Any, *args: Any, context: Any = None
     ) -> Any:
-        detector = self._rc_controller.detector
-        if detector is not None:
-            from racecheck.backends.threads.primitives import STATE
-            from racecheck.backends.threads.runtime import get_ident
-
-            runtime = STATE.runtime
-            me = runtime.by_ident.get(get_ident()) if runtime is not None else None
-            if me is not None:
-                detector.release(me.id, self)  # the loop's next step acquires it
+        if self._rc_controller.detector is not None:
+            self._rc_host.detect_threadsafe_call(self)
         return super().call_soon_threadsafe(callback, *args, context=context)
 
     def _write_to_self(self) -> None:
@@ -161,12 +162,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             # not an actor, runs in FIFO order.
             ready.popleft()
             self._rc_controller.tick()
-            detector = self._rc_controller.detector
-            if detector is not None:
-                if self._rc_host.records_steps:
-                    detector.begin_callback(head)
-                else:
-                    self._rc_host.detect_handoffs(self)  # type: ignore[attr-defined]
+            if self._rc_controller.detector is not None:
+                self._rc_host.detect_callback(self, head)
             head._run()
             return
         tasks: list[asyncio.Task[Any]] = []
@@ -189,31 +186,29 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         position = positions[choice]
         handle = ready[position]
         del ready[position]
-        controller = self._rc_controller
-        recorder = controller.recorder
+        if not self._rc_host.records_steps:
+            handle._run()  # a thread's loop: the thread's tracer watches the step
+            return
+        actor, task, controller = ids[choice], tasks[choice], self._rc_controller
         detector = controller.detector
-        if detector is not None and self._rc_host.records_steps and not controller.aborting:
-            from racecheck.detect import detecting
-            from racecheck.recorder import task_label
+        if detector is None or controller.aborting:
+            self._rc_observe_step(actor, task, handle, choice != 0)
+            return
+        if actor not in detector.names:
+            detector.names[actor] = task_label(task, actor)
+        detector.begin_task_step(actor, handle)
+        with detecting(detector, actor, actor):
+            self._rc_observe_step(actor, task, handle, choice != 0)
 
-            detector.names.setdefault(ids[choice], task_label(tasks[choice], ids[choice]))
-            detector.begin_task_step(ids[choice], handle)
-            with detecting(detector, ids[choice], ids[choice]):
-                if recorder is not None:
-                    recorder.task_step(ids[choice], tasks[choice], handle, choice != 0)
-                elif controller.accesses is not None:
-                    from racecheck.linetrace import collecting_accesses
-
-                    with collecting_accesses(controller.accesses, ids[choice]):
-                        handle._run()
-                else:
-                    handle._run()
-        elif recorder is not None and self._rc_host.records_steps and not controller.aborting:
-            recorder.task_step(ids[choice], tasks[choice], handle, choice != 0)
-        elif controller.accesses is not None and self._rc_host.records_steps:
-            from racecheck.linetrace import collecting_accesses
-
-            with collecting_accesses(controller.accesses, ids[choice]):
+    def _rc_observe_step(
+        self, actor: int, task: asyncio.Task[Any], handle: asyncio.Handle, preempted: bool
+    ) -> None:
+        """Run one task step, recording it for a trace or for coverage when asked to."""
+        controller = self._rc_controller
+        if controller.recorder is not None and not controller.aborting:
+            controller.recorder.task_step(actor, task, handle, preempted)
+        elif controller.accesses is not None:
+            with collecting_accesses(controller.accesses, actor):
                 handle._run()
         else:
             handle._run()
@@ -316,6 +311,16 @@ class StandaloneHost:
 
     def choose_task(self, loop: ControlledLoop, candidates: list[int]) -> int:
         return self.controller.decide(candidates)
+
+    # Everything runs on one thread: who woke whom is carried by each handle.
+    def detect_scheduled(self, handle: asyncio.Handle) -> None:
+        self.controller.detector.stamp(handle)
+
+    def detect_callback(self, loop: ControlledLoop, handle: asyncio.Handle) -> None:
+        self.controller.detector.begin_callback(handle)
+
+    def detect_threadsafe_call(self, loop: ControlledLoop) -> None:
+        pass  # no controlled threads: nobody else to order
 
     def idle(self, loop: ControlledLoop) -> None:
         if loop._rc_advance_clock() or loop._stopping:

@@ -858,7 +858,8 @@ class _StepDetector:
         actor = run.actors.get(task)
         if actor and not run.controller.aborting:
             detector = run.controller.detector
-            detector.names.setdefault(actor, run.name_of(task))
+            if actor not in detector.names:
+                detector.names[actor] = run.name_of(task)
             self.detecting = detecting(detector, actor)
             self.detecting.__enter__()
         if self.inner is not None:

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Access", "Detector", "Finding", "RaceDetected", "detecting", "new_detector"]
 
-KINDS = ("atomicity-violation", "data-race")
-
 
 def new_detector(
     controller: Controller,
@@ -39,22 +37,12 @@ def new_detector(
     """
     from racecheck.engine import Failure
 
-    names: dict[int, str] = {}
-
     def on_finding(finding: Finding, actor: int) -> None:
         failure = Failure(finding.kind, RaceDetected(finding), finding.message(), actor)
         if controller.failure is None:
             controller.fail(failure)
 
-    detector = Detector(
-        on_finding,
-        happens_before=happens_before,
-        actor_name=lambda actor: names.get(actor, f"actor-{actor}"),
-    )
-    detector.names = names  # type: ignore[attr-defined]
-    if hot_lines is not None:
-        detector.hot_lines = hot_lines
-    return detector
+    return Detector(on_finding, happens_before=happens_before, hot_lines=hot_lines)
 
 
 def finding_of(exc: BaseException) -> dict[str, Any] | None:

@@ -36,6 +36,7 @@ container ``(container, *)``, touched by iteration, ``len`` and mutation.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import CodeType, FrameType, FunctionType, ModuleType
@@ -55,6 +56,7 @@ from racecheck.sources import source_line
 _CONTAINERS = (dict, list, set)
 _SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
 _UNTRACKED_GLOBALS = (ModuleType, type, FunctionType, type(len), type(object.__init__))
+_VARIABLES = frozenset(("global-read", "global-write", "deref-read", "deref-write"))
 WHOLE = "*"
 LAST = ("last",)
 
@@ -72,8 +74,6 @@ class Access:
     locks: tuple[str, ...] = ()
 
     def where(self) -> str:
-        import os
-
         return f"{os.path.basename(self.filename)}:{self.lineno}"
 
     def describe(self) -> str:
@@ -92,11 +92,11 @@ class Finding:
     def message(self) -> str:
         first, *rest = self.accesses
         if self.kind == "data-race":
+            # a common lock would have ordered them: its hand-off is a happens-before edge
             second = rest[-1]
-            locks = "no common lock" if not (set(first.locks) & set(second.locks)) else "a lock"
             return (
                 f"data race on {second.target}: {first.describe()}; {second.describe()}"
-                f" (no happens-before, {locks})"
+                " (no happens-before, no common lock)"
             )
         middle, last = rest
         return f"{self.pattern} on {last.target}: " + ", then ".join(
@@ -126,10 +126,8 @@ class _Site:
 
 @dataclass
 class _Shadow:
-    label: str
     seq: int = 0
     last_writer: _Site | None = None
-    last_value: Any = MISSING
     #: per thread, its latest write / read (happens-before checks)
     writes: dict[int, _Site] = field(default_factory=dict)
     reads: dict[int, _Site] = field(default_factory=dict)
@@ -143,7 +141,6 @@ class _View:
     seq: int
     site: _Site
     value: Any
-    rmw_read: bool = False
 
 
 class Detector:
@@ -154,11 +151,15 @@ class Detector:
         on_finding: Callable[[Finding, int], None],
         *,
         happens_before: bool,
-        actor_name: Callable[[int], str],
+        hot_lines: dict[CodeType, frozenset[int] | None] | None = None,
     ) -> None:
         self.on_finding = on_finding
         self.happens_before = happens_before
-        self.actor_name = actor_name
+        #: actor id -> the name reports use; backends fill it as actors appear
+        self.names: dict[int, str] = {}
+        #: code object -> lines holding an access (user code), or None (not traced);
+        #: shared by the runs of one exploration
+        self.hot_lines = {} if hot_lines is None else hot_lines
         self.shadows: dict[tuple[int, Any], _Shadow] = {}
         self.views: dict[tuple[int, tuple[int, Any]], _View] = {}
         self.keep: dict[int, Any] = {}  # objects whose ids key the shadows
@@ -177,8 +178,6 @@ class Detector:
         #: writes whose value is known only once the store has run
         self.unsettled: list[tuple[_View, Callable[[], Any]]] = []
         self.found = False
-        #: code object -> lines holding an access (user code), or None (not traced)
-        self.hot_lines: dict[CodeType, frozenset[int] | None] = {}
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -308,40 +307,8 @@ class Detector:
 
     def _access(self, frame: FrameType, recipe: Recipe, actor: int, hb: int) -> None:
         op = recipe.op
-        if op == "global-read" or op == "global-write":
-            namespace = frame.f_globals
-            if op == "global-read":
-                value = namespace.get(recipe.name, MISSING)
-                if value is MISSING or isinstance(value, _UNTRACKED_GLOBALS):
-                    return
-            self._touch(
-                frame,
-                actor,
-                hb,
-                namespace,
-                recipe.name,
-                op == "global-write",
-                f"global {recipe.name}",
-                value_of=lambda: namespace.get(recipe.name, MISSING),
-            )
-            return
-        if op == "deref-read" or op == "deref-write":
-            key = self._cell(frame.f_code, recipe.name)
-            f_locals = frame.f_locals
-            if op == "deref-read":
-                value = f_locals.get(recipe.name, MISSING)
-                if value is MISSING or isinstance(value, _UNTRACKED_GLOBALS):
-                    return
-            self._touch(
-                frame,
-                actor,
-                hb,
-                self,
-                key,
-                op == "deref-write",
-                recipe.name,
-                value_of=lambda: frame.f_locals.get(recipe.name, MISSING),
-            )
+        if op in _VARIABLES:
+            self._variable(frame, recipe.name, op, actor, hb)
             return
         f_locals = frame.f_locals
         base = evaluate(recipe.base, frame, f_locals)
@@ -383,7 +350,7 @@ class Detector:
                 return
             self._item(frame, actor, hb, base, key, op == "write", label)
             return
-        if type(base) not in _CONTAINERS and not isinstance(base, _CONTAINERS):
+        if not isinstance(base, _CONTAINERS):
             return
         if op == "contains":
             element = evaluate(recipe.key, frame, f_locals)
@@ -400,6 +367,26 @@ class Detector:
             kind, _ = CONTAINER_METHODS[recipe.name]
             element = evaluate(recipe.key, frame, f_locals) if recipe.key is not None else MISSING
             self._method(frame, actor, hb, base, kind, recipe.name, element, label)
+
+    def _variable(self, frame: FrameType, name: str, op: str, actor: int, hb: int) -> None:
+        """A module global, or a closure variable (a cell shared by nested functions)."""
+        is_global = op.startswith("global")
+        write = op.endswith("write")
+
+        def value_of() -> Any:
+            # f_locals, not a saved dict: on 3.11 it is a snapshot taken when read
+            namespace = frame.f_globals if is_global else frame.f_locals
+            return namespace.get(name, MISSING)
+
+        if not write:
+            value = value_of()
+            if value is MISSING or isinstance(value, _UNTRACKED_GLOBALS):
+                return  # a module, class or function: bindings nobody races on
+        if is_global:
+            self._touch(frame, actor, hb, frame.f_globals, name, write, f"global {name}", value_of)
+        else:
+            cell = self._cell(frame.f_code, name)
+            self._touch(frame, actor, hb, self, cell, write, name, value_of)
 
     def _method(
         self,
@@ -530,7 +517,7 @@ class Detector:
         location = (oid, key)
         shadow = self.shadows.get(location)
         if shadow is None:
-            shadow = self.shadows[location] = _Shadow(target)
+            shadow = self.shadows[location] = _Shadow()
         clock = self._clock(hb)
         site = _Site(
             actor,
@@ -629,7 +616,7 @@ class Detector:
         frame = site.frame
         filename = frame.f_code.co_filename if frame is not None else "?"
         return Access(
-            self.actor_name(site.actor),
+            self.names.get(site.actor, f"actor-{site.actor}"),
             site.action,
             target,
             filename,

@@ -309,18 +309,26 @@ class ThreadHost:
         if me is None:
             return 0
         self.runtime.point(me, "loop step")
-        detector = self.controller.detector
-        if detector is not None:
-            detector.acquire(me.id, loop)  # what call_soon_threadsafe handed over
+        if self.controller.detector is not None:
+            self.detect_callback(loop, None)
         choice = self.controller.decide(candidates)
         me.running_task = candidates[choice]  # its accesses are the task's, for coverage
         return choice
 
-    def detect_handoffs(self, loop: Any) -> None:
-        """A plain callback is about to run: it may be one a thread handed over."""
+    # The loop's tasks share its thread's clock; what crosses threads is
+    # call_soon_threadsafe, acquired by the loop's next step or callback.
+    def detect_scheduled(self, handle: Any) -> None:
+        pass
+
+    def detect_callback(self, loop: Any, handle: Any) -> None:
         me = self.runtime.me()
-        if me is not None and self.controller.detector is not None:
+        if me is not None:
             self.controller.detector.acquire(me.id, loop)
+
+    def detect_threadsafe_call(self, loop: Any) -> None:
+        me = self.runtime.me()
+        if me is not None:
+            self.controller.detector.release(me.id, loop)
 
     def idle(self, loop: Any) -> None:
         me = self.runtime.me()

@@ -75,6 +75,21 @@ def _acquired(runtime: ThreadRuntime | None, me: Actor | None, obj: Any) -> None
             detector.acquire(me.id, obj)
 
 
+def _lock_acquired(runtime: ThreadRuntime | None, me: Actor | None, lock: Any) -> None:
+    """A lock taken: ordered after its last release, and held (for race reports)."""
+    if me is not None and runtime is not None:
+        detector = runtime.controller.detector
+        if detector is not None:
+            detector.lock_acquired(me.id, lock, _serial(lock, runtime))
+
+
+def _lock_released(runtime: ThreadRuntime | None, me: Actor | None, lock: Any) -> None:
+    if me is not None and runtime is not None:
+        detector = runtime.controller.detector
+        if detector is not None:
+            detector.lock_released(me.id, lock, _serial(lock, runtime))
+
+
 def virtual_monotonic() -> float:
     """``queue``'s clock during a run: virtual for actors, real for everyone else."""
     runtime, me = _context()
@@ -108,17 +123,12 @@ class Lock:
         log = runtime.controller.accesses
         if log is not None:
             log.append((me.id, f"lock:{_serial(self, runtime)}"))
-        detector = runtime.controller.detector
-        if detector is not None:
-            detector.lock_acquired(me.id, self, _serial(self, runtime))
+        _lock_acquired(runtime, me, self)
         return True
 
     def release(self) -> None:
         runtime, me = _context()
-        if me is not None and runtime is not None:
-            detector = runtime.controller.detector
-            if detector is not None:
-                detector.lock_released(me.id, self, _serial(self, runtime))
+        _lock_released(runtime, me, self)
         self._real.release()
         self._owner = None
         if me is not None and runtime is not None:
@@ -171,9 +181,7 @@ class RLock:
                 )
                 if not ok or not real.acquire(False):
                     return False
-            detector = runtime.controller.detector
-            if detector is not None:
-                detector.lock_acquired(me.id, self, _serial(self, runtime))
+            _lock_acquired(runtime, me, self)
         self._owner_ident = ident
         self._count = 1
         return True
@@ -186,10 +194,7 @@ class RLock:
             return
         self._owner_ident = None
         runtime, me = _context()
-        if me is not None and runtime is not None:
-            detector = runtime.controller.detector
-            if detector is not None:
-                detector.lock_released(me.id, self, _serial(self, runtime))
+        _lock_released(runtime, me, self)
         self._real.release()
         if me is not None and runtime is not None:
             runtime.point(me, "released", self)
@@ -199,8 +204,7 @@ class RLock:
 
     def _release_save(self) -> tuple[int, int | None]:
         runtime, me = _context()
-        if me is not None and runtime is not None and runtime.controller.detector is not None:
-            runtime.controller.detector.lock_released(me.id, self, _serial(self, runtime))
+        _lock_released(runtime, me, self)
         state = (self._count, self._owner_ident)
         self._count = 0
         self._owner_ident = None

@@ -323,6 +323,8 @@ class SettraceTracer:
         missing: Any = _MISSING
 
         detecting = self.detecting
+        #: coverage and the detector want every access, even of an actor running alone
+        watch_alone = controller.accesses is not None or detecting
 
         def info_for(code: CodeType) -> tuple[dict[int, str], frozenset[int] | None] | None:
             if not is_user_file(code.co_filename):
@@ -360,7 +362,7 @@ class SettraceTracer:
                 if by_opcode:
                     hot = infos[frame.f_code][1]  # type: ignore[index]
                     frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
-                        len(live) > 1 or controller.accesses is not None or detecting
+                        len(live) > 1 or watch_alone
                     )
                 if recording and me.lines is not None:
                     me.lines.append((frame.f_code.co_filename, frame.f_lineno))
@@ -382,7 +384,7 @@ class SettraceTracer:
                 if by_opcode:
                     hot = info[1]
                     frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
-                        len(live) > 1 or controller.accesses is not None or detecting
+                        len(live) > 1 or watch_alone
                     )
                 return local
 
@@ -399,7 +401,7 @@ class SettraceTracer:
             if by_opcode:
                 hot = info[1]
                 frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
-                    len(live) > 1 or controller.accesses is not None or detecting
+                    len(live) > 1 or watch_alone
                 )
             chained = [prev_local]
 

@@ -1,0 +1,65 @@
+"""pytest parameters for a classic-bug module's tables (BUGGY, FIXED and their marks).
+
+Both classic modules build the same three parameter lists from their own
+tables; the shape lives here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any
+
+import pytest
+
+Marks = Mapping[str, tuple[str, bool]]  # target name -> (xfail reason, strict)
+
+
+def _xfail(name: str, xfail: Marks) -> list[Any]:
+    if name not in xfail:
+        return []
+    reason, strict = xfail[name]
+    return [pytest.mark.xfail(strict=strict, reason=reason)]
+
+
+def buggy_params(
+    buggy: Iterable[tuple[Callable[[], Any], str, Any]], seeds: Iterable[int], xfail: Marks
+) -> list[Any]:
+    return [
+        pytest.param(
+            target,
+            kind,
+            cause,
+            seed,
+            id=f"{target.__name__}-seed{seed}",
+            marks=_xfail(target.__name__, xfail),
+        )
+        for target, kind, cause in buggy
+        for seed in seeds
+    ]
+
+
+def fixed_params(
+    fixed: Iterable[Callable[[], Any]], seeds: Iterable[int], xfail: Marks, slow: Collection[str]
+) -> list[Any]:
+    return [
+        pytest.param(
+            target,
+            seed,
+            id=f"{target.__name__}-seed{seed}",
+            marks=_xfail(target.__name__, xfail)
+            + ([pytest.mark.slow] if target.__name__ in slow else []),
+        )
+        for target in fixed
+        for seed in seeds
+    ]
+
+
+def twin_params(
+    fixed: Iterable[Callable[[], Any]], xfail: Marks, slow: Collection[str]
+) -> list[Any]:
+    """The slow fixed targets again, for their bounded non-slow twins."""
+    return [
+        pytest.param(target, id=target.__name__, marks=_xfail(target.__name__, xfail))
+        for target in fixed
+        if target.__name__ in slow
+    ]
