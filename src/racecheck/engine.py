@@ -190,6 +190,7 @@ def run_supervised(
     watchdog: float,
     on_stuck: Callable[[], None],
     on_interrupt: Callable[[], None],
+    explain: Callable[[], str | None] | None = None,
 ) -> Any:
     """Run ``work`` on a worker thread; watch that it keeps making progress.
 
@@ -197,7 +198,7 @@ def run_supervised(
     (steps taken). If it stays still for ``watchdog`` seconds, some actor is
     blocked where racecheck cannot see it; the worker is abandoned (after
     ``on_stuck`` had a chance to unwind it) and a StuckError names where it
-    sits.
+    sits (``explain``, when the backend can say more: the object and its holder).
     """
     result: list[Any] = []
     error: list[BaseException] = []
@@ -235,9 +236,12 @@ def run_supervised(
         if now_progress != last:
             last, last_change = now_progress, now
         elif now - last_change > watchdog:
+            reason = explain() if explain is not None else None
             where = describe_thread_stacks(exclude={threading.get_ident()})
             on_stuck()
             done.wait(1.0)
+            if reason:
+                raise StuckError(f"no scheduling progress for {watchdog:g}s: {reason}")
             raise StuckError(
                 f"no scheduling progress for {watchdog:g}s: an actor is blocked outside"
                 f" racecheck's control ({where}); locks created before racecheck patched"

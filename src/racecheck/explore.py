@@ -40,6 +40,8 @@ class Settings:
     display: str
     coverage: bool
     detect: bool = False
+    #: installed code traced as user code for this exploration (racecheck.sources)
+    trace_paths: tuple[str, ...] = ()
 
 
 def default_label(target: Callable[[], Any]) -> str:
@@ -70,11 +72,7 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         )
     backend_name = options.pop("backend", None)
     granularity = options.pop("granularity", None)
-    trace_packages = options.pop("trace_packages", None)
-    if trace_packages:
-        from racecheck.sources import include_packages
-
-        include_packages(tuple(trace_packages))
+    trace_paths = _trace_paths(target, options.pop("trace_packages", None))
     if backend_name is None:
         backend_name = "asyncio" if is_async_target(target) else "threads"
     backend: Backend
@@ -122,7 +120,21 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         display=options.pop("display_name", None) or getattr(target, "__name__", "target"),
         coverage=bool(options.pop("coverage", False)),
         detect=_detect_option(options, backend),
+        trace_paths=trace_paths,
     )
+
+
+def _trace_paths(target: Callable[[], Any], trace_packages: Any) -> tuple[str, ...]:
+    """The code under test, wherever installed, plus what ``trace_packages`` names."""
+    from racecheck.sources import code_under_test, resolve_trace_packages
+
+    if isinstance(trace_packages, str):
+        trace_packages = [trace_packages]
+    try:
+        extra = resolve_trace_packages(trace_packages or ())
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    return (*code_under_test(target), *extra)
 
 
 def _detect_option(options: dict[str, Any], backend: Backend) -> bool:
@@ -186,6 +198,11 @@ class Session:
             raise controller.internal_error
         return controller
 
+    def warnings(self) -> list[str]:
+        """What the backend could not see during this exploration (see Report.warnings)."""
+        blind_spots = getattr(self.settings.backend, "blind_spots", None)
+        return list(blind_spots()) if blind_spots is not None else []
+
     def schedule(self, decisions: Sequence[Decision]) -> Schedule:
         backend = self.settings.backend
         return Schedule(
@@ -241,6 +258,13 @@ def explore(
 
 
 def _supervise(session: Session, work: Callable[[], Any]) -> Any:
+    from racecheck.sources import tracing
+
+    with tracing(session.settings.trace_paths):
+        return _supervise_traced(session, work)
+
+
+def _supervise_traced(session: Session, work: Callable[[], Any]) -> Any:
     backend = session.settings.backend
 
     def on_stuck() -> None:
@@ -253,6 +277,7 @@ def _supervise(session: Session, work: Callable[[], Any]) -> Any:
             watchdog=session.settings.watchdog,
             on_stuck=on_stuck,
             on_interrupt=session.abort,
+            explain=getattr(backend, "explain_stuck", None),
         )
     except BaseException:
         backend.uninstall()  # idempotent: the worker may be gone for good
@@ -279,15 +304,18 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
             break
     if session.interrupted:
         raise KeyboardInterrupt
+    warnings = session.warnings()
     return Report(
         schedules_run=run,
-        exhausted=chooser.exhausted,
+        # "exhausted" over code racecheck could not see would be a false proof
+        exhausted=chooser.exhausted and not warnings,
         strategy=chooser.name,
         seed=0,
         backend=settings.backend.name,
         distinct_schedules=len(seen),
         distinct_orderings=len(session.coverage),
         notes=chooser.notes(run),
+        warnings=warnings,
     )
 
 

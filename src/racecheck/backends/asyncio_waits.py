@@ -42,6 +42,11 @@ class ResourceNames:
         key = id(obj)
         found = self._names.get(key)
         if found is None:
+            where = getattr(obj, "_rc_where", None)  # a lock made before the run
+            if isinstance(where, str) and where:
+                found = self._names[key] = where
+                self._keep.append(obj)
+                return found
             kind = type(obj).__name__
             self._counts[kind] = n = self._counts.get(kind, 0) + 1
             found = self._names[key] = f"{kind}#{n}"

@@ -173,6 +173,7 @@ def explore_with_hypothesis(
                     seed=seed,
                     backend=settings.backend.name,
                     distinct_schedules=state["runs"],
+                    warnings=session.warnings(),
                 )
             best = state["best"]
             trace, traced = _record(session, best)

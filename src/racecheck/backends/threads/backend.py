@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import asyncio.events
 import inspect
+import os
 import queue
 import re
 import sys
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck.backends.threads import primitives
+from racecheck.backends.threads.adopt import Adoption, adopt
 from racecheck.backends.threads.pool import ThreadPool, Worker
 from racecheck.backends.threads.primitives import STATE
 from racecheck.backends.threads.runtime import Actor, ThreadRuntime, get_ident
@@ -50,6 +52,11 @@ class ThreadsBackend:
         self._saved: list[tuple[Any, str, Any]] = []
         self._installed = False
         self.pool: ThreadPool | None = None
+        self.adoption: Adoption | None = None
+        #: runs that started a thread, and those where two or more actors had
+        #: scheduling points (see blind_spots)
+        self.runs_with_threads = 0
+        self.runs_seen_interleaving = 0
 
     def enable_detection(self) -> None:
         self.tracer.detecting = True
@@ -89,12 +96,17 @@ class ThreadsBackend:
             setattr(owner, name, value)
         self.pool = ThreadPool(_ORIGINAL_START)
         self._installed = True
+        # After the patches: what they replaced is not rewritten a second time.
+        self.adoption = adopt(self.target)
 
     def uninstall(self) -> None:
         if not self._installed:
             return
         self._installed = False
         STATE.runtime = None
+        if self.adoption is not None:
+            self.adoption.undo()
+            self.adoption = None
         while self._saved:
             owner, name, value = self._saved.pop()
             if value is _ABSENT:
@@ -110,6 +122,21 @@ class ThreadsBackend:
         runtime = STATE.runtime
         if runtime is not None:
             runtime.abort_all()
+
+    def explain_stuck(self) -> str | None:
+        """The watchdog's message: who holds the baton, where, and on what it blocks."""
+        runtime = STATE.runtime
+        if runtime is None:
+            return None
+        if runtime.stuck_reason:
+            return runtime.stuck_reason
+        actor = runtime.current
+        if actor is None or actor.ident is None:
+            return None
+        frame = sys._current_frames().get(actor.ident)
+        if frame is None:
+            return None
+        return describe_blocked(actor.name, frame)
 
     # -- one run ----------------------------------------------------------------
     def run_once(self, controller: Controller) -> None:
@@ -148,6 +175,62 @@ class ThreadsBackend:
             runtime.wait_done()
             _reap(runtime)
             STATE.runtime = None
+            self._tally_visibility(runtime)
+
+    def _tally_visibility(self, runtime: ThreadRuntime) -> None:
+        if len(runtime.actors) < 2 or runtime.controller.failure is not None:
+            return
+        self.runs_with_threads += 1
+        if sum(1 for actor in runtime.actors if actor.points) >= 2:
+            self.runs_seen_interleaving += 1
+
+    def blind_spots(self) -> list[str]:
+        """Why a green exploration may have seen nothing of the threads' own code."""
+        if self.runs_with_threads and not self.runs_seen_interleaving:
+            return [
+                "threads ran, but every scheduling point was in one thread: racecheck could"
+                " not see the code the other threads ran (the stdlib and installed packages"
+                " are traced only when they are the code under test or named in"
+                " trace_packages), so this run proves nothing about their interleavings"
+            ]
+        return []
+
+
+def describe_blocked(name: str, frame: Any) -> str:
+    """The thread that holds the baton is blocked in C: say where, and on what if we can."""
+    from racecheck.backends.threads.adopt import RAW_LOCK, RAW_RLOCK
+    from racecheck.sources import is_user_file, source_line
+
+    user = frame
+    while user is not None and not is_user_file(user.f_code.co_filename):
+        user = user.f_back
+    where = user or frame
+    place = f"{where.f_code.co_name}() at {os.path.basename(where.f_code.co_filename)}"
+    place += f":{where.f_lineno}"
+    line = source_line(where.f_code.co_filename, where.f_lineno)
+    if line:
+        place += f" `{line}`"
+    held = []
+    for scope in (frame, where):
+        for key, value in list(scope.f_locals.items()):
+            candidates = [(key, value)]
+            if key == "self":
+                namespace = getattr(value, "__dict__", None)
+                if isinstance(namespace, dict):
+                    candidates = [(f"self.{k}", v) for k, v in namespace.items()]
+            for label, candidate in candidates:
+                if type(candidate) in (RAW_LOCK, RAW_RLOCK) and (
+                    candidate.locked() if type(candidate) is RAW_LOCK else True
+                ):
+                    held.append(f"`{label}` ({type(candidate).__name__}, held)")
+    what = f" on {', '.join(dict.fromkeys(held))}" if held else ""
+    return (
+        f"{name}, the thread racecheck is running, is blocked in C in {place}{what}."
+        " racecheck schedules every lock it can reach from the target and from module"
+        " globals; this one it could not (a lock kept only in a local variable or a tuple,"
+        " a C extension's lock, a socket or a subprocess). Make the object inside the"
+        " target, or keep it where the target or a module global can reach it"
+    )
 
 
 def _reap(runtime: ThreadRuntime) -> None:

@@ -26,6 +26,19 @@ _allocate_lock = _thread.allocate_lock
 _real_sleep = _time_module.sleep
 _real_monotonic = _time_module.monotonic
 
+#: the originals, as modules see them before any patch (for rebinding names
+#: that modules captured with ``from threading import ...``)
+REAL: dict[str, Any] = {
+    "Lock": threading.Lock,
+    "RLock": threading.RLock,
+    "Condition": threading.Condition,
+    "Semaphore": threading.Semaphore,
+    "BoundedSemaphore": threading.BoundedSemaphore,
+    "Event": threading.Event,
+    "Barrier": threading.Barrier,
+    "sleep": _time_module.sleep,
+}
+
 
 class _State:
     runtime: ThreadRuntime | None = None

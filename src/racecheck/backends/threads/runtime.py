@@ -19,6 +19,7 @@ import _thread
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,15 @@ if TYPE_CHECKING:
 
 get_ident = _thread.get_ident
 allocate_lock = _thread.allocate_lock
+_real_sleep = time.sleep
+
+
+def describe_lock(resource: Any) -> str:
+    """ "the lock mylib._lock (made before the run)", or its type for others."""
+    where = getattr(resource, "_rc_where", None)
+    if where:
+        return f"the lock {where} (made before the run)"
+    return f"a {type(resource).__name__}"
 
 
 class Actor:
@@ -44,6 +54,7 @@ class Actor:
         "lines",
         "name",
         "passthrough",
+        "points",
         "resource",
         "running_task",
         "thread",
@@ -64,6 +75,8 @@ class Actor:
         #: while > 0, primitives used by this thread behave as the real ones
         #: (racecheck's own plumbing: Thread.start's internal handshake)
         self.passthrough = 0
+        #: scheduling points this actor reached (is racecheck seeing its code?)
+        self.points = 0
         self.waiting: Callable[[], bool] | None = None
         self.waiting_for = ""  # operation text while blocked
         self.resource: Any = None
@@ -100,6 +113,8 @@ class ThreadRuntime:
         self.root_finished = False
         self.next_id = 1
         self.primitive_count = 0
+        #: why the run cannot go on by itself, for the watchdog's message
+        self.stuck_reason: str | None = None
 
     # -- actors ---------------------------------------------------------------
     def allocate_id(self) -> int:
@@ -151,6 +166,7 @@ class ThreadRuntime:
         controller = self.controller
         if controller.aborting:
             return
+        me.points += 1
         live = self.live
         if len(live) == 1:
             controller.tick()
@@ -212,6 +228,19 @@ class ThreadRuntime:
             self.controller.now = max(self.controller.now, min(deadlines))
             return
         blocked = [a for a in self.live if not a.finished]
+        for actor in blocked:
+            held_elsewhere = getattr(actor.resource, "held_elsewhere", None)
+            holder = held_elsewhere() if held_elsewhere is not None else None
+            if holder is not None:
+                # Not a deadlock: someone outside the run holds it and may let
+                # go. Wait in real time; the watchdog reports it if it lasts.
+                self.stuck_reason = (
+                    f"{actor.name} waits for {describe_lock(actor.resource)}, which is held by"
+                    f" {holder}; racecheck cannot schedule around a lock held outside the run:"
+                    " release it before the run, or make the lock inside the target"
+                )
+                _real_sleep(0.002)
+                return
         if self.root_finished and all(a.daemon for a in blocked):
             # Only daemon threads are left waiting: the program would exit
             # here. The run succeeded; the daemons are unwound.

@@ -1,0 +1,585 @@
+"""Locks made before the run: found, scheduled, and put back afterwards.
+
+Patching ``threading.Lock`` only controls the locks made *during* a run. Real
+code is full of locks made earlier: a module-level ``_lock = Lock()``, a
+``from threading import Lock`` bound at import time, a lock built in a pytest
+fixture, a class-level registry lock, CPython's own ``cached_property`` RLock,
+``logging``'s handler locks, a ``queue.Queue`` made outside the target. If a
+controlled thread holds such a lock across a scheduling point, the next
+thread to take it blocks in C, where no scheduler can see it, and the run
+stalls.
+
+So at ``install`` racecheck *adopts* them: it walks the objects reachable from
+the target and from every module, and replaces each raw ``_thread`` lock it
+finds with a proxy that wraps that same lock. The proxy is the real lock as far
+as anyone can tell: outside a controlled thread every call goes straight to
+the wrapped lock, so uncontrolled threads, and references racecheck could not
+reach (a local variable, a tuple), still share one lock with the proxy. Inside
+a controlled thread, "wait for the lock" becomes a predicate for the scheduler,
+so the real acquire never blocks. ``uninstall`` puts every original back where
+it was found.
+
+The walk also rebinds *factories* that modules captured by name (``from
+threading import Lock, Condition``; ``from time import sleep``) to racecheck's,
+so locks those modules make during the run are controlled too. Python-level
+primitives made earlier (``threading.Condition``, ``Semaphore``, ``Event``,
+``Barrier``, ``queue.Queue``) need nothing of their own: they are built from
+raw locks, which the walk adopts, and their waits allocate through
+``threading._allocate_lock``, which is rebound for the run.
+
+Adopted locks take a scheduling point only when user (traced) code calls them;
+from library code they are modelled but add no point of their own. That keeps
+the schedule space of programs that merely pass through ``logging`` or
+``asyncio``'s policy lock the same as before, while contention on them is still
+scheduled rather than blocking in C.
+
+What cannot be adopted: locks held only in locals, tuples or C structures, and
+locks held by threads racecheck does not run. Those are reported by the
+watchdog, with the object named where it can be.
+"""
+
+from __future__ import annotations
+
+import _thread
+import functools
+import sys
+import threading
+import types
+from collections import deque
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any
+
+from racecheck.backends.threads import primitives
+from racecheck.backends.threads.primitives import (
+    _context,
+    _deadline,
+    _lock_acquired,
+    _lock_released,
+)
+from racecheck.sources import is_user_file
+
+RAW_LOCK = type(_thread.allocate_lock())
+RAW_RLOCK = type(_thread.RLock())
+_ADOPTABLE = (RAW_LOCK, RAW_RLOCK)
+_REPLACEABLE = frozenset((RAW_LOCK, RAW_RLOCK, types.BuiltinMethodType))
+
+#: the walk stops after this many objects; large processes keep a bounded cost
+WALK_BUDGET = 400_000
+
+#: modules whose objects are never rewritten: racecheck's engine, the
+#: threading machinery itself, the import system, and tools that run their own
+#: uncontrolled threads next to the run (test runners, coverage, debuggers)
+_SKIPPED_MODULES = (
+    "racecheck",
+    "threading",
+    "_thread",
+    "importlib",
+    "_frozen_importlib",
+    "_frozen_importlib_external",
+    "sys",
+    "builtins",
+    "gc",
+    "_pytest",
+    "pytest",
+    "pluggy",
+    "xdist",
+    "execnet",
+    "pytest_timeout",
+    "coverage",
+    "pytest_cov",
+    "_pydevd_bundle",
+    "pydevd",
+    "debugpy",
+    "faulthandler",
+    "hypothesis",
+    "_hypothesis_pytestplugin",
+    "_hypothesis_globals",
+    "_multiprocessing",
+    "multiprocessing.resource_tracker",
+)
+#: racecheck's modules that model users' programs, which it adopts like any
+_USER_PACKAGES = ("racecheck.reference", "racecheck.bench")
+
+
+@functools.lru_cache(maxsize=8192)
+def _skipped(module_name: str) -> bool:
+    if module_name.startswith(_USER_PACKAGES):
+        return False
+    for prefix in _SKIPPED_MODULES:
+        if module_name == prefix or module_name.startswith(prefix + "."):
+            return True
+    return False
+
+
+def _called_from_user_code() -> bool:
+    """Is the code that called the lock method (the caller's caller) traced user code?"""
+    return is_user_file(sys._getframe(2).f_code.co_filename)
+
+
+def _rlock_free(real: Any) -> bool:
+    # A C RLock has no locked() before 3.14; its repr says whether it is held.
+    return repr(real).startswith("<unlocked")
+
+
+class AdoptedLock:
+    """A ``_thread.lock`` made before the run, scheduled while controlled threads use it."""
+
+    __slots__ = ("__weakref__", "_owner", "_rc_serial", "_rc_where", "_real")
+
+    def __init__(self, real: Any, where: str) -> None:
+        self._real = real
+        self._owner: Any = None
+        self._rc_where = where
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        runtime, me = _context()
+        real = self._real
+        if me is None or runtime is None:
+            return bool(real.acquire(blocking, timeout))
+        if _called_from_user_code():
+            runtime.point(me, "acquire", self)
+        if not real.acquire(False):
+            if not blocking:
+                return False
+            ok = runtime.block(
+                me, lambda: not real.locked(), _deadline(runtime, timeout), "acquire", self
+            )
+            if not ok or not real.acquire(False):
+                return False
+        self._owner = me
+        _lock_acquired(runtime, me, self)
+        return True
+
+    def release(self) -> None:
+        self._release(_called_from_user_code())
+
+    def __exit__(self, *exc: object) -> None:
+        self._release(_called_from_user_code())
+
+    def _release(self, from_user_code: bool) -> None:
+        runtime, me = _context()
+        _lock_released(runtime, me, self)
+        self._real.release()
+        self._owner = None
+        if me is not None and runtime is not None and from_user_code:
+            runtime.point(me, "released", self)
+
+    # an alias, not a wrapper: acquire's caller must be the ``with`` statement
+    __enter__ = acquire
+
+    def locked(self) -> bool:
+        return bool(self._real.locked())
+
+    def held_elsewhere(self) -> str | None:
+        """Who holds it, when no controlled thread took it through this proxy."""
+        if self._owner is not None or not self._real.locked():
+            return None
+        return "a thread racecheck does not run, or code that took it through another reference"
+
+    def _at_fork_reinit(self) -> None:
+        self._real._at_fork_reinit()
+        self._owner = None
+
+    def __repr__(self) -> str:
+        return repr(self._real)
+
+
+class AdoptedRLock:
+    """A ``_thread.RLock`` made before the run; reentrancy stays the real lock's."""
+
+    __slots__ = ("__weakref__", "_owner", "_rc_serial", "_rc_where", "_real")
+
+    def __init__(self, real: Any, where: str) -> None:
+        self._real = real
+        self._owner: Any = None
+        self._rc_where = where
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        runtime, me = _context()
+        real = self._real
+        if me is None or runtime is None:
+            return bool(real.acquire(blocking, timeout))
+        if real._is_owned():
+            return bool(real.acquire())  # reentrant: never blocks, never a point
+        if _called_from_user_code():
+            runtime.point(me, "acquire", self)
+        if not real.acquire(False):
+            if not blocking:
+                return False
+            ok = runtime.block(
+                me, lambda: _rlock_free(real), _deadline(runtime, timeout), "acquire", self
+            )
+            if not ok or not real.acquire(False):
+                return False
+        self._owner = me
+        _lock_acquired(runtime, me, self)
+        return True
+
+    def release(self) -> None:
+        self._release(_called_from_user_code())
+
+    def __exit__(self, *exc: object) -> None:
+        self._release(_called_from_user_code())
+
+    def _release(self, from_user_code: bool) -> None:
+        real = self._real
+        real.release()
+        if real._is_owned():
+            return  # still held (reentrant)
+        self._owner = None
+        runtime, me = _context()
+        _lock_released(runtime, me, self)
+        if me is not None and runtime is not None and from_user_code:
+            runtime.point(me, "released", self)
+
+    __enter__ = acquire
+
+    def _is_owned(self) -> bool:
+        return bool(self._real._is_owned())
+
+    def _release_save(self) -> Any:
+        state = self._real._release_save()
+        self._owner = None
+        runtime, me = _context()
+        _lock_released(runtime, me, self)
+        return state
+
+    def _acquire_restore(self, state: Any) -> None:
+        runtime, me = _context()
+        real = self._real
+        if me is not None and runtime is not None and not _rlock_free(real):
+            runtime.block(me, lambda: _rlock_free(real), None, "acquire", self)
+        real._acquire_restore(state)
+        if me is not None:
+            self._owner = me
+            _lock_acquired(runtime, me, self)
+
+    def _at_fork_reinit(self) -> None:
+        self._real._at_fork_reinit()
+        self._owner = None
+
+    def locked(self) -> bool:
+        return not _rlock_free(self._real)
+
+    def held_elsewhere(self) -> str | None:
+        if self._owner is not None or _rlock_free(self._real):
+            return None
+        owner = repr(self._real).split("owner=", 1)[-1].split(" ", 1)[0]
+        thread = threading._active.get(int(owner)) if owner.isdigit() else None  # type: ignore[attr-defined]
+        return (
+            f"thread {thread.name!r}" if thread is not None else "a thread racecheck does not run"
+        )
+
+    def __repr__(self) -> str:
+        return repr(self._real)
+
+
+def _real_factories() -> dict[int, Any]:
+    """id(original factory) → racecheck's, for names modules bound at import time."""
+    pairs: list[tuple[Any, Any]] = [
+        (_thread.allocate_lock, primitives.Lock),
+        (primitives.REAL["Lock"], primitives.Lock),
+        (_thread.RLock, primitives.RLock),
+        (primitives.REAL["RLock"], primitives.RLock),
+        (primitives.REAL["Condition"], primitives.Condition),
+        (primitives.REAL["Semaphore"], primitives.Semaphore),
+        (primitives.REAL["BoundedSemaphore"], primitives.BoundedSemaphore),
+        (primitives.REAL["Event"], primitives.Event),
+        (primitives.REAL["Barrier"], primitives.Barrier),
+        (primitives.REAL["sleep"], primitives.sleep),
+    ]
+    return {id(real): ours for real, ours in pairs}
+
+
+#: where an object was found, as a chain of (parent, step) built without any
+#: string formatting: the walk visits tens of thousands of objects and names
+#: only the few locks it adopts
+Where = tuple[Any, str] | str
+
+
+def _spell(where: Where) -> str:
+    steps: list[str] = []
+    while isinstance(where, tuple):
+        where, step = where
+        steps.append(step)
+    steps.append(where)
+    return "".join(reversed(steps))
+
+
+class Adoption:
+    """The rewrites of one exploration, undone in reverse by :meth:`undo`."""
+
+    def __init__(self) -> None:
+        self.proxies: dict[int, Any] = {}
+        self.undo_log: list[Callable[[], None]] = []
+        self.visited = 0
+        self.truncated = False
+
+    # -- proxies ------------------------------------------------------------
+    def proxy_for(self, real: Any, where: Where) -> Any:
+        proxy = self.proxies.get(id(real))
+        if proxy is None:
+            kind = AdoptedRLock if type(real) is RAW_RLOCK else AdoptedLock
+            proxy = self.proxies[id(real)] = kind(real, _spell(where))
+        return proxy
+
+    def replacement(self, value: Any, where: Where) -> Any:
+        """What ``value`` becomes, or None to leave it alone."""
+        kind = type(value)
+        if kind not in _REPLACEABLE:
+            return None
+        if kind in _ADOPTABLE:
+            return self.proxy_for(value, where)
+        if kind is types.BuiltinMethodType:
+            owner = getattr(value, "__self__", None)
+            if type(owner) in _ADOPTABLE:
+                return getattr(self.proxy_for(owner, where), value.__name__, None)
+        return None
+
+    # -- rewriting ----------------------------------------------------------
+    def _set_item(self, container: Any, key: Any, old: Any, new: Any) -> None:
+        container[key] = new
+
+        def undo() -> None:
+            try:
+                if container[key] is new:
+                    container[key] = old
+            except (KeyError, IndexError, TypeError):
+                pass
+
+        self.undo_log.append(undo)
+
+    def _set_attr(self, owner: Any, name: str, old: Any, new: Any) -> bool:
+        try:
+            setattr(owner, name, new)
+        except (AttributeError, TypeError):
+            return False
+
+        def undo() -> None:
+            try:
+                if getattr(owner, name) is new:
+                    setattr(owner, name, old)
+            except (AttributeError, TypeError):
+                pass
+
+        self.undo_log.append(undo)
+        return True
+
+    def undo(self) -> None:
+        while self.undo_log:
+            self.undo_log.pop()()
+        self.proxies.clear()
+
+    # -- the walk -------------------------------------------------------------
+    def rebind_factories(self, modules: Iterable[types.ModuleType]) -> None:
+        """``from threading import Lock`` made ``Lock`` a module global: rebind it."""
+        factories = _real_factories()
+        for module in modules:
+            name = getattr(module, "__name__", "")
+            if not isinstance(name, str) or _skipped(name):
+                continue
+            namespace = getattr(module, "__dict__", None)
+            if type(namespace) is not dict:
+                continue
+            for key, value in list(namespace.items()):
+                ours = factories.get(id(value))
+                if ours is not None and ours is not value:
+                    self._set_item(namespace, key, value, ours)
+
+    def walk(self, roots: Iterable[tuple[Any, Where]], modules: Iterable[types.ModuleType]) -> None:
+        """Adopt every raw lock reachable from ``roots`` and the modules' globals."""
+        seen: set[int] = set()
+        todo: deque[tuple[Any, Where]] = deque()
+        for obj, where in roots:
+            todo.append((obj, where))
+        for module in modules:
+            name = getattr(module, "__name__", "")
+            if isinstance(name, str) and not _skipped(name):
+                namespace = getattr(module, "__dict__", None)
+                if type(namespace) is dict:
+                    todo.append((namespace, name))
+        budget = WALK_BUDGET
+        while todo:
+            if budget <= 0:
+                self.truncated = True
+                break
+            obj, where = todo.popleft()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            budget -= 1
+            try:
+                self._visit(obj, where, todo)
+            except (RuntimeError, ReferenceError):  # changed size while walking; gone
+                continue
+        self.visited = WALK_BUDGET - budget
+
+    def _visit(self, obj: Any, where: Where, todo: deque[tuple[Any, Where]]) -> None:
+        kind = type(obj)
+        if kind is dict:
+            for key, value in list(obj.items()):
+                here = (where, f".{key}" if isinstance(key, str) else "[...]")
+                new = self.replacement(value, here)
+                if new is not None:
+                    self._set_item(obj, key, value, new)
+                elif _worth_visiting(value):
+                    todo.append((value, here))
+        elif kind is list or kind is deque:
+            for index, value in enumerate(list(obj)):
+                new = self.replacement(value, (where, f"[{index}]"))
+                if new is not None:
+                    self._set_item(obj, index, value, new)
+                elif _worth_visiting(value):
+                    todo.append((value, (where, f"[{index}]")))
+        elif kind is tuple or kind is frozenset or kind is set:
+            for value in obj:
+                if _worth_visiting(value):
+                    todo.append((value, where))
+        elif kind is types.CellType:
+            try:
+                value = obj.cell_contents
+            except ValueError:
+                return
+            new = self.replacement(value, where)
+            if new is not None:
+                self._set_attr(obj, "cell_contents", value, new)
+            elif _worth_visiting(value):
+                todo.append((value, where))
+        elif kind is types.FunctionType:
+            name = getattr(obj, "__qualname__", "function")
+            for cell in obj.__closure__ or ():
+                todo.append((cell, f"{name} closure"))
+            if obj.__defaults__:
+                self._visit_defaults(obj, name)
+            if obj.__kwdefaults__:
+                todo.append((obj.__kwdefaults__, f"{name} defaults"))
+        elif kind is types.MethodType:
+            todo.append((obj.__func__, where))
+            todo.append((obj.__self__, where))
+        elif kind is partial:
+            todo.append((obj.func, where))
+            todo.append((obj.args, where))
+            todo.append((obj.keywords, where))
+        elif isinstance(obj, type):
+            if _skipped(getattr(obj, "__module__", "") or "") or obj.__module__ == "builtins":
+                return
+            for key, value in list(vars(obj).items()):
+                here = (obj.__qualname__, f".{key}")
+                new = self.replacement(value, here)
+                if new is not None:
+                    self._set_attr(obj, key, value, new)
+                elif _worth_visiting(value):
+                    todo.append((value, here))
+        else:
+            self._visit_instance(obj, where, todo)
+
+    def _visit_defaults(self, func: types.FunctionType, name: str) -> None:
+        defaults = func.__defaults__ or ()
+        new = tuple(self.replacement(v, f"{name} default") or v for v in defaults)
+        if any(a is not b for a, b in zip(new, defaults, strict=True)):
+            self._set_attr(func, "__defaults__", defaults, new)
+
+    def _visit_instance(self, obj: Any, where: Where, todo: deque[tuple[Any, Where]]) -> None:
+        cls = type(obj)
+        module = getattr(cls, "__module__", "") or ""
+        # threading's own Condition/Semaphore/Event/Barrier made earlier are
+        # walked: their raw locks are what a controlled thread would block on
+        if module == "builtins" or (_skipped(module) and module != "threading"):
+            return
+        is_thread = issubclass(cls, threading.Thread)
+        label: Where = (where, f" ({cls.__qualname__})") if where else cls.__qualname__
+        try:
+            # not getattr(): that could run a class's __getattr__
+            namespace = object.__getattribute__(obj, "__dict__")
+        except (AttributeError, TypeError):
+            namespace = None
+        if type(namespace) is dict:
+            for key, value in list(namespace.items()):
+                if is_thread and key in _THREAD_INTERNALS:
+                    continue
+                here = (label, f".{key}")
+                new = self.replacement(value, here)
+                if new is not None:
+                    self._set_item(namespace, key, value, new)
+                elif _worth_visiting(value):
+                    todo.append((value, here))
+        for name in _slot_names(cls):
+            try:
+                value = object.__getattribute__(obj, name)
+            except AttributeError:
+                continue
+            new = self.replacement(value, (label, f".{name}"))
+            if new is not None:
+                self._set_attr(obj, name, value, new)
+            elif _worth_visiting(value):
+                todo.append((value, (label, f".{name}")))
+
+
+_ATOMIC = (
+    type(None),
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    bytearray,
+    types.ModuleType,
+    types.CodeType,
+    types.BuiltinFunctionType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+    types.GetSetDescriptorType,
+    types.MemberDescriptorType,
+    types.FrameType,
+    types.TracebackType,
+    range,
+    slice,
+    property,
+    memoryview,
+)
+
+
+_ATOMIC_TYPES = frozenset(_ATOMIC)
+
+
+def _worth_visiting(value: Any) -> bool:
+    # type(), not isinstance(): an object's __class__ can be a property with effects
+    kind = type(value)
+    return kind not in _ATOMIC_TYPES and not issubclass(kind, _ATOMIC)
+
+
+#: a Thread's own bookkeeping (its tstate lock, its started Event): never rewritten
+_THREAD_INTERNALS = frozenset(vars(threading.Thread()))
+
+_slots_cache: dict[type, tuple[str, ...]] = {}
+
+
+def _slot_names(cls: type) -> tuple[str, ...]:
+    names = _slots_cache.get(cls)
+    if names is None:
+        found: list[str] = []
+        for klass in cls.__mro__:
+            slots = klass.__dict__.get("__slots__", ())
+            if isinstance(slots, str):
+                slots = (slots,)
+            for slot in slots:
+                if slot in ("__dict__", "__weakref__"):
+                    continue
+                if slot.startswith("__") and not slot.endswith("__"):
+                    slot = f"_{klass.__name__.lstrip('_')}{slot}"
+                found.append(slot)
+        names = _slots_cache[cls] = tuple(found)
+    return names
+
+
+def adopt(target: Any) -> Adoption:
+    """Adopt the locks the run can reach, and rebind captured factories."""
+    adoption = Adoption()
+    modules = [m for m in list(sys.modules.values()) if isinstance(m, types.ModuleType)]
+    adoption.rebind_factories(modules)
+    adoption.walk([(target, "the target")], modules)
+    # Real Condition.wait allocates its waiter through this module global.
+    adoption._set_attr(threading, "_allocate_lock", threading._allocate_lock, primitives.Lock)  # type: ignore[attr-defined]
+    return adoption
