@@ -331,6 +331,7 @@ def _explore(
         ok=var.expect == "safe" and not report.interrupted,
         distinct_schedules=getattr(report, "distinct_schedules", 0),
         distinct_orderings=getattr(report, "distinct_orderings", 0),
+        warnings=list(report.warnings),
     )
     return rec, None, None, bool(report.interrupted)
 
@@ -346,12 +347,14 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
     if rec.verdict == "error":
         return []  # already reported on stderr as it happened
     if rec.verdict == "safe":
+        warnings = [f"warning: {label}: {warning}" for warning in rec.warnings]
         if rec.ok:
-            return []
+            return warnings
         return [
+            *warnings,
             f"{mark}{label}: expected a {rec.expect}, but none of {rec.schedules_run} schedules"
             f" failed ({rec.strategy}, seed {rec.seed}"
-            f"{', bounded space exhausted' if rec.exhausted else ''})"
+            f"{', bounded space exhausted' if rec.exhausted else ''})",
         ]
     lines: list[str] = []
     if rec.verdict == "step-limit":

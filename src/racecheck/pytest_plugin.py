@@ -92,6 +92,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         " data races even where no assertion fails",
     )
     group.addoption(
+        "--racecheck-trace-packages",
+        metavar="NAMES",
+        action="append",
+        default=None,
+        help="also trace these installed packages as code under test: module names,"
+        " distribution names or directories, comma-separated (the package defining the"
+        " test and the packages the test module imports are traced already)",
+    )
+    parser.addini(
+        "racecheck_trace_packages",
+        type="linelist",
+        default=[],
+        help="packages racecheck traces as code under test (see --racecheck-trace-packages)",
+    )
+    group.addoption(
         "--racecheck-report-dir",
         metavar="DIR",
         default=None,
@@ -132,7 +147,23 @@ def resolve_options(config: pytest.Config, marker: pytest.Mark) -> dict[str, Any
             options[name] = value
     if config.getoption("racecheck_detect", False):
         options["detect"] = True
+    packages = trace_packages(config)
+    if packages:
+        options["trace_packages"] = [*options.get("trace_packages", ()), *packages]
     return options
+
+
+def trace_packages(config: pytest.Config) -> list[str]:
+    """--racecheck-trace-packages (comma-separated, repeatable) and the ini list, in that order."""
+    names: list[str] = []
+    for value in config.getoption("racecheck_trace_packages", None) or ():
+        names += [name.strip() for name in value.split(",") if name.strip()]
+    names += [str(name) for name in config.getini("racecheck_trace_packages")]
+    return list(dict.fromkeys(names))
+
+
+class RacecheckWarning(UserWarning):
+    """A marked test passed, but racecheck could not see all of what it ran."""
 
 
 # ----------------------------------------------------------------- running
@@ -267,6 +298,9 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
         _fail(message)
     _record(item, options, report=report, seconds=time.perf_counter() - t0)
     item.add_report_section("call", "racecheck", str(report))
+    for warning in report.warnings:
+        # pytest's warnings summary: a green test that saw nothing must not look proven
+        item.warn(RacecheckWarning(f"racecheck: {warning}"))
 
 
 def _replay(
@@ -354,6 +388,7 @@ def _record(
             ok=True,
             distinct_schedules=getattr(report, "distinct_schedules", 0),
             distinct_orderings=getattr(report, "distinct_orderings", 0),
+            warnings=list(getattr(report, "warnings", ())),
         )
     item.user_properties.append((_PROP_RECORD, record))
 

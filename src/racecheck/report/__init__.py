@@ -43,6 +43,8 @@ class RunRecord:
     detail: str | None = None
     #: the race detector's finding (kind, pattern, the accesses), when it made the verdict
     race: dict[str, Any] | None = None
+    #: Report.warnings: what racecheck could not see, so a "safe" verdict proves less
+    warnings: list[str] = field(default_factory=list)
 
 
 def write_reports(

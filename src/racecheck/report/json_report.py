@@ -127,6 +127,7 @@ def record_to_dict(record: RunRecord) -> dict[str, Any]:
         "message": record.message,
         "detail": record.detail,
         "race": record.race,
+        "warnings": list(record.warnings),
         "outcome": outcome_text(record),
         "strategy": record.strategy,
         "seed": record.seed,
