@@ -432,3 +432,36 @@ def target():
     assert module.Condition is threading.Condition
     assert module.RLock is threading.RLock
     assert threading._allocate_lock is __import__("_thread").allocate_lock  # type: ignore[attr-defined]
+
+
+def test_multiprocessing_locks_shared_by_threads(tmp_path: Path) -> None:
+    """tqdm keeps a multiprocessing RLock next to its thread lock, made lazily."""
+    module = load(
+        tmp_path,
+        """
+import multiprocessing
+import threading
+made_early = multiprocessing.RLock()
+state = {}
+
+def bump(lock, key):
+    with lock:
+        seen = state[key]
+        state[key] = seen + 1
+
+def target():
+    state.update(early=0, late=0)
+    made_late = multiprocessing.Lock()
+    threads = [
+        threading.Thread(target=bump, args=args)
+        for args in [(made_early, "early"), (made_late, "late")] * 2
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert state == {"early": 2, "late": 2}, state
+""",
+    )
+    check(module.target)
+    assert type(module.made_early._semlock).__module__ == "_multiprocessing"

@@ -61,8 +61,12 @@ from racecheck.sources import is_user_file
 
 RAW_LOCK = type(_thread.allocate_lock())
 RAW_RLOCK = type(_thread.RLock())
-_ADOPTABLE = (RAW_LOCK, RAW_RLOCK)
-_REPLACEABLE = frozenset((RAW_LOCK, RAW_RLOCK, types.BuiltinMethodType))
+try:  # multiprocessing's locks (tqdm keeps one next to its thread lock)
+    from _multiprocessing import SemLock as RAW_SEMLOCK
+except ImportError:  # pragma: no cover - platforms without sem_open
+    RAW_SEMLOCK = RAW_LOCK
+_ADOPTABLE = (RAW_LOCK, RAW_RLOCK, RAW_SEMLOCK)
+_REPLACEABLE = frozenset((*_ADOPTABLE, types.BuiltinMethodType))
 
 #: the walk stops after this many objects; large processes keep a bounded cost
 WALK_BUDGET = 400_000
@@ -275,6 +279,78 @@ class AdoptedRLock:
         return repr(self._real)
 
 
+class AdoptedSemLock:
+    """A ``multiprocessing`` lock or semaphore used by threads of one process.
+
+    Between processes racecheck controls nothing; between the threads of the
+    run it is a lock like any other, and blocking on it in C would stall.
+    """
+
+    __slots__ = ("__weakref__", "_owner", "_rc_serial", "_rc_where", "_real")
+
+    def __init__(self, real: Any, where: str) -> None:
+        self._real = real
+        self._owner: Any = None
+        self._rc_where = where
+
+    def acquire(self, block: bool = True, timeout: float | None = None) -> bool:
+        runtime, me = _context()
+        real = self._real
+        if me is None or runtime is None:
+            return bool(real.acquire(block, timeout))
+        if real._is_mine() and real._count() > 0:
+            return bool(real.acquire(False))  # a recursive lock this thread holds
+        if _called_from_user_code():
+            runtime.point(me, "acquire", self)
+        if not real.acquire(False):
+            if not block:
+                return False
+            deadline = _deadline(runtime, -1 if timeout is None else timeout)
+            ok = runtime.block(me, lambda: real._get_value() > 0, deadline, "acquire", self)
+            if not ok or not real.acquire(False):
+                return False
+        self._owner = me
+        _lock_acquired(runtime, me, self)
+        return True
+
+    def release(self) -> None:
+        self._release(_called_from_user_code())
+
+    def __exit__(self, *exc: object) -> None:
+        self._release(_called_from_user_code())
+
+    def _release(self, from_user_code: bool) -> None:
+        real = self._real
+        real.release()
+        if real._is_mine() and real._count() > 0:
+            return
+        self._owner = None
+        runtime, me = _context()
+        _lock_released(runtime, me, self)
+        if me is not None and runtime is not None and from_user_code:
+            runtime.point(me, "released", self)
+
+    __enter__ = acquire
+
+    def held_elsewhere(self) -> str | None:
+        if self._owner is not None or self._real._get_value() > 0:
+            return None
+        return "another process, or a thread racecheck does not run"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)  # _is_mine, _count, _get_value, handle, ...
+
+    def __repr__(self) -> str:
+        return repr(self._real)
+
+
+_PROXY_KINDS: dict[type, type] = {
+    RAW_LOCK: AdoptedLock,
+    RAW_RLOCK: AdoptedRLock,
+    RAW_SEMLOCK: AdoptedSemLock,
+}
+
+
 def _real_factories() -> dict[int, Any]:
     """id(original factory) → racecheck's, for names modules bound at import time."""
     pairs: list[tuple[Any, Any]] = [
@@ -320,7 +396,7 @@ class Adoption:
     def proxy_for(self, real: Any, where: Where) -> Any:
         proxy = self.proxies.get(id(real))
         if proxy is None:
-            kind = AdoptedRLock if type(real) is RAW_RLOCK else AdoptedLock
+            kind = _PROXY_KINDS[type(real)]
             proxy = self.proxies[id(real)] = kind(real, _spell(where))
         return proxy
 
@@ -582,4 +658,24 @@ def adopt(target: Any) -> Adoption:
     adoption.walk([(target, "the target")], modules)
     # Real Condition.wait allocates its waiter through this module global.
     adoption._set_attr(threading, "_allocate_lock", threading._allocate_lock, primitives.Lock)  # type: ignore[attr-defined]
+    _adopt_new_semlocks(adoption)
     return adoption
+
+
+def _adopt_new_semlocks(adoption: Adoption) -> None:
+    """multiprocessing locks made during the run (tqdm makes its own lazily) are adopted too."""
+    synchronize = sys.modules.get("multiprocessing.synchronize")
+    if synchronize is None:
+        return
+    semlock_class = synchronize.SemLock
+    original = semlock_class.__dict__.get("_make_methods")
+    if original is None:
+        return
+
+    def make_methods(self: Any) -> None:
+        proxy = adoption.proxy_for(self._semlock, type(self).__name__)
+        self._semlock = proxy
+        self.acquire = proxy.acquire
+        self.release = proxy.release
+
+    adoption._set_attr(semlock_class, "_make_methods", original, make_methods)
