@@ -1,4 +1,4 @@
-"""The idioms of real projects, through real pytest runs: buggy code is found, correct code is clean.
+"""Real-project idioms through real pytest runs: buggy code is found, correct code is clean.
 
 Locks made before the run (a module-level lock, ``from threading import Lock``,
 a lock from a fixture), ``logging`` inside threads, and a package installed

@@ -2,7 +2,7 @@
 
 The public API (kept stable; suites outside this repository use it)::
 
-    report = racecheck.check(target, strategy="pct", schedules=1000, seed=0, **options)
+    report = racecheck.check(target, strategy="auto", schedules=1000, seed=0, **options)
     racecheck.replay(target, token)
     racecheck.RaceFound, racecheck.Report, racecheck.Scenario, racecheck.Variant
 

@@ -16,7 +16,7 @@ from racecheck.outcome import Report
 def check(
     target: Callable[[], Any],
     *,
-    strategy: str = "pct",
+    strategy: str = "auto",
     schedules: int = 1000,
     seed: int = 0,
     **options: Any,

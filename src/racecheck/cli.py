@@ -259,7 +259,7 @@ def _explore(
     var = scen.variants[variant]
     label = scen.label(variant)
     # Interleaving coverage costs a little per schedule; the table shows it.
-    options: dict[str, Any] = {"strategy": "pct", "schedules": 1000, "seed": 0, "coverage": True}
+    options: dict[str, Any] = {"strategy": "auto", "schedules": 1000, "seed": 0, "coverage": True}
     options.update(scen.check_options(variant))
     options.update(overrides)
     progress.start(label)
@@ -493,7 +493,9 @@ def _add_run(sub: Any) -> None:
         metavar="PATH",
         help=f"scenario files or folders, or FILE::NAME[VARIANT] (default: {DEFAULT_PATH})",
     )
-    p.add_argument("--strategy", help="random | pct | exhaustive | hypothesis (default: pct)")
+    p.add_argument(
+        "--strategy", help="auto | random | pct | exhaustive | hypothesis (default: auto)"
+    )
     p.add_argument("--schedules", type=_positive_int, help="schedules per variant (default 1000)")
     p.add_argument("--seed", type=_int, help="seed for the strategy (default 0)")
     p.add_argument(

@@ -251,7 +251,8 @@ def explore(
 
     outcome = _supervise(session, work)
     if isinstance(outcome, Found):
-        raise _race_found(session, outcome, strategy, seed)
+        member = getattr(chooser, "found_by", None)  # the portfolio names its member
+        raise _race_found(session, outcome, f"{strategy}: {member}" if member else strategy, seed)
     outcome.seconds = time.perf_counter() - started
     outcome.strategy, outcome.seed = strategy, seed
     return outcome

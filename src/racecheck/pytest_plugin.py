@@ -16,7 +16,7 @@ with ``backend="trio"``), not on pytest-asyncio's or pytest-trio's runner, and
 async fixtures of those plugins live on another loop.
 
 Command-line options beat marker arguments, which beat the defaults
-(pct, 1000 schedules, seed 0):
+(auto, 1000 schedules, seed 0):
 
     --racecheck-strategy NAME  --racecheck-schedules N  --racecheck-seed N
     --racecheck-replay TOKEN   run exactly that schedule (the failure report
@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-DEFAULTS: dict[str, Any] = {"strategy": "pct", "schedules": 1000, "seed": 0}
+DEFAULTS: dict[str, Any] = {"strategy": "auto", "schedules": 1000, "seed": 0}
 #: marker/check options that mean nothing to a single replayed schedule
 _EXPLORATION_ONLY = ("strategy", "schedules", "seed", "progress")
 _ORIGINAL_OBJ = pytest.StashKey[Any]()
@@ -46,7 +46,7 @@ _PROP_REPLAYED = "racecheck_replayed"
 _PROP_RECORD = "racecheck_record"
 
 MARKER_HELP = (
-    "racecheck(strategy='pct', schedules=1000, seed=0, backend=None, **options): run the test"
+    "racecheck(strategy='auto', schedules=1000, seed=0, backend=None, **options): run the test"
     " under racecheck's deterministic scheduler and explore its interleavings. Fixtures are"
     " set up once per test, not per schedule: build shared state inside the test."
 )
@@ -61,8 +61,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--racecheck-strategy",
         metavar="NAME",
         default=None,
-        help="strategy for @pytest.mark.racecheck tests: random, pct, exhaustive, hypothesis"
-        " (overrides the marker; default pct)",
+        help="strategy for @pytest.mark.racecheck tests: auto (a portfolio), random, pct,"
+        " exhaustive, hypothesis (overrides the marker; default auto)",
     )
     group.addoption(
         "--racecheck-schedules",

@@ -754,16 +754,18 @@ _STUCK_PRELUDE = textwrap.dedent(
 )
 
 STUCK_CASES = {
-    "import_time_lock_held_across_sleep": """
-        IMPORT_LOCK = threading.Lock()   # created before racecheck patched threading
+    "unreachable_lock_held_across_sleep": """
+        HIDDEN = (threading.Lock(),)   # in a tuple: racecheck cannot adopt it
 
         def target():
             def holder():
-                with IMPORT_LOCK:
+                lock = HIDDEN[0]
+                with lock:
                     time.sleep(1)
             def waiter():
                 time.sleep(0.1)
-                with IMPORT_LOCK:
+                lock = HIDDEN[0]
+                with lock:
                     pass
             ts = [threading.Thread(target=holder), threading.Thread(target=waiter)]
             for t in ts: t.start()
@@ -846,15 +848,17 @@ def test_stuck_error_names_the_blocked_thread(tmp_path: Any) -> None:
         _STUCK_PRELUDE
         + textwrap.dedent(
             """
-            IMPORT_LOCK = threading.Lock()
+            HIDDEN = (threading.Lock(),)   # in a tuple: racecheck cannot adopt it
 
             def target():
                 def holder():
-                    with IMPORT_LOCK:
+                    lock = HIDDEN[0]
+                    with lock:
                         time.sleep(1)
                 def waiter():
                     time.sleep(0.1)
-                    with IMPORT_LOCK:
+                    lock = HIDDEN[0]
+                    with lock:
                         pass
                 ts = [threading.Thread(target=holder, name="the-holder"),
                       threading.Thread(target=waiter, name="the-waiter")]
@@ -873,6 +877,41 @@ def test_stuck_error_names_the_blocked_thread(tmp_path: Any) -> None:
     out = json.loads(lines[-1][len("RESULT ") :])
     assert out["result"] == "stuck", out
     assert "the-waiter" in out["message"], out["message"]
+
+
+def test_a_lock_made_at_import_is_scheduled_in_a_fresh_process(tmp_path: Any) -> None:
+    """The case that used to be a StuckError: made before racecheck patched threading."""
+    script = tmp_path / "import_time.py"
+    script.write_text(
+        _STUCK_PRELUDE
+        + textwrap.dedent(
+            """
+            IMPORT_LOCK = threading.Lock()   # created before racecheck patched threading
+
+            def target():
+                def holder():
+                    with IMPORT_LOCK:
+                        time.sleep(1)
+                def waiter():
+                    time.sleep(0.1)
+                    with IMPORT_LOCK:
+                        pass
+                ts = [threading.Thread(target=holder), threading.Thread(target=waiter)]
+                for t in ts: t.start()
+                for t in ts: t.join()
+
+            report(target)
+            """
+        )
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, proc.stderr[-3000:]
+    out = json.loads(lines[-1][len("RESULT ") :])
+    assert out["result"] == "report", out
+    assert not out["leftover"] and not out["leftover_after"], out
 
 
 # ----------------------------------------------------------------------------

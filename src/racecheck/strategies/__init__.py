@@ -7,11 +7,15 @@ from typing import Any
 from racecheck.errors import UsageError
 from racecheck.strategies.base import BaseChooser, Chooser
 
-STRATEGIES = ("pct", "random", "exhaustive", "hypothesis")
+STRATEGIES = ("auto", "pct", "random", "exhaustive", "hypothesis")
 
 
 def make_chooser(name: str, *, seed: int, options: dict[str, Any]) -> Chooser:
     """Build the named strategy, consuming the options it understands."""
+    if name == "auto":
+        from racecheck.strategies.portfolio import PortfolioChooser
+
+        return PortfolioChooser(seed=seed)
     if name == "pct":
         from racecheck.strategies.pct import PCTChooser
 
@@ -23,7 +27,11 @@ def make_chooser(name: str, *, seed: int, options: dict[str, Any]) -> Chooser:
     if name == "exhaustive":
         from racecheck.strategies.exhaustive import ExhaustiveChooser
 
-        return ExhaustiveChooser(preemption_bound=int(options.pop("preemption_bound", 2)))
+        bound = options.pop("preemption_bound", None)
+        try:
+            return ExhaustiveChooser(preemption_bound=None if bound is None else int(bound))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"preemption_bound: {exc}") from None
     raise UsageError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
 
 

@@ -1,13 +1,22 @@
-"""Bounded exhaustive search: depth-first over every schedule, CHESS-style.
+"""Exhaustive search: depth-first over every schedule, fewest preemptions first.
 
-The space is bounded by preemptions (choices other than the natural order,
-index 0): most concurrency bugs need very few (Musuvathi & Qadeer, PLDI 2007),
-and the bound keeps the space polynomial in the run's length.
+A *preemption* here is a decision other than the natural order (index 0): on
+asyncio, running a task other than the head of the FIFO ready queue (a delay,
+not a forced interruption: asyncio switches only at awaits); on threads,
+switching away from a thread that could have kept running. Most concurrency
+bugs need very few (Musuvathi & Qadeer, PLDI 2007).
+
+With no ``preemption_bound`` (the default) the search deepens iteratively:
+every schedule with 0 preemptions, then every one with at most 1, then 2, and
+so on, until a level prunes nothing — then *every* schedule has been run, and
+:attr:`exhausted` is a statement about the whole program. Shallow bugs are
+still found first. With an explicit bound the search stops at that level, and
+``exhausted`` means "every schedule with at most that many preemptions": the
+notes say so in words, because a bug needing one more is not covered.
 
 Each run follows a prefix of forced choices, then takes the natural order.
 After it, the deepest decision that can still be bumped to its next choice
-within the bound becomes the new prefix. When none can, the bounded space has
-been fully explored and :attr:`exhausted` becomes True.
+within the bound becomes the new prefix.
 """
 
 from __future__ import annotations
@@ -25,11 +34,17 @@ class NondeterminismError(RuntimeError):
 class ExhaustiveChooser(BaseChooser):
     name = "exhaustive"
 
-    def __init__(self, preemption_bound: int = 2) -> None:
-        self.preemption_bound = preemption_bound
+    def __init__(self, preemption_bound: int | None = None) -> None:
+        if preemption_bound is not None and preemption_bound < 0:
+            raise ValueError("preemption_bound must be at least 0")
+        #: the user's bound; None deepens until nothing is pruned
+        self.limit = preemption_bound
+        self.preemption_bound = 0 if preemption_bound is None else preemption_bound
         self._prefix: list[Decision] = []
         self._position = 0
         self._done = False
+        #: did the bound prune an alternative at the current level?
+        self._pruned = False
 
     def begin(self, run: int) -> None:
         self._position = 0
@@ -54,9 +69,19 @@ class ExhaustiveChooser(BaseChooser):
             used[i + 1] = used[i] + (1 if choice else 0)
         for i in range(len(decisions) - 1, -1, -1):
             n, choice = decisions[i]
-            if choice + 1 < n and used[i] + 1 <= self.preemption_bound:
-                self._prefix = [*decisions[:i], (n, choice + 1)]
-                return
+            if choice + 1 < n:
+                if used[i] + 1 <= self.preemption_bound:
+                    self._prefix = [*decisions[:i], (n, choice + 1)]
+                    return
+                self._pruned = True
+        if self.limit is None and self._pruned:
+            # The level is complete but the bound cut something: go one deeper.
+            # Its DFS runs the shallower schedules again, a cost bounded by
+            # the (much smaller) shallower levels.
+            self.preemption_bound += 1
+            self._pruned = False
+            self._prefix = []
+            return
         self._done = True
 
     def has_more(self) -> bool:
@@ -66,6 +91,34 @@ class ExhaustiveChooser(BaseChooser):
     def exhausted(self) -> bool:
         return self._done
 
+    @property
+    def complete(self) -> bool:
+        """Every schedule of the program ran (no level pruned anything)."""
+        return self._done and not self._pruned
+
     def notes(self, schedules_run: int) -> list[str]:
-        state = "fully explored" if self._done else "not exhausted (schedule budget reached)"
-        return [f"exhaustive, preemption bound {self.preemption_bound}: {state}"]
+        what = (
+            "(a preemption is a choice other than the natural order: on asyncio, a task run"
+            " ahead of the FIFO head)"
+        )
+        if self.complete:
+            return [
+                f"exhaustive: every schedule racecheck can make of this program ran"
+                f" ({schedules_run} runs, up to {self.preemption_bound} preemptions)"
+            ]
+        if self._done:
+            return [
+                f"exhaustive: every schedule with at most {self.preemption_bound} preemptions"
+                f" ran {what}; schedules needing more were not run: this is not a proof"
+                " for bugs that need more"
+            ]
+        finished = self.preemption_bound - 1
+        if finished >= 0 and self.limit is None:
+            return [
+                f"exhaustive: the budget ran out at {self.preemption_bound} preemptions;"
+                f" every schedule with at most {finished} ran {what}"
+            ]
+        return [
+            f"exhaustive: the budget ran out before the space at preemption level"
+            f" {self.preemption_bound} was covered {what}"
+        ]
