@@ -184,6 +184,8 @@ class Session:
             self.coverage.add_run(controller.accesses)
         if controller.internal_error is not None:
             raise controller.internal_error
+        if controller.failure is not None and self.settings.backend.name == "asyncio":
+            _refuse_trio_on_asyncio(controller.failure.cause)
         return controller
 
     def schedule(self, decisions: Sequence[Decision]) -> Schedule:
@@ -195,6 +197,54 @@ class Session:
             fingerprint(self.settings.label),
             tuple(decisions),
         )
+
+
+def _refuse_trio_on_asyncio(cause: BaseException | None) -> None:
+    """Raise a UsageError when an asyncio run failed inside trio itself.
+
+    trio code cannot run on an asyncio loop: its first nursery, checkpoint or
+    ``trio.lowlevel`` call fails in trio (``'RunContext' object has no
+    attribute 'runner'``, "must be called from async context", asyncio's "Task
+    got bad yield"). Such a failure says nothing about the target's
+    concurrency, so it must not come back as a race. The test is where the
+    error was raised, not its words: user code raising the same message stays
+    a failure of the user's code.
+    """
+    import sys
+
+    trio = sys.modules.get("trio")
+    if trio is None or cause is None:
+        return
+    import os
+
+    home = os.path.dirname(getattr(trio, "__file__", "") or "") + os.sep
+    for exc in _leaves(cause):
+        if not isinstance(exc, (RuntimeError, AttributeError)):
+            continue
+        tb = exc.__traceback__
+        if tb is None:
+            continue
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.startswith(home):
+            where = os.path.relpath(filename, os.path.dirname(home.rstrip(os.sep)))
+            raise UsageError(
+                f"this target runs trio code on the asyncio backend ({type(exc).__name__}:"
+                f" {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}, raised in"
+                f" {where}): pass backend='trio' (in pytest: @pytest.mark.racecheck("
+                "backend='trio'), or pytest-trio's marker)"
+            )
+
+
+def _leaves(exc: BaseException, depth: int = 0) -> list[BaseException]:
+    """``exc`` and, for an exception group, the exceptions it holds."""
+    if depth < 8 and isinstance(exc, BaseExceptionGroup):
+        out: list[BaseException] = []
+        for inner in exc.exceptions:
+            out += _leaves(inner, depth + 1)
+        return out
+    return [exc]
 
 
 @dataclass
@@ -345,6 +395,12 @@ def _race_found(session: Session, found: Found, strategy: str, seed: int) -> Rac
 
 def replay_token(target: Callable[[], Any], token: str, *, options: dict[str, Any]) -> None:
     options = dict(options)
+    if "backend" not in options and isinstance(token, str) and is_async_target(target):
+        # The token knows the backend it was recorded on: an async target
+        # replays a trio token on trio without being told.
+        recorded = Schedule.decode(token).backend
+        if recorded in ("asyncio", "trio"):
+            options["backend"] = recorded
     settings = _settings(target, options)
     options.pop("strategy", None)
     options.pop("schedules", None)
