@@ -35,7 +35,10 @@ def check(
     (candidate runs the shrinker may spend, default 200), ``minimize_time``
     (a safety net in seconds, default 60), ``label`` (the name a token is bound to),
     ``progress`` (callable(done, total) for progress displays),
-    ``trace_packages`` (extra directories to trace as user code).
+    ``trace_packages`` (extra directories to trace as user code),
+    ``leak_check`` (default True: a failure that comes from state kept between
+    schedules, not from an interleaving, raises :class:`StateLeakError`
+    instead of RaceFound; False for a target that counts its runs on purpose).
     """
     from racecheck.explore import explore
 

@@ -64,3 +64,19 @@ class StuckError(UsageError):
 
 class UnsupportedError(UsageError):
     """The environment cannot be controlled (for example an untested trio version)."""
+
+
+class StateLeakError(UsageError):
+    """A failure that does not reproduce on its own replay: not reported as a race.
+
+    Schedules must be independent: each starts from the state the first one
+    saw. A target that keeps state from one schedule to the next (a mutable
+    fixture shared by every schedule of a test, a module global never reset)
+    can fail only because of what earlier schedules left behind, and replay
+    from a fresh start cannot reproduce that. ``suspects`` names what changed
+    between schedules, where racecheck could see it.
+    """
+
+    def __init__(self, message: str, suspects: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.suspects = suspects

@@ -4,18 +4,32 @@ Everything here is backend- and strategy-agnostic. The pipeline for a failing
 schedule is: found → shrunk (:mod:`racecheck.shrink`) → replayed once more with
 a :class:`~racecheck.recorder.Recorder` to produce the readable trace. Only
 that last replay pays for tracing; exploration records decisions only.
+
+Schedules must not leak into each other. While an exploration runs, the cyclic
+garbage collector is off and every run is followed by a collection
+(:func:`quiet_gc`): objects of one schedule are finalised between schedules,
+while nothing runs, never inside a later one (a library ``__del__`` that
+schedules work on the running loop would add actors to it). Objects older than
+the exploration are frozen (``gc.freeze``), so that collection only walks what
+the exploration made. What a target keeps between schedules on purpose (a
+fixture, a module global) is checked when a failure is found: the first
+schedule is run again, and a failing schedule's traced replay must fail
+again; otherwise the failure is a :class:`StateLeakError`, not a race.
 """
 
 from __future__ import annotations
 
+import _thread
+import gc
 import inspect
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck.engine import Backend, Controller, Failure, run_supervised
-from racecheck.errors import DivergenceError, UsageError
+from racecheck.errors import DivergenceError, StateLeakError, UsageError, one_line
 from racecheck.outcome import RaceFound, Report
 from racecheck.schedule import Decision, Schedule, fingerprint, python_tag
 from racecheck.strategies import make_chooser
@@ -40,6 +54,10 @@ class Settings:
     display: str
     coverage: bool
     detect: bool = False
+    #: check that a failure does not come from state kept between schedules
+    leak_check: bool = True
+    #: the target itself, to name what it keeps between schedules (statewatch)
+    target: Callable[[], Any] | None = field(default=None, repr=False)
 
 
 def default_label(target: Callable[[], Any]) -> str:
@@ -122,7 +140,16 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         display=options.pop("display_name", None) or getattr(target, "__name__", "target"),
         coverage=bool(options.pop("coverage", False)),
         detect=_detect_option(options, backend),
+        leak_check=_flag(options, "leak_check", True),
+        target=target,
     )
+
+
+def _flag(options: dict[str, Any], name: str, default: bool) -> bool:
+    value = options.pop(name, default)
+    if not isinstance(value, bool):
+        raise UsageError(f"{name} must be True or False, not {value!r}")
+    return value
 
 
 def _detect_option(options: dict[str, Any], backend: Backend) -> bool:
@@ -132,6 +159,43 @@ def _detect_option(options: dict[str, Any], backend: Backend) -> bool:
     if detect:
         backend.enable_detection()
     return detect
+
+
+_gc_guard = _thread.allocate_lock()
+_gc_depth = 0
+_gc_restore = (True, False)  # (collector was enabled, this exploration froze the heap)
+
+
+@contextmanager
+def quiet_gc() -> Iterator[None]:
+    """Keep the cyclic collector from firing inside a run; restore the caller's setting.
+
+    Entered on the calling thread around a whole exploration, so that the
+    caller's setting comes back even when the worker is abandoned (StuckError)
+    or interrupted. Nested and concurrent explorations share one outermost
+    entry.
+    """
+    global _gc_depth, _gc_restore
+    with _gc_guard:
+        if _gc_depth == 0:
+            was_enabled = gc.isenabled()
+            freeze = gc.get_freeze_count() == 0
+            gc.disable()
+            if freeze:
+                gc.freeze()
+            _gc_restore = (was_enabled, freeze)
+        _gc_depth += 1
+    try:
+        yield
+    finally:
+        with _gc_guard:
+            _gc_depth -= 1
+            if _gc_depth == 0:
+                was_enabled, froze = _gc_restore
+                if froze:
+                    gc.unfreeze()
+                if was_enabled:
+                    gc.enable()
 
 
 class Session:
@@ -148,6 +212,33 @@ class Session:
         self.schedules_seen: set[int] = set()
         #: the race detector's per-code cache, shared by the runs of this exploration
         self.hot_lines: dict[Any, frozenset[int] | None] = {}
+        #: decisions of the exploration's first schedule, run from the freshest start
+        self.first: tuple[Decision, ...] | None = None
+        #: what the target shares with every schedule, and its digest before the first
+        self.watched: Any = None
+        self.baseline: dict[str, Hashable] = {}
+
+    def take_baseline(self) -> None:
+        from racecheck.statewatch import roots, snapshot
+
+        target = self.settings.target
+        if target is None:
+            return
+        try:
+            self.watched = roots(target)
+            self.baseline = snapshot(self.watched)
+        except Exception:  # naming suspects is a courtesy; never fail a run for it
+            self.watched, self.baseline = None, {}
+
+    def suspects(self) -> list[str]:
+        if not self.watched:
+            return []
+        from racecheck.statewatch import changed
+
+        try:
+            return changed(self.baseline, self.watched)
+        except Exception:
+            return []
 
     def progress(self) -> int:
         current = self.current
@@ -177,6 +268,10 @@ class Session:
         chooser.begin(run)
         self.current = controller
         self.settings.backend.run_once(controller)
+        if _gc_depth:
+            # Between schedules, while nothing runs: finalisers of this run's
+            # objects run now, not inside the next schedule.
+            gc.collect()
         if controller.detector is not None and controller.failure is None:
             controller.detector.finish()
         self.runs += 1
@@ -254,6 +349,8 @@ class Found:
     original: tuple[Decision, ...]
     schedules_run: int
     trace: Trace | None
+    #: shown in place of the trace when there is none, saying why
+    note: str = ""
 
 
 def explore(
@@ -268,7 +365,8 @@ def explore(
     if strategy == "hypothesis":
         from racecheck.strategies.hypothesis import explore_with_hypothesis
 
-        return explore_with_hypothesis(target, settings, schedules, seed, options)
+        with quiet_gc():
+            return explore_with_hypothesis(target, settings, schedules, seed, options)
     chooser = make_chooser(strategy, seed=seed, options=options)
     if options:
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")
@@ -282,7 +380,8 @@ def explore(
         finally:
             settings.backend.uninstall()
 
-    outcome = _supervise(session, work)
+    with quiet_gc():
+        outcome = _supervise(session, work)
     if isinstance(outcome, Found):
         raise _race_found(session, outcome, strategy, seed)
     outcome.seconds = time.perf_counter() - started
@@ -313,10 +412,13 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
     seen = session.schedules_seen
     settings = session.settings
     run = 0
+    session.take_baseline()
     while run < schedules and not session.interrupted:
         run += 1
         controller = session.run(chooser, run)
         decisions = tuple(controller.decisions)
+        if run == 1:
+            session.first = decisions
         seen.add(hash(decisions))
         failed = controller.failure is not None
         chooser.end(decisions, failed, controller.scheduling_steps)
@@ -344,6 +446,7 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
 def _found(
     session: Session, failure: Failure, decisions: tuple[Decision, ...], schedules_run: int
 ) -> Found:
+    _check_fresh_start(session, failure, schedules_run)
     original = decisions
     settings = session.settings
     if settings.minimize and any(choice for _, choice in decisions):
@@ -352,22 +455,157 @@ def _found(
         failure, decisions = shrink(
             session, failure, decisions, runs=settings.minimize_runs, seconds=settings.minimize_time
         )
-    trace, traced_failure = _record(session, decisions)
+    traced = _traced_replay(session, decisions)
+    if isinstance(traced, DivergenceError) or traced[1] is None:
+        why = (
+            _divergence_why(traced)
+            if isinstance(traced, DivergenceError)
+            else "the replay ran without failing"
+        )
+        if schedules_run == 1:
+            # Seen on the very first schedule, from the freshest start there is:
+            # a real failure whose path ran one-time initialisation (a first-use
+            # cache, a lazy singleton) that later runs skip. Report it, and why
+            # there is no trace.
+            return Found(
+                failure,
+                decisions,
+                original,
+                schedules_run,
+                None,
+                note=(
+                    "trace: not available: the failure happened on the first schedule and its"
+                    f" traced replay in this process did not reproduce it ({why}); the first"
+                    " schedule ran one-time initialisation that later runs skip, so replay"
+                    " the token in a fresh process"
+                ),
+            )
+        if session.settings.leak_check:
+            raise _not_reproduced(session, failure, decisions, schedules_run, why)
+        return Found(
+            failure, decisions, original, schedules_run, None, note=f"trace: not available: {why}"
+        )
+    trace, traced_failure = traced
     if traced_failure is not None and traced_failure.kind == failure.kind:
         failure = traced_failure  # same failure, with the richer detail of the traced run
     return Found(failure, decisions, original, schedules_run, trace)
 
 
-def _record(session: Session, decisions: Sequence[Decision]) -> tuple[Trace | None, Failure | None]:
-    """Replay ``decisions`` once more with tracing on."""
+def _divergence_why(exc: DivergenceError) -> str:
+    if exc.reason == "needs-more":
+        return f"the replay needed decision {exc.step}, past the last one the schedule holds"
+    if exc.reason == "not-enabled":
+        return (
+            f"the replay diverged at decision {exc.step}: another number of actors was enabled"
+            " than the failing run had there"
+        )
+    return f"the replay diverged: {one_line(exc, named=False)}"
+
+
+def _describe(failure: Failure) -> str:
+    if failure.cause is not None:
+        return one_line(failure.cause)
+    return (failure.detail or failure.kind).strip().splitlines()[0]
+
+
+def _suspects_text(session: Session) -> tuple[str, tuple[str, ...]]:
+    suspects = tuple(session.suspects())
+    if suspects:
+        shown = ", ".join(suspects[:6]) + (", ..." if len(suspects) > 6 else "")
+        return f"changed between schedules: {shown}", suspects
+    return (
+        "racecheck could not see what changed (state kept in a library, a class attribute,"
+        " a file or a cache)",
+        suspects,
+    )
+
+
+_LEAK_FIX = (
+    "build what the actors share inside the target, or reset it at its start (in pytest a"
+    " function-scoped fixture is made once per test and shared by all its schedules)"
+)
+
+
+def _check_fresh_start(session: Session, failure: Failure, schedules_run: int) -> None:
+    """Raise StateLeakError when the first schedule now fails: history, not an interleaving.
+
+    The first schedule passed when it ran from the exploration's fresh start
+    (it would have been reported otherwise). Running its exact decisions again
+    must pass again; if it fails now, earlier schedules changed the world the
+    target runs in. A replay that takes another path is inconclusive (one-time
+    initialisation does that), so only a failure counts.
+    """
+    first = session.first
+    if schedules_run <= 1 or first is None or session.interrupted:
+        return
+    if not session.settings.leak_check:
+        return
+    try:
+        controller = session.run(ReplayChooser(first), 0)
+    except DivergenceError:
+        return
+    again = controller.failure
+    if again is None:
+        return
+    what, suspects = _suspects_text(session)
+    raise StateLeakError(
+        "state leaks between schedules: the first schedule passed at the start of the"
+        f" exploration and fails when run again after {schedules_run} schedules"
+        f" ({_describe(again)}), so the failure at schedule {schedules_run} ({_describe(failure)})"
+        f" comes from what earlier schedules left behind, not from an interleaving; {what};"
+        f" {_LEAK_FIX}. Not reported as a race.",
+        suspects,
+    )
+
+
+def _not_reproduced(
+    session: Session,
+    failure: Failure,
+    decisions: Sequence[Decision],
+    schedules_run: int,
+    why: str,
+) -> StateLeakError:
+    what, suspects = _suspects_text(session)
+    token = session.schedule(decisions).encode()
+    return StateLeakError(
+        "state leaks between schedules, or the target is not deterministic: the failure"
+        f" found at schedule {schedules_run} ({_describe(failure)}) does not reproduce on its"
+        f" own replay ({why}); {what}; {_LEAK_FIX}, and keep time, randomness and I/O out of"
+        f" the schedule. Not reported as a race (schedule: {token}).",
+        suspects,
+    )
+
+
+def _traced_replay(
+    session: Session, decisions: Sequence[Decision]
+) -> tuple[Trace, Failure | None] | DivergenceError:
+    """Replay ``decisions`` once more with tracing on; a divergence is returned, not raised."""
     from racecheck.recorder import Recorder
 
     recorder = Recorder()
     try:
         controller = session.run(ReplayChooser(decisions), 0, recorder)
-    except DivergenceError:
-        return None, None
+    except DivergenceError as exc:
+        return exc
     return recorder.finish(controller.failure), controller.failure
+
+
+def _record(session: Session, decisions: Sequence[Decision]) -> tuple[Trace | None, Failure | None]:
+    """Replay ``decisions`` once more with tracing on (for strategies that shrink on their own).
+
+    A replay that leaves its schedule is reported, never turned into an empty trace.
+    """
+    traced = _traced_replay(session, decisions)
+    if isinstance(traced, DivergenceError):
+        token = session.schedule(decisions).encode()
+        raise StateLeakError(
+            "state leaks between schedules, or the target is not deterministic: the traced"
+            f" replay of a failing schedule did not follow it ({_divergence_why(traced)});"
+            f" {_suspects_text(session)[0]}; {_LEAK_FIX}. Not reported as a race"
+            f" (schedule: {token}).",
+            tuple(session.suspects()),
+        )
+    return traced
 
 
 def _race_found(session: Session, found: Found, strategy: str, seed: int) -> RaceFound:
@@ -390,6 +628,7 @@ def _race_found(session: Session, found: Found, strategy: str, seed: int) -> Rac
         replay_hint=f'racecheck.replay({settings.display}, "{token}"{detect_argument})',
         distinct_schedules=len(session.schedules_seen),
         distinct_orderings=len(session.coverage),
+        note=found.note,
     )
 
 
@@ -413,29 +652,54 @@ def replay_token(target: Callable[[], Any], token: str, *, options: dict[str, An
     schedule.check_compatible(backend=settings.backend.name, label=settings.label)
     session = Session(settings)
 
-    def work() -> Found | None:
+    def attempt() -> Found | DivergenceError | bool:
+        """One replay: the failure, a divergence, or whether it followed every decision."""
         from racecheck.recorder import Recorder
 
+        chooser = ReplayChooser(schedule.decisions)
+        recorder = Recorder()
+        try:
+            controller = session.run(chooser, 1, recorder)
+        except DivergenceError as exc:
+            return exc
+        if controller.failure is None:
+            return not chooser.finished_early()
+        return Found(
+            controller.failure,
+            schedule.decisions,
+            schedule.decisions,
+            1,
+            recorder.finish(controller.failure),
+        )
+
+    def work() -> Found | None:
         settings.backend.install()
         try:
-            chooser = ReplayChooser(schedule.decisions)
-            recorder = Recorder()
-            controller = session.run(chooser, 1, recorder)
-            if controller.failure is None:
-                # Ending before the last recorded decision is not a divergence:
-                # the run followed the schedule as far as it went and did not
-                # fail (a fix usually shortens the run).
-                return None
-            return Found(
-                controller.failure,
-                schedule.decisions,
-                schedule.decisions,
-                1,
-                recorder.finish(controller.failure),
-            )
+            outcome = attempt()
+            if outcome is not True and not isinstance(outcome, Found):
+                # The run left the schedule or stopped short of it. A token found
+                # late in an exploration was recorded after the target's one-time
+                # initialisation (first-use caches, lazy singletons) had run; in a
+                # fresh process the first run does that work and takes another
+                # path. A run that follows the token where it fits (natural order
+                # elsewhere) and runs to its end does that work; then the token is
+                # replayed again, and that replay decides.
+                from racecheck.shrink import GuidedChooser
+
+                session.run(GuidedChooser(schedule.decisions), 1)
+                outcome = attempt()
+            if isinstance(outcome, DivergenceError):
+                raise outcome
+            if isinstance(outcome, Found):
+                return outcome
+            # Ending before the last recorded decision is not a divergence:
+            # the run followed the schedule as far as it went and did not
+            # fail (a fix usually shortens the run).
+            return None
         finally:
             settings.backend.uninstall()
 
-    found = _supervise(session, work)
+    with quiet_gc():
+        found = _supervise(session, work)
     if found is not None:
         raise _race_found(session, found, "replay", 0)
