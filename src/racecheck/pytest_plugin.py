@@ -184,6 +184,8 @@ def make_target(func: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[[]
             setattr(target, attr, getattr(func, attr))
         except (AttributeError, TypeError):
             pass
+    # Every schedule of the test shares these values: name them if state leaks.
+    target.__racecheck_state__ = {f"fixture {name!r}": v for name, v in kwargs.items()}  # type: ignore[attr-defined]
     return target
 
 

@@ -99,6 +99,7 @@ def roots(target: Callable[..., Any]) -> Watched:
         found.setdefault(label, getter or (lambda: value))
 
     named = getattr(target, STATE_ATTRIBUTE, None)
+    named_by_front_end = isinstance(named, dict)
     if isinstance(named, dict):
         for label, value in named.items():
             add(str(label), value)
@@ -132,6 +133,8 @@ def roots(target: Callable[..., Any]) -> Watched:
                 continue
             if inspect.isfunction(value) or isinstance(value, functools.partial):
                 visit(value, depth + 1)
+            elif depth == 0 and named_by_front_end:
+                continue  # the front end's wrapper: what it passes on is named above
             elif _watchable(name, value):
                 add(
                     f"closure variable {name!r} of {func.__qualname__}",
