@@ -217,6 +217,7 @@ class Session:
         #: what the target shares with every schedule, and its digest before the first
         self.watched: Any = None
         self.baseline: dict[str, Hashable] = {}
+        self.take_baseline()
 
     def take_baseline(self) -> None:
         from racecheck.statewatch import roots, snapshot
@@ -275,6 +276,8 @@ class Session:
         if controller.detector is not None and controller.failure is None:
             controller.detector.finish()
         self.runs += 1
+        if run == 1 and recorder is None and self.first is None:
+            self.first = tuple(controller.decisions)
         if controller.accesses is not None:
             self.coverage.add_run(controller.accesses)
         if controller.internal_error is not None:
@@ -412,13 +415,10 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
     seen = session.schedules_seen
     settings = session.settings
     run = 0
-    session.take_baseline()
     while run < schedules and not session.interrupted:
         run += 1
         controller = session.run(chooser, run)
         decisions = tuple(controller.decisions)
-        if run == 1:
-            session.first = decisions
         seen.add(hash(decisions))
         failed = controller.failure is not None
         chooser.end(decisions, failed, controller.scheduling_steps)
@@ -526,7 +526,7 @@ _LEAK_FIX = (
 )
 
 
-def _check_fresh_start(session: Session, failure: Failure, schedules_run: int) -> None:
+def _check_fresh_start(session: Session, failure: Failure | None, schedules_run: int) -> None:
     """Raise StateLeakError when the first schedule now fails: history, not an interleaving.
 
     The first schedule passed when it ran from the exploration's fresh start
@@ -548,11 +548,16 @@ def _check_fresh_start(session: Session, failure: Failure, schedules_run: int) -
     if again is None:
         return
     what, suspects = _suspects_text(session)
+    found = (
+        f"the failure at schedule {schedules_run} ({_describe(failure)})"
+        if failure is not None
+        else "the failure found later"
+    )
     raise StateLeakError(
         "state leaks between schedules: the first schedule passed at the start of the"
         f" exploration and fails when run again after {schedules_run} schedules"
-        f" ({_describe(again)}), so the failure at schedule {schedules_run} ({_describe(failure)})"
-        f" comes from what earlier schedules left behind, not from an interleaving; {what};"
+        f" ({_describe(again)}), so {found} comes from what earlier schedules left behind,"
+        f" not from an interleaving; {what};"
         f" {_LEAK_FIX}. Not reported as a race.",
         suspects,
     )
@@ -591,19 +596,26 @@ def _traced_replay(
 
 
 def _record(session: Session, decisions: Sequence[Decision]) -> tuple[Trace | None, Failure | None]:
-    """Replay ``decisions`` once more with tracing on (for strategies that shrink on their own).
+    """Replay a failing schedule once more with tracing on (strategies that shrink on their own).
 
-    A replay that leaves its schedule is reported, never turned into an empty trace.
+    A replay that leaves its schedule, or runs without failing, is reported
+    as a failure that does not reproduce, never as a race with an empty trace.
     """
+    _check_fresh_start(session, None, session.runs)
     traced = _traced_replay(session, decisions)
-    if isinstance(traced, DivergenceError):
+    if isinstance(traced, DivergenceError) or (traced[1] is None and session.settings.leak_check):
+        why = (
+            _divergence_why(traced)
+            if isinstance(traced, DivergenceError)
+            else "the replay ran without failing"
+        )
         token = session.schedule(decisions).encode()
+        what, suspects = _suspects_text(session)
         raise StateLeakError(
-            "state leaks between schedules, or the target is not deterministic: the traced"
-            f" replay of a failing schedule did not follow it ({_divergence_why(traced)});"
-            f" {_suspects_text(session)[0]}; {_LEAK_FIX}. Not reported as a race"
-            f" (schedule: {token}).",
-            tuple(session.suspects()),
+            "state leaks between schedules, or the target is not deterministic: a failing"
+            f" schedule does not reproduce on its own replay ({why}); {what}; {_LEAK_FIX}."
+            f" Not reported as a race (schedule: {token}).",
+            suspects,
         )
     return traced
 

@@ -216,6 +216,37 @@ async def target():
     assert order != [3, 2, 1], f"order {order}"
 """
 
+FIRST_USE_THREADS = """
+import threading
+
+_CACHE = {}
+
+
+def settings(key):
+    # one-time initialisation on first use: shared reads and writes, traced
+    if key not in _CACHE:
+        table = {}
+        for i in range(3):
+            table[i] = i * i
+        _CACHE[key] = table
+    return _CACHE[key]
+
+
+def target():
+    order = []
+
+    def worker(number):
+        settings("step")
+        order.append(number)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in (1, 2, 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert order != [3, 2, 1], f"order {order}"
+"""
+
 REPLAY = """
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -232,14 +263,16 @@ else:
 """
 
 
-def test_a_late_token_replays_in_a_fresh_process(tmp_path: Path) -> None:
-    (tmp_path / "first_use.py").write_text(FIRST_USE)
+@pytest.mark.parametrize("source", [FIRST_USE, FIRST_USE_THREADS], ids=["asyncio", "threads"])
+def test_a_late_token_replays_in_a_fresh_process(tmp_path: Path, source: str) -> None:
+    (tmp_path / "first_use.py").write_text(source)
     sys.path.insert(0, str(tmp_path))
     try:
         import first_use
 
-        for seed in range(20):
-            with pytest.raises(racecheck.RaceFound) as info:
+        found: racecheck.RaceFound | None = None
+        for seed in range(30):
+            try:
                 racecheck.check(
                     first_use.target,
                     strategy="random",
@@ -248,13 +281,14 @@ def test_a_late_token_replays_in_a_fresh_process(tmp_path: Path) -> None:
                     minimize=False,
                     label="first-use",
                 )
-            if info.value.schedules_run > 1:
-                break
+            except racecheck.RaceFound as exc:
+                if exc.schedules_run > 1:
+                    found = exc
+                    break
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("first_use", None)
-    found = info.value
-    assert found.schedules_run > 1, "the race must be found after the first-use schedule"
+    assert found is not None, "no seed found the race after the first-use schedule"
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(REPLAY), str(tmp_path), found.schedule],

@@ -60,6 +60,14 @@ def test_a_module_list_never_reset_is_a_leak_not_a_race() -> None:
     assert "global test_state_leaks.SEEN" in info.value.suspects
 
 
+def test_the_hypothesis_strategy_runs_the_same_health_check() -> None:
+    pytest.importorskip("hypothesis")
+    SEEN.clear()
+    with pytest.raises(StateLeakError) as info:
+        racecheck.check(appends_to_a_module_list, strategy="hypothesis", schedules=50)
+    assert "global test_state_leaks.SEEN" in str(info.value)
+
+
 def test_a_rebound_module_global_is_named() -> None:
     global TOTAL
     TOTAL = 0
