@@ -43,22 +43,24 @@ _DEPTH = 3
 
 def _digest(value: Any, depth: int = 0) -> Hashable:
     try:
-        if isinstance(value, _SCALARS):
+        if type(value) in _SCALARS:
             return (type(value).__name__, value)
-        if isinstance(value, (str, bytes)):
+        if type(value) in (str, bytes):
             return (type(value).__name__, len(value), hash(value))
         if depth >= _DEPTH:
             return (type(value).__name__, id(value))
-        if isinstance(value, (list, tuple, collections.deque)):
+        kind = type(value)
+        # exact builtin types only: a subclass's __len__/__iter__ is user code
+        if kind in (list, tuple, collections.deque):
             items = tuple(_digest(v, depth + 1) for v in islice(value, _ITEMS))
             return (type(value).__name__, len(value), items)
-        if isinstance(value, dict):
+        if kind is dict:
             pairs = tuple(
                 (_digest(k, depth + 1), _digest(v, depth + 1))
                 for k, v in islice(dict.items(value), _ITEMS)
             )
             return (type(value).__name__, len(value), pairs)
-        if isinstance(value, (set, frozenset)):
+        if kind in (set, frozenset):
             if len(value) > 4 * _ITEMS:
                 return (type(value).__name__, len(value), id(value))
             return (
