@@ -533,19 +533,24 @@ def _check_fresh_start(session: Session, failure: Failure | None, schedules_run:
     (it would have been reported otherwise). Running its exact decisions again
     must pass again; if it fails now, earlier schedules changed the world the
     target runs in. A replay that takes another path is inconclusive (one-time
-    initialisation does that), so only a failure counts.
+    initialisation does that), so only a failure on the same path counts: one
+    that followed every recorded decision.
     """
     first = session.first
     if schedules_run <= 1 or first is None or session.interrupted:
         return
     if not session.settings.leak_check:
         return
+    chooser = ReplayChooser(first)
     try:
-        controller = session.run(ReplayChooser(first), 0)
+        controller = session.run(chooser, 0)
     except DivergenceError:
         return
     again = controller.failure
-    if again is None:
+    if again is None or chooser.finished_early():
+        # Not failing is what a fresh start looks like. Failing short of the
+        # recorded decisions may mean the path changed (one-time initialisation
+        # ran in the first schedule only), which says nothing about a leak.
         return
     what, suspects = _suspects_text(session)
     found = (
