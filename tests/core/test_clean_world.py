@@ -299,3 +299,29 @@ def test_a_late_token_replays_in_a_fresh_process(tmp_path: Path, source: str) ->
     )
     assert done.stdout.startswith("REPRODUCED"), done.stdout + done.stderr
     assert "order [3, 2, 1]" in done.stdout
+
+
+def test_the_gc_setting_comes_back_when_the_worker_is_abandoned() -> None:
+    """A StuckError leaves the worker blocked in C; the caller's setting is restored anyway."""
+    read_end, write_end = os.pipe()
+
+    def blocks_in_c() -> None:
+        def reader() -> None:
+            os.read(read_end, 1)  # blocks in C: invisible to the scheduler
+
+        worker = threading.Thread(target=reader)
+        worker.start()
+        worker.join()
+
+    was = gc.isenabled()
+    frozen = gc.get_freeze_count()
+    gc.enable()
+    try:
+        with pytest.raises(racecheck.StuckError):
+            racecheck.check(blocks_in_c, schedules=3, watchdog=1.0)
+        assert gc.isenabled()
+        assert gc.get_freeze_count() == frozen
+    finally:
+        os.write(write_end, b"x")  # let the abandoned reader finish
+        os.close(write_end)
+        gc.enable() if was else gc.disable()
