@@ -4,7 +4,8 @@ Schedules must be independent: every one should start from the state the
 first one saw. When a failure turns out to depend on what earlier schedules
 left behind (see ``explore._check_fresh_start``), this module names the
 suspects: the fixture values a pytest test receives, the target's closure
-variables and arguments, and the module globals of the code it calls directly.
+variables and arguments, and the module globals (and class attributes of the
+module's classes) of the code it calls directly.
 
 A :func:`snapshot` is a bounded structural digest of each: values of builtin
 types by content, containers by length and their first items, plain objects
@@ -148,9 +149,25 @@ def roots(target: Callable[..., Any]) -> Watched:
         for name, value in list(namespace.items()):
             if _watchable(name, value):
                 add(f"global {module}.{name}", value, functools.partial(namespace.get, name))
+            elif isinstance(value, type) and value.__module__ == module:
+                # class-level registries and singletons (``_instances = {}``)
+                attributes = vars(value)
+                for attr, held in list(attributes.items()):
+                    if _watchable(attr, held) and not isinstance(
+                        held, (property, classmethod, staticmethod)
+                    ):
+                        add(
+                            f"class attribute {module}.{name}.{attr}",
+                            held,
+                            functools.partial(_attribute, value, attr),
+                        )
 
     visit(target, 0)
     return found
+
+
+def _attribute(owner: type, name: str) -> Any:
+    return vars(owner).get(name)
 
 
 def _cell_value(cell: Any) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -74,6 +74,32 @@ def test_a_rebound_module_global_is_named() -> None:
     with pytest.raises(StateLeakError) as info:
         racecheck.check(counts_in_a_module_global, schedules=30)
     assert "global test_state_leaks.TOTAL" in str(info.value)
+
+
+class Registry:
+    instances: ClassVar[dict[str, int]] = {}
+
+
+def registers_in_a_class_attribute() -> None:
+    lock = threading.Lock()
+
+    def register(name: str) -> None:
+        with lock:
+            Registry.instances[name] = Registry.instances.get(name, 0) + 1
+
+    workers = [threading.Thread(target=register, args=(n,)) for n in ("a", "b")]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert Registry.instances == {"a": 1, "b": 1}, f"{Registry.instances}"
+
+
+def test_a_class_level_registry_is_named() -> None:
+    Registry.instances.clear()
+    with pytest.raises(StateLeakError) as info:
+        racecheck.check(registers_in_a_class_attribute, schedules=30)
+    assert "class attribute test_state_leaks.Registry.instances" in str(info.value)
 
 
 def test_a_shared_closure_value_is_named() -> None:
