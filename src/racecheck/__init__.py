@@ -12,7 +12,13 @@ Importing ``racecheck`` is cheap: backends load when a run needs them.
 from __future__ import annotations
 
 from racecheck.api import check, replay
-from racecheck.errors import DivergenceError, StuckError, TokenError, UsageError
+from racecheck.errors import (
+    DivergenceError,
+    StateLeakError,
+    StuckError,
+    TokenError,
+    UsageError,
+)
 from racecheck.outcome import RaceFound, Report
 from racecheck.scenario import Scenario, Variant, scenario
 
@@ -21,6 +27,7 @@ __all__ = [
     "RaceFound",
     "Report",
     "Scenario",
+    "StateLeakError",
     "StuckError",
     "TokenError",
     "UsageError",

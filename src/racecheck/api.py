@@ -35,7 +35,10 @@ def check(
     (candidate runs the shrinker may spend, default 200), ``minimize_time``
     (a safety net in seconds, default 60), ``label`` (the name a token is bound to),
     ``progress`` (callable(done, total) for progress displays),
-    ``trace_packages`` (extra directories to trace as user code).
+    ``trace_packages`` (extra directories to trace as user code),
+    ``leak_check`` (default True: a failure that comes from state kept between
+    schedules, not from an interleaving, raises :class:`StateLeakError`
+    instead of RaceFound; False for a target that counts its runs on purpose).
     """
     from racecheck.explore import explore
 
@@ -45,9 +48,13 @@ def check(
 def replay(target: Callable[[], Any], schedule_token: str, **options: Any) -> None:
     """Run exactly the schedule in ``schedule_token``; raise RaceFound if it fails.
 
-    Raises :class:`TokenError` for a malformed token or one recorded for another
+    An async target replays on the backend the token was recorded on (asyncio
+    or trio) unless ``backend`` is given. Returns when the run follows the
+    schedule as far as it goes and does not fail, even if it ends before the
+    token's last decision (a buggy token on fixed code). Raises
+    :class:`TokenError` for a malformed token or one recorded for another
     target, backend or Python version, and :class:`DivergenceError` when the run
-    does not follow the schedule.
+    needs a decision the token does not hold or meets other enabled actors.
     """
     from racecheck.explore import replay_token
 

@@ -35,12 +35,22 @@ class DivergenceError(UsageError):
     Raised when the program takes another path than the one the token recorded:
     the code changed, or it depends on something racecheck does not control
     (wall-clock time, randomness, I/O). ``step`` is the first decision that
-    differed.
+    differed. ``reason`` says which way it left the schedule:
+
+    * ``"needs-more"``: the run needed a decision past the token's last one;
+    * ``"not-enabled"``: at a recorded decision another set of actors was
+      enabled, so the recorded choice does not name the same actor (or none);
+    * ``"traced-replay"``: racecheck's own traced re-run of a failure it had
+      just found took another path (the target is not deterministic per run).
+
+    A run that ends early *without failing* is not a divergence: it followed
+    the schedule as far as it went, and did not fail.
     """
 
-    def __init__(self, message: str, step: int) -> None:
+    def __init__(self, message: str, step: int, reason: str = "") -> None:
         super().__init__(message)
         self.step = step
+        self.reason = reason
 
 
 class StuckError(UsageError):
@@ -54,3 +64,19 @@ class StuckError(UsageError):
 
 class UnsupportedError(UsageError):
     """The environment cannot be controlled (for example an untested trio version)."""
+
+
+class StateLeakError(UsageError):
+    """A failure that does not reproduce on its own replay: not reported as a race.
+
+    Schedules must be independent: each starts from the state the first one
+    saw. A target that keeps state from one schedule to the next (a mutable
+    fixture shared by every schedule of a test, a module global never reset)
+    can fail only because of what earlier schedules left behind, and replay
+    from a fresh start cannot reproduce that. ``suspects`` names what changed
+    between schedules, where racecheck could see it.
+    """
+
+    def __init__(self, message: str, suspects: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.suspects = suspects

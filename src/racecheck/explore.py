@@ -4,18 +4,32 @@ Everything here is backend- and strategy-agnostic. The pipeline for a failing
 schedule is: found → shrunk (:mod:`racecheck.shrink`) → replayed once more with
 a :class:`~racecheck.recorder.Recorder` to produce the readable trace. Only
 that last replay pays for tracing; exploration records decisions only.
+
+Schedules must not leak into each other. While an exploration runs, the cyclic
+garbage collector is off and every run is followed by a collection
+(:func:`quiet_gc`): objects of one schedule are finalised between schedules,
+while nothing runs, never inside a later one (a library ``__del__`` that
+schedules work on the running loop would add actors to it). Objects older than
+the exploration are frozen (``gc.freeze``), so that collection only walks what
+the exploration made. What a target keeps between schedules on purpose (a
+fixture, a module global) is checked when a failure is found: the first
+schedule is run again, and a failing schedule's traced replay must fail
+again; otherwise the failure is a :class:`StateLeakError`, not a race.
 """
 
 from __future__ import annotations
 
+import _thread
+import gc
 import inspect
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck.engine import Backend, Controller, Failure, run_supervised
-from racecheck.errors import DivergenceError, UsageError
+from racecheck.errors import DivergenceError, StateLeakError, UsageError, one_line
 from racecheck.outcome import RaceFound, Report
 from racecheck.schedule import Decision, Schedule, fingerprint, python_tag
 from racecheck.strategies import make_chooser
@@ -42,6 +56,10 @@ class Settings:
     detect: bool = False
     #: installed code traced as user code for this exploration (racecheck.sources)
     trace_paths: tuple[str, ...] = ()
+    #: check that a failure does not come from state kept between schedules
+    leak_check: bool = True
+    #: the target itself, to name what it keeps between schedules (statewatch)
+    target: Callable[[], Any] | None = field(default=None, repr=False)
 
 
 def default_label(target: Callable[[], Any]) -> str:
@@ -121,6 +139,8 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         coverage=bool(options.pop("coverage", False)),
         detect=_detect_option(options, backend),
         trace_paths=trace_paths,
+        leak_check=_flag(options, "leak_check", True),
+        target=target,
     )
 
 
@@ -137,6 +157,13 @@ def _trace_paths(target: Callable[[], Any], trace_packages: Any) -> tuple[str, .
     return (*code_under_test(target), *extra)
 
 
+def _flag(options: dict[str, Any], name: str, default: bool) -> bool:
+    value = options.pop(name, default)
+    if not isinstance(value, bool):
+        raise UsageError(f"{name} must be True or False, not {value!r}")
+    return value
+
+
 def _detect_option(options: dict[str, Any], backend: Backend) -> bool:
     detect = options.pop("detect", False)
     if not isinstance(detect, bool):
@@ -144,6 +171,43 @@ def _detect_option(options: dict[str, Any], backend: Backend) -> bool:
     if detect:
         backend.enable_detection()
     return detect
+
+
+_gc_guard = _thread.allocate_lock()
+_gc_depth = 0
+_gc_restore = (True, False)  # (collector was enabled, this exploration froze the heap)
+
+
+@contextmanager
+def quiet_gc() -> Iterator[None]:
+    """Keep the cyclic collector from firing inside a run; restore the caller's setting.
+
+    Entered on the calling thread around a whole exploration, so that the
+    caller's setting comes back even when the worker is abandoned (StuckError)
+    or interrupted. Nested and concurrent explorations share one outermost
+    entry.
+    """
+    global _gc_depth, _gc_restore
+    with _gc_guard:
+        if _gc_depth == 0:
+            was_enabled = gc.isenabled()
+            freeze = gc.get_freeze_count() == 0
+            gc.disable()
+            if freeze:
+                gc.freeze()
+            _gc_restore = (was_enabled, freeze)
+        _gc_depth += 1
+    try:
+        yield
+    finally:
+        with _gc_guard:
+            _gc_depth -= 1
+            if _gc_depth == 0:
+                was_enabled, froze = _gc_restore
+                if froze:
+                    gc.unfreeze()
+                if was_enabled:
+                    gc.enable()
 
 
 class Session:
@@ -160,6 +224,34 @@ class Session:
         self.schedules_seen: set[int] = set()
         #: the race detector's per-code cache, shared by the runs of this exploration
         self.hot_lines: dict[Any, frozenset[int] | None] = {}
+        #: decisions of the exploration's first schedule, run from the freshest start
+        self.first: tuple[Decision, ...] | None = None
+        #: what the target shares with every schedule, and its digest before the first
+        self.watched: Any = None
+        self.baseline: dict[str, Hashable] = {}
+        self.take_baseline()
+
+    def take_baseline(self) -> None:
+        from racecheck.statewatch import roots, snapshot
+
+        target = self.settings.target
+        if target is None:
+            return
+        try:
+            self.watched = roots(target)
+            self.baseline = snapshot(self.watched)
+        except Exception:  # naming suspects is a courtesy; never fail a run for it
+            self.watched, self.baseline = None, {}
+
+    def suspects(self) -> list[str]:
+        if not self.watched:
+            return []
+        from racecheck.statewatch import changed
+
+        try:
+            return changed(self.baseline, self.watched)
+        except Exception:
+            return []
 
     def progress(self) -> int:
         current = self.current
@@ -189,13 +281,21 @@ class Session:
         chooser.begin(run)
         self.current = controller
         self.settings.backend.run_once(controller)
+        if _gc_depth:
+            # Between schedules, while nothing runs: finalisers of this run's
+            # objects run now, not inside the next schedule.
+            gc.collect()
         if controller.detector is not None and controller.failure is None:
             controller.detector.finish()
         self.runs += 1
+        if run == 1 and recorder is None and self.first is None:
+            self.first = tuple(controller.decisions)
         if controller.accesses is not None:
             self.coverage.add_run(controller.accesses)
         if controller.internal_error is not None:
             raise controller.internal_error
+        if controller.failure is not None and self.settings.backend.name == "asyncio":
+            _refuse_trio_on_asyncio(controller.failure.cause)
         return controller
 
     def warnings(self) -> list[str]:
@@ -214,6 +314,54 @@ class Session:
         )
 
 
+def _refuse_trio_on_asyncio(cause: BaseException | None) -> None:
+    """Raise a UsageError when an asyncio run failed inside trio itself.
+
+    trio code cannot run on an asyncio loop: its first nursery, checkpoint or
+    ``trio.lowlevel`` call fails in trio (``'RunContext' object has no
+    attribute 'runner'``, "must be called from async context", asyncio's "Task
+    got bad yield"). Such a failure says nothing about the target's
+    concurrency, so it must not come back as a race. The test is where the
+    error was raised, not its words: user code raising the same message stays
+    a failure of the user's code.
+    """
+    import sys
+
+    trio = sys.modules.get("trio")
+    if trio is None or cause is None:
+        return
+    import os
+
+    home = os.path.dirname(getattr(trio, "__file__", "") or "") + os.sep
+    for exc in _leaves(cause):
+        if not isinstance(exc, (RuntimeError, AttributeError)):
+            continue
+        tb = exc.__traceback__
+        if tb is None:
+            continue
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.startswith(home):
+            where = os.path.relpath(filename, os.path.dirname(home.rstrip(os.sep)))
+            raise UsageError(
+                f"this target runs trio code on the asyncio backend ({type(exc).__name__}:"
+                f" {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}, raised in"
+                f" {where}): pass backend='trio' (in pytest: @pytest.mark.racecheck("
+                "backend='trio'), or pytest-trio's marker)"
+            )
+
+
+def _leaves(exc: BaseException, depth: int = 0) -> list[BaseException]:
+    """``exc`` and, for an exception group, the exceptions it holds."""
+    if depth < 8 and isinstance(exc, BaseExceptionGroup):
+        out: list[BaseException] = []
+        for inner in exc.exceptions:
+            out += _leaves(inner, depth + 1)
+        return out
+    return [exc]
+
+
 @dataclass
 class Found:
     failure: Failure
@@ -221,6 +369,8 @@ class Found:
     original: tuple[Decision, ...]
     schedules_run: int
     trace: Trace | None
+    #: shown in place of the trace when there is none, saying why
+    note: str = ""
 
 
 def explore(
@@ -235,7 +385,8 @@ def explore(
     if strategy == "hypothesis":
         from racecheck.strategies.hypothesis import explore_with_hypothesis
 
-        return explore_with_hypothesis(target, settings, schedules, seed, options)
+        with quiet_gc():
+            return explore_with_hypothesis(target, settings, schedules, seed, options)
     chooser = make_chooser(strategy, seed=seed, options=options)
     if options:
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")
@@ -249,7 +400,8 @@ def explore(
         finally:
             settings.backend.uninstall()
 
-    outcome = _supervise(session, work)
+    with quiet_gc():
+        outcome = _supervise(session, work)
     if isinstance(outcome, Found):
         member = getattr(chooser, "found_by", None)  # the portfolio names its member
         raise _race_found(session, outcome, f"{strategy}: {member}" if member else strategy, seed)
@@ -323,6 +475,7 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
 def _found(
     session: Session, failure: Failure, decisions: tuple[Decision, ...], schedules_run: int
 ) -> Found:
+    _check_fresh_start(session, failure, schedules_run)
     original = decisions
     settings = session.settings
     if settings.minimize and any(choice for _, choice in decisions):
@@ -331,22 +484,174 @@ def _found(
         failure, decisions = shrink(
             session, failure, decisions, runs=settings.minimize_runs, seconds=settings.minimize_time
         )
-    trace, traced_failure = _record(session, decisions)
+    traced = _traced_replay(session, decisions)
+    if isinstance(traced, DivergenceError) or traced[1] is None:
+        why = (
+            _divergence_why(traced)
+            if isinstance(traced, DivergenceError)
+            else "the replay ran without failing"
+        )
+        if schedules_run == 1:
+            # Seen on the very first schedule, from the freshest start there is:
+            # a real failure whose path ran one-time initialisation (a first-use
+            # cache, a lazy singleton) that later runs skip. Report it, and why
+            # there is no trace.
+            return Found(
+                failure,
+                decisions,
+                original,
+                schedules_run,
+                None,
+                note=(
+                    "trace: not available: the failure happened on the first schedule and its"
+                    f" traced replay in this process did not reproduce it ({why}); the first"
+                    " schedule ran one-time initialisation that later runs skip, so replay"
+                    " the token in a fresh process"
+                ),
+            )
+        if session.settings.leak_check:
+            raise _not_reproduced(session, failure, decisions, schedules_run, why)
+        return Found(
+            failure, decisions, original, schedules_run, None, note=f"trace: not available: {why}"
+        )
+    trace, traced_failure = traced
     if traced_failure is not None and traced_failure.kind == failure.kind:
         failure = traced_failure  # same failure, with the richer detail of the traced run
     return Found(failure, decisions, original, schedules_run, trace)
 
 
-def _record(session: Session, decisions: Sequence[Decision]) -> tuple[Trace | None, Failure | None]:
-    """Replay ``decisions`` once more with tracing on."""
+def _divergence_why(exc: DivergenceError) -> str:
+    if exc.reason == "needs-more":
+        return f"the replay needed decision {exc.step}, past the last one the schedule holds"
+    if exc.reason == "not-enabled":
+        return (
+            f"the replay diverged at decision {exc.step}: another number of actors was enabled"
+            " than the failing run had there"
+        )
+    return f"the replay diverged: {one_line(exc, named=False)}"
+
+
+def _describe(failure: Failure) -> str:
+    if failure.cause is not None:
+        return one_line(failure.cause)
+    return (failure.detail or failure.kind).strip().splitlines()[0]
+
+
+def _suspects_text(session: Session) -> tuple[str, tuple[str, ...]]:
+    suspects = tuple(session.suspects())
+    if suspects:
+        shown = ", ".join(suspects[:6]) + (", ..." if len(suspects) > 6 else "")
+        return f"changed between schedules: {shown}", suspects
+    return (
+        "racecheck could not see what changed (state kept in a library, a class attribute,"
+        " a file or a cache)",
+        suspects,
+    )
+
+
+_LEAK_FIX = (
+    "build what the actors share inside the target, or reset it at its start (in pytest a"
+    " function-scoped fixture is made once per test and shared by all its schedules)"
+)
+
+
+def _check_fresh_start(session: Session, failure: Failure | None, schedules_run: int) -> None:
+    """Raise StateLeakError when the first schedule now fails: history, not an interleaving.
+
+    The first schedule passed when it ran from the exploration's fresh start
+    (it would have been reported otherwise). Running its exact decisions again
+    must pass again; if it fails now, earlier schedules changed the world the
+    target runs in. A replay that takes another path is inconclusive (one-time
+    initialisation does that), so only a failure on the same path counts: one
+    that followed every recorded decision.
+    """
+    first = session.first
+    if schedules_run <= 1 or first is None or session.interrupted:
+        return
+    if not session.settings.leak_check:
+        return
+    chooser = ReplayChooser(first)
+    try:
+        controller = session.run(chooser, 0)
+    except DivergenceError:
+        return
+    again = controller.failure
+    if again is None or chooser.finished_early():
+        # Not failing is what a fresh start looks like. Failing short of the
+        # recorded decisions may mean the path changed (one-time initialisation
+        # ran in the first schedule only), which says nothing about a leak.
+        return
+    what, suspects = _suspects_text(session)
+    found = (
+        f"the failure at schedule {schedules_run} ({_describe(failure)})"
+        if failure is not None
+        else "the failure found later"
+    )
+    raise StateLeakError(
+        "state leaks between schedules: the first schedule passed at the start of the"
+        f" exploration and fails when run again after {schedules_run} schedules"
+        f" ({_describe(again)}), so {found} comes from what earlier schedules left behind,"
+        f" not from an interleaving; {what};"
+        f" {_LEAK_FIX}. Not reported as a race.",
+        suspects,
+    )
+
+
+def _not_reproduced(
+    session: Session,
+    failure: Failure,
+    decisions: Sequence[Decision],
+    schedules_run: int,
+    why: str,
+) -> StateLeakError:
+    what, suspects = _suspects_text(session)
+    token = session.schedule(decisions).encode()
+    return StateLeakError(
+        "state leaks between schedules, or the target is not deterministic: the failure"
+        f" found at schedule {schedules_run} ({_describe(failure)}) does not reproduce on its"
+        f" own replay ({why}); {what}; {_LEAK_FIX}, and keep time, randomness and I/O out of"
+        f" the schedule. Not reported as a race (schedule: {token}).",
+        suspects,
+    )
+
+
+def _traced_replay(
+    session: Session, decisions: Sequence[Decision]
+) -> tuple[Trace, Failure | None] | DivergenceError:
+    """Replay ``decisions`` once more with tracing on; a divergence is returned, not raised."""
     from racecheck.recorder import Recorder
 
     recorder = Recorder()
     try:
         controller = session.run(ReplayChooser(decisions), 0, recorder)
-    except DivergenceError:
-        return None, None
+    except DivergenceError as exc:
+        return exc
     return recorder.finish(controller.failure), controller.failure
+
+
+def _record(session: Session, decisions: Sequence[Decision]) -> tuple[Trace | None, Failure | None]:
+    """Replay a failing schedule once more with tracing on (strategies that shrink on their own).
+
+    A replay that leaves its schedule, or runs without failing, is reported
+    as a failure that does not reproduce, never as a race with an empty trace.
+    """
+    _check_fresh_start(session, None, session.runs)
+    traced = _traced_replay(session, decisions)
+    if isinstance(traced, DivergenceError) or (traced[1] is None and session.settings.leak_check):
+        why = (
+            _divergence_why(traced)
+            if isinstance(traced, DivergenceError)
+            else "the replay ran without failing"
+        )
+        token = session.schedule(decisions).encode()
+        what, suspects = _suspects_text(session)
+        raise StateLeakError(
+            "state leaks between schedules, or the target is not deterministic: a failing"
+            f" schedule does not reproduce on its own replay ({why}); {what}; {_LEAK_FIX}."
+            f" Not reported as a race (schedule: {token}).",
+            suspects,
+        )
+    return traced
 
 
 def _race_found(session: Session, found: Found, strategy: str, seed: int) -> RaceFound:
@@ -369,11 +674,18 @@ def _race_found(session: Session, found: Found, strategy: str, seed: int) -> Rac
         replay_hint=f'racecheck.replay({settings.display}, "{token}"{detect_argument})',
         distinct_schedules=len(session.schedules_seen),
         distinct_orderings=len(session.coverage),
+        note=found.note,
     )
 
 
 def replay_token(target: Callable[[], Any], token: str, *, options: dict[str, Any]) -> None:
     options = dict(options)
+    if "backend" not in options and isinstance(token, str) and is_async_target(target):
+        # The token knows the backend it was recorded on: an async target
+        # replays a trio token on trio without being told.
+        recorded = Schedule.decode(token).backend
+        if recorded in ("asyncio", "trio"):
+            options["backend"] = recorded
     settings = _settings(target, options)
     options.pop("strategy", None)
     options.pop("schedules", None)
@@ -386,32 +698,54 @@ def replay_token(target: Callable[[], Any], token: str, *, options: dict[str, An
     schedule.check_compatible(backend=settings.backend.name, label=settings.label)
     session = Session(settings)
 
-    def work() -> Found | None:
+    def attempt() -> Found | DivergenceError | bool:
+        """One replay: the failure, a divergence, or whether it followed every decision."""
         from racecheck.recorder import Recorder
 
+        chooser = ReplayChooser(schedule.decisions)
+        recorder = Recorder()
+        try:
+            controller = session.run(chooser, 1, recorder)
+        except DivergenceError as exc:
+            return exc
+        if controller.failure is None:
+            return not chooser.finished_early()
+        return Found(
+            controller.failure,
+            schedule.decisions,
+            schedule.decisions,
+            1,
+            recorder.finish(controller.failure),
+        )
+
+    def work() -> Found | None:
         settings.backend.install()
         try:
-            chooser = ReplayChooser(schedule.decisions)
-            recorder = Recorder()
-            controller = session.run(chooser, 1, recorder)
-            if controller.failure is None:
-                if chooser.finished_early():
-                    raise DivergenceError(
-                        f"replay diverged: the run finished after {chooser.position} of"
-                        f" {len(schedule.decisions)} recorded decisions without failing",
-                        step=chooser.position + 1,
-                    )
-                return None
-            return Found(
-                controller.failure,
-                schedule.decisions,
-                schedule.decisions,
-                1,
-                recorder.finish(controller.failure),
-            )
+            outcome = attempt()
+            if outcome is not True and not isinstance(outcome, Found):
+                # The run left the schedule or stopped short of it. A token found
+                # late in an exploration was recorded after the target's one-time
+                # initialisation (first-use caches, lazy singletons) had run; in a
+                # fresh process the first run does that work and takes another
+                # path. A run that follows the token where it fits (natural order
+                # elsewhere) and runs to its end does that work; then the token is
+                # replayed again, and that replay decides.
+                from racecheck.shrink import GuidedChooser
+
+                session.run(GuidedChooser(schedule.decisions), 1)
+                outcome = attempt()
+            if isinstance(outcome, DivergenceError):
+                raise outcome
+            if isinstance(outcome, Found):
+                return outcome
+            # Ending before the last recorded decision is not a divergence:
+            # the run followed the schedule as far as it went and did not
+            # fail (a fix usually shortens the run).
+            return None
         finally:
             settings.backend.uninstall()
 
-    found = _supervise(session, work)
+    with quiet_gc():
+        found = _supervise(session, work)
     if found is not None:
         raise _race_found(session, found, "replay", 0)

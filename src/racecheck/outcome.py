@@ -79,6 +79,7 @@ class RaceFound(AssertionError):
         replay_hint: str | None = None,
         distinct_schedules: int = 0,
         distinct_orderings: int = 0,
+        note: str = "",
     ) -> None:
         self.kind = kind
         self.schedule = schedule
@@ -97,6 +98,8 @@ class RaceFound(AssertionError):
         #: interleaving coverage up to and including the failing schedule
         self.distinct_schedules = distinct_schedules
         self.distinct_orderings = distinct_orderings
+        #: why there is no trace, when there is none
+        self.note = note
         super().__init__(self.render())
 
     @property
@@ -120,6 +123,8 @@ class RaceFound(AssertionError):
         parts = [head]
         if self.trace is not None:
             parts.append(self.trace.render())
+        elif self.note:
+            parts.append(self.note)
         if self.kind != "exception" and self.detail and "\n" in self.detail:
             parts.append(self.detail)
         shrink = (

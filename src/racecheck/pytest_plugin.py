@@ -43,6 +43,7 @@ _EXPLORATION_ONLY = ("strategy", "schedules", "seed", "progress")
 _ORIGINAL_OBJ = pytest.StashKey[Any]()
 #: user_properties keys (they travel from xdist workers to the controller)
 _PROP_REPLAYED = "racecheck_replayed"
+_PROP_REPLAY_DIVERGED = "racecheck_replay_diverged"
 _PROP_RECORD = "racecheck_record"
 
 MARKER_HELP = (
@@ -214,6 +215,8 @@ def make_target(func: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[[]
             setattr(target, attr, getattr(func, attr))
         except (AttributeError, TypeError):
             pass
+    # Every schedule of the test shares these values: name them if state leaks.
+    target.__racecheck_state__ = {f"fixture {name!r}": v for name, v in kwargs.items()}  # type: ignore[attr-defined]
     return target
 
 
@@ -311,7 +314,7 @@ def _replay(
     options: dict[str, Any],
 ) -> None:
     import racecheck
-    from racecheck.errors import UsageError
+    from racecheck.errors import DivergenceError, UsageError
     from racecheck.schedule import token_label_matches
 
     message: str | None = None
@@ -331,6 +334,10 @@ def _replay(
     except racecheck.RaceFound as exc:
         exc.replay_hint = replay_command(item, exc.schedule)
         message = f"racecheck: replayed schedule fails again\n{exc.render()}"
+    except DivergenceError as exc:
+        # Not "fails again": the code took another path, so the token cannot judge it.
+        item.user_properties.append((_PROP_REPLAY_DIVERGED, True))
+        message = f"racecheck: {type(exc).__name__}: {_first_line(exc)}"
     except UsageError as exc:
         message = f"racecheck: {type(exc).__name__}: {_first_line(exc)}"
     if message is not None:
@@ -412,9 +419,11 @@ class _SessionPlugin:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
             return
+        keys = {key for key, _ in report.user_properties}
         for key, value in report.user_properties:
             if key == _PROP_REPLAYED:
-                self.replayed.append((report.nodeid, report.outcome))
+                diverged = _PROP_REPLAY_DIVERGED in keys
+                self.replayed.append((report.nodeid, "diverged" if diverged else report.outcome))
             elif key == _PROP_RECORD and isinstance(value, dict):
                 self.records.append(value)
 
@@ -448,7 +457,10 @@ class _SessionPlugin:
                     red=True,
                 )
             for nodeid, outcome in self.replayed:
-                what = "fails again" if outcome == "failed" else "did not fail"
+                what = {
+                    "failed": "fails again",
+                    "diverged": "diverged (the token does not apply to this code)",
+                }.get(outcome, "did not fail")
                 terminalreporter.write_line(f"racecheck: replayed schedule on {nodeid}: {what}")
         if self.written:
             terminalreporter.write_line("racecheck reports: " + ", ".join(self.written))
