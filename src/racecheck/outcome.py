@@ -40,6 +40,9 @@ class Report:
     notes: list[str] = field(default_factory=list)
     #: True when the exploration stopped early (Ctrl-C); results so far.
     interrupted: bool = False
+    #: what racecheck could not see (its tracer replaced mid-run, ...): the
+    #: result may be a silent pass, so the report never claims ``exhausted``
+    warnings: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         done = "exhausted the bounded space" if self.exhausted else "no failure"
@@ -48,6 +51,7 @@ class Report:
             f" {self.backend}): {done}"
         ]
         lines += [f"  {note}" for note in self.notes]
+        lines += [f"  warning: {warning}" for warning in self.warnings]
         return "\n".join(lines)
 
 
