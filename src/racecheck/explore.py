@@ -279,16 +279,24 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
             break
     if session.interrupted:
         raise KeyboardInterrupt
+    warnings = backend_warnings(settings.backend)
     return Report(
         schedules_run=run,
-        exhausted=chooser.exhausted,
+        # Parts of the run went unseen: the space may be larger than explored.
+        exhausted=chooser.exhausted and not warnings,
         strategy=chooser.name,
         seed=0,
         backend=settings.backend.name,
         distinct_schedules=len(seen),
         distinct_orderings=len(session.coverage),
         notes=chooser.notes(run),
+        warnings=warnings,
     )
+
+
+def backend_warnings(backend: Any) -> list[str]:
+    """What the backend's tracer could not see (replaced mid-run), if it has one."""
+    return list(getattr(getattr(backend, "tracer", None), "warnings", ()))
 
 
 def _found(

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +116,7 @@ class Account:
         self.balance = 0
 
     async def deposit(self, amount):
-        current = self.balance
+        current = self.balance  # DEPOSIT
         await asyncio.sleep(0)
         self.balance = current + amount
 
@@ -137,9 +136,9 @@ else:
 """
 
 
-def _marked(source: str, mark: str) -> int:
+def _marked(source: Path, mark: str) -> int:
     """Line number of the line of ``source`` carrying ``# MARK``."""
-    for number, line in enumerate(source.splitlines(), 1):
+    for number, line in enumerate(source.read_text().splitlines(), 1):
         if line.rstrip().endswith(f"# {mark}"):
             return number
     raise AssertionError(f"no line marked {mark}")
@@ -201,7 +200,9 @@ def test_coverage_run_finds_the_lost_update_as_a_plain_run_does(tmp_path: Path, 
     assert plain["found"]
     # Exploration is deterministic: coverage must not change which schedule fails.
     assert covered == plain
-    assert _marked(RACEMOD, "BUMP") in _executed(tmp_path / ".coverage", tmp_path / "racemod.py")
+    assert _marked(tmp_path / "racemod.py", "BUMP") in _executed(
+        tmp_path / ".coverage", tmp_path / "racemod.py"
+    )
 
 
 @pytest.mark.parametrize("core", CORES)
@@ -214,7 +215,7 @@ def test_coverage_run_explores_the_same_space_of_correct_code(tmp_path: Path, co
     assert covered == plain  # no early, false "exhausted"
     assert covered["warnings"] == []
     executed = _executed(tmp_path / ".coverage", tmp_path / "racemod.py")
-    assert _marked(RACEMOD, "LOCKED") in executed
+    assert _marked(tmp_path / "racemod.py", "LOCKED") in executed
 
 
 @pytest.mark.parametrize("core", CORES)
@@ -230,7 +231,7 @@ def test_coverage_run_of_a_threaded_script_never_crashes(tmp_path: Path, core: s
         )
         assert json.loads(result.stdout.strip().splitlines()[-1]) == plain
     executed = _executed(tmp_path / ".coverage", tmp_path / "racemod.py")
-    assert _marked(RACEMOD, "CLOSURE") in executed
+    assert _marked(tmp_path / "racemod.py", "CLOSURE") in executed
 
 
 @pytest.mark.parametrize("core", CORES)
@@ -244,7 +245,7 @@ def test_asyncio_trace_keeps_its_source_lines_under_coverage(tmp_path: Path, cor
     assert "current = self.balance" in out
     assert "self.balance = current + amount" in out
     executed = _executed(tmp_path / ".coverage", tmp_path / "async_script.py")
-    deposit = ASYNC_SCRIPT.splitlines().index("        current = self.balance") + 1
+    deposit = _marked(tmp_path / "async_script.py", "DEPOSIT")
     assert {deposit, deposit + 1, deposit + 2} <= executed
 
 
@@ -302,10 +303,11 @@ def test_pytest_cov_finds_the_races_and_counts_the_lines(
     assert "FAILED test_project.py::test_racy_async" in out
     assert "exhausted the bounded space" in out  # the locked test, explored in full
     assert "current = self.balance" in out  # the asyncio trace kept its lines
-    racemod = _executed(pytester.path / ".coverage", pytester.path / "racemod.py")
-    assert {_marked(RACEMOD, "BUMP"), _marked(RACEMOD, "LOCKED")} <= racemod
-    project = _executed(pytester.path / ".coverage", pytester.path / "test_project.py")
-    assert _marked(PYTEST_PROJECT, "DEPOSIT") in project
+    module, tests = pytester.path / "racemod.py", pytester.path / "test_project.py"
+    racemod = _executed(pytester.path / ".coverage", module)
+    assert {_marked(module, "BUMP"), _marked(module, "LOCKED")} <= racemod
+    project = _executed(pytester.path / ".coverage", tests)
+    assert _marked(tests, "DEPOSIT") in project
 
 
 # -- a tracer taken away mid-run ---------------------------------------------------
