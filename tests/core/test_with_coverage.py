@@ -360,8 +360,12 @@ def _take_tracing_away() -> None:
 
 def test_a_tracer_taken_away_mid_run_is_a_warning_not_exhausted() -> None:
     before = sys.gettrace()
+    # 3.12+: the tool id is lost for good after the first run, so later runs
+    # take other paths; exhaustive search would (rightly) stop on that
+    # nondeterminism. Random search shows what the report then says.
+    strategy = "exhaustive" if sys.version_info < (3, 12) else "random"
     try:
-        report = racecheck.check(_clobbering_target, strategy="exhaustive", schedules=5000)
+        report = racecheck.check(_clobbering_target, strategy=strategy, schedules=5000)
     except racecheck.RaceFound as exc:  # pragma: no cover - the failure is the assertion
         pytest.fail(f"the tracer was gone, yet a race was reported: {exc.summary}")
     finally:

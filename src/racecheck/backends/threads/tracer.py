@@ -119,10 +119,14 @@ class MonitoringTracer:
         self.detecting = False
         #: what this exploration could not see (see :meth:`disable_thread`)
         self.warnings: list[str] = []
+        #: another sys.monitoring tool is active (coverage's sysmon core)
+        self.shared = False
 
     def install(self) -> None:
         self.warnings = []
         monitoring = sys.monitoring  # type: ignore[attr-defined]
+        # Before claiming an id: any tool in use is someone else's.
+        self.shared = any(monitoring.get_tool(tool) is not None for tool in range(6))
         # 3 and 4 are unassigned; 5 (optimizer) and 2 (profiler) only if free.
         for tool in (4, 3, 5, 2):
             if monitoring.get_tool(tool) is None:
@@ -176,7 +180,14 @@ class MonitoringTracer:
     def _local_events(self) -> int:
         events = sys.monitoring.events  # type: ignore[attr-defined]
         wanted = events.LINE if self.granularity == "line" else events.INSTRUCTION
-        if self.recording:
+        if self.recording or self.shared:
+            # CPython 3.12/3.13: when another tool's LINE callback returns
+            # DISABLE and no tool keeps LINE on that line, the INSTRUCTION
+            # event of the line's first instruction is lost, once, for every
+            # tool: the first run of each line would lose its point (a "next
+            # item" of a loop) and exploration turn nondeterministic under
+            # coverage's sysmon core. Keeping racecheck's own LINE events on
+            # (never disabled) keeps the line instrumented.
             wanted |= events.LINE
         return int(wanted)
 
@@ -233,6 +244,8 @@ class MonitoringTracer:
         return None
 
     def _on_line(self, code: CodeType, line: int) -> Any:
+        if not self.recording and self.granularity != "line":
+            return None  # on only to keep the line instrumented (see _local_events)
         runtime = STATE.runtime
         if runtime is None:
             return None
