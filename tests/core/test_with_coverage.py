@@ -107,6 +107,7 @@ else:
 
 ASYNC_SCRIPT = """
 import asyncio
+import sys
 
 import racecheck
 
@@ -127,8 +128,17 @@ async def target():
     assert account.balance == 15, account.balance
 
 
+async def no_assert():
+    account = Account()
+    await asyncio.gather(account.deposit(10), account.deposit(5))
+
+
+detect = sys.argv[1:] == ["detect"]
 try:
-    racecheck.check(target, schedules=50)
+    if detect:  # the race detector alone, no assertion to fail
+        racecheck.check(no_assert, schedules=20, detect=True)
+    else:
+        racecheck.check(target, schedules=50)
 except racecheck.RaceFound as exc:
     print(exc)
 else:
@@ -247,6 +257,16 @@ def test_asyncio_trace_keeps_its_source_lines_under_coverage(tmp_path: Path, cor
     executed = _executed(tmp_path / ".coverage", tmp_path / "async_script.py")
     deposit = _marked(tmp_path / "async_script.py", "DEPOSIT")
     assert {deposit, deposit + 1, deposit + 2} <= executed
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_race_detector_still_sees_accesses_under_coverage(tmp_path: Path, core: str) -> None:
+    _write(tmp_path)
+    plain = _run(tmp_path, None, "async_script.py", "detect")
+    covered = _run(tmp_path, core, "async_script.py", "detect")
+    assert plain.returncode == 0 and covered.returncode == 0, covered.stderr[-3000:]
+    assert "atomicity-violation found after 1 schedule" in plain.stdout
+    assert covered.stdout.splitlines()[0] == plain.stdout.splitlines()[0]
 
 
 # -- pytest --cov ------------------------------------------------------------------
