@@ -267,6 +267,8 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
         _fail(message)
     _record(item, options, report=report, seconds=time.perf_counter() - t0)
     item.add_report_section("call", "racecheck", str(report))
+    for warning in report.warnings:  # racecheck could not see part of the run
+        item.warn(pytest.PytestWarning(f"racecheck: {warning}"))
 
 
 def _replay(

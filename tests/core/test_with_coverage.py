@@ -10,6 +10,7 @@ chained (it re-installs itself, and it must not be shared between threads).
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -416,3 +417,37 @@ def _plain_lost_update() -> None:
     for thread in threads:
         thread.join()
     assert box[0] == 2
+
+
+def test_the_plugin_shows_a_lost_tracer_as_a_warning(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_lost=f"""
+import sys
+import threading
+
+import pytest
+
+_INTRUDERS = []
+
+{inspect.getsource(_take_tracing_away)}
+
+@pytest.mark.racecheck(strategy="random", schedules=50)
+def test_lost():
+    box = [0]
+
+    def work():
+        _take_tracing_away()
+        box[0] += 1
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if _INTRUDERS:
+        sys.monitoring.free_tool_id(_INTRUDERS.pop())
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*PytestWarning: racecheck: *racecheck stopped seeing*"])
