@@ -280,6 +280,12 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
     if session.interrupted:
         raise KeyboardInterrupt
     warnings = backend_warnings(settings.backend)
+    notes = chooser.notes(run)
+    if warnings and chooser.exhausted:
+        # The strategy ran out of schedules it could tell apart; unseen code had more.
+        notes = [
+            note.replace("fully explored", "not exhausted (see the warnings)") for note in notes
+        ]
     return Report(
         schedules_run=run,
         # Parts of the run went unseen: the space may be larger than explored.
@@ -289,7 +295,7 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
         backend=settings.backend.name,
         distinct_schedules=len(seen),
         distinct_orderings=len(session.coverage),
-        notes=chooser.notes(run),
+        notes=notes,
         warnings=warnings,
     )
 

@@ -400,6 +400,7 @@ def test_a_tracer_taken_away_mid_run_is_a_warning_not_exhausted() -> None:
     assert report.warnings, "a run that lost its tracer must say so"
     assert any("trac" in warning or "monitoring" in warning for warning in report.warnings)
     assert "warning" in str(report)
+    assert "fully explored" not in str(report)
     # racecheck still works once the intruder is gone.
     with pytest.raises(racecheck.RaceFound):
         racecheck.check(_plain_lost_update, strategy="exhaustive", schedules=200)
