@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from racecheck.errors import StuckError
+from racecheck.linetrace import inheritable_trace
 from racecheck.schedule import Decision
 
 if TYPE_CHECKING:
@@ -204,12 +205,14 @@ def run_supervised(
     error: list[BaseException] = []
     done = threading.Event()
     context = contextvars.copy_context()
-    caller_trace = sys.gettrace()
+    # The exploration runs where the caller would have: under its tracer
+    # (coverage, a debugger), which racecheck then chains, not replaces. A
+    # per-thread tracer (coverage's) comes from threading's hook instead.
+    caller_trace = inheritable_trace()
 
     def body() -> None:
-        # The exploration runs where the caller would have: under its tracer
-        # (coverage, a debugger), which racecheck then chains, not replaces.
-        sys.settrace(caller_trace)
+        if caller_trace is not None:
+            sys.settrace(caller_trace)
         try:
             result.append(context.run(work))
         except BaseException as exc:

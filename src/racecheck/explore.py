@@ -300,8 +300,10 @@ class Session:
 
     def warnings(self) -> list[str]:
         """What the backend could not see during this exploration (see Report.warnings)."""
-        blind_spots = getattr(self.settings.backend, "blind_spots", None)
-        return list(blind_spots()) if blind_spots is not None else []
+        backend = self.settings.backend
+        blind_spots = getattr(backend, "blind_spots", None)
+        found = list(blind_spots()) if blind_spots is not None else []
+        return found + backend_warnings(backend)
 
     def schedule(self, decisions: Sequence[Decision]) -> Schedule:
         backend = self.settings.backend
@@ -458,18 +460,40 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
     if session.interrupted:
         raise KeyboardInterrupt
     warnings = session.warnings()
+    notes = chooser.notes(run)
+    if warnings and chooser.exhausted:
+        # The strategy ran out of schedules it could tell apart; unseen code had more.
+        notes = [
+            note.replace(
+                "every schedule racecheck can make of this program ran",
+                "not exhausted (see the warnings)",
+            )
+            for note in notes
+        ]
+    exhausted = chooser.exhausted and not warnings
+    limit = getattr(settings.backend, "scheduling_limit", None)
+    if exhausted and limit:
+        # The backend offers the strategies only part of the runtime's freedom:
+        # every schedule *it* can make ran, which is not every schedule.
+        exhausted = False
+        notes = [*notes, f"not exhausted: {limit}"]
     return Report(
         schedules_run=run,
         # "exhausted" over code racecheck could not see would be a false proof
-        exhausted=chooser.exhausted and not warnings,
+        exhausted=exhausted,
         strategy=chooser.name,
         seed=0,
         backend=settings.backend.name,
         distinct_schedules=len(seen),
         distinct_orderings=len(session.coverage),
-        notes=chooser.notes(run),
+        notes=notes,
         warnings=warnings,
     )
+
+
+def backend_warnings(backend: Any) -> list[str]:
+    """What the backend's tracer could not see (replaced mid-run), if it has one."""
+    return list(getattr(getattr(backend, "tracer", None), "warnings", ()))
 
 
 def _found(

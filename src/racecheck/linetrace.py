@@ -2,18 +2,66 @@
 
 Chains whatever tracer was installed before (coverage's, a debugger's), so a
 trace replay under ``coverage run`` still counts coverage.
+
+Chaining rules every racecheck trace function follows (here, in the 3.11
+threads tracer and in the race detector), learnt from coverage's C tracer:
+
+- A chained tracer may install itself while racecheck calls it: ``CTracer``
+  re-installs itself (``PyEval_SetTrace``) on every "call" event it is handed
+  through its Python interface. Left alone, racecheck's tracer is gone after
+  the first call and sees no more lines. So after handing a "call" event on,
+  racecheck puts its own function back in front, and chains whatever the
+  other tracer installed (:func:`chain_call`).
+- A tracer object is never handed to another thread (:func:`inheritable_trace`).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
-from types import FrameType
+from types import FrameType, FunctionType, MethodType
 from typing import Any
 
 from racecheck.sources import is_user_file
 
 TraceFn = Callable[[FrameType, Any, Any], Any]  # sys.settrace's TraceFunction
+
+
+def inheritable_trace() -> TraceFn | None:
+    """The caller's trace function, if racecheck may install it in another thread.
+
+    A thread started the usual way does not inherit its parent's tracer: it
+    gets ``threading.settrace``'s hook, which coverage uses to give every
+    thread a ``CTracer`` of its own. A ``CTracer`` keeps its call stack in C;
+    driven from two threads it corrupts that stack and crashes CPython
+    (signal 11). So racecheck's own threads (the explorer, pooled workers)
+    inherit the caller's tracer only when no hook will give them one and it
+    is plain Python code (a debugger's or a test's function), which can be
+    shared.
+    """
+    trace = sys.gettrace()
+    if trace is None or threading.gettrace() is not None:
+        return None
+    return trace if isinstance(trace, FunctionType | MethodType) else None
+
+
+def chain_call(
+    previous: TraceFn, own: TraceFn, frame: FrameType, arg: Any
+) -> tuple[TraceFn | None, TraceFn | None]:
+    """Hand a "call" event to the chained tracer; keep ``own`` installed.
+
+    Returns (the chained tracer's local function for this frame, the tracer to
+    chain from now on): the chained tracer may have installed itself or
+    another one (coverage's per-thread installer replaces itself with a
+    ``CTracer``), or removed itself (a stopped ``CTracer``).
+    """
+    prev_local = previous(frame, "call", arg)
+    current: TraceFn | None = sys.gettrace()
+    if current is not own:
+        sys.settrace(own)
+        return prev_local, current
+    return prev_local, previous
 
 
 class LineSink:
@@ -48,6 +96,12 @@ def _primitive_codes() -> frozenset[Any]:
 
 
 def chained_tracer(sink: LineSink, previous: TraceFn | None) -> TraceFn:
+    """A trace function collecting into ``sink``, chained to ``previous``.
+
+    ``global_trace.chained()`` tells which tracer it chains by now (see
+    :func:`chain_call`), to put back when collection ends.
+    """
+
     def local_for(frame: FrameType, prev_local: TraceFn | None) -> TraceFn | None:
         user = is_user_file(frame.f_code.co_filename)
         if not user:
@@ -81,11 +135,15 @@ def chained_tracer(sink: LineSink, previous: TraceFn | None) -> TraceFn:
     primitives = _primitive_codes()
 
     def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
-        prev_local = previous(frame, event, arg) if previous is not None else None
+        nonlocal previous
+        prev_local = None
+        if previous is not None:
+            prev_local, previous = chain_call(previous, global_trace, frame, arg)
         if frame.f_code in primitives:
             sink.touched = frame.f_locals.get("self")
         return local_for(frame, prev_local)
 
+    global_trace.chained = lambda: previous  # type: ignore[attr-defined]
     return global_trace
 
 
@@ -94,15 +152,15 @@ class collecting_lines:
 
     def __init__(self, sink: LineSink) -> None:
         self.sink = sink
-        self.previous: TraceFn | None = None
+        self.trace: Any = None
 
     def __enter__(self) -> LineSink:
-        self.previous = sys.gettrace()
-        sys.settrace(chained_tracer(self.sink, self.previous))
+        self.trace = chained_tracer(self.sink, sys.gettrace())
+        sys.settrace(self.trace)
         return self.sink
 
     def __exit__(self, *exc: object) -> None:
-        sys.settrace(self.previous)
+        sys.settrace(self.trace.chained())
 
 
 class collecting_accesses:
@@ -117,11 +175,12 @@ class collecting_accesses:
         from racecheck.backends.threads.tracer import access_of, points
 
         log, actor = self.log, self.actor
-        previous: TraceFn | None = sys.gettrace()
-        self.previous = previous
+        self.previous = sys.gettrace()
 
         def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
-            prev_local = previous(frame, event, arg) if previous is not None else None
+            prev_local = None
+            if self.previous is not None:
+                prev_local, self.previous = chain_call(self.previous, global_trace, frame, arg)
             if not is_user_file(frame.f_code.co_filename):
                 return prev_local
             table = points(frame.f_code, "access")

@@ -163,7 +163,7 @@ def trace_packages(config: pytest.Config) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-class RacecheckWarning(UserWarning):
+class RacecheckWarning(pytest.PytestWarning):
     """A marked test passed, but racecheck could not see all of what it ran."""
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from racecheck.detect.detector import Access, Detector, Finding, RaceDetected
 from racecheck.detect.operands import detect_lines
+from racecheck.linetrace import chain_call
 from racecheck.sources import is_user_file
 
 if TYPE_CHECKING:
@@ -89,14 +90,15 @@ class detecting:
 
     def __enter__(self) -> None:
         detector, actor, hb = self.detector, self.actor, self.hb
-        previous: TraceFn | None = sys.gettrace()
-        self.previous = previous
+        self.previous = sys.gettrace()
         on_instruction = detector.on_instruction
 
         hot_lines = detector.hot_lines
 
         def global_trace(frame: FrameType, event: Any, arg: Any) -> Any:
-            prev_local = previous(frame, event, arg) if previous is not None else None
+            prev_local = None
+            if self.previous is not None:  # coverage's CTracer would take over: see linetrace
+                prev_local, self.previous = chain_call(self.previous, global_trace, frame, arg)
             code = frame.f_code
             hot = hot_lines.get(code, _UNSEEN)
             if hot is _UNSEEN:

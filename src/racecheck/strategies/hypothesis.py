@@ -89,7 +89,15 @@ def explore_with_hypothesis(
         from hypothesis import strategies as st
     except ImportError:
         raise UsageError("strategy='hypothesis' needs hypothesis: pip install hypothesis") from None
-    from racecheck.explore import Found, Session, _found, _race_found, _record, _supervise
+    from racecheck.explore import (
+        Found,
+        Session,
+        _found,
+        _race_found,
+        _record,
+        _supervise,
+        backend_warnings,
+    )
     from racecheck.outcome import Report
 
     if options:

@@ -29,6 +29,7 @@ from racecheck.backends.threads.primitives import STATE
 from racecheck.backends.threads.runtime import Actor, ThreadRuntime, get_ident
 from racecheck.detect.operands import detect_lines, recipes
 from racecheck.engine import TEARDOWN_STEPS, Controller, RunAborted
+from racecheck.linetrace import chain_call, inheritable_trace
 from racecheck.sources import is_user_file
 
 _READS = {
@@ -116,9 +117,16 @@ class MonitoringTracer:
         self.recording = False
         #: the race detector needs instructions that are not scheduling points
         self.detecting = False
+        #: what this exploration could not see (see :meth:`disable_thread`)
+        self.warnings: list[str] = []
+        #: another sys.monitoring tool is active (coverage's sysmon core)
+        self.shared = False
 
     def install(self) -> None:
+        self.warnings = []
         monitoring = sys.monitoring  # type: ignore[attr-defined]
+        # Before claiming an id: any tool in use is someone else's.
+        self.shared = any(monitoring.get_tool(tool) is not None for tool in range(6))
         # 3 and 4 are unassigned; 5 (optimizer) and 2 (profiler) only if free.
         for tool in (4, 3, 5, 2):
             if monitoring.get_tool(tool) is None:
@@ -145,6 +153,10 @@ class MonitoringTracer:
             return
         monitoring = sys.monitoring  # type: ignore[attr-defined]
         tool, self.tool = self.tool, None
+        if monitoring.get_tool(tool) != "racecheck":
+            # Freed and taken by another tool mid-run: its events are not ours to clear.
+            self.instrumented.clear()
+            return
         monitoring.set_events(tool, 0)
         for code in self.instrumented:
             monitoring.set_local_events(tool, code, 0)
@@ -168,7 +180,14 @@ class MonitoringTracer:
     def _local_events(self) -> int:
         events = sys.monitoring.events  # type: ignore[attr-defined]
         wanted = events.LINE if self.granularity == "line" else events.INSTRUCTION
-        if self.recording:
+        if self.recording or self.shared:
+            # CPython 3.12/3.13: when another tool's LINE callback returns
+            # DISABLE and no tool keeps LINE on that line, the INSTRUCTION
+            # event of the line's first instruction is lost, once, for every
+            # tool: the first run of each line would lose its point (a "next
+            # item" of a loop) and exploration turn nondeterministic under
+            # coverage's sysmon core. Keeping racecheck's own LINE events on
+            # (never disabled) keeps the line instrumented.
             wanted |= events.LINE
         return int(wanted)
 
@@ -176,7 +195,17 @@ class MonitoringTracer:
         pass  # process-wide: actor threads are told apart in the callbacks
 
     def disable_thread(self) -> None:
-        pass
+        # Process-wide, so one look at the end of each actor suffices: is the
+        # tool id still racecheck's? If another tool freed and took it, its
+        # callbacks replaced racecheck's and the run saw nothing after that.
+        tool = self.tool
+        if tool is not None and sys.monitoring.get_tool(tool) != "racecheck":  # type: ignore[attr-defined]
+            _warn(
+                self.warnings,
+                f"sys.monitoring tool id {tool} was taken from racecheck during the run"
+                " (by the code under test or another tool): racecheck stopped seeing"
+                " the code, so races after that point were not explored",
+            )
 
     def _on_start(self, code: CodeType, offset: int) -> Any:
         disable = sys.monitoring.DISABLE  # type: ignore[attr-defined]
@@ -215,6 +244,8 @@ class MonitoringTracer:
         return None
 
     def _on_line(self, code: CodeType, line: int) -> Any:
+        if not self.recording and self.granularity != "line":
+            return None  # on only to keep the line instrumented (see _local_events)
         runtime = STATE.runtime
         if runtime is None:
             return None
@@ -279,31 +310,57 @@ class SettraceTracer:
         self.granularity = granularity
         self.recording = False
         self.detecting = False
-        self._previous: dict[int, Any] = {}
         self._inherited: Any = None
+        #: per actor thread: (racecheck's trace function, the thread's own
+        #: tracer before it, the chain cell, what the chain started with, actor name)
+        self._threads: dict[int, tuple[Any, Any, list[Any], Any, str]] = {}
+        #: what this exploration could not see (see :meth:`disable_thread`)
+        self.warnings: list[str] = []
         #: per code object: (points, lines holding one) for user code, None otherwise
         self._infos: dict[CodeType, tuple[dict[int, str], frozenset[int] | None] | None] = {}
 
     def install(self) -> None:
         # Actor threads are pooled workers that may predate the caller's
-        # tracer: chain the one the exploration started under.
-        self._inherited = sys.gettrace()
+        # tracer: chain the one the exploration started under, if it may be
+        # shared with another thread (never coverage's per-thread CTracer).
+        self._inherited = inheritable_trace()
+        self.warnings = []
 
     def uninstall(self) -> None:
-        self._previous.clear()
+        self._threads.clear()
 
     def set_recording(self, recording: bool) -> None:
         self.recording = recording
 
     def enable_thread(self, runtime: ThreadRuntime) -> None:
+        ident = get_ident()
         previous = sys.gettrace()
-        self._previous[get_ident()] = previous
-        sys.settrace(self._make_tracer(runtime, previous or self._inherited))
+        chained = previous if previous is not None else self._inherited
+        chain = [chained]
+        trace = self._make_tracer(runtime, chain)
+        self._threads[ident] = (trace, previous, chain, chained, runtime.by_ident[ident].name)
+        sys.settrace(trace)
 
     def disable_thread(self) -> None:
-        sys.settrace(self._previous.pop(get_ident(), None))
+        entry = self._threads.pop(get_ident(), None)
+        if entry is None:
+            sys.settrace(None)
+            return
+        trace, previous, chain, chained, name = entry
+        if sys.gettrace() is not trace:
+            # Replaced by someone else's sys.settrace (a chained tracer that
+            # re-installs itself is put back behind racecheck's at once): from
+            # then on racecheck saw none of this thread's code.
+            _warn(
+                self.warnings,
+                f"the trace function of thread {name!r} was replaced during the run"
+                " (sys.settrace by the code under test or another tool): racecheck"
+                " stopped seeing its code, so races after that point were not explored",
+            )
+        # What the chain adopted installed itself on this thread: keep it.
+        sys.settrace(chain[0] if chain[0] is not chained else previous)
 
-    def _make_tracer(self, runtime: ThreadRuntime, previous: Any) -> Callable[..., Any]:
+    def _make_tracer(self, runtime: ThreadRuntime, chain: list[Any]) -> Callable[..., Any]:
         """The per-thread trace function: the hot path on 3.11, so kept lean.
 
         sys.settrace calls it for *every* frame the thread enters, racecheck's
@@ -373,7 +430,7 @@ class SettraceTracer:
                         point(me, "next line")
             return local
 
-        if previous is None:
+        if chain[0] is None:
 
             def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
                 info: Any = infos.get(frame.f_code, missing)
@@ -392,7 +449,10 @@ class SettraceTracer:
 
         def chained_global(frame: FrameType, event: str, arg: Any) -> Any:
             # With a tracer already installed (coverage, a debugger) both run.
-            prev_local = previous(frame, event, arg)
+            previous = chain[0]
+            prev_local = None
+            if previous is not None:
+                prev_local, chain[0] = chain_call(previous, chained_global, frame, arg)
             info: Any = infos.get(frame.f_code, missing)
             if info is missing:
                 info = info_for(frame.f_code)
@@ -418,6 +478,13 @@ class SettraceTracer:
 
 
 _MISSING = object()
+#: distinct warnings kept per exploration: the first few say it all
+_MAX_WARNINGS = 5
+
+
+def _warn(warnings: list[str], message: str) -> None:
+    if message not in warnings and len(warnings) < _MAX_WARNINGS:
+        warnings.append(message)
 
 
 def make_tracer(granularity: str) -> MonitoringTracer | SettraceTracer:
