@@ -96,7 +96,6 @@ def explore_with_hypothesis(
         _race_found,
         _record,
         _supervise,
-        backend_warnings,
     )
     from racecheck.outcome import Report
 
