@@ -1481,8 +1481,11 @@ def test_exhaustive_finds_thread_bugs(rc: Any, target: Any) -> None:
     ids=lambda f: f.__name__,
 )
 def test_exhaustive_small_fixed_thread_program_is_exhausted(rc: Any, target: Any) -> None:
-    report = rc.clean(target, 0, strategy="exhaustive", schedules=20000)
+    # bounded: the whole space of these threaded programs is far larger than
+    # the budget, and only the bounded claim may be made
+    report = rc.clean(target, 0, strategy="exhaustive", schedules=20000, preemption_bound=2)
     assert report.exhausted is True, report
+    assert "at most 2 preemptions" in str(report)
 
 
 def test_line_granularity_finds_read_sleep_write(rc: Any) -> None:

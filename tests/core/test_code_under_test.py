@@ -103,7 +103,9 @@ def test_fixed_installed_package_runs_clean_and_exhausts(
 ) -> None:
     package = install(site_packages, SAFE_PACKAGE)
     module = user_module(tmp_path, package, TWO_BUMPS.format(package=package))
-    report = racecheck.check(module.target, strategy="exhaustive", schedules=5000)
+    report = racecheck.check(
+        module.target, strategy="exhaustive", schedules=5000, preemption_bound=2
+    )
     assert report.exhausted
     assert report.warnings == []
 

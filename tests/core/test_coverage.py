@@ -61,7 +61,13 @@ def two_thread_writers() -> None:
 @pytest.mark.parametrize("target", [two_writers, two_thread_writers])
 def test_exploring_more_orders_sees_more_orderings(target: object) -> None:
     one = racecheck.check(target, strategy="pct", schedules=1, coverage=True)  # type: ignore[arg-type]
-    many = racecheck.check(target, strategy="exhaustive", schedules=500, coverage=True)  # type: ignore[arg-type]
+    many = racecheck.check(
+        target,  # type: ignore[arg-type]
+        strategy="exhaustive",
+        schedules=500,
+        coverage=True,
+        preemption_bound=2,
+    )
     assert 0 < one.distinct_orderings < many.distinct_orderings
     assert many.exhausted
 

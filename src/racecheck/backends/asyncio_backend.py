@@ -21,6 +21,18 @@ class AsyncioBackend:
 
     def __init__(self, target: Callable[[], Any]) -> None:
         self.target = target
+        self.runs_waiting_outside = 0
+
+    @property
+    def scheduling_limit(self) -> str | None:
+        """Why "every schedule ran" would overclaim (see racecheck.explore), if it would."""
+        if not self.runs_waiting_outside:
+            return None
+        return (
+            "the loop waited for work from threads or I/O racecheck does not run"
+            " (call_soon_threadsafe from a real thread, a socket); when that work arrives"
+            " was not explored"
+        )
 
     def install(self) -> None:
         pass
@@ -52,6 +64,10 @@ class AsyncioBackend:
             if not controller.aborting:
                 # It surfaced in the root task (the first actor), whoever raised it.
                 controller.fail(Failure("exception", exc, actor=1))
+        finally:
+            # self-pipe writes: call_soon_threadsafe, from a thread racecheck does not run
+            if host.waited_outside or any(loop._rc_wakeups for loop in loops):
+                self.runs_waiting_outside += 1
 
 
 def check_unretrieved(loop: ControlledLoop, controller: Controller) -> None:

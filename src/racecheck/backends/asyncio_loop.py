@@ -305,6 +305,9 @@ class StandaloneHost:
     def __init__(self, controller: Controller) -> None:
         self.controller = controller
         self._ids = iter(range(1, 1 << 30))
+        #: the loop waited for work from outside the run (a real thread's
+        #: call_soon_threadsafe, a socket): its timing was not racecheck's choice
+        self.waited_outside = False
 
     def next_actor_id(self) -> int:
         return next(self._ids)
@@ -328,6 +331,7 @@ class StandaloneHost:
         if loop._rc_external_pending():
             # A thread may call_soon_threadsafe, a socket may become readable.
             # The engine's watchdog catches a wait that never ends.
+            self.waited_outside = True
             loop._rc_poll_external(0.01)
             return
         if self.controller.aborting:
