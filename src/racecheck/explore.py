@@ -8,13 +8,14 @@ that last replay pays for tracing; exploration records decisions only.
 
 from __future__ import annotations
 
+import _thread
 import inspect
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from racecheck.engine import Backend, Controller, Failure, run_supervised
+from racecheck.engine import Backend, Controller, Failure, in_exploration, run_supervised
 from racecheck.errors import DivergenceError, UsageError
 from racecheck.outcome import RaceFound, Report
 from racecheck.schedule import Decision, Schedule, fingerprint, python_tag
@@ -240,23 +241,37 @@ def explore(
     return outcome
 
 
+#: One exploration at a time per process. An exploration patches process-wide
+#: state (threading's classes, time.sleep, queue, the loop factory, trio's
+#: scheduler hooks) and the threads backend keeps its runtime in a global, so
+#: two at once would see each other's threads (false races) and restore each
+#: other's patches (leaving them in place). Callers from other threads (a
+#: threaded test runner, an application's workers) therefore wait their turn
+#: rather than fail. The lock is a raw ``_thread`` lock taken at import, so a
+#: patched ``threading.Lock`` can never stand in for it.
+_EXPLORATION_LOCK = _thread.allocate_lock()
+
+
 def _supervise(session: Session, work: Callable[[], Any]) -> Any:
-    backend = session.settings.backend
-
-    def on_stuck() -> None:
-        session.abort()
-
-    try:
-        return run_supervised(
-            work,
-            progress=session.progress,
-            watchdog=session.settings.watchdog,
-            on_stuck=on_stuck,
-            on_interrupt=session.abort,
+    if in_exploration():
+        # The caller is code under exploration: waiting for the lock it runs
+        # under would deadlock.
+        raise UsageError(
+            "racecheck.check/replay was called from inside code that racecheck is"
+            " exploring; explorations cannot nest (call it outside the target)"
         )
-    except BaseException:
-        backend.uninstall()  # idempotent: the worker may be gone for good
-        raise
+    backend = session.settings.backend
+    with _EXPLORATION_LOCK:
+        try:
+            return run_supervised(
+                work,
+                progress=session.progress,
+                watchdog=session.settings.watchdog,
+                on_stuck=session.abort,
+                on_interrupt=session.abort,
+            )
+        finally:
+            backend.uninstall()  # idempotent: the worker may be gone for good
 
 
 def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Found:

@@ -44,6 +44,7 @@ not, and again by :meth:`TrioBackend.uninstall`.
 
 from __future__ import annotations
 
+import _thread
 import gc
 import math
 import os
@@ -158,7 +159,8 @@ def check_version(version: str) -> None:
 
 # ------------------------------------------------------- patching, restoring
 
-_patch_lock = threading.Lock()
+#: a raw lock: trio may be imported while the threads backend has threading patched
+_patch_lock = _thread.allocate_lock()
 #: the originals while patched; None when trio is pristine
 _saved: dict[str, Any] | None = None
 
