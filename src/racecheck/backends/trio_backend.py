@@ -953,9 +953,10 @@ class TrioBackend:
                     run.close_leftovers()
         except RunAborted:
             pass
-        except (KeyboardInterrupt, SystemExit):
-            raise
         except BaseException as exc:
+            # KeyboardInterrupt and SystemExit included: a real Ctrl-C goes to
+            # the supervising thread, never to the explorer, so this came from
+            # the code under test and is the schedule's failure.
             if run.hard_abort and _caused_by_abort(exc):
                 pass
             elif not controller.aborting:
