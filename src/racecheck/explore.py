@@ -164,6 +164,10 @@ class Session:
             abort()
 
     def run(self, chooser: Chooser, run: int, recorder: Any = None) -> Controller:
+        if self.interrupted:
+            # The supervisor stopped this exploration: no strategy may start
+            # another run (hypothesis loops on its own, past _explore's check).
+            raise KeyboardInterrupt
         controller = Controller(chooser, self.settings.max_steps, recorder)
         if self.settings.coverage and recorder is None:
             controller.accesses = []

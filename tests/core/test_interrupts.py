@@ -67,13 +67,16 @@ def on_alarm(signum, frame):
 {target}
 
 signal.signal(signal.SIGALRM, on_alarm)
-progressed = []
 def progress(done, total):
     if done == 50:
         # Mid-exploration, for sure: 50 schedules done, millions to go.
         signal.setitimer(signal.ITIMER_REAL, 0.2)
+if {strategy!r} == "hypothesis":  # runs schedules without reporting progress
+    signal.setitimer(signal.ITIMER_REAL, 2.0)
 try:
-    racecheck.check(target, backend={backend!r}, schedules=10**7, progress=progress)
+    racecheck.check(
+        target, backend={backend!r}, strategy={strategy!r}, schedules=10**7, progress=progress
+    )
     print("FINISHED")
 except Alarm:
     print("ALARM")
@@ -97,11 +100,16 @@ print("DIRTY", dirty)
 """
 
 
+@pytest.mark.parametrize("strategy", ["pct", "hypothesis"])
 @pytest.mark.parametrize("backend", ["threads", "asyncio", "trio"])
-def test_an_exception_from_a_signal_handler_stops_the_exploration(backend: str) -> None:
+def test_an_exception_from_a_signal_handler_stops_the_exploration(
+    backend: str, strategy: str
+) -> None:
     if backend == "trio":
         pytest.importorskip("trio")
-    script = SCRIPT.format(target=textwrap.dedent(TARGETS[backend]), backend=backend)
+    script = SCRIPT.format(
+        target=textwrap.dedent(TARGETS[backend]), backend=backend, strategy=strategy
+    )
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
     )
