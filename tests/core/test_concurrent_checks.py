@@ -152,6 +152,45 @@ def test_two_simultaneous_checks_are_serialised_and_leave_nothing_patched(backen
     assert "LEFTOVER []" in result.stdout, result.stdout
 
 
+def test_simultaneous_checks_on_different_backends_are_serialised() -> None:
+    pytest.importorskip("trio")
+    parts = [SNAPSHOT]
+    for backend, source in TARGETS.items():
+        parts.append(textwrap.dedent(source).replace("def target(", f"def target_{backend}("))
+    parts.append(
+        textwrap.dedent(
+            """
+            import racecheck
+            before = snapshot()
+            failures = []
+            targets = {"threads": target_threads, "asyncio": target_asyncio, "trio": target_trio}
+            for trial in range(3):
+                start = threading.Barrier(3)
+                def worker(backend):
+                    start.wait()
+                    try:
+                        target = targets[backend]
+                        racecheck.check(target, backend=backend, schedules=30, watchdog=30)
+                    except BaseException as exc:
+                        failures.append(f"trial {trial} {backend}: {exc!r}"[:300])
+                workers = [threading.Thread(target=worker, args=(b,)) for b in targets]
+                for w in workers:
+                    w.start()
+                for w in workers:
+                    w.join(120)
+            after = snapshot()
+            print("FAILURES", failures)
+            print("DIRTY", sorted(k for k in before if after.get(k) is not before[k]))
+            """
+        )
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", "\n".join(parts)], capture_output=True, text=True, timeout=600
+    )
+    assert "FAILURES []" in result.stdout, result.stdout + result.stderr[-2000:]
+    assert "DIRTY []" in result.stdout, result.stdout
+
+
 def test_a_nested_check_from_inside_a_controlled_thread_is_a_usage_error() -> None:
     import threading
 
