@@ -126,7 +126,7 @@ def _script(backend: str) -> str:
                     if w.is_alive():
                         failures.append(f"trial {{trial}}: a check never returned")
             after = snapshot()
-            dirty = sorted(k for k in before if after.get(k) is not before[k])
+            dirty = sorted(k for k in before if after.get(k) != before[k])
             print("FAILURES", failures)
             print("DIRTY", dirty)
             leftover = [t.name for t in threading.enumerate() if t.name.startswith("racecheck")]
@@ -180,7 +180,7 @@ def test_simultaneous_checks_on_different_backends_are_serialised() -> None:
                     w.join(120)
             after = snapshot()
             print("FAILURES", failures)
-            print("DIRTY", sorted(k for k in before if after.get(k) is not before[k]))
+            print("DIRTY", sorted(k for k in before if after.get(k) != before[k]))
             """
         )
     )

@@ -93,6 +93,8 @@ if threading.Thread.start is not _ORIGINAL_START: dirty.append("start")
 if asyncio.new_event_loop is not _ORIGINAL_LOOP: dirty.append("new_event_loop")
 if queue.SimpleQueue is not _ORIGINAL_QUEUE: dirty.append("SimpleQueue")
 if sys.gettrace() is not None: dirty.append("settrace")
+if sys.version_info >= (3, 12) and any(sys.monitoring.get_tool(i) for i in range(6)):
+    dirty.append("sys.monitoring")
 if "trio" in sys.modules:
     import trio._core._run as run_module
     if type(run_module._r).__module__.startswith("racecheck"): dirty.append("trio._r")
