@@ -249,11 +249,16 @@ def run_supervised(
             done.set()
 
     worker = threading.Thread(target=body, name="racecheck-explorer", daemon=True)
-    worker.start()
+    started = False
     try:
+        worker.start()
+        started = True
         stuck = _watch(done, progress, watchdog, on_stuck)
-    except BaseException:
-        _stop(done, on_interrupt)
+    except BaseException as exc:
+        # Not started only when the OS refused a thread (nothing runs then);
+        # an interruption inside start() leaves a thread that does run.
+        if started or not isinstance(exc, RuntimeError):
+            _stop(done, on_interrupt)
         raise
     finally:
         if done.finished:
