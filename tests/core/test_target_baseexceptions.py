@@ -139,7 +139,11 @@ def test_a_race_that_ends_in_system_exit_is_found_and_replayed(backend: str) -> 
 
 SCENARIO = """
 import asyncio
+import threading
 from racecheck.scenario import Scenario, Variant
+
+class Custom(BaseException):
+    pass
 
 async def exits():
     await asyncio.sleep(0)
@@ -149,6 +153,18 @@ async def interrupts():
     await asyncio.sleep(0)
     raise KeyboardInterrupt
 
+async def trio_exits():
+    import trio
+    await trio.sleep(0)
+    raise SystemExit(3)
+
+def thread_raises():
+    def body():
+        raise Custom("custom")
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+
 async def fine():
     await asyncio.sleep(0)
 
@@ -157,6 +173,8 @@ SCENARIO = Scenario(
     variants={
         "exits": Variant(exits, expect="safe"),
         "interrupts": Variant(interrupts, expect="safe"),
+        "trio-exits": Variant(trio_exits, expect="safe", options={"backend": "trio"}),
+        "thread-custom": Variant(thread_raises, expect="safe"),
         "fine": Variant(fine, expect="safe"),
     },
     options={"schedules": 5},
@@ -165,6 +183,7 @@ SCENARIO = Scenario(
 
 
 def test_racecheck_run_reports_a_target_exit_as_a_violation(tmp_path: Path) -> None:
+    pytest.importorskip("trio")
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "scenarios" / "base_exceptions.py").write_text(SCENARIO)
     result = subprocess.run(
@@ -184,7 +203,9 @@ def test_racecheck_run_reports_a_target_exit_as_a_violation(tmp_path: Path) -> N
     )
     out = result.stdout + result.stderr
     assert result.returncode == 1, out  # a violated expectation, not the target's 3
-    assert "SystemExit" in out and "KeyboardInterrupt" in out, out
+    for variant in ("exits", "interrupts", "trio-exits", "thread-custom"):
+        assert f"base-exceptions[{variant}]: race after 1 schedule (expected safe)" in out, out
+    assert "SystemExit: 3" in out and "KeyboardInterrupt" in out and "Custom" in out, out
     assert "interrupted" not in out.lower(), out
     assert "Traceback" not in result.stderr, result.stderr
     # every variant got its verdict, reports included
