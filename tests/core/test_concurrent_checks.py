@@ -244,6 +244,26 @@ def test_a_nested_check_from_the_target_is_a_usage_error(backend: str) -> None:
     assert "inside" in str(seen[0])
 
 
+@pytest.mark.parametrize("backend", ["threads", "asyncio", "trio"])
+def test_the_outer_check_raises_the_nested_usage_error(backend: str) -> None:
+    """Not reported as a race: calling check() inside the target is a usage mistake."""
+    if backend == "trio":
+        pytest.importorskip("trio")
+
+    def inner() -> None:
+        pass
+
+    def plain() -> None:
+        racecheck.check(inner, schedules=1)
+
+    async def coroutine() -> None:
+        racecheck.check(inner, schedules=1)
+
+    target = plain if backend == "threads" else coroutine
+    with pytest.raises(UsageError, match="inside code that racecheck is exploring"):
+        racecheck.check(target, backend=backend, schedules=2, watchdog=20)  # type: ignore[arg-type]
+
+
 def test_a_nested_replay_is_a_usage_error() -> None:
     seen: list[BaseException] = []
 

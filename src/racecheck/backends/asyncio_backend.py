@@ -13,6 +13,7 @@ from typing import Any
 
 from racecheck.backends.asyncio_loop import ControlledLoop, StandaloneHost
 from racecheck.engine import Controller, Failure, RunAborted
+from racecheck.errors import UsageError
 
 
 class AsyncioBackend:
@@ -59,7 +60,14 @@ class AsyncioBackend:
             # never receives a signal (a real Ctrl-C goes to the supervising
             # thread), so whatever arrives here was raised by the code under
             # test, and that is this schedule's failure, not the caller's.
-            if not controller.aborting:
+            if controller.aborting:
+                pass
+            elif isinstance(exc, UsageError):
+                # racecheck misused from inside the target (a nested check()):
+                # the caller's mistake, raised as such, not a race.
+                controller.internal_error = exc
+                controller.interrupt()
+            else:
                 controller.fail(Failure("exception", exc, actor=raiser))
 
 

@@ -55,7 +55,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from racecheck.engine import Controller, Failure, RunAborted
-from racecheck.errors import UnsupportedError
+from racecheck.errors import UnsupportedError, UsageError
 
 #: trio versions whose run loop racecheck was tested against: [low, high)
 TESTED = ((0, 22), (0, 36))
@@ -957,10 +957,17 @@ class TrioBackend:
             # KeyboardInterrupt and SystemExit included: a real Ctrl-C goes to
             # the supervising thread, never to the explorer, so this came from
             # the code under test and is the schedule's failure.
+            cause = unwrap(exc)
             if run.hard_abort and _caused_by_abort(exc):
                 pass
-            elif not controller.aborting:
-                controller.fail(Failure("exception", unwrap(exc)))
+            elif controller.aborting:
+                pass
+            elif isinstance(cause, UsageError):
+                # racecheck misused from inside the target (a nested check()).
+                controller.internal_error = cause
+                controller.interrupt()
+            else:
+                controller.fail(Failure("exception", cause))
         finally:
             self.current = None
 
