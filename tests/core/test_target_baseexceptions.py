@@ -227,6 +227,16 @@ async def test_exits():
     await asyncio.sleep(0)
     raise SystemExit(3)
 
+@pytest.mark.racecheck(schedules=5, backend="trio")
+async def test_trio_interrupts():
+    import trio
+    await trio.sleep(0)
+    raise KeyboardInterrupt
+
+@pytest.mark.racecheck(schedules=5)
+def test_thread_interrupts():
+    raise KeyboardInterrupt
+
 def test_after():
     pass
 """
@@ -236,8 +246,9 @@ def test_a_marked_async_test_raising_keyboard_interrupt_fails_only_that_test(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(test_base_exceptions=PYTEST_FILE)
+    pytest.importorskip("trio")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=2)
+    result.assert_outcomes(passed=1, failed=4)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
     assert "KeyboardInterrupt" in out and "SystemExit" in out
