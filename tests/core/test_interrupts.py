@@ -148,3 +148,51 @@ def test_no_explorer_is_alive_right_after_check_raises() -> None:
         racecheck.check(target, schedules=3)
     left = [t.name for t in threading.enumerate() if t.name.startswith("racecheck")]
     assert left == []
+
+
+TIMEOUT_LIKE = """
+import signal, sys, threading, time
+import pytest
+import racecheck
+
+ORIGINAL_LOCK = threading.Lock
+ORIGINAL_START = threading.Thread.start
+
+def on_timeout(signum, frame):
+    # What pytest-timeout's signal method does when a test runs too long.
+    pytest.fail("Timeout (>1.0s) from pytest-timeout.")
+
+def target():
+    box = {"n": 0}
+    def bump():
+        box["n"] += 1
+    ts = [threading.Thread(target=bump) for _ in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+def test_times_out():
+    signal.signal(signal.SIGALRM, on_timeout)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    racecheck.check(target, schedules=10**7)
+
+def test_next_test_sees_a_quiet_clean_process():
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    assert [t.name for t in threading.enumerate() if t.name.startswith("racecheck")] == []
+    before = time.process_time()
+    time.sleep(1)
+    assert time.process_time() - before < 0.2
+    assert threading.Lock is ORIGINAL_LOCK
+    assert threading.Thread.start is ORIGINAL_START
+    assert sys.gettrace() is None
+"""
+
+
+def test_a_test_timeout_stops_the_exploration_before_the_next_test(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_timeout_like=TIMEOUT_LIKE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*Timeout (>1.0s) from pytest-timeout*"])
