@@ -17,6 +17,7 @@ of a silent hang, and lets Ctrl-C stop an exploration cleanly.
 
 from __future__ import annotations
 
+import _thread
 import contextvars
 import sys
 import threading
@@ -184,6 +185,26 @@ class Backend(Protocol):
     def enable_detection(self) -> None: ...
 
 
+#: seconds an interrupted supervisor waits for the explorer to unwind before it
+#: gives up on it (it is then blocked in C, where nothing can stop it)
+STOP_GRACE = 10.0
+
+#: marks the threads that work for the exploration in progress: the explorer
+#: and the threads backend's pooled actor threads. A C-level thread-local, so
+#: it survives the pool presenting its workers as the user's Thread objects.
+_ROLE = _thread._local()
+
+
+def join_exploration() -> None:
+    """Mark the calling thread as one that runs code under exploration."""
+    _ROLE.exploring = True
+
+
+def in_exploration() -> bool:
+    """Is the calling thread running code under exploration (a nested ``check``)?"""
+    return bool(getattr(_ROLE, "exploring", False))
+
+
 def run_supervised(
     work: Callable[[], Any],
     *,
@@ -200,10 +221,20 @@ def run_supervised(
     blocked where racecheck cannot see it; the worker is abandoned (after
     ``on_stuck`` had a chance to unwind it) and a StuckError names where it
     sits (``explain``, when the backend can say more: the object and its holder).
+
+    Signals are delivered to the main thread, so a real Ctrl-C, a SIGALRM or
+    SIGTERM handler that raises, or pytest-timeout's signal method arrives
+    *here*, never in the explorer: anything the explorer raises (a
+    KeyboardInterrupt or SystemExit included) came from the code under test
+    or from racecheck, and the backends report the former as the schedule's
+    failure. Whatever interrupts the supervisor, the explorer is stopped
+    (``on_interrupt``) and waited for before the exception goes on, so no
+    exploration keeps running, or keeps anything patched, after the caller
+    has moved on.
     """
     result: list[Any] = []
     error: list[BaseException] = []
-    done = threading.Event()
+    done = _Done()
     context = contextvars.copy_context()
     # The exploration runs where the caller would have: under its tracer
     # (coverage, a debugger), which racecheck then chains, not replaces. A
@@ -213,6 +244,7 @@ def run_supervised(
     def body() -> None:
         if caller_trace is not None:
             sys.settrace(caller_trace)
+        join_exploration()
         try:
             result.append(context.run(work))
         except BaseException as exc:
@@ -221,19 +253,65 @@ def run_supervised(
             done.set()
 
     worker = threading.Thread(target=body, name="racecheck-explorer", daemon=True)
-    worker.start()
+    started = False
+    try:
+        worker.start()
+        started = True
+        stuck = _watch(done, progress, watchdog, on_stuck, explain)
+    except BaseException as exc:
+        # Not started only when the OS refused a thread (nothing runs then);
+        # an interruption inside start() leaves a thread that does run.
+        if started or not isinstance(exc, RuntimeError):
+            _stop(done, on_interrupt)
+        raise
+    finally:
+        if done.finished:
+            # The explorer said it is done; let its OS thread end too, so it
+            # never shows in threading.enumerate() after check() returns.
+            worker.join(STOP_GRACE)
+    if stuck is not None:
+        raise stuck
+    if error:
+        raise error[0]
+    return result[0]
+
+
+class _Done:
+    """The explorer's "I am done", on a raw lock rather than threading.Event.
+
+    While threads are explored, ``threading``'s classes are racecheck's; the
+    supervisor must not depend on them. The flag makes the answer stable
+    even if a signal lands between a successful acquire and its caller.
+    """
+
+    __slots__ = ("_lock", "finished")
+
+    def __init__(self) -> None:
+        self._lock = _thread.allocate_lock()
+        self._lock.acquire()
+        self.finished = False
+
+    def set(self) -> None:
+        self.finished = True
+        self._lock.release()
+
+    def wait(self, timeout: float) -> bool:
+        if not self.finished and self._lock.acquire(True, max(timeout, 0.0)):
+            self._lock.release()
+        return self.finished
+
+
+def _watch(
+    done: _Done,
+    progress: Callable[[], int],
+    watchdog: float,
+    on_stuck: Callable[[], None],
+    explain: Callable[[], str | None] | None = None,
+) -> StuckError | None:
+    """Wait for the explorer; the error to raise if it stops making progress."""
     last = progress()
     last_change = time.monotonic()
-    interrupted = False
-    while True:
-        try:
-            if done.wait(0.05):
-                break
-        except KeyboardInterrupt:
-            interrupted = True
-            on_interrupt()
-            done.wait(5.0)
-            break
+    while not done.wait(0.05):
         now_progress = progress()
         now = time.monotonic()
         if now_progress != last:
@@ -244,17 +322,35 @@ def run_supervised(
             on_stuck()
             done.wait(1.0)
             if reason:
-                raise StuckError(f"no scheduling progress for {watchdog:g}s: {reason}")
-            raise StuckError(
+                return StuckError(f"no scheduling progress for {watchdog:g}s: {reason}")
+            return StuckError(
                 f"no scheduling progress for {watchdog:g}s: an actor is blocked outside"
                 f" racecheck's control ({where}); locks created before racecheck patched"
                 " threading, and calls that block in C, are invisible to it"
             )
-    if interrupted:
-        raise KeyboardInterrupt
-    if error:
-        raise error[0]
-    return result[0]
+    return None
+
+
+def _stop(done: _Done, on_interrupt: Callable[[], None]) -> None:
+    """Abort the exploration and wait (bounded) until the explorer has unwound.
+
+    A second interruption while waiting (Ctrl-C pressed twice, a repeating
+    alarm) does not cut the wait short: leaving early would leave the world
+    patched under the caller. The first exception is the one that goes on.
+    """
+    deadline = time.monotonic() + STOP_GRACE
+    aborted = False
+    while True:
+        try:
+            if not aborted:
+                aborted = True
+                on_interrupt()
+            if done.wait(min(deadline - time.monotonic(), 0.5)):
+                return
+            if time.monotonic() >= deadline:
+                return
+        except BaseException:  # keep waiting: the first exception is the one raised
+            continue
 
 
 def describe_thread_stacks(exclude: set[int]) -> str:

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from racecheck.engine import Backend, Controller, Failure, run_supervised
+from racecheck.engine import Backend, Controller, Failure, in_exploration, run_supervised
 from racecheck.errors import DivergenceError, StateLeakError, UsageError, one_line
 from racecheck.outcome import RaceFound, Report
 from racecheck.schedule import Decision, Schedule, fingerprint, python_tag
@@ -267,6 +267,10 @@ class Session:
             abort()
 
     def run(self, chooser: Chooser, run: int, recorder: Any = None) -> Controller:
+        if self.interrupted:
+            # The supervisor stopped this exploration: no strategy may start
+            # another run (hypothesis loops on its own, past _explore's check).
+            raise KeyboardInterrupt
         controller = Controller(chooser, self.settings.max_steps, recorder)
         if self.settings.coverage and recorder is None:
             controller.accesses = []
@@ -412,31 +416,41 @@ def explore(
     return outcome
 
 
+#: One exploration at a time per process. An exploration patches process-wide
+#: state (threading's classes, time.sleep, queue, the loop factory, trio's
+#: scheduler hooks) and the threads backend keeps its runtime in a global, so
+#: two at once would see each other's threads (false races) and restore each
+#: other's patches (leaving them in place). Callers from other threads (a
+#: threaded test runner, an application's workers) therefore wait their turn
+#: rather than fail. The lock is a raw ``_thread`` lock taken at import, so a
+#: patched ``threading.Lock`` can never stand in for it.
+_EXPLORATION_LOCK = _thread.allocate_lock()
+
+
 def _supervise(session: Session, work: Callable[[], Any]) -> Any:
+    if in_exploration():
+        # The caller is code under exploration: waiting for the lock it runs
+        # under would deadlock.
+        raise UsageError(
+            "racecheck.check/replay was called from inside code that racecheck is"
+            " exploring; explorations cannot nest (call it outside the target)"
+        )
     from racecheck.sources import tracing
 
-    with tracing(session.settings.trace_paths):
-        return _supervise_traced(session, work)
-
-
-def _supervise_traced(session: Session, work: Callable[[], Any]) -> Any:
     backend = session.settings.backend
-
-    def on_stuck() -> None:
-        session.abort()
-
-    try:
-        return run_supervised(
-            work,
-            progress=session.progress,
-            watchdog=session.settings.watchdog,
-            on_stuck=on_stuck,
-            on_interrupt=session.abort,
-            explain=getattr(backend, "explain_stuck", None),
-        )
-    except BaseException:
-        backend.uninstall()  # idempotent: the worker may be gone for good
-        raise
+    # The traced set is process-wide while it lasts: inside the lock, like the patches.
+    with _EXPLORATION_LOCK, tracing(session.settings.trace_paths):
+        try:
+            return run_supervised(
+                work,
+                progress=session.progress,
+                watchdog=session.settings.watchdog,
+                on_stuck=session.abort,
+                on_interrupt=session.abort,
+                explain=getattr(backend, "explain_stuck", None),
+            )
+        finally:
+            backend.uninstall()  # idempotent: the worker may be gone for good
 
 
 def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Found:

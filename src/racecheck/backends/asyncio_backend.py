@@ -13,6 +13,7 @@ from typing import Any
 
 from racecheck.backends.asyncio_loop import ControlledLoop, StandaloneHost
 from racecheck.engine import Controller, Failure, RunAborted
+from racecheck.errors import UsageError
 
 
 class AsyncioBackend:
@@ -52,22 +53,55 @@ class AsyncioBackend:
             loops.append(loop)
             return loop
 
+        raiser: int | None = 1
         try:
             with asyncio.Runner(loop_factory=factory) as runner:
-                runner.run(self.target())
+                try:
+                    runner.run(self.target())
+                except RunAborted:
+                    raise
+                except BaseException as exc:
+                    # Before the runner closes the loop and forgets its tasks.
+                    raiser = _raiser(loops[0], exc) if loops else None
+                    raise
                 check_unretrieved(loops[0], controller)
         except RunAborted:
             pass
-        except (KeyboardInterrupt, SystemExit):
-            raise
         except BaseException as exc:
-            if not controller.aborting:
-                # It surfaced in the root task (the first actor), whoever raised it.
-                controller.fail(Failure("exception", exc, actor=1))
+            # KeyboardInterrupt and SystemExit included: the explorer thread
+            # never receives a signal (a real Ctrl-C goes to the supervising
+            # thread), so whatever arrives here was raised by the code under
+            # test, and that is this schedule's failure, not the caller's.
+            if controller.aborting:
+                pass
+            elif isinstance(exc, UsageError):
+                # racecheck misused from inside the target (a nested check()):
+                # the caller's mistake, raised as such, not a race.
+                controller.internal_error = exc
+                controller.interrupt()
+            else:
+                controller.fail(Failure("exception", exc, actor=raiser))
         finally:
             # self-pipe writes: call_soon_threadsafe, from a thread racecheck does not run
             if host.waited_outside or any(loop._rc_wakeups for loop in loops):
                 self.runs_waiting_outside += 1
+
+
+def _raiser(loop: ControlledLoop, exc: BaseException) -> int | None:
+    """The actor ``exc`` came from: the root task when it surfaced there.
+
+    An Exception always surfaces in the root task. A KeyboardInterrupt or
+    SystemExit leaves the loop straight from the step that raised it, so the
+    task that raised it is the one holding it.
+    """
+    holders = [
+        actor
+        for task, actor in loop._rc_ids.items()
+        if task.done() and not task.cancelled() and task.exception() is exc
+    ]
+    if not holders:
+        return 1 if isinstance(exc, Exception) else None
+    return 1 if 1 in holders else max(holders)
 
 
 def check_unretrieved(loop: ControlledLoop, controller: Controller) -> None:

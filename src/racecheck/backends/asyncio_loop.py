@@ -89,6 +89,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._rc_host = host
         self._rc_controller = host.controller
         self._rc_ids: dict[asyncio.Task[Any], int] = {}
+        #: the same actors keyed by id(task), for the ready scan
+        self._rc_actor_of: dict[int, int] = {}
         self._rc_next_id = host_next_id(host)
         self._rc_threads_at_start = threading.active_count()
         #: counts self-pipe writes (call_soon_threadsafe): the only thing that
@@ -102,6 +104,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         # Let this run's tasks go now: asyncio.all_tasks() scans every live
         # task in the process, and thousands of schedules add up.
         self._rc_ids.clear()
+        self._rc_actor_of.clear()
 
     def _rc_task_serial(self) -> int:
         return next(self._rc_serials)
@@ -166,17 +169,31 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 self._rc_host.detect_callback(self, head)
             head._run()
             return
+        # One pass over the ready queue, constant work per handle: the
+        # candidates are the distinct ready tasks in queue order. Tasks are
+        # told apart by id() (every task is alive in _rc_ids while the loop
+        # runs, so ids are not reused), which keeps their __hash__ (a creation
+        # serial user code may observe through set order) out of the scan.
         tasks: list[asyncio.Task[Any]] = []
         positions: list[int] = []
         ids: list[int] = []
-        known = self._rc_ids
+        seen: set[int] = set()
+        actor_of = self._rc_actor_of
         for position, handle in enumerate(ready):
-            task = getattr(handle._callback, "__self__", None)
-            if handle._cancelled or not isinstance(task, _Task) or task in tasks:
+            if handle._cancelled:
                 continue
-            actor = known.get(task)
+            task = getattr(handle._callback, "__self__", None)
+            if not isinstance(task, _Task):
+                continue
+            key = id(task)
+            if key in seen:
+                continue
+            seen.add(key)
+            actor = actor_of.get(key)
             if actor is None:
-                actor = known[task] = self._rc_next_id()
+                # First sight: hashing it here assigns its serial at the same
+                # point of the run as it always did.
+                actor = actor_of[key] = self._rc_ids[task] = self._rc_next_id()
             tasks.append(task)
             positions.append(position)
             ids.append(actor)
@@ -242,10 +259,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         return self._rc_move_due_timers() or True
 
     def _rc_next_timer(self) -> float | None:
-        for handle in sorted(self._scheduled):
-            if not handle._cancelled:
-                return handle._when
-        return None
+        # One linear pass: sorting the heap at every idle pass cost n·log n.
+        return min((h._when for h in self._scheduled if not h._cancelled), default=None)
 
     def _rc_external_pending(self) -> bool:
         """Could something outside the loop still wake it (a thread, real I/O)?"""

@@ -44,6 +44,7 @@ not, and again by :meth:`TrioBackend.uninstall`.
 
 from __future__ import annotations
 
+import _thread
 import gc
 import math
 import os
@@ -54,7 +55,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from racecheck.engine import Controller, Failure, RunAborted
-from racecheck.errors import UnsupportedError
+from racecheck.errors import UnsupportedError, UsageError
 
 #: trio versions whose run loop racecheck was tested against: [low, high)
 TESTED = ((0, 22), (0, 36))
@@ -158,7 +159,8 @@ def check_version(version: str) -> None:
 
 # ------------------------------------------------------- patching, restoring
 
-_patch_lock = threading.Lock()
+#: a raw lock: trio may be imported while the threads backend has threading patched
+_patch_lock = _thread.allocate_lock()
 #: the originals while patched; None when trio is pristine
 _saved: dict[str, Any] | None = None
 
@@ -956,13 +958,21 @@ class TrioBackend:
                     run.close_leftovers()
         except RunAborted:
             pass
-        except (KeyboardInterrupt, SystemExit):
-            raise
         except BaseException as exc:
+            # KeyboardInterrupt and SystemExit included: a real Ctrl-C goes to
+            # the supervising thread, never to the explorer, so this came from
+            # the code under test and is the schedule's failure.
+            cause = unwrap(exc)
             if run.hard_abort and _caused_by_abort(exc):
                 pass
-            elif not controller.aborting:
-                controller.fail(Failure("exception", unwrap(exc)))
+            elif controller.aborting:
+                pass
+            elif isinstance(cause, UsageError):
+                # racecheck misused from inside the target (a nested check()).
+                controller.internal_error = cause
+                controller.interrupt()
+            else:
+                controller.fail(Failure("exception", cause))
         finally:
             self.current = None
 

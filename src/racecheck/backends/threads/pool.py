@@ -19,10 +19,15 @@ import _thread
 import collections
 import contextvars
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+from racecheck.engine import join_exploration
+
 _allocate_lock = _thread.allocate_lock
+#: the real join, whatever threading.Thread.join is while an exploration runs
+_JOIN = threading.Thread.join
 
 
 class Worker:
@@ -77,6 +82,7 @@ class ThreadPool:
         ready.acquire()
 
         def loop() -> None:
+            join_exploration()  # a check() from an actor thread would nest
             worker.ident = threading.get_ident()
             worker.native_id = threading.get_native_id()
             ready.release()
@@ -90,8 +96,11 @@ class ThreadPool:
                 finally:
                     worker.job = None
                     worker.busy.release()
-                    if not self._closed:
-                        self._idle.append(worker)
+                if self._closed:
+                    # Closed while this job ran (an aborted run still
+                    # unwinding): nobody would ever wake this worker again.
+                    return
+                self._idle.append(worker)
 
         thread = threading.Thread(
             target=loop, name=f"racecheck-worker-{len(self._all) + 1}", daemon=True
@@ -108,9 +117,16 @@ class ThreadPool:
             return True
         return False
 
-    def close(self) -> None:
+    def close(self, grace: float = 2.0) -> None:
+        """Let every worker's OS thread end, and wait (bounded) until it has.
+
+        Waiting matters: a worker still alive after ``check()`` returns shows
+        in ``threading.enumerate()`` and counts in ``active_count()``. A worker
+        blocked in C for good is left behind after ``grace`` seconds.
+        """
         self._closed = True
-        for worker in self._all:
+        workers, self._all = self._all, []
+        for worker in workers:
             if worker.busy.acquire(False):
                 worker.busy.release()
                 worker.job = None
@@ -119,7 +135,11 @@ class ThreadPool:
                 except RuntimeError:
                     pass
         self._idle.clear()
-        self._all.clear()
+        deadline = time.monotonic() + grace
+        for worker in workers:
+            thread = worker.thread
+            if thread is not None and thread is not threading.current_thread():
+                _JOIN(thread, max(deadline - time.monotonic(), 0.0))
 
 
 def _present_as(thread: threading.Thread, worker: Worker) -> None:
