@@ -90,7 +90,8 @@ def locked():
 
 target = {"racy": racy, "locked": locked, "closure": closure_counter}[sys.argv[1]]
 try:
-    report = racecheck.check(target, strategy=sys.argv[2], schedules=int(sys.argv[3]))
+    bound = {"preemption_bound": 2} if sys.argv[2] == "exhaustive" else {}
+    report = racecheck.check(target, strategy=sys.argv[2], schedules=int(sys.argv[3]), **bound)
 except racecheck.RaceFound as exc:
     print(json.dumps({"found": True, "schedules_run": exc.schedules_run}))
 else:
@@ -285,7 +286,7 @@ def test_racy_threads():
     assert run(Counter()) == 2
 
 
-@pytest.mark.racecheck(strategy="exhaustive", schedules=5000)
+@pytest.mark.racecheck(strategy="exhaustive", schedules=5000, preemption_bound=2)
 def test_locked_threads():
     assert run(LockedCounter()) == 2
 
@@ -322,7 +323,7 @@ def test_pytest_cov_finds_the_races_and_counts_the_lines(
     out = result.stdout.str()
     assert "FAILED test_project.py::test_racy_threads" in out
     assert "FAILED test_project.py::test_racy_async" in out
-    assert "exhausted the bounded space" in out  # the locked test, explored in full
+    assert "exhausted the bounded space" in out  # the locked test, its bounded space in full
     assert "current = self.balance" in out  # the asyncio trace kept its lines
     module, tests = pytester.path / "racemod.py", pytester.path / "test_project.py"
     racemod = _executed(pytester.path / ".coverage", module)
