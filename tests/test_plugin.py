@@ -90,7 +90,7 @@ def test_async_race_fails_with_a_replayable_report(
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "*racecheck: race found after * (pct, seed 0): AssertionError: assert 5 == 15*",
+            "*racecheck: race found after * (auto: *, seed 0): AssertionError: assert 5 == 15*",
             "*schedule: rc1:asyncio:*",
             "*replay: pytest 'test_bank.py::test_deposit' --racecheck-replay=rc1:asyncio:*",
         ]
@@ -146,7 +146,7 @@ def test_correct_async_test_passes(pytester: pytest.Pytester, real_engine: None)
     pytester.makepyfile(test_bank=RACY_ASYNC)
     result = pytester.runpytest("-k", "locked", "-rP")
     result.assert_outcomes(passed=1, deselected=1)
-    result.stdout.fnmatch_lines(["*racecheck: * schedules (pct, seed 0*"])
+    result.stdout.fnmatch_lines(["*racecheck: * schedule* (auto, seed 0*"])
 
 
 def test_sync_test_runs_on_threads(pytester: pytest.Pytester, threads_engine: None) -> None:
@@ -367,7 +367,7 @@ def test_same_results_under_xdist(pytester: pytest.Pytester, real_engine: None) 
 
 def test_marker_is_registered(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--markers")
-    result.stdout.fnmatch_lines(["@pytest.mark.racecheck(strategy='pct', schedules=1000*"])
+    result.stdout.fnmatch_lines(["@pytest.mark.racecheck(strategy='auto', schedules=1000*"])
 
 
 def test_options_in_help(pytester: pytest.Pytester) -> None:
@@ -405,7 +405,7 @@ def test_precedence_default(pytester: pytest.Pytester, fake_engine: Any) -> None
     calls = {c["label"]: c for c in fake_engine.calls}
     assert set(calls) == {"test_p.py::test_defaults", "test_p.py::test_marker"}
     d = calls["test_p.py::test_defaults"]
-    assert (d["strategy"], d["schedules"], d["seed"]) == ("pct", 1000, 0)
+    assert (d["strategy"], d["schedules"], d["seed"]) == ("auto", 1000, 0)
     m = calls["test_p.py::test_marker"]
     assert (m["strategy"], m["schedules"], m["seed"]) == ("random", 7, 3)
     assert m["backend"] == "threads" and m["max_steps"] == 99
@@ -476,7 +476,7 @@ def test_failure_report_is_short(pytester: pytest.Pytester, fake_engine: Any) ->
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "*racecheck: race found after 3 schedules (pct, seed 0): AssertionError: lost update*",
+            "*racecheck: race found after * (auto*, seed 0): AssertionError: lost update*",
             "*replay: pytest 'test_fail.py::test_broken' --racecheck-replay=rc1:*",
             "FAILED test_fail.py::test_broken*",
         ]

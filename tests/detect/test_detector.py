@@ -97,7 +97,7 @@ def test_lost_update_names_both_accesses_and_replays() -> None:
 
 def test_lock_held_across_the_await_is_clean() -> None:
     report = racecheck.check(lost_update_locked, detect=True, schedules=100)
-    assert report.schedules_run == 100
+    assert report.schedules_run == 100 or report.exhausted  # verified early: every schedule
 
 
 async def check_then_act() -> None:
@@ -131,7 +131,8 @@ async def counter_increments() -> None:
 
 
 def test_read_modify_write_between_awaits_is_not_a_race() -> None:
-    assert racecheck.check(counter_increments, detect=True, schedules=100).schedules_run == 100
+    report = racecheck.check(counter_increments, detect=True, schedules=100)
+    assert report.schedules_run == 100 or report.exhausted
 
 
 async def result_handed_over() -> None:
@@ -147,7 +148,8 @@ async def result_handed_over() -> None:
 
 
 def test_reading_a_value_one_waited_for_is_not_a_race() -> None:
-    assert racecheck.check(result_handed_over, detect=True, schedules=50).schedules_run == 50
+    report = racecheck.check(result_handed_over, detect=True, schedules=50)
+    assert report.schedules_run == 50 or report.exhausted
 
 
 class Counter:
