@@ -522,9 +522,12 @@ def _add_run(sub: Any) -> None:
 def _cmd_replay(args: argparse.Namespace) -> int:
     import racecheck
     from racecheck.loader import _load_with_files, display_path, parse_selector, select
-    from racecheck.schedule import token_label_matches
+    from racecheck.schedule import Schedule, token_label_matches
 
-    token = args.token.strip()
+    token = _read_token(args.token)
+    # Decoded here, before any scenario is imported: a bad token costs nothing
+    # more, and every later look-up reuses this decoding.
+    Schedule.decode(token)
     sel = parse_selector(args.scenario)
     loaded = _load_with_files(sel.path)
     files = {id(s): f for s, f in loaded}
@@ -577,6 +580,25 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _read_token(text: str) -> str:
+    """The token argument, or the token read from stdin when it is ``-``.
+
+    One command-line argument is limited (128 KB on Linux), so long tokens can
+    be piped in. Reading stops just past the cap: a huge input is not slurped.
+    """
+    from racecheck.schedule import MAX_TOKEN_CHARS
+
+    if text != "-":
+        return text.strip()
+    data = sys.stdin.read(MAX_TOKEN_CHARS + 65)
+    if len(data) > MAX_TOKEN_CHARS + 64:
+        raise UsageError(
+            f"malformed schedule token: more than the {MAX_TOKEN_CHARS} characters"
+            " a schedule token can have"
+        )
+    return data.strip()
+
+
 def _add_replay(sub: Any) -> None:
     p = sub.add_parser(
         "replay",
@@ -587,7 +609,9 @@ def _add_replay(sub: Any) -> None:
         ),
     )
     p.add_argument("scenario", metavar="SCENARIO", help="FILE, FILE::NAME or FILE::NAME[VARIANT]")
-    p.add_argument("token", metavar="TOKEN", help="the schedule token (rc1:...)")
+    p.add_argument(
+        "token", metavar="TOKEN", help="the schedule token (rc1:...), or - to read it from stdin"
+    )
     p.add_argument(
         "--detect",
         action="store_true",

@@ -354,7 +354,11 @@ def replay_token(target: Callable[[], Any], token: str, *, options: dict[str, An
     if options:
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")
     schedule = Schedule.decode(token)
-    schedule.check_compatible(backend=settings.backend.name, label=settings.label)
+    schedule.check_compatible(
+        backend=settings.backend.name,
+        label=settings.label,
+        granularity=settings.backend.granularity,
+    )
     session = Session(settings)
 
     def work() -> Found | None:
