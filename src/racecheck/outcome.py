@@ -99,7 +99,9 @@ class RaceFound(AssertionError):
     def summary(self) -> str:
         """One line: what failed and why."""
         if self.kind == "exception" and self.cause is not None:
-            message = str(self.cause)
+            from racecheck.textsafe import safe_str
+
+            message = safe_str(self.cause)
             what = (
                 f"{type(self.cause).__name__}: {message}" if message else type(self.cause).__name__
             )
@@ -130,7 +132,11 @@ class RaceFound(AssertionError):
         parts.append(
             "replay: " + (self.replay_hint or f'racecheck.replay(target, "{self.schedule}")')
         )
-        return "\n".join(parts)
+        from racecheck.textsafe import terminal_safe
+
+        # This text goes to terminals (pytest, the CLI, tracebacks): names and
+        # messages from the code under test must not carry live control codes.
+        return terminal_safe("\n".join(parts))
 
     def __str__(self) -> str:
         # Rendered on demand: front ends set replay_hint after construction.

@@ -207,7 +207,10 @@ def replay_command(item: pytest.Item, token: str) -> str:
 
 
 def _fail(message: str) -> None:
-    pytest.fail(message, pytrace=False)
+    from racecheck.textsafe import terminal_safe
+
+    # Names and messages come from the code under test: no live control codes.
+    pytest.fail(terminal_safe(message), pytrace=False)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -414,9 +417,17 @@ class _SessionPlugin:
                 )
             for nodeid, outcome in self.replayed:
                 what = "fails again" if outcome == "failed" else "did not fail"
-                terminalreporter.write_line(f"racecheck: replayed schedule on {nodeid}: {what}")
+                terminalreporter.write_line(
+                    f"racecheck: replayed schedule on {_safe(nodeid)}: {what}"
+                )
         if self.written:
             terminalreporter.write_line("racecheck reports: " + ", ".join(self.written))
+
+
+def _safe(text: str) -> str:
+    from racecheck.textsafe import terminal_safe
+
+    return terminal_safe(text, one_line=True)
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
