@@ -53,7 +53,7 @@ def safe_str(value: object) -> str:
     """
     try:
         text = str(value)
-    except BaseException as exc:  # noqa: BLE001 - any failure of user code
+    except BaseException as exc:  # any failure of user code
         if isinstance(exc, KeyboardInterrupt):
             raise
         return f"<{type(value).__name__} object; str() raised {type(exc).__name__}>"
