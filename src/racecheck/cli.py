@@ -193,9 +193,7 @@ class _Table:
         self.stream = stream
         self.ok_mark, self.bad_mark = _marks(stream)
         self.w_scen = max([len("scenario")] + [len(_safe(s.scenario.name)) for s in selections])
-        self.w_var = max(
-            [len("variant")] + [len(_safe(v)) for s in selections for v in s.variants]
-        )
+        self.w_var = max([len("variant")] + [len(_safe(v)) for s in selections for v in s.variants])
         self._header_done = False
 
     def _line(self, *cols: str) -> str:
@@ -364,9 +362,7 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
         ]
     lines: list[str] = []
     if rec.verdict == "step-limit":
-        lines.append(
-            f"{mark}{label}: step-limit after {rec.schedules_run} schedules: {message}"
-        )
+        lines.append(f"{mark}{label}: step-limit after {rec.schedules_run} schedules: {message}")
         lines.append(
             "  a run passed the max_steps bound: a livelock or spin loop, or a bound too small"
             " for this scenario (raise max_steps in its options). step-limit meets no expectation."

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck.engine import Backend, Controller, Failure, run_supervised
@@ -40,6 +40,8 @@ class Settings:
     display: str
     coverage: bool
     detect: bool = False
+    #: the options that change the schedule, as given, for the printed replay hint
+    replay_options: dict[str, Any] = field(default_factory=dict)
 
 
 def default_label(target: Callable[[], Any]) -> str:
@@ -68,9 +70,11 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
             "target is a generator function: calling it runs nothing; pass a plain"
             " function or an async def coroutine function"
         )
+    _check_signature(target)
     backend_name = options.pop("backend", None)
     granularity = options.pop("granularity", None)
     trace_packages = options.pop("trace_packages", None)
+    replay_options: dict[str, Any] = {}
     if trace_packages:
         from racecheck.sources import include_packages
 
@@ -110,6 +114,21 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         raise UsageError(f"bad option value: {exc}") from None
     if max_steps < 1 or watchdog <= 0:
         raise UsageError("max_steps and watchdog must be positive")
+    progress = options.pop("progress", None)
+    if progress is not None and not callable(progress):
+        raise UsageError(f"progress must be a callable(done, total) or None, not {progress!r}")
+    # Everything but the defaults that decides which schedule a token means:
+    # the hint must replay as it is printed.
+    if backend_name != ("asyncio" if is_async_target(target) else "threads"):
+        replay_options["backend"] = backend_name
+    if backend.granularity != ("access" if backend_name == "threads" else "task"):
+        replay_options["granularity"] = backend.granularity
+    if max_steps != DEFAULT_MAX_STEPS:
+        replay_options["max_steps"] = max_steps
+    if label != default_label(target):
+        replay_options["label"] = label
+    if trace_packages:
+        replay_options["trace_packages"] = tuple(trace_packages)
     return Settings(
         backend=backend,
         label=label,
@@ -118,11 +137,33 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         minimize=bool(options.pop("minimize", True)),
         minimize_runs=minimize_runs,
         minimize_time=minimize_time,
-        progress=options.pop("progress", None),
+        progress=progress,
         display=options.pop("display_name", None) or getattr(target, "__name__", "target"),
         coverage=bool(options.pop("coverage", False)),
         detect=_detect_option(options, backend),
+        replay_options=replay_options,
     )
+
+
+def _check_signature(target: Callable[..., Any]) -> None:
+    """Refuse a target that cannot be called with no arguments, before exploring.
+
+    Otherwise every schedule fails with the same ``TypeError`` and a scenario
+    that expects a race "passes". ``follow_wrapped=False``: a decorator that
+    supplies the arguments wraps a function that needs them.
+    """
+    try:
+        signature = inspect.signature(target, follow_wrapped=False)
+    except (TypeError, ValueError):
+        return  # no signature to read (some builtins): the call will tell
+    try:
+        signature.bind()
+    except TypeError as exc:
+        name = getattr(target, "__qualname__", None) or type(target).__name__
+        raise UsageError(
+            f"target {name}{signature} needs arguments ({exc}); a target is called with"
+            " none: bind them with functools.partial or a wrapper"
+        ) from None
 
 
 def _detect_option(options: dict[str, Any], backend: Backend) -> bool:
@@ -323,7 +364,10 @@ def _record(session: Session, decisions: Sequence[Decision]) -> tuple[Trace | No
 def _race_found(session: Session, found: Found, strategy: str, seed: int) -> RaceFound:
     settings = session.settings
     token = session.schedule(found.decisions).encode()
-    detect_argument = ", detect=True" if settings.detect else ""
+    hint_options = dict(settings.replay_options)
+    if settings.detect:
+        hint_options["detect"] = True
+    hint_arguments = "".join(f", {key}={value!r}" for key, value in hint_options.items())
     original = session.schedule(found.original)
     return RaceFound(
         kind=found.failure.kind,
@@ -337,7 +381,7 @@ def _race_found(session: Session, found: Found, strategy: str, seed: int) -> Rac
         preemptions=session.schedule(found.decisions).preemptions,
         original_preemptions=original.preemptions,
         detail=found.failure.detail,
-        replay_hint=f'racecheck.replay({settings.display}, "{token}"{detect_argument})',
+        replay_hint=f'racecheck.replay({settings.display}, "{token}"{hint_arguments})',
         distinct_schedules=len(session.schedules_seen),
         distinct_orderings=len(session.coverage),
     )
