@@ -84,6 +84,17 @@ def lint_source(
 
 def _lint(source: str, path: str, codes: frozenset[str]) -> list[Finding]:
     try:
+        return _lint_checked(source, path, codes)
+    except RecursionError:
+        # The parser and the checks both recurse on the syntax tree: code nested
+        # past Python's recursion limit is refused, not answered with a traceback.
+        raise UsageError(
+            f"{path}: cannot lint: the code is nested too deeply for Python's parser and checks"
+        ) from None
+
+
+def _lint_checked(source: str, path: str, codes: frozenset[str]) -> list[Finding]:
+    try:
         module = Module.parse(path, source)
     except SyntaxError as exc:
         where = f"{path}:{exc.lineno}" if exc.lineno else path
