@@ -86,7 +86,12 @@ def _error(message: str) -> None:
 def _resolve(paths: Sequence[str]) -> list[Selection]:
     from racecheck.loader import resolve
 
-    return resolve(list(paths) or [DEFAULT_PATH])
+    specs = list(paths) or [DEFAULT_PATH]
+    selections = resolve(specs)
+    if not any(sel.variants for sel in selections):
+        # A run that explores nothing must not look like a run that passed.
+        raise UsageError(f"no scenario found in {', '.join(specs)}")
+    return selections
 
 
 def _finding_of(exc: BaseException) -> dict[str, Any] | None:
@@ -382,6 +387,11 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    if not args.no_report:
+        from racecheck.report.writers import check_report_dir
+
+        # Before importing or exploring anything: a bad directory costs nothing.
+        check_report_dir(args.report_dir)
     selections = _resolve(args.paths)
     if args.select:
         for sel in selections:
@@ -456,7 +466,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         try:
             paths = write_reports(records, args.report_dir)
         except OSError as exc:
-            raise UsageError(f"cannot write reports to {args.report_dir}: {exc}") from None
+            reason = exc.strerror or str(exc)
+            raise UsageError(f"cannot write reports to {args.report_dir}: {reason}") from None
         note = sys.stderr if args.json else out
         if paths:
             note.write("reports: " + _safe(", ".join(str(p) for p in paths)) + "\n")
@@ -810,6 +821,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``racecheck`` console script; returns the exit code."""
     if argv is None:
         _pin_hash_seed()
+        import racecheck.loader
+
+        # This process is ours: an import that ignores its interruption ends it
+        # with exit 2 and a message rather than hanging.
+        racecheck.loader.HARD_DEADLINE = True
     _forgiving_streams()
     try:
         parser = build_parser()

@@ -65,6 +65,45 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def check_report_dir(directory: str | os.PathLike[str]) -> Path:
+    """Refuse a report directory that cannot be written, before any exploring.
+
+    Finding out after an hour of exploration that ``reports`` is a file is too
+    late. The directory itself is not created here (a run that is interrupted
+    leaves nothing behind): the nearest existing ancestor is checked instead,
+    by creating and removing a temp file in it -- ``os.access`` lies under root
+    and on some network file systems.
+    """
+    text = os.fspath(directory)
+    if not text or not text.strip():
+        raise UsageError("the report directory is empty: name a directory (or use --no-report)")
+    path = Path(text)
+    probe = path
+    try:
+        while not probe.exists():
+            if probe.is_symlink():
+                raise UsageError(f"report directory {text!r}: {str(probe)!r} is a broken link")
+            parent = probe.parent
+            if parent == probe:
+                break
+            probe = parent
+        if not probe.is_dir():
+            if probe == path:
+                raise UsageError(f"report directory {text!r} exists and is not a directory")
+            raise UsageError(
+                f"report directory {text!r} cannot be made: {str(probe)!r} is not a directory"
+            )
+        fd, tmp = tempfile.mkstemp(dir=probe, prefix=".racecheck-probe-", suffix=".tmp")
+        os.close(fd)
+        os.unlink(tmp)
+    except UsageError:
+        raise
+    except (OSError, RuntimeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise UsageError(f"cannot write reports to {text!r}: {reason}") from None
+    return path
+
+
 def utc_now() -> datetime:
     """The report's creation time: one instant shared by every format of a run."""
     return datetime.now(UTC).replace(microsecond=0)
