@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from racecheck.errors import DivergenceError, UsageError, one_line
 from racecheck.outcome import VERDICTS
+from racecheck.render import cut_message
 from racecheck.textsafe import terminal_safe
 
 if TYPE_CHECKING:
@@ -353,7 +354,7 @@ def _schedules(n: int) -> str:
 def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list[str]:
     """Lines printed under the table for one record (empty when nothing to say)."""
     label = _safe(f"{rec.scenario}[{rec.variant}]")
-    message = _safe(rec.message or "")
+    message = _safe(cut_message(rec.message or ""))
     mark = "" if rec.ok else "UNMET: "
     if rec.verdict == "error":
         return []  # already reported on stderr as it happened

@@ -110,10 +110,13 @@ class RaceFound(AssertionError):
         return what.splitlines()[0] if what else self.kind
 
     def render(self) -> str:
+        from racecheck.render import cut_message
+
         head = (
             f"racecheck: {self.kind if self.kind != 'exception' else 'race'} found after "
             f"{self.schedules_run} schedule{'s' if self.schedules_run != 1 else ''}"
-            f"{f' ({self.strategy}, seed {self.seed})' if self.strategy else ''}: {self.summary}"
+            f"{f' ({self.strategy}, seed {self.seed})' if self.strategy else ''}:"
+            f" {cut_message(self.summary)}"
         )
         parts = [head]
         if self.trace is not None:
