@@ -154,8 +154,8 @@ def _check_signature(target: Callable[..., Any]) -> None:
     """
     try:
         signature = inspect.signature(target, follow_wrapped=False)
-    except (TypeError, ValueError):
-        return  # no signature to read (some builtins): the call will tell
+    except Exception:  # no signature to read (some builtins, odd objects): the call will tell
+        return
     try:
         signature.bind()
     except TypeError as exc:

@@ -146,7 +146,7 @@ def _decode_uncached(token: str) -> Schedule:
     """
     if len(token) > MAX_TOKEN_CHARS:
         raise TokenError(_too_long(len(token)))
-    parts = token.split(":")
+    parts = token.split(":", 6)  # bounded: a token of colons makes no huge list
     if len(parts) != 6 or parts[0] != FORMAT:
         if parts and parts[0].startswith("rc") and parts[0] != FORMAT and len(parts[0]) < 8:
             raise TokenError(f"schedule token format {parts[0]!r} is not supported (want {FORMAT})")

@@ -238,3 +238,34 @@ def test_pytest_decodes_the_replay_token_once(
     result = pytester.runpytest_inprocess(f"--racecheck-replay={token}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR  # recorded for no selected test
     assert len(calls) == 1
+
+
+def test_cli_replay_decodes_the_token_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import racecheck.schedule as schedule_module
+    from racecheck.cli import main
+
+    (tmp_path / "scen.py").write_text(SCENARIO)
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    real = schedule_module._decode_uncached
+
+    def counting(token: str) -> Schedule:
+        calls.append(token)
+        return real(token)
+
+    monkeypatch.setattr(schedule_module, "_decode_uncached", counting)
+    schedule_module._DECODED.clear()
+    token = Schedule(
+        "threads", "access", python_tag(), fingerprint("s[v]"), ((2, 1), (2, 0))
+    ).encode()
+    code = main(["replay", "scen.py", token])
+    assert code == 2  # the target never has two threads: the replay diverges
+    assert "diverged" in capsys.readouterr().err
+    assert len(calls) == 1
+
+
+def test_a_token_of_colons_is_refused_cheaply() -> None:
+    with pytest.raises(TokenError, match="malformed"):
+        Schedule.decode(":" * (MAX_TOKEN_CHARS - 1))
