@@ -70,7 +70,9 @@ def display_path(path: str | os.PathLike[str]) -> str:
     """``path`` relative to the working directory when it is below it."""
     p = Path(path)
     try:
-        rel = p.resolve().relative_to(Path.cwd().resolve())
+        # The parent only: the name itself may be a link (shown as it was given,
+        # even when it loops or dangles).
+        rel = (p.absolute().parent.resolve() / p.name).relative_to(Path.cwd().resolve())
     except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop
         return str(p)
     return rel.as_posix()

@@ -11,8 +11,13 @@ import pytest
 
 @pytest.mark.parametrize(
     "source",
-    ["x = " + "a." * 3000 + "b\n", "x = " + "1+" * 5000 + "1\n", "x = " + "-" * 5000 + "1\n"],
-    ids=["attributes", "binary-operators", "unary-operators"],
+    [
+        "x = " + "a." * 100_000 + "b\n",
+        "x = " + "1+" * 100_000 + "1\n",
+        "x = " + "-" * 100_000 + "1\n",
+        "x = " + "(" * 100_000 + ")" * 100_000 + "\n",
+    ],
+    ids=["attributes", "binary-operators", "unary-operators", "parentheses"],
 )
 def test_deeply_nested_code_is_a_one_line_error(tmp_path: Path, source: str) -> None:
     (tmp_path / "deep.py").write_text(source)

@@ -101,6 +101,10 @@ def _lint_checked(source: str, path: str, codes: frozenset[str]) -> list[Finding
         raise UsageError(f"{where}: syntax error: {exc.msg}") from None
     except ValueError as exc:  # for example a null byte in the source
         raise UsageError(f"{path}: cannot parse: {exc}") from None
+    except MemoryError:  # 3.13: "Parser stack overflowed - Python source too complex"
+        raise UsageError(
+            f"{path}: cannot lint: the code is nested too deeply for Python's parser"
+        ) from None
     table = suppressions(source)
     found = {
         finding
