@@ -102,3 +102,26 @@ def test_the_replay_command_keeps_a_pinned_hash_seed(
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*replay: PYTHONHASHSEED=123 pytest *--racecheck-replay=*"])
+
+
+def test_a_report_dir_broken_during_the_session_is_one_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_breaks=textwrap.dedent(
+            """
+            import pathlib
+            import pytest
+
+            @pytest.mark.racecheck(schedules=2)
+            def test_marked():
+                pass
+
+            def test_breaks_the_report_dir():
+                pathlib.Path("out").write_text("now a file")
+            """
+        )
+    )
+    result = pytester.runpytest_inprocess("--racecheck-report-dir=out/deep", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = result.stdout.str()
+    assert "Traceback" not in text and "INTERNALERROR" not in text
+    result.stdout.fnmatch_lines(["racecheck: error: cannot write reports to out/deep*"])
