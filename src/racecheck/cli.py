@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from racecheck.errors import DivergenceError, UsageError, one_line
 from racecheck.outcome import VERDICTS
+from racecheck.render import cut_message
+from racecheck.textsafe import terminal_safe
 
 if TYPE_CHECKING:
     from racecheck.loader import Selection
@@ -73,14 +75,24 @@ def _one_line(exc: BaseException) -> str:
     return one_line(exc, named=not isinstance(exc, UsageError))
 
 
+def _safe(text: object) -> str:
+    """One line of user text, fit for the terminal (see :mod:`racecheck.textsafe`)."""
+    return terminal_safe(text, one_line=True)
+
+
 def _error(message: str) -> None:
-    sys.stderr.write(f"racecheck: error: {message}\n")
+    sys.stderr.write(f"racecheck: error: {_safe(message)}\n")
 
 
 def _resolve(paths: Sequence[str]) -> list[Selection]:
     from racecheck.loader import resolve
 
-    return resolve(list(paths) or [DEFAULT_PATH])
+    specs = list(paths) or [DEFAULT_PATH]
+    selections = resolve(specs)
+    if not any(sel.variants for sel in selections):
+        # A run that explores nothing must not look like a run that passed.
+        raise UsageError(f"no scenario found in {', '.join(specs)}")
+    return selections
 
 
 def _finding_of(exc: BaseException) -> dict[str, Any] | None:
@@ -105,7 +117,7 @@ class _Progress:
         self._shown = False
 
     def start(self, label: str) -> None:
-        self.label = label
+        self.label = _safe(label)
         self._last = 0.0
         self.update(0, 0)
 
@@ -186,8 +198,8 @@ class _Table:
     def __init__(self, stream: TextIO, selections: Sequence[Selection]) -> None:
         self.stream = stream
         self.ok_mark, self.bad_mark = _marks(stream)
-        self.w_scen = max([len("scenario")] + [len(s.scenario.name) for s in selections])
-        self.w_var = max([len("variant")] + [len(v) for s in selections for v in s.variants])
+        self.w_scen = max([len("scenario")] + [len(_safe(s.scenario.name)) for s in selections])
+        self.w_var = max([len("variant")] + [len(_safe(v)) for s in selections for v in s.variants])
         self._header_done = False
 
     def _line(self, *cols: str) -> str:
@@ -228,8 +240,8 @@ class _Table:
             scheds = f"{rec.schedules_run}"
         self.stream.write(
             self._line(
-                rec.scenario,
-                rec.variant,
+                _safe(rec.scenario),
+                _safe(rec.variant),
                 rec.expect,
                 rec.verdict,
                 self.ok_mark if rec.ok else self.bad_mark,
@@ -342,7 +354,8 @@ def _schedules(n: int) -> str:
 
 def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list[str]:
     """Lines printed under the table for one record (empty when nothing to say)."""
-    label = f"{rec.scenario}[{rec.variant}]"
+    label = _safe(f"{rec.scenario}[{rec.variant}]")
+    message = _safe(cut_message(rec.message or ""))
     mark = "" if rec.ok else "UNMET: "
     if rec.verdict == "error":
         return []  # already reported on stderr as it happened
@@ -358,9 +371,7 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
         ]
     lines: list[str] = []
     if rec.verdict == "step-limit":
-        lines.append(
-            f"{mark}{label}: step-limit after {rec.schedules_run} schedules: {rec.message}"
-        )
+        lines.append(f"{mark}{label}: step-limit after {rec.schedules_run} schedules: {message}")
         lines.append(
             "  a run passed the max_steps bound: a livelock or spin loop, or a bound too small"
             " for this scenario (raise max_steps in its options). step-limit meets no expectation."
@@ -369,17 +380,22 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
         expected = "" if rec.ok else f" (expected {rec.expect})"
         lines.append(
             f"{mark}{label}: {rec.verdict} after {_schedules(rec.schedules_run)}{expected}:"
-            f" {rec.message}"
+            f" {message}"
         )
     if show_trace and failure is not None:
         # the first line of the rendering repeats the summary printed just above
         lines += ["  " + line for line in failure.render().splitlines()[1:]]
     elif rec.replay_command:
-        lines.append(f"  replay: {rec.replay_command}")
+        lines.append(f"  replay: {_safe(rec.replay_command)}")
     return lines
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    if not args.no_report:
+        from racecheck.report.writers import check_report_dir
+
+        # Before importing or exploring anything: a bad directory costs nothing.
+        check_report_dir(args.report_dir)
     selections = _resolve(args.paths)
     if args.select:
         for sel in selections:
@@ -440,7 +456,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if details:
             out.write("\n" + "\n".join(details) + "\n")
         met = sum(1 for r in records if r.ok)
-        unmet = [f"{r.scenario}[{r.variant}]" for r in records if not r.ok]
+        unmet = [_safe(f"{r.scenario}[{r.variant}]") for r in records if not r.ok]
         summary = f"\n{len(records)} variant{'s' if len(records) != 1 else ''}: {met} met"
         if unmet:
             summary += f", {len(unmet)} unmet ({', '.join(unmet)})"
@@ -454,10 +470,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         try:
             paths = write_reports(records, args.report_dir)
         except OSError as exc:
-            raise UsageError(f"cannot write reports to {args.report_dir}: {exc}") from None
+            reason = exc.strerror or str(exc)
+            raise UsageError(f"cannot write reports to {args.report_dir}: {reason}") from None
         note = sys.stderr if args.json else out
         if paths:
-            note.write("reports: " + ", ".join(str(p) for p in paths) + "\n")
+            note.write("reports: " + _safe(", ".join(str(p) for p in paths)) + "\n")
     out.flush()
     if errors:
         return EXIT_USAGE
@@ -527,9 +544,12 @@ def _add_run(sub: Any) -> None:
 def _cmd_replay(args: argparse.Namespace) -> int:
     import racecheck
     from racecheck.loader import _load_with_files, display_path, parse_selector, select
-    from racecheck.schedule import token_label_matches
+    from racecheck.schedule import Schedule, token_label_matches
 
-    token = args.token.strip()
+    token = _read_token(args.token)
+    # Decoded here, before any scenario is imported: a bad token costs nothing
+    # more, and every later look-up reuses this decoding.
+    Schedule.decode(token)
     sel = parse_selector(args.scenario)
     loaded = _load_with_files(sel.path)
     files = {id(s): f for s, f in loaded}
@@ -567,7 +587,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         )
     except racecheck.RaceFound as exc:
         exc.replay_hint = _replay_command(selector, token, bool(options.get("detect")))
-        sys.stdout.write(f"replaying {what}\n{exc.render()}\n")
+        sys.stdout.write(f"replaying {_safe(what)}\n{exc.render()}\n")
         return EXIT_FAILED
     except DivergenceError as exc:
         if recorded_on is None:
@@ -576,10 +596,29 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             f"the schedule recorded on {recorded_on} does not apply to {label}: {_one_line(exc)}"
         ) from None
     sys.stdout.write(
-        f"racecheck: the schedule ran to completion on {what} without failing:"
+        f"racecheck: the schedule ran to completion on {_safe(what)} without failing:"
         " the failure does not reproduce on this code\n"
     )
     return EXIT_OK
+
+
+def _read_token(text: str) -> str:
+    """The token argument, or the token read from stdin when it is ``-``.
+
+    One command-line argument is limited (128 KB on Linux), so long tokens can
+    be piped in. Reading stops just past the cap: a huge input is not slurped.
+    """
+    from racecheck.schedule import MAX_TOKEN_CHARS
+
+    if text != "-":
+        return text.strip()
+    data = sys.stdin.read(MAX_TOKEN_CHARS + 65)
+    if len(data) > MAX_TOKEN_CHARS + 64:
+        raise UsageError(
+            f"malformed schedule token: more than the {MAX_TOKEN_CHARS} characters"
+            " a schedule token can have"
+        )
+    return data.strip()
 
 
 def _add_replay(sub: Any) -> None:
@@ -592,7 +631,9 @@ def _add_replay(sub: Any) -> None:
         ),
     )
     p.add_argument("scenario", metavar="SCENARIO", help="FILE, FILE::NAME or FILE::NAME[VARIANT]")
-    p.add_argument("token", metavar="TOKEN", help="the schedule token (rc1:...)")
+    p.add_argument(
+        "token", metavar="TOKEN", help="the schedule token (rc1:...), or - to read it from stdin"
+    )
     p.add_argument(
         "--detect",
         action="store_true",
@@ -651,14 +692,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
             lines.append("  invariants:")
             lines += [f"    - {inv}" for inv in s.invariants]
         lines.append("  variants:")
-        width = max(len(v) for v in sel.variants)
+        width = max(len(terminal_safe(v)) for v in sel.variants)
         for v in sel.variants:
             var = s.variants[v]
             extra = f"  [{_describe_options(dict(var.options))}]" if var.options else ""
-            text = f"    {v:<{width}}  expect {var.expect:<8}  {var.summary}{extra}"
+            text = f"    {terminal_safe(v):<{width}}  expect {var.expect:<8}  {var.summary}{extra}"
             lines.append(text.rstrip())
         blocks.append("\n".join(lines))
-    out.write("\n\n".join(blocks) + "\n")
+    # One pass over everything: names, descriptions, invariants and summaries
+    # are all user text.
+    out.write(terminal_safe("\n\n".join(blocks)) + "\n")
     return EXIT_OK
 
 
@@ -764,10 +807,32 @@ def _pin_hash_seed() -> None:
         pass  # carry on unpinned rather than fail
 
 
+def _forgiving_streams() -> None:
+    """Print what the terminal cannot encode as ``\\u....`` instead of crashing.
+
+    User text is escaped before printing (:mod:`racecheck.textsafe`); this is
+    the net under it, for a terminal whose encoding lacks a character (✓ on an
+    ASCII locale, say): a report must not die half-printed.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``racecheck`` console script; returns the exit code."""
     if argv is None:
         _pin_hash_seed()
+        import racecheck.loader
+
+        # This process is ours: an import that ignores its interruption ends it
+        # with exit 2 and a message rather than hanging.
+        racecheck.loader.HARD_DEADLINE = True
+    _forgiving_streams()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

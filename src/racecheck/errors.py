@@ -14,7 +14,9 @@ def one_line(exc: BaseException, *, named: bool = True) -> str:
     Front ends print errors as one line: a traceback is for racecheck's bugs,
     not for a user's bad input.
     """
-    text = str(exc).strip()
+    from racecheck.textsafe import safe_str
+
+    text = safe_str(exc).strip()
     first = text.splitlines()[0] if text else ""
     if not first:
         return type(exc).__name__

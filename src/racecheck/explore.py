@@ -60,6 +60,8 @@ class Settings:
     leak_check: bool = True
     #: the target itself, to name what it keeps between schedules (statewatch)
     target: Callable[[], Any] | None = field(default=None, repr=False)
+    #: the options that change the schedule, as given, for the printed replay hint
+    replay_options: dict[str, Any] = field(default_factory=dict)
 
 
 def default_label(target: Callable[[], Any]) -> str:
@@ -88,9 +90,14 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
             "target is a generator function: calling it runs nothing; pass a plain"
             " function or an async def coroutine function"
         )
+    _check_signature(target)
     backend_name = options.pop("backend", None)
     granularity = options.pop("granularity", None)
-    trace_paths = _trace_paths(target, options.pop("trace_packages", None))
+    trace_packages = options.pop("trace_packages", None)
+    if isinstance(trace_packages, (str, bytes)):
+        trace_packages = [trace_packages]
+    trace_paths = _trace_paths(target, trace_packages)
+    replay_options: dict[str, Any] = {}
     if backend_name is None:
         backend_name = "asyncio" if is_async_target(target) else "threads"
     backend: Backend
@@ -126,6 +133,21 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         raise UsageError(f"bad option value: {exc}") from None
     if max_steps < 1 or watchdog <= 0:
         raise UsageError("max_steps and watchdog must be positive")
+    progress = options.pop("progress", None)
+    if progress is not None and not callable(progress):
+        raise UsageError(f"progress must be a callable(done, total) or None, not {progress!r}")
+    # Everything but the defaults that decides which schedule a token means:
+    # the hint must replay as it is printed.
+    if backend_name != ("asyncio" if is_async_target(target) else "threads"):
+        replay_options["backend"] = backend_name
+    if backend.granularity != ("access" if backend_name == "threads" else "task"):
+        replay_options["granularity"] = backend.granularity
+    if max_steps != DEFAULT_MAX_STEPS:
+        replay_options["max_steps"] = max_steps
+    if label != default_label(target):
+        replay_options["label"] = label
+    if trace_packages:
+        replay_options["trace_packages"] = tuple(trace_packages)
     return Settings(
         backend=backend,
         label=label,
@@ -134,13 +156,14 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         minimize=bool(options.pop("minimize", True)),
         minimize_runs=minimize_runs,
         minimize_time=minimize_time,
-        progress=options.pop("progress", None),
+        progress=progress,
         display=options.pop("display_name", None) or getattr(target, "__name__", "target"),
         coverage=bool(options.pop("coverage", False)),
         detect=_detect_option(options, backend),
         trace_paths=trace_paths,
         leak_check=_flag(options, "leak_check", True),
         target=target,
+        replay_options=replay_options,
     )
 
 
@@ -148,8 +171,6 @@ def _trace_paths(target: Callable[[], Any], trace_packages: Any) -> tuple[str, .
     """The code under test, wherever installed, plus what ``trace_packages`` names."""
     from racecheck.sources import code_under_test, resolve_trace_packages
 
-    if isinstance(trace_packages, str):
-        trace_packages = [trace_packages]
     try:
         extra = resolve_trace_packages(trace_packages or ())
     except (TypeError, ValueError) as exc:
@@ -162,6 +183,27 @@ def _flag(options: dict[str, Any], name: str, default: bool) -> bool:
     if not isinstance(value, bool):
         raise UsageError(f"{name} must be True or False, not {value!r}")
     return value
+
+
+def _check_signature(target: Callable[..., Any]) -> None:
+    """Refuse a target that cannot be called with no arguments, before exploring.
+
+    Otherwise every schedule fails with the same ``TypeError`` and a scenario
+    that expects a race "passes". ``follow_wrapped=False``: a decorator that
+    supplies the arguments wraps a function that needs them.
+    """
+    try:
+        signature = inspect.signature(target, follow_wrapped=False)
+    except Exception:  # no signature to read (some builtins, odd objects): the call will tell
+        return
+    try:
+        signature.bind()
+    except TypeError as exc:
+        name = getattr(target, "__qualname__", None) or type(target).__name__
+        raise UsageError(
+            f"target {name}{signature} needs arguments ({exc}); a target is called with"
+            " none: bind them with functools.partial or a wrapper"
+        ) from None
 
 
 def _detect_option(options: dict[str, Any], backend: Backend) -> bool:
@@ -695,7 +737,10 @@ def _record(session: Session, decisions: Sequence[Decision]) -> tuple[Trace | No
 def _race_found(session: Session, found: Found, strategy: str, seed: int) -> RaceFound:
     settings = session.settings
     token = session.schedule(found.decisions).encode()
-    detect_argument = ", detect=True" if settings.detect else ""
+    hint_options = dict(settings.replay_options)
+    if settings.detect:
+        hint_options["detect"] = True
+    hint_arguments = "".join(f", {key}={value!r}" for key, value in hint_options.items())
     original = session.schedule(found.original)
     return RaceFound(
         kind=found.failure.kind,
@@ -709,7 +754,7 @@ def _race_found(session: Session, found: Found, strategy: str, seed: int) -> Rac
         preemptions=session.schedule(found.decisions).preemptions,
         original_preemptions=original.preemptions,
         detail=found.failure.detail,
-        replay_hint=f'racecheck.replay({settings.display}, "{token}"{detect_argument})',
+        replay_hint=f'racecheck.replay({settings.display}, "{token}"{hint_arguments})',
         distinct_schedules=len(session.schedules_seen),
         distinct_orderings=len(session.coverage),
         note=found.note,
@@ -733,7 +778,11 @@ def replay_token(target: Callable[[], Any], token: str, *, options: dict[str, An
     if options:
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")
     schedule = Schedule.decode(token)
-    schedule.check_compatible(backend=settings.backend.name, label=settings.label)
+    schedule.check_compatible(
+        backend=settings.backend.name,
+        label=settings.label,
+        granularity=settings.backend.granularity,
+    )
     session = Session(settings)
 
     def attempt() -> Found | DivergenceError | bool:

@@ -15,19 +15,36 @@ Selectors (as given to ``racecheck run``, ``list`` and ``replay``)::
     scenarios/changeset.py::[buggy] one variant of the file's only scenario
 
 Every problem is reported as a one-line :class:`racecheck.errors.UsageError`.
+
+Importing a file runs its code, and that code can do anything. Three guards
+keep a broken file from ending a run silently or hanging it:
+
+* any exception it raises, ``BaseException`` subclasses and ``SystemExit``
+  included (only a real Ctrl-C passes), becomes a UsageError naming the file;
+* ``os._exit`` is replaced while the file imports, so a call becomes a
+  UsageError instead of ending the process with no output (and the original
+  is put back afterwards);
+* an import that does not return within ``RACECHECK_IMPORT_TIMEOUT`` seconds
+  (default 30) is interrupted (SIGALRM, main thread on POSIX) and reported.
+  In the CLI a second, harder deadline a few seconds later ends the process
+  with exit 2 for code that swallows the interruption.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
 import re
+import signal
 import sys
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType
+from typing import Any, NoReturn
 
 from racecheck.errors import UsageError, one_line
 from racecheck.scenario import Scenario
@@ -44,16 +61,119 @@ __all__ = [
 ]
 
 _MODULE_PREFIX = "_racecheck_scenario"
+DEFAULT_IMPORT_TIMEOUT = 30.0
+#: set by the CLI: also end the process if an import ignores the interruption
+HARD_DEADLINE = False
 
 
 def display_path(path: str | os.PathLike[str]) -> str:
     """``path`` relative to the working directory when it is below it."""
     p = Path(path)
     try:
-        rel = p.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
+        # The parent only: the name itself may be a link (shown as it was given,
+        # even when it loops or dangles).
+        rel = (p.absolute().parent.resolve() / p.name).relative_to(Path.cwd().resolve())
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop
         return str(p)
     return rel.as_posix()
+
+
+def _check_path(p: Path) -> None:
+    """Refuse a path that does not exist or cannot be followed (a symlink loop)."""
+    shown = display_path(p)
+    try:
+        exists = p.exists()
+        if not exists and p.is_symlink():
+            p.resolve(strict=True)  # raises: a loop, or where the link points is gone
+    except RuntimeError:
+        raise UsageError(f"cannot follow {shown}: a symlink loop") from None
+    except OSError as exc:
+        reason = "a symlink loop" if "loop" in str(exc).lower() else exc.strerror or str(exc)
+        raise UsageError(f"cannot follow {shown}: {reason}") from None
+    if not exists:
+        raise UsageError(f"no such file or directory: {shown}")
+
+
+def import_timeout() -> float:
+    """Seconds a scenario file may take to import (``RACECHECK_IMPORT_TIMEOUT``)."""
+    text = os.environ.get("RACECHECK_IMPORT_TIMEOUT", "")
+    if not text:
+        return DEFAULT_IMPORT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(
+            f"RACECHECK_IMPORT_TIMEOUT must be a number of seconds, not {text!r}"
+        ) from None
+    if value <= 0:
+        raise UsageError(f"RACECHECK_IMPORT_TIMEOUT must be positive, not {text!r}")
+    return value
+
+
+class _ExitCalled(BaseException):
+    """``os._exit`` called by a file being imported."""
+
+    def __init__(self, status: object) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class _ImportTimedOut(BaseException):
+    """The import ran past its deadline (raised from the SIGALRM handler)."""
+
+
+def _timeout_message(shown: str, seconds: float) -> str:
+    return (
+        f"cannot import {shown}: the import did not finish within {seconds:g} s"
+        " (set RACECHECK_IMPORT_TIMEOUT to allow longer)"
+    )
+
+
+@contextlib.contextmanager
+def _guarded_import(shown: str) -> Iterator[None]:
+    """Run a file's top level with ``os._exit`` disarmed and a deadline."""
+    seconds = import_timeout()
+    real_exit = os._exit
+
+    def refuse_exit(status: int) -> NoReturn:
+        raise _ExitCalled(status)
+
+    alarm = (
+        threading.current_thread() is threading.main_thread()
+        and hasattr(signal, "setitimer")
+        and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    )
+    previous_handler: Any = None
+    if alarm:
+
+        def on_alarm(signum: int, frame: FrameType | None) -> None:
+            raise _ImportTimedOut()
+
+        previous_handler = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    hard: threading.Timer | None = None
+    if HARD_DEADLINE:
+
+        def give_up() -> None:
+            # The file swallowed the interruption (or blocks where no signal
+            # reaches): the run cannot go on, but it must not end silently.
+            sys.stderr.write(f"racecheck: error: {_timeout_message(shown, seconds)}\n")
+            sys.stderr.flush()
+            real_exit(2)
+
+        hard = threading.Timer(seconds + 5.0, give_up)
+        hard.daemon = True
+        hard.start()
+    os._exit = refuse_exit
+    try:
+        yield
+    finally:
+        os._exit = real_exit
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous_handler)
+        if hard is not None:
+            hard.cancel()
 
 
 def _module_name(path: Path) -> str:
@@ -70,8 +190,7 @@ def import_file(path: str | os.PathLike[str]) -> ModuleType:
     """
     p = Path(path)
     shown = display_path(p)
-    if not p.exists():
-        raise UsageError(f"no such file or directory: {shown}")
+    _check_path(p)
     if not p.is_file():
         raise UsageError(f"not a file: {shown}")
     resolved = p.resolve()
@@ -86,9 +205,22 @@ def import_file(path: str | os.PathLike[str]) -> ModuleType:
         sys.path.insert(0, folder)
     # dataclasses, pickle and typing look the module up in sys.modules while it runs
     sys.modules[name] = module
+    seconds = import_timeout()
     try:
-        spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:
+        with _guarded_import(shown):
+            spec.loader.exec_module(module)
+    except KeyboardInterrupt:
+        sys.modules.pop(name, None)
+        raise
+    except _ExitCalled as exc:
+        sys.modules.pop(name, None)
+        raise UsageError(
+            f"cannot import {shown}: it called os._exit({exc.status!r}) while being imported"
+        ) from None
+    except _ImportTimedOut:
+        sys.modules.pop(name, None)
+        raise UsageError(_timeout_message(shown, seconds)) from None
+    except BaseException as exc:  # SystemExit, GeneratorExit, custom BaseExceptions
         sys.modules.pop(name, None)
         raise UsageError(f"cannot import {shown}: {_one_line(exc)}") from None
     finally:
@@ -116,10 +248,15 @@ def scenarios_in(module: ModuleType) -> list[Scenario]:
 
 
 def _files_in(folder: Path) -> list[Path]:
-    return sorted(
-        (f for f in folder.glob("*.py") if f.is_file() and not f.name.startswith("_")),
-        key=lambda f: f.name,
-    )
+    files = []
+    for f in sorted(folder.glob("*.py"), key=lambda f: f.name):
+        if f.name.startswith("_"):
+            continue
+        if f.is_symlink() and not f.exists():
+            _check_path(f)  # a loop or a dangling link: say so rather than skip it
+        if f.is_file():
+            files.append(f)
+    return files
 
 
 def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
@@ -134,8 +271,7 @@ def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
 def _load_with_files(path: str | os.PathLike[str]) -> list[tuple[Scenario, Path]]:
     p = Path(path)
     shown = display_path(p)
-    if not p.exists():
-        raise UsageError(f"no such file or directory: {shown}")
+    _check_path(p)
     if p.is_dir():
         out: list[tuple[Scenario, Path]] = []
         for f in _files_in(p):

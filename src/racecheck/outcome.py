@@ -106,7 +106,9 @@ class RaceFound(AssertionError):
     def summary(self) -> str:
         """One line: what failed and why."""
         if self.kind == "exception" and self.cause is not None:
-            message = str(self.cause)
+            from racecheck.textsafe import safe_str
+
+            message = safe_str(self.cause)
             what = (
                 f"{type(self.cause).__name__}: {message}" if message else type(self.cause).__name__
             )
@@ -115,10 +117,13 @@ class RaceFound(AssertionError):
         return what.splitlines()[0] if what else self.kind
 
     def render(self) -> str:
+        from racecheck.render import cut_message
+
         head = (
             f"racecheck: {self.kind if self.kind != 'exception' else 'race'} found after "
             f"{self.schedules_run} schedule{'s' if self.schedules_run != 1 else ''}"
-            f"{f' ({self.strategy}, seed {self.seed})' if self.strategy else ''}: {self.summary}"
+            f"{f' ({self.strategy}, seed {self.seed})' if self.strategy else ''}:"
+            f" {cut_message(self.summary)}"
         )
         parts = [head]
         if self.trace is not None:
@@ -139,7 +144,11 @@ class RaceFound(AssertionError):
         parts.append(
             "replay: " + (self.replay_hint or f'racecheck.replay(target, "{self.schedule}")')
         )
-        return "\n".join(parts)
+        from racecheck.textsafe import terminal_safe
+
+        # This text goes to terminals (pytest, the CLI, tracebacks): names and
+        # messages from the code under test must not carry live control codes.
+        return terminal_safe("\n".join(parts))
 
     def __str__(self) -> str:
         # Rendered on demand: front ends set replay_hint after construction.

@@ -120,15 +120,35 @@ def pytest_configure(config: pytest.Config) -> None:
     schedules = config.getoption("racecheck_schedules", None)
     if schedules is not None and schedules < 1:
         raise pytest.UsageError(f"--racecheck-schedules must be at least 1, not {schedules}")
+    strategy = config.getoption("racecheck_strategy", None)
+    if strategy is not None:
+        from racecheck.strategies import STRATEGIES
+
+        if strategy not in STRATEGIES:
+            raise pytest.UsageError(
+                f"--racecheck-strategy: unknown strategy {_safe(repr(strategy))};"
+                f" choose one of {', '.join(STRATEGIES)}"
+            )
     token = config.getoption("racecheck_replay", None)
     if token is not None:
         from racecheck.errors import UsageError
         from racecheck.schedule import Schedule
 
         try:
+            # Decoded once here; the replays of the session reuse this decoding.
             Schedule.decode(token)
         except UsageError as exc:
-            raise pytest.UsageError(f"--racecheck-replay: {_first_line(exc)}") from None
+            raise pytest.UsageError(f"--racecheck-replay: {_safe(_first_line(exc))}") from None
+    directory = config.getoption("racecheck_report_dir", None)
+    if directory is not None and not _is_xdist_worker(config):
+        from racecheck.errors import UsageError
+        from racecheck.report.writers import check_report_dir
+
+        try:
+            # Before the session explores anything, not after.
+            check_report_dir(_report_path(config, directory) if directory else directory)
+        except UsageError as exc:
+            raise pytest.UsageError(f"--racecheck-report-dir: {_safe(_first_line(exc))}") from None
     config.pluginmanager.register(_SessionPlugin(config), "racecheck-session")
 
 
@@ -237,11 +257,21 @@ def replay_command(item: pytest.Item, token: str) -> str:
     except ValueError:  # another drive on Windows
         pass
     detect = " --racecheck-detect" if config.getoption("racecheck_detect", False) else ""
-    return f"pytest {_shell_single_quote(nodeid)} --racecheck-replay={shlex.quote(token)}{detect}"
+    # The order of a set of strings follows the hash seed: a pinned seed must be
+    # pinned again for the replay to take the same path.
+    seed = os.environ.get("PYTHONHASHSEED")
+    prefix = f"PYTHONHASHSEED={shlex.quote(seed)} " if seed not in (None, "", "random") else ""
+    return (
+        f"{prefix}pytest {_shell_single_quote(nodeid)}"
+        f" --racecheck-replay={shlex.quote(token)}{detect}"
+    )
 
 
 def _fail(message: str) -> None:
-    pytest.fail(message, pytrace=False)
+    from racecheck.textsafe import terminal_safe
+
+    # Names and messages come from the code under test: no live control codes.
+    pytest.fail(terminal_safe(message), pytrace=False)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -415,6 +445,7 @@ class _SessionPlugin:
         self.replayed: list[tuple[str, str]] = []  # (nodeid, outcome)
         self.records: list[dict[str, Any]] = []
         self.written: list[str] = []
+        self.write_error: str | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
@@ -441,7 +472,17 @@ class _SessionPlugin:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
         directory = config.getoption("racecheck_report_dir", None)
         if directory and self.records:
-            self.written = _write_reports(config, self.records, directory)
+            from racecheck.errors import UsageError
+
+            try:
+                self.written = _write_reports(config, self.records, directory)
+            except (OSError, UsageError) as exc:
+                # The directory was fine at start; it went away or filled up.
+                reason = getattr(exc, "strerror", None) or _first_line(exc)
+                self.write_error = (
+                    f"racecheck: error: cannot write reports to {directory}: {reason}"
+                )
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         config = self.config
@@ -461,9 +502,19 @@ class _SessionPlugin:
                     "failed": "fails again",
                     "diverged": "diverged (the token does not apply to this code)",
                 }.get(outcome, "did not fail")
-                terminalreporter.write_line(f"racecheck: replayed schedule on {nodeid}: {what}")
+                terminalreporter.write_line(
+                    f"racecheck: replayed schedule on {_safe(nodeid)}: {what}"
+                )
         if self.written:
-            terminalreporter.write_line("racecheck reports: " + ", ".join(self.written))
+            terminalreporter.write_line("racecheck reports: " + _safe(", ".join(self.written)))
+        if self.write_error:
+            terminalreporter.write_line(_safe(self.write_error), red=True)
+
+
+def _safe(text: str) -> str:
+    from racecheck.textsafe import terminal_safe
+
+    return terminal_safe(text, one_line=True)
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -480,5 +531,8 @@ def _write_reports(
 
     known = {f.name for f in dataclasses.fields(RunRecord)}
     objs = [RunRecord(**{k: v for k, v in r.items() if k in known}) for r in records]
-    path = os.path.join(str(config.invocation_params.dir), directory)
-    return [str(p) for p in write_reports(objs, path)]
+    return [str(p) for p in write_reports(objs, _report_path(config, directory))]
+
+
+def _report_path(config: pytest.Config, directory: str) -> str:
+    return os.path.join(str(config.invocation_params.dir), directory)

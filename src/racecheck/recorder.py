@@ -151,7 +151,10 @@ def _arguments(frame: Any) -> str:
         if name in ("self", "cls"):
             continue
         value = frame.f_locals.get(name)
-        text = repr(value)
+        try:
+            text = repr(value)
+        except Exception:  # a user __repr__ that raises must not lose the trace
+            text = f"<{type(value).__name__}>"
         shown.append(text if len(text) <= 16 else text[:13] + "...")
     return ", ".join(shown)
 
@@ -166,7 +169,9 @@ def _dedupe(lines: list[tuple[str, int]]) -> list[tuple[str, int]]:
 
 def _failure_message(failure: Failure) -> str:
     if failure.cause is not None:
-        text = f"{type(failure.cause).__name__}: {failure.cause}".rstrip(": ")
+        from racecheck.textsafe import safe_str
+
+        text = f"{type(failure.cause).__name__}: {safe_str(failure.cause)}".rstrip(": ")
         return text.splitlines()[0] if text else type(failure.cause).__name__
     return (failure.detail or failure.kind).splitlines()[0]
 

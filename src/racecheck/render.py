@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 
 MAX_BLOCKS = 40
 LINES_PER_BLOCK = 4
+#: a failure message past this is cut (an assertion that prints a huge repr, say);
+#: RaceFound.cause and the JSON report keep it whole
+MAX_MESSAGE = 2000
 SUSPEND = "⇢"
 
 
@@ -93,7 +96,14 @@ def _failure_lines(trace: Trace, offsets: dict[int, int]) -> list[str]:
         if failure.line
         else ""
     )
-    return [f"  ✗  {indent}{where}— {failure.message}"]
+    return [f"  ✗  {indent}{where}— {cut_message(failure.message)}"]
+
+
+def cut_message(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
 def _merge_turns(steps: list[Step]) -> list[Step]:

@@ -46,6 +46,10 @@ class Variant:
             )
         if not callable(self.target):
             raise TypeError(f"variant target must be callable, not {self.target!r}")
+        if not isinstance(self.options, Mapping):
+            raise TypeError(f"variant options must be a mapping, not {self.options!r}")
+        if not isinstance(self.summary, str):
+            raise TypeError(f"variant summary must be a string, not {self.summary!r}")
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,43 @@ class Scenario:
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # Checked here, at import, so a malformed scenario is one line naming
+        # its file rather than a traceback from deep inside a run.
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"scenario name must be a non-empty string, not {self.name!r}")
+        if not isinstance(self.variants, Mapping):
+            raise TypeError(
+                f"scenario {self.name!r}: variants must be a mapping of name to Variant,"
+                f" not {type(self.variants).__name__}"
+            )
         if not self.variants:
             raise ValueError(f"scenario {self.name!r} has no variants")
+        for key, value in self.variants.items():
+            if not isinstance(key, str) or not key:
+                raise TypeError(
+                    f"scenario {self.name!r}: variant names must be non-empty strings, not {key!r}"
+                )
+            if not isinstance(value, Variant):
+                raise TypeError(
+                    f"scenario {self.name!r}: variant {key!r} must be a racecheck.Variant,"
+                    f" not {type(value).__name__}"
+                )
+        for attribute in ("description", "issue"):
+            value = getattr(self, attribute)
+            if not isinstance(value, str):
+                raise TypeError(
+                    f"scenario {self.name!r}: {attribute} must be a string, not {value!r}"
+                )
+        invariants = self.invariants
+        if isinstance(invariants, str) or not all(isinstance(i, str) for i in invariants):
+            raise TypeError(
+                f"scenario {self.name!r}: invariants must be a tuple of strings, not {invariants!r}"
+            )
+        object.__setattr__(self, "invariants", tuple(invariants))
+        if not isinstance(self.options, Mapping):
+            raise TypeError(
+                f"scenario {self.name!r}: options must be a mapping, not {self.options!r}"
+            )
 
     def check_options(self, variant: str) -> dict[str, Any]:
         """Options for one variant: the scenario's, overridden by the variant's."""

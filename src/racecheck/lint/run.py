@@ -84,12 +84,27 @@ def lint_source(
 
 def _lint(source: str, path: str, codes: frozenset[str]) -> list[Finding]:
     try:
+        return _lint_checked(source, path, codes)
+    except RecursionError:
+        # The parser and the checks both recurse on the syntax tree: code nested
+        # past Python's recursion limit is refused, not answered with a traceback.
+        raise UsageError(
+            f"{path}: cannot lint: the code is nested too deeply for Python's parser and checks"
+        ) from None
+
+
+def _lint_checked(source: str, path: str, codes: frozenset[str]) -> list[Finding]:
+    try:
         module = Module.parse(path, source)
     except SyntaxError as exc:
         where = f"{path}:{exc.lineno}" if exc.lineno else path
         raise UsageError(f"{where}: syntax error: {exc.msg}") from None
     except ValueError as exc:  # for example a null byte in the source
         raise UsageError(f"{path}: cannot parse: {exc}") from None
+    except MemoryError:  # 3.13: "Parser stack overflowed - Python source too complex"
+        raise UsageError(
+            f"{path}: cannot lint: the code is nested too deeply for Python's parser"
+        ) from None
     table = suppressions(source)
     found = {
         finding
