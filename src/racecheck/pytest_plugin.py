@@ -277,7 +277,7 @@ def _replay(
     options: dict[str, Any],
 ) -> None:
     import racecheck
-    from racecheck.errors import UsageError
+    from racecheck.errors import DivergenceError, UsageError
     from racecheck.schedule import token_label_matches
 
     message: str | None = None
@@ -291,14 +291,20 @@ def _replay(
     if not matches:
         pytest.skip("--racecheck-replay: the token was recorded for another test")
     replay_options = {k: v for k, v in options.items() if k not in _EXPLORATION_ONLY}
-    item.user_properties.append((_PROP_REPLAYED, True))
+    # The summary's verdict: a divergence also fails the test, but it is not the
+    # bug failing again (typically the fixed code needs decisions the token lacks).
+    verdict = "did not fail"
     try:
         racecheck.replay(target, token, label=label, **replay_options)
     except racecheck.RaceFound as exc:
         exc.replay_hint = replay_command(item, exc.schedule)
         message = f"racecheck: replayed schedule fails again\n{exc.render()}"
+        verdict = "fails again"
     except UsageError as exc:
         message = f"racecheck: {type(exc).__name__}: {_first_line(exc)}"
+        verdict = "diverged" if isinstance(exc, DivergenceError) else "error"
+    finally:
+        item.user_properties.append((_PROP_REPLAYED, verdict))
     if message is not None:
         _fail(message)
     item.add_report_section(
@@ -370,7 +376,7 @@ class _SessionPlugin:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.replayed: list[tuple[str, str]] = []  # (nodeid, outcome)
+        self.replayed: list[tuple[str, str]] = []  # (nodeid, verdict)
         self.records: list[dict[str, Any]] = []
         self.written: list[str] = []
 
@@ -379,7 +385,11 @@ class _SessionPlugin:
             return
         for key, value in report.user_properties:
             if key == _PROP_REPLAYED:
-                self.replayed.append((report.nodeid, report.outcome))
+                # the verdict _replay recorded; older workers record True
+                verdict = value if isinstance(value, str) else None
+                if verdict is None or (verdict == "did not fail" and report.outcome == "failed"):
+                    verdict = "fails again" if report.outcome == "failed" else "did not fail"
+                self.replayed.append((report.nodeid, verdict))
             elif key == _PROP_RECORD and isinstance(value, dict):
                 self.records.append(value)
 
@@ -412,9 +422,8 @@ class _SessionPlugin:
                     " report)",
                     red=True,
                 )
-            for nodeid, outcome in self.replayed:
-                what = "fails again" if outcome == "failed" else "did not fail"
-                terminalreporter.write_line(f"racecheck: replayed schedule on {nodeid}: {what}")
+            for nodeid, verdict in self.replayed:
+                terminalreporter.write_line(f"racecheck: replayed schedule on {nodeid}: {verdict}")
         if self.written:
             terminalreporter.write_line("racecheck reports: " + ", ".join(self.written))
 
