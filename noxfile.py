@@ -157,7 +157,7 @@ def realcode(session: nox.Session, library: str, pin: str, cov: bool) -> None:
         "-p",
         "no:cacheprovider",
         "-rA",
-        f"tests/realcode/test_real_{library}.py",
+        f"tests/realcode/test_real_{library.replace('-', '_')}.py",
         *session.posargs,
         env=env,
     )

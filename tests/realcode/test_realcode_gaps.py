@@ -105,6 +105,39 @@ else:
 """
 
 
+# The sync/async bridge (janus, any queue fed from the loop to a worker thread):
+# the worker waits on a threading.Condition that a coroutine notifies later.
+EXECUTOR_WAITS_FOR_LOOP = """
+import asyncio
+import threading
+
+import racecheck
+
+
+async def handoff():
+    cond = threading.Condition()
+    items = []
+
+    def consumer():
+        with cond:
+            while not items:
+                cond.wait()
+            items.pop()
+
+    worker = asyncio.create_task(asyncio.to_thread(consumer))
+    await asyncio.sleep(0.01)
+    with cond:
+        items.append(1)
+        cond.notify()
+    await worker
+
+
+asyncio.run(handoff())  # fine without racecheck
+report = racecheck.check(handoff, schedules=20, watchdog=2)
+print("CLEAN", report.schedules_run)
+"""
+
+
 def run_script(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "program.py"
     script.write_text(textwrap.dedent(source), encoding="utf-8")
@@ -144,3 +177,15 @@ def test_token_found_after_first_use_init_replays_in_a_fresh_process(tmp_path: P
     assert int(words[1]) > 1, "found in the first schedule: this program shows nothing"
     replayed = run_script(tmp_path, FIRST_USE_THREAD, "replay", words[2])
     assert "FAILS AGAIN" in replayed.stdout, replayed.stdout + replayed.stderr
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the asyncio backend runs executor work inline on the loop thread: a worker"
+    " that waits for the loop blocks it (StuckError); janus' sync_q.get() does this",
+)
+def test_executor_work_that_waits_for_the_loop_is_scheduled(tmp_path: Path) -> None:
+    done = run_script(tmp_path, EXECUTOR_WAITS_FOR_LOOP)
+    assert "StuckError" not in done.stderr, done.stderr
+    assert done.returncode == 0, done.stderr
+    assert "CLEAN 20" in done.stdout, done.stdout
