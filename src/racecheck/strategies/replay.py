@@ -38,6 +38,3 @@ class ReplayChooser(BaseChooser):
                 step=i + 1,
             )
         return choice
-
-    def finished_early(self) -> bool:
-        return self.position < len(self.decisions)
