@@ -7,6 +7,7 @@
     nox -s coverage       # coverage.py over the test suite (threads included)
     nox -s scenarios      # racecheck run scenarios/
     nox -s bench          # racecheck bench
+    nox -s realcode       # real PyPI libraries at a buggy and a fixed release (tests/realcode)
 
 Interpreters installed with pyenv are found even when they are not on PATH.
 """
@@ -14,6 +15,7 @@ Interpreters installed with pyenv are found even when they are not on PATH.
 from __future__ import annotations
 
 import glob
+import json
 import os
 
 import nox
@@ -111,3 +113,51 @@ def scenarios(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.run("racecheck", "bench", *session.posargs)
+
+
+# Real libraries with documented concurrency bugs, each at a buggy and a fixed release.
+with open(os.path.join(os.path.dirname(__file__), "tests", "realcode", "pins.json")) as _fh:
+    REALCODE_PINS: dict[str, dict[str, str]] = json.load(_fh)
+# Every (library, pin), plus buggy releases under pytest-cov (threads and asyncio): coverage's
+# tracer must not hide the bug.
+_REALCODE_PARAMS = [
+    nox.param(library, pin, False, id=f"{library}-{pin}")
+    for library in REALCODE_PINS
+    for pin in ("buggy", "fixed")
+] + [
+    nox.param(library, "buggy", True, id=f"{library}-buggy-cov")
+    for library in ("filelock", "anyio")
+]
+
+
+@nox.session(python="3.11")
+@nox.parametrize(["library", "pin", "cov"], _REALCODE_PARAMS)
+def realcode(session: nox.Session, library: str, pin: str, cov: bool) -> None:
+    """One library, installed from the index at one pin (non-editable), under its user test.
+
+    racecheck itself is installed editable; the library never is, so it lands in
+    site-packages the way users install it. Run the buggy pin before the fixed one:
+    the buggy run leaves its failing token for the fixed run to replay.
+    """
+    version = REALCODE_PINS[library][pin]
+    session.install("-e", ".[test]")
+    if cov:
+        session.install("pytest-cov")
+    session.install("--force-reinstall", "--no-deps", f"{library}=={version}")
+    session.install(f"{library}=={version}")  # its own dependencies
+    tokens = os.path.abspath(os.path.join(session.cache_dir, "realcode-tokens"))
+    os.makedirs(tokens, exist_ok=True)
+    env = {
+        "RACECHECK_REALCODE_PIN": pin,
+        "RACECHECK_REALCODE_TOKENS": tokens,
+        "RACECHECK_REALCODE_COV": "1" if cov else "",
+    }
+    session.run(
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-rA",
+        f"tests/realcode/test_real_{library.replace('-', '_')}.py",
+        *session.posargs,
+        env=env,
+    )

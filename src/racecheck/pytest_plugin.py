@@ -43,7 +43,6 @@ _EXPLORATION_ONLY = ("strategy", "schedules", "seed", "progress")
 _ORIGINAL_OBJ = pytest.StashKey[Any]()
 #: user_properties keys (they travel from xdist workers to the controller)
 _PROP_REPLAYED = "racecheck_replayed"
-_PROP_REPLAY_DIVERGED = "racecheck_replay_diverged"
 _PROP_RECORD = "racecheck_record"
 
 MARKER_HELP = (
@@ -358,18 +357,24 @@ def _replay(
     if not matches:
         pytest.skip("--racecheck-replay: the token was recorded for another test")
     replay_options = {k: v for k, v in options.items() if k not in _EXPLORATION_ONLY}
-    item.user_properties.append((_PROP_REPLAYED, True))
+    # The summary's verdict: a divergence also fails the test, but it is not the
+    # bug failing again (typically the fixed code needs decisions the token lacks).
+    verdict = "did not fail"
     try:
         racecheck.replay(target, token, label=label, **replay_options)
     except racecheck.RaceFound as exc:
+        verdict = "fails again"
         exc.replay_hint = replay_command(item, exc.schedule)
         message = f"racecheck: replayed schedule fails again\n{exc.render()}"
     except DivergenceError as exc:
         # Not "fails again": the code took another path, so the token cannot judge it.
-        item.user_properties.append((_PROP_REPLAY_DIVERGED, True))
+        verdict = "diverged (the token does not apply to this code)"
         message = f"racecheck: {type(exc).__name__}: {_first_line(exc)}"
     except UsageError as exc:
+        verdict = "error"
         message = f"racecheck: {type(exc).__name__}: {_first_line(exc)}"
+    finally:
+        item.user_properties.append((_PROP_REPLAYED, verdict))
     if message is not None:
         _fail(message)
     item.add_report_section(
@@ -442,7 +447,7 @@ class _SessionPlugin:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.replayed: list[tuple[str, str]] = []  # (nodeid, outcome)
+        self.replayed: list[tuple[str, str]] = []  # (nodeid, verdict)
         self.records: list[dict[str, Any]] = []
         self.written: list[str] = []
         self.write_error: str | None = None
@@ -450,11 +455,12 @@ class _SessionPlugin:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
             return
-        keys = {key for key, _ in report.user_properties}
         for key, value in report.user_properties:
             if key == _PROP_REPLAYED:
-                diverged = _PROP_REPLAY_DIVERGED in keys
-                self.replayed.append((report.nodeid, "diverged" if diverged else report.outcome))
+                # the verdict _replay recorded (a string; True from older workers)
+                if not isinstance(value, str):
+                    value = "fails again" if report.outcome == "failed" else "did not fail"
+                self.replayed.append((report.nodeid, value))
             elif key == _PROP_RECORD and isinstance(value, dict):
                 self.records.append(value)
 
@@ -497,13 +503,9 @@ class _SessionPlugin:
                     " report)",
                     red=True,
                 )
-            for nodeid, outcome in self.replayed:
-                what = {
-                    "failed": "fails again",
-                    "diverged": "diverged (the token does not apply to this code)",
-                }.get(outcome, "did not fail")
+            for nodeid, verdict in self.replayed:
                 terminalreporter.write_line(
-                    f"racecheck: replayed schedule on {_safe(nodeid)}: {what}"
+                    f"racecheck: replayed schedule on {_safe(nodeid)}: {verdict}"
                 )
         if self.written:
             terminalreporter.write_line("racecheck reports: " + _safe(", ".join(self.written)))

@@ -1,0 +1,86 @@
+"""janus 1.1.0: ``async_q.join()`` can spin forever after a thread's ``task_done()``.
+
+A consumer thread's last ``sync_q.task_done()`` sets the loop's "finished"
+``asyncio.Event`` through ``call_soon_threadsafe``; a ``put`` on the loop
+clears it right away. When the clear runs between ``task_done`` and the
+deferred ``set``, the event ends up set while an item is unfinished, and
+``join()`` loops on an ``Event.wait()`` that never suspends, starving the loop.
+1.2.0 replaces the event with an ``asyncio.Condition``.
+
+racecheck cannot run this program on either release yet: the asyncio backend
+runs executor work (``asyncio.to_thread``) inline on the loop's thread, so a
+consumer that waits for the loop to put an item blocks the loop itself
+(StuckError). See test_realcode_gaps.py for the reproducer without janus.
+"""
+
+from __future__ import annotations
+
+import pytest
+from realcode_support import (
+    expect_clean,
+    expect_found,
+    expect_replay_after_fix,
+    expect_replay_fails,
+    require_pin,
+    save_token,
+)
+
+pytest.importorskip("janus")
+
+USER_TEST = """
+import asyncio
+
+import janus
+import pytest
+
+
+@pytest.mark.racecheck
+async def test_join_returns_once_the_thread_is_done():
+    queue = janus.Queue()
+
+    def consumer():
+        for _ in range(2):
+            queue.sync_q.get()
+            queue.sync_q.task_done()
+
+    worker = asyncio.create_task(asyncio.to_thread(consumer))
+    await queue.async_q.put(1)
+    await asyncio.sleep(0.01)  # producing the next item
+    await queue.async_q.put(2)
+    await queue.async_q.join()
+    await worker
+    queue.close()
+    await queue.wait_closed()
+"""
+
+SYMPTOM = "step-limit"
+LIBRARY = "janus"
+
+EXECUTOR_INLINE = pytest.mark.xfail(
+    strict=True,
+    reason="StuckError: racecheck runs asyncio.to_thread work inline on the loop thread;"
+    " the consumer's sync_q.get() waits for the loop and blocks it",
+)
+
+
+@EXECUTOR_INLINE
+def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
+    require_pin(LIBRARY, "buggy")
+    pytester.makepyfile(test_user_janus=USER_TEST)
+    found = expect_found(pytester, SYMPTOM)
+    save_token(LIBRARY, found.token)
+    expect_replay_fails(pytester, found, SYMPTOM)
+    print(f"realcode janus buggy: found after {found.schedules} ({found.strategy})")
+
+
+@EXECUTOR_INLINE
+def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
+    require_pin(LIBRARY, "fixed")
+    pytester.makepyfile(test_user_janus=USER_TEST)
+    print(expect_clean(pytester))
+
+
+def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pytester) -> None:
+    require_pin(LIBRARY, "fixed")
+    pytester.makepyfile(test_user_janus=USER_TEST)
+    print("realcode janus fixed, buggy token:", expect_replay_after_fix(pytester, LIBRARY, SYMPTOM))

@@ -1,0 +1,80 @@
+"""tqdm 4.32.1: progress bars made from two threads race on the class's set of bars.
+
+A disabled bar (``disable=True``, what libraries pass when output is off)
+computes its position by iterating ``tqdm._instances`` without the class lock,
+while another thread's ``tqdm.__new__`` adds its bar under the lock: the
+iteration fails with ``RuntimeError: Set changed size during iteration``.
+4.32.2 takes the lock around the position lookup.
+"""
+
+from __future__ import annotations
+
+import pytest
+from realcode_support import (
+    expect_clean,
+    expect_found,
+    expect_replay_after_fix,
+    expect_replay_fails,
+    require_pin,
+    save_token,
+)
+
+pytest.importorskip("tqdm")
+
+USER_TEST = """
+import threading
+
+import pytest
+from tqdm import tqdm
+
+
+def crunch(items):
+    return sum(x for x in tqdm(items, disable=True))
+
+
+@pytest.mark.racecheck
+def test_bars_from_worker_threads():
+    results = []
+    workers = [
+        threading.Thread(target=lambda: results.append(crunch(range(3)))) for _ in range(2)
+    ]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert results == [3, 3]
+"""
+
+SYMPTOM = "Set changed size during iteration"
+
+# tqdm's write lock pairs a threading RLock with a multiprocessing RLock made at
+# import; racecheck adopts the first but not the second (a SemLock), so the
+# second thread blocks in C on it. See test_realcode_gaps.py for the reproducer.
+STALLS_ON_MP_LOCK = pytest.mark.xfail(
+    strict=True,
+    reason="StuckError: blocked in C in acquire() at _tqdm.py:90/91 `lock.acquire()` on"
+    " TqdmDefaultWriteLock.mp_lock, a multiprocessing.RLock racecheck does not adopt",
+)
+
+
+@STALLS_ON_MP_LOCK
+def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
+    require_pin("tqdm", "buggy")
+    pytester.makepyfile(test_user_tqdm=USER_TEST)
+    found = expect_found(pytester, SYMPTOM)
+    save_token("tqdm", found.token)
+    expect_replay_fails(pytester, found, SYMPTOM)
+    print(f"realcode tqdm buggy: found after {found.schedules} ({found.strategy})")
+
+
+@STALLS_ON_MP_LOCK
+def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
+    require_pin("tqdm", "fixed")
+    pytester.makepyfile(test_user_tqdm=USER_TEST)
+    print(expect_clean(pytester))
+
+
+def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pytester) -> None:
+    require_pin("tqdm", "fixed")
+    pytester.makepyfile(test_user_tqdm=USER_TEST)
+    print("realcode tqdm fixed, buggy token:", expect_replay_after_fix(pytester, "tqdm", SYMPTOM))
