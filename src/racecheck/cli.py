@@ -101,9 +101,33 @@ def _finding_of(exc: BaseException) -> dict[str, Any] | None:
     return finding_of(exc)
 
 
-def _replay_command(selector: str, token: str, detect: bool = False) -> str:
+_TRACE_HELP = (
+    "also trace these installed packages as code under test: module names, distribution names"
+    " or directories, comma-separated (the package defining each target and the packages its"
+    " module imports are traced already)"
+)
+
+
+def _cli_trace_packages(overrides: dict[str, Any]) -> list[str]:
+    return list(overrides.get("trace_packages", ()))
+
+
+def _replay_command(
+    selector: str, token: str, detect: bool = False, trace_packages: Sequence[str] = ()
+) -> str:
     flag = " --detect" if detect else ""
+    if trace_packages:
+        # traced code has scheduling points: the token means this traced set
+        flag += f" --trace-packages {shell_quote(','.join(trace_packages))}"
     return f"racecheck replay {shell_quote(selector)} {shell_quote(token)}{flag}"
+
+
+def _trace_packages(values: Sequence[str] | None) -> list[str]:
+    """``--trace-packages a,b --trace-packages c`` → ["a", "b", "c"]."""
+    names: list[str] = []
+    for value in values or ():
+        names += [name.strip() for name in value.split(",") if name.strip()]
+    return names
 
 
 class _Progress:
@@ -289,7 +313,12 @@ def _explore(
         seconds = time.perf_counter() - t0
         progress.clear()
         verdict = VERDICTS.get(exc.kind, exc.kind)
-        cmd = _replay_command(sel.selector(variant), exc.schedule, bool(options.get("detect")))
+        cmd = _replay_command(
+            sel.selector(variant),
+            exc.schedule,
+            bool(options.get("detect")),
+            _cli_trace_packages(overrides),
+        )
         exc.replay_hint = cmd
         rec = _record(
             **base,
@@ -414,6 +443,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides["coverage"] = False
     if args.detect:
         overrides["detect"] = True
+    if _trace_packages(args.trace_packages):
+        overrides["trace_packages"] = _trace_packages(args.trace_packages)
 
     out = sys.stdout
     table = None if args.json else _Table(out, selections)
@@ -535,6 +566,7 @@ def _add_run(sub: Any) -> None:
         help="skip interleaving coverage (distinct orderings of conflicting accesses): faster",
     )
     p.add_argument("--detect", action="store_true", help=_DETECT_HELP)
+    p.add_argument("--trace-packages", action="append", metavar="NAMES", help=_TRACE_HELP)
     p.set_defaults(func=_cmd_run)
 
 
@@ -579,6 +611,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     options = {k: v for k, v in scen.check_options(variant).items() if k not in _EXPLORATION_ONLY}
     if args.detect:
         options["detect"] = True
+    extra = _trace_packages(args.trace_packages)
+    if extra:
+        options["trace_packages"] = [*options.get("trace_packages", ()), *extra]
     selector = f"{display_path(files[id(scen)])}::{scen.name}[{variant}]"
     what = label if recorded_on is None else f"{label} (schedule recorded on {recorded_on})"
     try:
@@ -586,7 +621,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             scen.variants[variant].target, token, label=recorded_on or label, **options
         )
     except racecheck.RaceFound as exc:
-        exc.replay_hint = _replay_command(selector, token, bool(options.get("detect")))
+        exc.replay_hint = _replay_command(selector, token, bool(options.get("detect")), extra)
         sys.stdout.write(f"replaying {_safe(what)}\n{exc.render()}\n")
         return EXIT_FAILED
     except DivergenceError as exc:
@@ -639,6 +674,7 @@ def _add_replay(sub: Any) -> None:
         action="store_true",
         help="replay with the race detector on (for tokens a --detect run printed)",
     )
+    p.add_argument("--trace-packages", action="append", metavar="NAMES", help=_TRACE_HELP)
     p.set_defaults(func=_cmd_replay)
 
 

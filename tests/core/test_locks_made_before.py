@@ -465,3 +465,32 @@ def target():
     )
     check(module.target)
     assert type(module.made_early._semlock).__module__ == "_multiprocessing"
+
+
+def test_a_finalizer_takes_no_scheduling_point(tmp_path: Path) -> None:
+    """A ``__del__`` runs where the last reference goes: no switch inside it."""
+    module = load(
+        tmp_path,
+        """
+import threading
+closed = []
+
+class Resource:
+    def __del__(self):
+        seen = len(closed)
+        closed.append(seen)
+
+def work():
+    Resource()  # finalised right here, mid-statement
+
+def target():
+    closed.clear()
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert closed == [0, 1], closed
+""",
+    )
+    check(module.target, schedules=100)

@@ -56,6 +56,16 @@ _tables: dict[tuple[CodeType, str], dict[int, str]] = {}
 _point_lines: dict[CodeType, frozenset[int]] = {}
 
 
+def traced(code: CodeType) -> bool:
+    """Does this code get scheduling points? User code, except finalizers.
+
+    A ``__del__`` runs whenever the last reference goes, wherever that is:
+    a switch inside it would make the schedule depend on when a previous
+    statement dropped an object, so finalizers run without points.
+    """
+    return code.co_name != "__del__" and is_user_file(code.co_filename)
+
+
 def point_lines(code: CodeType) -> frozenset[int]:
     """Lines of ``code`` holding at least one access point (3.11's opcode filter)."""
     lines = _point_lines.get(code)
@@ -209,7 +219,7 @@ class MonitoringTracer:
 
     def _on_start(self, code: CodeType, offset: int) -> Any:
         disable = sys.monitoring.DISABLE  # type: ignore[attr-defined]
-        if code in self.instrumented or not is_user_file(code.co_filename):
+        if code in self.instrumented or not traced(code):
             return disable
         self.instrumented.add(code)
         assert self.tool is not None
@@ -384,7 +394,7 @@ class SettraceTracer:
         watch_alone = controller.accesses is not None or detecting
 
         def info_for(code: CodeType) -> tuple[dict[int, str], frozenset[int] | None] | None:
-            if not is_user_file(code.co_filename):
+            if not traced(code):
                 infos[code] = None
                 return None
             hot = point_lines(code) if granularity == "access" else None
