@@ -327,6 +327,13 @@ class Session:
         chooser.begin(run)
         self.current = controller
         self.settings.backend.run_once(controller)
+        if controller.failure is not None and recorder is None:
+            # The failure's traceback holds the failing run's frames, and their
+            # locals hold that run's objects: a library cache keyed weakly on
+            # them (filelock's singletons) would then still be full when the
+            # next run, the shrinker or the replay starts. The lines stay; the
+            # locals go. The traced run (recorder) is last and keeps them.
+            release_locals(controller.failure.cause)
         if _gc_depth:
             # Between schedules, while nothing runs: finalisers of this run's
             # objects run now, not inside the next schedule.
@@ -545,6 +552,23 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
         notes=notes,
         warnings=warnings,
     )
+
+
+def release_locals(exc: BaseException | None) -> None:
+    """Clear the local variables of every finished frame in ``exc``'s tracebacks."""
+    import traceback
+
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.__traceback__ is not None:
+            traceback.clear_frames(current.__traceback__)
+        todo += [current.__cause__, current.__context__]
+        todo += list(getattr(current, "exceptions", ()))  # exception groups
 
 
 def backend_warnings(backend: Any) -> list[str]:

@@ -325,3 +325,46 @@ def test_the_gc_setting_comes_back_when_the_worker_is_abandoned() -> None:
         os.write(write_end, b"x")  # let the abandoned reader finish
         os.close(write_end)
         gc.enable() if was else gc.disable()
+
+
+def test_a_failing_runs_objects_do_not_outlive_it() -> None:
+    """A weakly keyed library cache (filelock's singletons) must start empty again.
+
+    The failure's traceback used to keep the failing run's locals alive, so the
+    cache was still full in the shrinker's and the replay's runs: the race did
+    not reproduce and was reported as state leaking between schedules.
+    """
+    import threading
+    import weakref
+    from typing import ClassVar
+
+    class Singleton:
+        _instances: ClassVar[weakref.WeakValueDictionary[str, Singleton]] = (
+            weakref.WeakValueDictionary()
+        )
+
+        @classmethod
+        def get(cls, key: str) -> Singleton:
+            found = cls._instances.get(key)
+            if found is None:
+                found = cls()
+                cls._instances[key] = found
+            return found
+
+    def target() -> None:
+        got: list[Singleton] = []
+
+        def worker() -> None:
+            got.append(Singleton.get("path"))
+
+        threads = [threading.Thread(target=worker) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert got[0] is got[1], "two singletons"
+
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(target, strategy="random", schedules=200)
+    assert "two singletons" in str(found.value)
+    assert found.value.trace is not None

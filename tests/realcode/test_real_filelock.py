@@ -10,8 +10,6 @@ made when the class is defined.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from realcode_support import (
     expect_clean,
@@ -50,17 +48,7 @@ def test_threads_share_the_singleton_lock(tmp_path):
 
 SYMPTOM = "two singleton FileLocks for one path"
 
-# Under pytest-cov (coverage's C tracer, Python 3.11) racecheck sees the scheduling
-# points of one thread only: 1000 schedules, "no failure", with the report's warning
-# that every point was in one thread. Issue 9, item 3.
-MISSED_UNDER_COVERAGE = pytest.mark.xfail(
-    bool(os.environ.get("RACECHECK_REALCODE_COV")),
-    strict=True,
-    reason="under pytest-cov racecheck sees one thread's points only and misses the race",
-)
 
-
-@MISSED_UNDER_COVERAGE
 def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
     require_pin("filelock", "buggy")
     pytester.makepyfile(test_user_filelock=USER_TEST)

@@ -47,17 +47,7 @@ def test_bars_from_worker_threads():
 
 SYMPTOM = "Set changed size during iteration"
 
-# tqdm's write lock pairs a threading RLock with a multiprocessing RLock made at
-# import; racecheck adopts the first but not the second (a SemLock), so the
-# second thread blocks in C on it. See test_realcode_gaps.py for the reproducer.
-STALLS_ON_MP_LOCK = pytest.mark.xfail(
-    strict=True,
-    reason="StuckError: blocked in C in acquire() at _tqdm.py:90/91 `lock.acquire()` on"
-    " TqdmDefaultWriteLock.mp_lock, a multiprocessing.RLock racecheck does not adopt",
-)
 
-
-@STALLS_ON_MP_LOCK
 def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
     require_pin("tqdm", "buggy")
     pytester.makepyfile(test_user_tqdm=USER_TEST)
@@ -67,7 +57,6 @@ def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
     print(f"realcode tqdm buggy: found after {found.schedules} ({found.strategy})")
 
 
-@STALLS_ON_MP_LOCK
 def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
     require_pin("tqdm", "fixed")
     pytester.makepyfile(test_user_tqdm=USER_TEST)

@@ -664,8 +664,12 @@ def adopt(target: Any) -> Adoption:
 
 def _adopt_new_semlocks(adoption: Adoption) -> None:
     """multiprocessing locks made during the run (tqdm makes its own lazily) are adopted too."""
-    synchronize = sys.modules.get("multiprocessing.synchronize")
-    if synchronize is None:
+    try:
+        # Imported here, not left to the first mp.RLock() inside the run (tqdm
+        # makes its lock lazily): a lock made after the import would escape the
+        # patch below. A stdlib import, once per process.
+        import multiprocessing.synchronize as synchronize
+    except ImportError:  # pragma: no cover - no sem_open on this platform
         return
     semlock_class = synchronize.SemLock
     original = semlock_class.__dict__.get("_make_methods")
