@@ -26,12 +26,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from racecheck.config import describe
 from racecheck.errors import DivergenceError, UsageError, one_line
 from racecheck.outcome import VERDICTS
 from racecheck.render import cut_message
 from racecheck.textsafe import terminal_safe
 
 if TYPE_CHECKING:
+    from racecheck.config import Layers
     from racecheck.loader import Selection
     from racecheck.outcome import RaceFound
     from racecheck.report import RunRecord
@@ -263,16 +265,18 @@ def _explore(
     variant: str,
     overrides: dict[str, Any],
     progress: _Progress,
+    layers: Layers | None = None,
 ) -> tuple[RunRecord, RaceFound | None, BaseException | None, bool]:
     """Explore one variant: (record, failure, error, interrupted)."""
     import racecheck
+    from racecheck.config import Layers
 
     scen = sel.scenario
     var = scen.variants[variant]
     label = scen.label(variant)
     # Interleaving coverage costs a little per schedule; the table shows it.
-    options: dict[str, Any] = {"strategy": "auto", "schedules": 1000, "seed": 0, "coverage": True}
-    options.update(scen.check_options(variant))
+    # The scenario's options stand where a pytest marker's do (racecheck.config).
+    options = (layers or Layers()).resolve({"coverage": True, **scen.check_options(variant)})
     options.update(overrides)
     progress.start(label)
     base = dict(
@@ -390,13 +394,40 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
     return lines
 
 
+def run_layers(args: argparse.Namespace) -> Layers:
+    """The run's settings: options given > environment > profile > [tool.racecheck]."""
+    from racecheck.config import build_layers, load_project
+
+    given = {
+        name: getattr(args, name)
+        for name in ("strategy", "schedules", "seed", "report_dir", "db")
+        if getattr(args, name, None) is not None
+    }
+    if args.detect:
+        given["detect"] = True
+    if args.paths:
+        given["paths"] = list(args.paths)
+    return build_layers(
+        command_line=given,
+        project=load_project(os.getcwd()),
+        profile=args.profile,
+        profile_flag="--profile",
+    )
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
+    from racecheck.config import parse
+
+    if args.strategy is not None:
+        parse("strategy", args.strategy, "--strategy")
+    layers = run_layers(args)
+    args.report_dir = str(layers.get("report_dir", DEFAULT_REPORT_DIR))
     if not args.no_report:
         from racecheck.report.writers import check_report_dir
 
         # Before importing or exploring anything: a bad directory costs nothing.
         check_report_dir(args.report_dir)
-    selections = _resolve(args.paths)
+    selections = _resolve(layers.get("paths", []))
     if args.select:
         for sel in selections:
             sel.variants = [v for v in sel.variants if args.select in sel.scenario.label(v)]
@@ -404,16 +435,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if not selections:
             raise UsageError(f"-k {args.select!r} selects no scenario variant")
     overrides: dict[str, Any] = {}
-    if args.strategy is not None:
-        overrides["strategy"] = args.strategy
-    if args.schedules is not None:
-        overrides["schedules"] = args.schedules
-    if args.seed is not None:
-        overrides["seed"] = args.seed
     if args.no_coverage:
         overrides["coverage"] = False
-    if args.detect:
-        overrides["detect"] = True
+    if layers.profile_name and not args.json:
+        sys.stdout.write(describe(layers) + "\n")
 
     out = sys.stdout
     table = None if args.json else _Table(out, selections)
@@ -425,7 +450,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         for sel in selections:
             for variant in sel.variants:
-                rec, failure, error, stopped = _explore(sel, variant, overrides, progress)
+                rec, failure, error, stopped = _explore(sel, variant, overrides, progress, layers)
                 if stopped:
                     interrupted = True
                     break
@@ -524,9 +549,20 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--trace", action="store_true", help="print the trace of every failure")
     p.add_argument(
         "--report-dir",
-        default=DEFAULT_REPORT_DIR,
+        default=None,
         metavar="DIR",
         help=f"where to write reports (default: {DEFAULT_REPORT_DIR})",
+    )
+    p.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="settings profile: ci (schedules x10), dev (/10) or [tool.racecheck.profiles.NAME]",
+    )
+    p.add_argument(
+        "--db",
+        metavar="DIR",
+        help="failure database: failing schedules are saved there and replayed first"
+        " (default .racecheck/; 'none' turns it off)",
     )
     p.add_argument("--no-report", action="store_true", help="write no report files")
     p.add_argument(
