@@ -399,19 +399,39 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
 
     import time
 
+    from racecheck.pinning import normalize, replay_first
+
     # pytest.fail is called outside the ``except`` blocks: inside them pytest
     # would also print the RaceFound as "During handling of the above exception".
     message: str | None = None
+    notes: list[str] = []
     t0 = time.perf_counter()
+    phase = ""
     try:
+        pinned = normalize(marker.kwargs.get("replay"))
+        if pinned:
+            # Before exploring: the pinned schedules are the test's regression checks.
+            phase = "racecheck: pinned schedule fails again\n"
+            replayed = replay_first(
+                target, pinned, {**options, "label": label}, what="pinned schedule"
+            )
+            notes += [r.note for r in replayed if r.note]
+            passed = [r.token for r in replayed if r.status == "passed"]
+            for token in passed:
+                item.add_report_section(
+                    "call", "racecheck", f"pinned schedule {token} ran without failing"
+                )
+        phase = ""
         report = racecheck.check(target, label=label, **options)
     except racecheck.RaceFound as exc:
         cmd = replay_command(item, exc.schedule)
         exc.replay_hint = cmd
         _record(item, options, exc=exc, seconds=time.perf_counter() - t0, command=cmd)
-        message = exc.render()
+        message = phase + exc.render()
     except UsageError as exc:
         message = f"racecheck: {type(exc).__name__}: {_first_line(exc)}"
+    for note in notes:
+        item.warn(RacecheckWarning(f"racecheck: {note}"))
     if message is not None:
         _fail(message)
     _record(item, options, report=report, seconds=time.perf_counter() - t0)
