@@ -34,6 +34,7 @@ from racecheck.textsafe import terminal_safe
 
 if TYPE_CHECKING:
     from racecheck.config import Layers
+    from racecheck.faildb import FailureDB
     from racecheck.loader import Selection
     from racecheck.outcome import RaceFound
     from racecheck.report import RunRecord
@@ -287,9 +288,14 @@ def _explore(
         seed=options["seed"] if isinstance(options["seed"], int) else 0,
     )
     t0 = time.perf_counter()
+    db = None if layers is None else _failure_db(layers)
     try:
+        if db is not None:
+            _replay_saved(db, var.target, label, options)
         report = racecheck.check(var.target, label=label, progress=progress.update, **options)
     except racecheck.RaceFound as exc:
+        if db is not None:
+            db.failed(label, exc.schedule)
         seconds = time.perf_counter() - t0
         progress.clear()
         verdict = VERDICTS.get(exc.kind, exc.kind)
@@ -350,6 +356,21 @@ def _explore(
         warnings=list(report.warnings),
     )
     return rec, None, None, bool(report.interrupted)
+
+
+def _failure_db(layers: Layers) -> FailureDB | None:
+    from racecheck.faildb import FailureDB
+
+    return FailureDB.at(layers.get("db"), os.getcwd())
+
+
+def _replay_saved(db: FailureDB, target: Any, label: str, options: dict[str, Any]) -> None:
+    """The saved failing schedules of ``label``, before exploring (RaceFound propagates)."""
+    from racecheck.pinning import replay_first
+
+    for token in db.tokens(label):
+        replay_first(target, [token], {**options, "label": label}, what="saved")
+        db.ran_clean(label, token)
 
 
 def _schedules(n: int) -> str:

@@ -243,6 +243,13 @@ def report_dir(config: pytest.Config) -> str | None:
     return None if configured is None else str(config.rootpath / configured)
 
 
+def failure_db(config: pytest.Config) -> Any:
+    """The failure database of the session (racecheck.faildb), or None when it is off."""
+    from racecheck.faildb import FailureDB
+
+    return FailureDB.at(layers(config).get("db"), config.rootpath)
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
     from racecheck.config import describe
 
@@ -407,6 +414,7 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
     notes: list[str] = []
     t0 = time.perf_counter()
     phase = ""
+    db = failure_db(item.config)
     try:
         pinned = normalize(marker.kwargs.get("replay"))
         if pinned:
@@ -421,9 +429,19 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
                 item.add_report_section(
                     "call", "racecheck", f"pinned schedule {token} ran without failing"
                 )
+        saved = [t for t in db.tokens(label) if t not in pinned] if db is not None else []
+        if saved and db is not None:
+            where = _safe(str(db.directory))
+            phase = f"racecheck: saved failing schedule fails again (from {where})\n"
+            # One at a time: each clean run counts before the next may raise.
+            for token in saved:
+                replay_first(target, [token], {**options, "label": label}, what="saved")
+                db.ran_clean(label, token)
         phase = ""
         report = racecheck.check(target, label=label, **options)
     except racecheck.RaceFound as exc:
+        if db is not None:
+            db.failed(label, exc.schedule)
         cmd = replay_command(item, exc.schedule)
         exc.replay_hint = cmd
         _record(item, options, exc=exc, seconds=time.perf_counter() - t0, command=cmd)
