@@ -34,7 +34,8 @@ def check(
     ``minimize`` (shrink failing schedules, default True), ``minimize_runs``
     (candidate runs the shrinker may spend, default 200), ``minimize_time``
     (a safety net in seconds, default 60), ``label`` (the name a token is bound to),
-    ``progress`` (callable(done, total) for progress displays),
+    ``progress`` (callable(done, total) for progress displays, or True for
+    racecheck's own on stderr: schedules done, rate, ETA),
     ``trace_packages`` (extra directories to trace as user code),
     ``leak_check`` (default True: a failure that comes from state kept between
     schedules, not from an interleaving, raises :class:`StateLeakError`
@@ -44,8 +45,20 @@ def check(
     """
     from racecheck.explore import explore
 
+    display = None
+    if options.get("progress") is True:
+        from racecheck.progress import ProgressDisplay
+
+        name = options.get("label") or getattr(target, "__qualname__", "target")
+        display = options["progress"] = ProgressDisplay(label=str(name))
+    elif options.get("progress") is False:
+        del options["progress"]
     pinned = _pinned_first(target, options)
-    report = explore(target, strategy=strategy, schedules=schedules, seed=seed, options=options)
+    try:
+        report = explore(target, strategy=strategy, schedules=schedules, seed=seed, options=options)
+    finally:
+        if display is not None:
+            display.finish()
     report.warnings[:0] = pinned
     return report
 

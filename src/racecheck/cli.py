@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 from racecheck.config import describe
 from racecheck.errors import DivergenceError, UsageError, one_line
 from racecheck.outcome import VERDICTS
+from racecheck.progress import DEFAULT_INTERVAL, ProgressDisplay
 from racecheck.render import cut_message
 from racecheck.textsafe import terminal_safe
 
@@ -110,37 +111,30 @@ def _replay_command(selector: str, token: str, detect: bool = False) -> str:
 
 
 class _Progress:
-    """A one-line ``\\r`` status on a terminal, at most ten redraws a second."""
+    """The status of the running variant (:class:`racecheck.progress.ProgressDisplay`).
 
-    def __init__(self, stream: TextIO, enabled: bool) -> None:
-        self.stream = stream
-        self.enabled = enabled
-        self.label = ""
-        self._last = 0.0
-        self._shown = False
+    On a terminal, a line redrawn in place on stdout; otherwise (CI, pipes,
+    ``--json``) a line on stderr every ``every`` seconds (0: none), so that the
+    table and the JSON on stdout stay clean.
+    """
+
+    def __init__(self, stream: TextIO, enabled: bool, every: float = DEFAULT_INTERVAL) -> None:
+        self.quiet = not enabled and every <= 0
+        self.display = (
+            ProgressDisplay(stream, tty=True)
+            if enabled
+            else ProgressDisplay(sys.stderr, tty=False, interval=every, prefix="progress: ")
+        )
 
     def start(self, label: str) -> None:
-        self.label = _safe(label)
-        self._last = 0.0
-        self.update(0, 0)
+        self.display.start(label)
 
     def update(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self._last < 0.1 and done != total:
-            return
-        self._last = now
-        of = f"/{total}" if total else ""
-        self.stream.write(f"\r\033[K  {self.label}  {done}{of} schedules")
-        self.stream.flush()
-        self._shown = True
+        if not self.quiet:
+            self.display.update(done, total)
 
     def clear(self) -> None:
-        if self.enabled and self._shown:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-            self._shown = False
+        self.display.finish(final_line=False)
 
 
 # ---------------------------------------------------------------------- run
@@ -463,7 +457,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     out = sys.stdout
     table = None if args.json else _Table(out, selections)
-    progress = _Progress(out, enabled=not args.json and out.isatty())
+    progress = _Progress(out, enabled=not args.json and out.isatty(), every=args.progress_every)
     records: list[RunRecord] = []
     failures: dict[int, RaceFound] = {}
     errors: list[RunRecord] = []
@@ -537,6 +531,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text!r}")
+    return value
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -573,6 +577,14 @@ def _add_run(sub: Any) -> None:
         default=None,
         metavar="DIR",
         help=f"where to write reports (default: {DEFAULT_REPORT_DIR})",
+    )
+    p.add_argument(
+        "--progress-every",
+        type=_seconds,
+        default=DEFAULT_INTERVAL,
+        metavar="SECONDS",
+        help="without a terminal, print a progress line (schedules, rate, ETA) on stderr"
+        f" this often (default {DEFAULT_INTERVAL:g}; 0: never)",
     )
     p.add_argument(
         "--profile",
