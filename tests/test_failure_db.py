@@ -183,3 +183,13 @@ def test_cli_db_none(
     (tmp_path / "scen.py").write_text(SCENARIO)
     _cli_json(capsys, "--db", "none")
     assert not (tmp_path / ".racecheck").exists()
+
+
+def test_an_unwritable_database_does_not_change_the_verdict(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_bank=BUGGY)
+    (pytester.path / "blocker").write_text("a file where the database directory should be")
+    result = pytester.runpytest("--racecheck-db=blocker/db")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "NotADirectoryError" not in out and "OSError" not in out
+    assert "race found" in out

@@ -185,3 +185,12 @@ def test_pinned_token_for_another_target_warns() -> None:
 def test_pinned_decorator_rejects_a_malformed_token() -> None:
     with pytest.raises(racecheck.UsageError, match="pinned schedule"):
         racecheck.pinned("rc1:nope")
+
+
+def test_a_failing_pinned_token_is_not_copied_into_the_database(
+    pytester: pytest.Pytester,
+) -> None:
+    token = _found_token(pytester)
+    pytester.makepyfile(test_bank=_source(BUGGY, token))
+    pytester.runpytest().assert_outcomes(failed=1)  # the database is on
+    assert not list(pytester.path.glob(".racecheck/failures/*.json"))

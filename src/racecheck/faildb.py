@@ -15,7 +15,8 @@ Layout: ``<db>/failures/<sha256 of the key, 24 hex>.json``, one small JSON file
 per key holding the key itself and its tokens. Each file is written to a
 temporary file in the same directory and renamed over the old one, so a crash
 or a concurrent pytest-xdist worker (each writes its own keys) never leaves a
-half-written file; a file that cannot be parsed is treated as empty.
+half-written file; a file that cannot be parsed is treated as empty, and a
+database that cannot be written (read-only, full) is skipped silently.
 """
 
 from __future__ import annotations
@@ -67,6 +68,12 @@ class FailureDB:
         return out
 
     def _save(self, key: str, entries: dict[str, int]) -> None:
+        # The database is a convenience: a read-only or full disk must not turn
+        # a test's verdict into an OSError.
+        with contextlib.suppress(OSError):
+            self._write(key, entries)
+
+    def _write(self, key: str, entries: dict[str, int]) -> None:
         path = self._file(key)
         if not entries:
             with contextlib.suppress(FileNotFoundError):
