@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,12 @@ import pytest
 
 import racecheck
 from racecheck.outcome import RaceFound, Report
+
+# The CLI tests call racecheck.cli.main in this process and the plugin tests
+# run pytest in it (pytester): without this, runs repeated in one directory
+# would replay each other's saved failures (.racecheck/). The failure database's
+# own tests turn it back on.
+os.environ.setdefault("RACECHECK_DB", "none")
 
 # A target makes the fake engine report a deadlock / step-limit by raising an
 # exception of a class with this name (scenario files define their own).

@@ -4,6 +4,7 @@ The public API (kept stable; suites outside this repository use it)::
 
     report = racecheck.check(target, strategy="auto", schedules=1000, seed=0, **options)
     racecheck.replay(target, token)
+    @racecheck.pinned(token)  # check() replays the token first, then explores
     racecheck.RaceFound, racecheck.Report, racecheck.Scenario, racecheck.Variant
 
 Importing ``racecheck`` is cheap: backends load when a run needs them.
@@ -11,7 +12,7 @@ Importing ``racecheck`` is cheap: backends load when a run needs them.
 
 from __future__ import annotations
 
-from racecheck.api import check, replay
+from racecheck.api import PinnedScheduleWarning, check, replay
 from racecheck.errors import (
     DivergenceError,
     StateLeakError,
@@ -20,10 +21,12 @@ from racecheck.errors import (
     UsageError,
 )
 from racecheck.outcome import RaceFound, Report
+from racecheck.pinning import pinned
 from racecheck.scenario import Scenario, Variant, scenario
 
 __all__ = [
     "DivergenceError",
+    "PinnedScheduleWarning",
     "RaceFound",
     "Report",
     "Scenario",
@@ -33,6 +36,7 @@ __all__ = [
     "UsageError",
     "Variant",
     "check",
+    "pinned",
     "replay",
     "scenario",
 ]

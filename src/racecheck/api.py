@@ -34,15 +34,54 @@ def check(
     ``minimize`` (shrink failing schedules, default True), ``minimize_runs``
     (candidate runs the shrinker may spend, default 200), ``minimize_time``
     (a safety net in seconds, default 60), ``label`` (the name a token is bound to),
-    ``progress`` (callable(done, total) for progress displays),
+    ``progress`` (callable(done, total) for progress displays, or True for
+    racecheck's own on stderr: schedules done, rate, ETA),
     ``trace_packages`` (extra directories to trace as user code),
     ``leak_check`` (default True: a failure that comes from state kept between
     schedules, not from an interleaving, raises :class:`StateLeakError`
-    instead of RaceFound; False for a target that counts its runs on purpose).
+    instead of RaceFound; False for a target that counts its runs on purpose),
+    ``replay`` (a token or a list of them, replayed exactly before exploring,
+    like the tokens of :func:`racecheck.pinned`; see :mod:`racecheck.pinning`).
     """
     from racecheck.explore import explore
 
-    return explore(target, strategy=strategy, schedules=schedules, seed=seed, options=options)
+    display = None
+    if options.get("progress") is True:
+        from racecheck.progress import ProgressDisplay
+
+        name = options.get("label") or getattr(target, "__qualname__", "target")
+        display = options["progress"] = ProgressDisplay(label=str(name))
+    elif options.get("progress") is False:
+        del options["progress"]
+    pinned = _pinned_first(target, options)
+    try:
+        report = explore(target, strategy=strategy, schedules=schedules, seed=seed, options=options)
+    finally:
+        if display is not None:
+            display.finish()
+    report.warnings[:0] = pinned
+    return report
+
+
+def _pinned_first(target: Callable[[], Any], options: dict[str, Any]) -> list[str]:
+    """Replay the pinned tokens (raising their RaceFound); notes for those that do not apply."""
+    import warnings
+
+    from racecheck.pinning import PINNED_ATTR, normalize, replay_first
+
+    tokens = normalize([*getattr(target, PINNED_ATTR, ()), *normalize(options.pop("replay", None))])
+    if not tokens:
+        return []
+    notes = [
+        r.note for r in replay_first(target, tokens, options, what="pinned schedule") if r.note
+    ]
+    for note in notes:
+        warnings.warn(note, PinnedScheduleWarning, stacklevel=3)
+    return notes
+
+
+class PinnedScheduleWarning(UserWarning):
+    """A pinned schedule token no longer applies to the code: it was not replayed."""
 
 
 def replay(target: Callable[[], Any], schedule_token: str, **options: Any) -> None:

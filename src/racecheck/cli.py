@@ -22,16 +22,20 @@ import shlex
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from racecheck.config import describe
 from racecheck.errors import DivergenceError, UsageError, one_line
 from racecheck.outcome import VERDICTS
+from racecheck.progress import DEFAULT_INTERVAL, ProgressDisplay
 from racecheck.render import cut_message
 from racecheck.textsafe import terminal_safe
 
 if TYPE_CHECKING:
+    from racecheck.config import Layers
+    from racecheck.faildb import FailureDB
     from racecheck.loader import Selection
     from racecheck.outcome import RaceFound
     from racecheck.report import RunRecord
@@ -108,8 +112,9 @@ _TRACE_HELP = (
 )
 
 
-def _cli_trace_packages(overrides: dict[str, Any]) -> list[str]:
-    return list(overrides.get("trace_packages", ()))
+def _added_trace_packages(options: dict[str, Any], own: Mapping[str, Any]) -> list[str]:
+    """Traced packages the scenario does not name itself (flags, pyproject, profile)."""
+    return [p for p in options.get("trace_packages", ()) if p not in own.get("trace_packages", ())]
 
 
 def _replay_command(
@@ -131,37 +136,30 @@ def _trace_packages(values: Sequence[str] | None) -> list[str]:
 
 
 class _Progress:
-    """A one-line ``\\r`` status on a terminal, at most ten redraws a second."""
+    """The status of the running variant (:class:`racecheck.progress.ProgressDisplay`).
 
-    def __init__(self, stream: TextIO, enabled: bool) -> None:
-        self.stream = stream
-        self.enabled = enabled
-        self.label = ""
-        self._last = 0.0
-        self._shown = False
+    On a terminal, a line redrawn in place on stdout; otherwise (CI, pipes,
+    ``--json``) a line on stderr every ``every`` seconds (0: none), so that the
+    table and the JSON on stdout stay clean.
+    """
+
+    def __init__(self, stream: TextIO, enabled: bool, every: float = DEFAULT_INTERVAL) -> None:
+        self.quiet = not enabled and every <= 0
+        self.display = (
+            ProgressDisplay(stream, tty=True)
+            if enabled
+            else ProgressDisplay(sys.stderr, tty=False, interval=every, prefix="progress: ")
+        )
 
     def start(self, label: str) -> None:
-        self.label = _safe(label)
-        self._last = 0.0
-        self.update(0, 0)
+        self.display.start(label)
 
     def update(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self._last < 0.1 and done != total:
-            return
-        self._last = now
-        of = f"/{total}" if total else ""
-        self.stream.write(f"\r\033[K  {self.label}  {done}{of} schedules")
-        self.stream.flush()
-        self._shown = True
+        if not self.quiet:
+            self.display.update(done, total)
 
     def clear(self) -> None:
-        if self.enabled and self._shown:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-            self._shown = False
+        self.display.finish(final_line=False)
 
 
 # ---------------------------------------------------------------------- run
@@ -287,16 +285,18 @@ def _explore(
     variant: str,
     overrides: dict[str, Any],
     progress: _Progress,
+    layers: Layers | None = None,
 ) -> tuple[RunRecord, RaceFound | None, BaseException | None, bool]:
     """Explore one variant: (record, failure, error, interrupted)."""
     import racecheck
+    from racecheck.config import Layers
 
     scen = sel.scenario
     var = scen.variants[variant]
     label = scen.label(variant)
     # Interleaving coverage costs a little per schedule; the table shows it.
-    options: dict[str, Any] = {"strategy": "auto", "schedules": 1000, "seed": 0, "coverage": True}
-    options.update(scen.check_options(variant))
+    # The scenario's options stand where a pytest marker's do (racecheck.config).
+    options = (layers or Layers()).resolve({"coverage": True, **scen.check_options(variant)})
     options.update(overrides)
     progress.start(label)
     base = dict(
@@ -307,9 +307,14 @@ def _explore(
         seed=options["seed"] if isinstance(options["seed"], int) else 0,
     )
     t0 = time.perf_counter()
+    db = None if layers is None else _failure_db(layers)
     try:
+        if db is not None:
+            _replay_saved(db, var.target, label, options)
         report = racecheck.check(var.target, label=label, progress=progress.update, **options)
     except racecheck.RaceFound as exc:
+        if db is not None:
+            db.failed(label, exc.schedule)
         seconds = time.perf_counter() - t0
         progress.clear()
         verdict = VERDICTS.get(exc.kind, exc.kind)
@@ -317,7 +322,7 @@ def _explore(
             sel.selector(variant),
             exc.schedule,
             bool(options.get("detect")),
-            _cli_trace_packages(overrides),
+            _added_trace_packages(options, scen.check_options(variant)),
         )
         exc.replay_hint = cmd
         rec = _record(
@@ -377,6 +382,21 @@ def _explore(
     return rec, None, None, bool(report.interrupted)
 
 
+def _failure_db(layers: Layers) -> FailureDB | None:
+    from racecheck.faildb import FailureDB
+
+    return FailureDB.at(layers.get("db"), os.getcwd())
+
+
+def _replay_saved(db: FailureDB, target: Any, label: str, options: dict[str, Any]) -> None:
+    """The saved failing schedules of ``label``, before exploring (RaceFound propagates)."""
+    from racecheck.pinning import replay_first
+
+    for token in db.tokens(label):
+        replay_first(target, [token], {**options, "label": label}, what="saved")
+        db.ran_clean(label, token)
+
+
 def _schedules(n: int) -> str:
     return f"{n} schedule{'' if n == 1 else 's'}"
 
@@ -419,13 +439,42 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
     return lines
 
 
+def run_layers(args: argparse.Namespace) -> Layers:
+    """The run's settings: options given > environment > profile > [tool.racecheck]."""
+    from racecheck.config import build_layers, load_project
+
+    given = {
+        name: getattr(args, name)
+        for name in ("strategy", "schedules", "seed", "report_dir", "db")
+        if getattr(args, name, None) is not None
+    }
+    if args.detect:
+        given["detect"] = True
+    if _trace_packages(args.trace_packages):
+        given["trace_packages"] = _trace_packages(args.trace_packages)
+    if args.paths:
+        given["paths"] = list(args.paths)
+    return build_layers(
+        command_line=given,
+        project=load_project(os.getcwd()),
+        profile=args.profile,
+        profile_flag="--profile",
+    )
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
+    from racecheck.config import parse
+
+    if args.strategy is not None:
+        parse("strategy", args.strategy, "--strategy")
+    layers = run_layers(args)
+    args.report_dir = str(layers.get("report_dir", DEFAULT_REPORT_DIR))
     if not args.no_report:
         from racecheck.report.writers import check_report_dir
 
         # Before importing or exploring anything: a bad directory costs nothing.
         check_report_dir(args.report_dir)
-    selections = _resolve(args.paths)
+    selections = _resolve(layers.get("paths", []))
     if args.select:
         for sel in selections:
             sel.variants = [v for v in sel.variants if args.select in sel.scenario.label(v)]
@@ -433,22 +482,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if not selections:
             raise UsageError(f"-k {args.select!r} selects no scenario variant")
     overrides: dict[str, Any] = {}
-    if args.strategy is not None:
-        overrides["strategy"] = args.strategy
-    if args.schedules is not None:
-        overrides["schedules"] = args.schedules
-    if args.seed is not None:
-        overrides["seed"] = args.seed
     if args.no_coverage:
         overrides["coverage"] = False
-    if args.detect:
-        overrides["detect"] = True
-    if _trace_packages(args.trace_packages):
-        overrides["trace_packages"] = _trace_packages(args.trace_packages)
+    if layers.profile_name and not args.json:
+        sys.stdout.write(describe(layers) + "\n")
 
     out = sys.stdout
     table = None if args.json else _Table(out, selections)
-    progress = _Progress(out, enabled=not args.json and out.isatty())
+    progress = _Progress(out, enabled=not args.json and out.isatty(), every=args.progress_every)
     records: list[RunRecord] = []
     failures: dict[int, RaceFound] = {}
     errors: list[RunRecord] = []
@@ -456,7 +497,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         for sel in selections:
             for variant in sel.variants:
-                rec, failure, error, stopped = _explore(sel, variant, overrides, progress)
+                rec, failure, error, stopped = _explore(sel, variant, overrides, progress, layers)
                 if stopped:
                     interrupted = True
                     break
@@ -522,6 +563,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text!r}")
+    return value
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -555,9 +606,28 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--trace", action="store_true", help="print the trace of every failure")
     p.add_argument(
         "--report-dir",
-        default=DEFAULT_REPORT_DIR,
+        default=None,
         metavar="DIR",
         help=f"where to write reports (default: {DEFAULT_REPORT_DIR})",
+    )
+    p.add_argument(
+        "--progress-every",
+        type=_seconds,
+        default=DEFAULT_INTERVAL,
+        metavar="SECONDS",
+        help="without a terminal, print a progress line (schedules, rate, ETA) on stderr"
+        f" this often (default {DEFAULT_INTERVAL:g}; 0: never)",
+    )
+    p.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="settings profile: ci (schedules x10), dev (/10) or [tool.racecheck.profiles.NAME]",
+    )
+    p.add_argument(
+        "--db",
+        metavar="DIR",
+        help="failure database: failing schedules are saved there and replayed first"
+        " (default .racecheck/; 'none' turns it off)",
     )
     p.add_argument("--no-report", action="store_true", help="write no report files")
     p.add_argument(

@@ -15,13 +15,16 @@ it). ``async def`` tests run on racecheck's controlled asyncio loop (or trio
 with ``backend="trio"``), not on pytest-asyncio's or pytest-trio's runner, and
 async fixtures of those plugins live on another loop.
 
-Command-line options beat marker arguments, which beat the defaults
-(auto, 1000 schedules, seed 0):
+Settings come from the command line, then the environment, then the
+profile, the ini options and ``[tool.racecheck]``, then the marker, then the
+defaults (auto, 1000 schedules, seed 0); :mod:`racecheck.config` resolves them.
+The command-line options:
 
     --racecheck-strategy NAME  --racecheck-schedules N  --racecheck-seed N
     --racecheck-replay TOKEN   run exactly that schedule (the failure report
                                prints the whole command)
     --racecheck-report-dir DIR write racecheck's JSON/JUnit/HTML reports
+    --racecheck-profile NAME   ci (budgets x10), dev (/10) or a [tool.racecheck] profile
 
 Everything the plugin adds to pytest lives in this module. It imports only
 pytest and the standard library; racecheck's engine loads when a marked test runs.
@@ -41,9 +44,23 @@ DEFAULTS: dict[str, Any] = {"strategy": "auto", "schedules": 1000, "seed": 0}
 #: marker/check options that mean nothing to a single replayed schedule
 _EXPLORATION_ONLY = ("strategy", "schedules", "seed", "progress")
 _ORIGINAL_OBJ = pytest.StashKey[Any]()
+#: marker keywords the plugin itself handles (not options of racecheck.check)
+_MARKER_ONLY = ("replay",)
 #: user_properties keys (they travel from xdist workers to the controller)
 _PROP_REPLAYED = "racecheck_replayed"
 _PROP_RECORD = "racecheck_record"
+
+#: ini options (pytest.ini / [tool.pytest.ini_options]) besides racecheck_trace_packages
+_INI_OPTIONS = {
+    "strategy": "racecheck strategy for marked tests (below the command line and environment)",
+    "schedules": "schedules per marked test (beats the marker; see racecheck's precedence)",
+    "seed": "seed for marked tests",
+    "detect": "true: run marked tests with the race detector",
+    "report_dir": "write racecheck reports of the marked tests to this directory",
+    "profile": "racecheck settings profile (ci, dev, or [tool.racecheck.profiles.NAME])",
+    "db": "racecheck failure database directory, or none",
+}
+_LAYERS = pytest.StashKey[Any]()
 
 MARKER_HELP = (
     "racecheck(strategy='auto', schedules=1000, seed=0, backend=None, **options): run the test"
@@ -106,6 +123,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         help="packages racecheck traces as code under test (see --racecheck-trace-packages)",
     )
+    for name, text in _INI_OPTIONS.items():
+        parser.addini(f"racecheck_{name}", type="string", default="", help=text)
+    group.addoption(
+        "--racecheck-profile",
+        metavar="NAME",
+        default=None,
+        help="settings profile: ci (schedules x10), dev (schedules /10) or one of"
+        " [tool.racecheck.profiles] (default: $RACECHECK_PROFILE, ini racecheck_profile)",
+    )
+    group.addoption(
+        "--racecheck-db",
+        metavar="DIR",
+        default=None,
+        help="where failing schedules are saved and replayed first (default .racecheck/"
+        " in the rootdir; 'none' turns the failure database off)",
+    )
     group.addoption(
         "--racecheck-report-dir",
         metavar="DIR",
@@ -138,7 +171,8 @@ def pytest_configure(config: pytest.Config) -> None:
             Schedule.decode(token)
         except UsageError as exc:
             raise pytest.UsageError(f"--racecheck-replay: {_safe(_first_line(exc))}") from None
-    directory = config.getoption("racecheck_report_dir", None)
+    config.stash[_LAYERS] = _layers(config)
+    directory = report_dir(config)
     if directory is not None and not _is_xdist_worker(config):
         from racecheck.errors import UsageError
         from racecheck.report.writers import check_report_dir
@@ -157,20 +191,79 @@ def _first_line(exc: BaseException) -> str:
     return one_line(exc, named=False)
 
 
-def resolve_options(config: pytest.Config, marker: pytest.Mark) -> dict[str, Any]:
-    """Explicit command-line option > marker keyword > default."""
-    options = dict(DEFAULTS)
-    options.update(marker.kwargs)
-    for name in ("strategy", "schedules", "seed"):
+def _layers(config: pytest.Config) -> Any:
+    """Every configuration source of the session, validated once (racecheck.config)."""
+    from racecheck.config import build_layers, load_project, parse
+    from racecheck.errors import UsageError
+
+    given: dict[str, Any] = {}
+    for name in ("strategy", "schedules", "seed", "report_dir", "db"):
         value = config.getoption(f"racecheck_{name}", None)
         if value is not None:
-            options[name] = value
+            given[name] = value
     if config.getoption("racecheck_detect", False):
-        options["detect"] = True
-    packages = trace_packages(config)
-    if packages:
-        options["trace_packages"] = [*options.get("trace_packages", ()), *packages]
-    return options
+        given["detect"] = True
+    cli_packages: list[str] = []
+    for value in config.getoption("racecheck_trace_packages", None) or ():
+        cli_packages += [name.strip() for name in value.split(",") if name.strip()]
+    if cli_packages:
+        given["trace_packages"] = cli_packages
+    try:
+        ini: dict[str, Any] = {}
+        for name in _INI_OPTIONS:
+            value = config.getini(f"racecheck_{name}")
+            if value not in (None, ""):
+                ini[name] = parse(name, value, f"ini option racecheck_{name}")
+        packages = [str(name) for name in config.getini("racecheck_trace_packages")]
+        if packages:
+            ini["trace_packages"] = packages
+        return build_layers(
+            command_line=given,
+            project=load_project(config.rootpath),
+            ini=ini,
+            profile=config.getoption("racecheck_profile", None),
+        )
+    except UsageError as exc:
+        raise pytest.UsageError(f"racecheck: {_safe(_first_line(exc))}") from None
+
+
+def layers(config: pytest.Config) -> Any:
+    found = config.stash.get(_LAYERS, None)
+    if found is None:
+        found = config.stash[_LAYERS] = _layers(config)
+    return found
+
+
+def report_dir(config: pytest.Config) -> str | None:
+    """--racecheck-report-dir, or the configured one (relative to the rootdir)."""
+    given = config.getoption("racecheck_report_dir", None)
+    if given is not None:
+        return str(given)
+    configured = layers(config).get("report_dir")
+    return None if configured is None else str(config.rootpath / configured)
+
+
+def failure_db(config: pytest.Config) -> Any:
+    """The failure database of the session (racecheck.faildb), or None when it is off."""
+    from racecheck.faildb import FailureDB
+
+    return FailureDB.at(layers(config).get("db"), config.rootpath)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    from racecheck.config import describe
+
+    return describe(layers(config)) or None
+
+
+def resolve_options(config: pytest.Config, marker: pytest.Mark) -> dict[str, Any]:
+    """Command line > environment > profile > ini > [tool.racecheck] > marker > default.
+
+    A profile's schedules_multiplier then scales the winning budget, unless
+    that budget was given on the command line (see racecheck.config).
+    """
+    kwargs = {k: v for k, v in marker.kwargs.items() if k not in _MARKER_ONLY}
+    return dict(layers(config).resolve(kwargs))
 
 
 def trace_packages(config: pytest.Config) -> list[str]:
@@ -313,19 +406,51 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
 
     import time
 
+    from racecheck.pinning import normalize, replay_first
+
     # pytest.fail is called outside the ``except`` blocks: inside them pytest
     # would also print the RaceFound as "During handling of the above exception".
     message: str | None = None
+    notes: list[str] = []
     t0 = time.perf_counter()
+    phase = ""
+    db = failure_db(item.config)
+    pinned: list[str] = []
     try:
+        pinned = normalize(marker.kwargs.get("replay"))
+        if pinned:
+            # Before exploring: the pinned schedules are the test's regression checks.
+            phase = "racecheck: pinned schedule fails again\n"
+            replayed = replay_first(
+                target, pinned, {**options, "label": label}, what="pinned schedule"
+            )
+            notes += [r.note for r in replayed if r.note]
+            passed = [r.token for r in replayed if r.status == "passed"]
+            for token in passed:
+                item.add_report_section(
+                    "call", "racecheck", f"pinned schedule {token} ran without failing"
+                )
+        saved = [t for t in db.tokens(label) if t not in pinned] if db is not None else []
+        if saved and db is not None:
+            where = _safe(str(db.directory))
+            phase = f"racecheck: saved failing schedule fails again (from {where})\n"
+            # One at a time: each clean run counts before the next may raise.
+            for token in saved:
+                replay_first(target, [token], {**options, "label": label}, what="saved")
+                db.ran_clean(label, token)
+        phase = ""
         report = racecheck.check(target, label=label, **options)
     except racecheck.RaceFound as exc:
+        if db is not None and exc.schedule not in pinned:  # a pinned token lives in the code
+            db.failed(label, exc.schedule)
         cmd = replay_command(item, exc.schedule)
         exc.replay_hint = cmd
         _record(item, options, exc=exc, seconds=time.perf_counter() - t0, command=cmd)
-        message = exc.render()
+        message = phase + exc.render()
     except UsageError as exc:
         message = f"racecheck: {type(exc).__name__}: {_first_line(exc)}"
+    for note in notes:
+        item.warn(RacecheckWarning(f"racecheck: {note}"))
     if message is not None:
         _fail(message)
     _record(item, options, report=report, seconds=time.perf_counter() - t0)
@@ -392,7 +517,7 @@ def _record(
     command: str | None = None,
 ) -> None:
     """Keep a JSON-able record of the test for --racecheck-report-dir."""
-    if not item.config.getoption("racecheck_report_dir", None):
+    if not report_dir(item.config):
         return
     from racecheck.detect import finding_of
     from racecheck.outcome import VERDICTS as verdicts
@@ -476,7 +601,7 @@ class _SessionPlugin:
             and not config.getoption("collectonly", False)
         ):
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        directory = config.getoption("racecheck_report_dir", None)
+        directory = report_dir(config)
         if directory and self.records:
             from racecheck.errors import UsageError
 
