@@ -316,32 +316,14 @@ class Detector:
             return
         label = render(recipe.base)
         if op == "read" or op == "write":
+            if recipe.namespace:
+                name = evaluate(recipe.key, frame, f_locals)
+                if type(name) is not str or not _is_builtin(recipe.via, frame, f_locals):
+                    return
+                self._attribute(frame, actor, hb, base, name, op == "write", label)
+                return
             if recipe.name is not None:  # attribute
-                if isinstance(base, (ModuleType, type)) or (
-                    callable(base) and not hasattr(base, "__dict__")
-                ):
-                    return
-                try:
-                    namespace = object.__getattribute__(base, "__dict__")
-                except AttributeError:
-                    return
-                if type(namespace) is not dict:
-                    return
-                if op == "read":
-                    value = namespace.get(recipe.name, MISSING)
-                    if value is MISSING or isinstance(value, (FunctionType, type(len))):
-                        return  # a method or class attribute: not instance state
-                name = recipe.name
-                self._touch(
-                    frame,
-                    actor,
-                    hb,
-                    base,
-                    name,
-                    op == "write",
-                    f"{label}.{name}",
-                    value_of=lambda: namespace.get(name, MISSING),
-                )
+                self._attribute(frame, actor, hb, base, recipe.name, op == "write", label)
                 return
             if type(base) not in _CONTAINERS:
                 return
@@ -367,6 +349,35 @@ class Detector:
             kind, _ = CONTAINER_METHODS[recipe.name]
             element = evaluate(recipe.key, frame, f_locals) if recipe.key is not None else MISSING
             self._method(frame, actor, hb, base, kind, recipe.name, element, label)
+
+    def _attribute(
+        self, frame: FrameType, actor: int, hb: int, base: Any, name: str, write: bool, label: str
+    ) -> None:
+        """``base.name``, however spelled: ``.name``, ``getattr``, ``vars(base)[...]``."""
+        if isinstance(base, (ModuleType, type)) or (
+            callable(base) and not hasattr(base, "__dict__")
+        ):
+            return
+        try:
+            namespace = object.__getattribute__(base, "__dict__")
+        except AttributeError:
+            return
+        if type(namespace) is not dict:
+            return
+        if not write:
+            value = namespace.get(name, MISSING)
+            if value is MISSING or isinstance(value, (FunctionType, type(len))):
+                return  # a method or class attribute: not instance state
+        self._touch(
+            frame,
+            actor,
+            hb,
+            base,
+            name,
+            write,
+            f"{label}.{name}",
+            value_of=lambda: namespace.get(name, MISSING),
+        )
 
     def _variable(self, frame: FrameType, name: str, op: str, actor: int, hb: int) -> None:
         """A module global, or a closure variable (a cell shared by nested functions)."""
@@ -633,6 +644,17 @@ def _slots_changed(base: Any, kind: str, element: Any) -> tuple[Any, ...]:
     if isinstance(base, list):
         return {"append": (LAST, ("in", element)), "pop": (LAST,)}.get(kind, (("in", element),))
     return (("in", element),)
+
+
+_NAMESPACE_BUILTINS = (getattr, setattr, vars)
+
+
+def _is_builtin(via: Sym, frame: FrameType, f_locals: dict[str, Any]) -> bool:
+    """``via`` (the callable of ``getattr(...)``/``vars(...)``) is the real builtin."""
+    if via is None:
+        return True  # obj.__dict__: no call involved
+    value = evaluate(via, frame, f_locals)
+    return any(value is builtin for builtin in _NAMESPACE_BUILTINS)
 
 
 def _join(into: dict[int, int], other: dict[int, int]) -> None:

@@ -219,6 +219,8 @@ class Flow:
                 expr = expr.value
             elif isinstance(expr, ast.Subscript):
                 expr = expr.value
+            elif isinstance(expr, ast.Call) and self._named_attribute(expr, "getattr"):
+                expr = self._named_attribute(expr, "getattr")  # type: ignore[assignment]
             elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
                 if expr.func.attr not in {"get", "copy", *_ITER_VIEWS}:
                     return None
@@ -397,7 +399,8 @@ class Flow:
         ):
             expr = expr.args[0]
         if isinstance(expr, ast.Call) and not (
-            isinstance(expr.func, ast.Attribute) and expr.func.attr == "get"
+            (isinstance(expr.func, ast.Attribute) and expr.func.attr == "get")
+            or self._named_attribute(expr, "getattr") is not None
         ):
             return
         key = self.key_of(expr)
@@ -587,8 +590,40 @@ class Flow:
             self._expr(expr.value)
             self._emit("await", "", expr)
 
+    def _named_attribute(self, call: ast.Call, builtin: str) -> ast.Attribute | None:
+        """``getattr(self, "x"[, d])`` / ``setattr(self, "x", v)`` as the ``self.x`` it means."""
+        func = call.func
+        if not (
+            isinstance(func, ast.Name)
+            and func.id == builtin
+            and self.name_key(builtin) == f"local:0:{builtin}"  # the builtin, not a rebinding
+            and len(call.args) >= 2
+            and not call.keywords
+        ):
+            return None
+        obj, name = call.args[0], call.args[1]
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            return None
+        attribute = ast.Attribute(value=obj, attr=name.value, ctx=ast.Load(), **_pos(call))
+        return attribute if self._self_key(attribute) is not None else None
+
     def _call(self, call: ast.Call, awaited: bool) -> bool:
         """Evaluate a call; inline its body when we can. True when it was inlined."""
+        read = self._named_attribute(call, "getattr")
+        if read is not None and len(call.args) <= 3:
+            for default in call.args[2:]:
+                self._expr(default)
+            self._expr(read)
+            return False
+        written = self._named_attribute(call, "setattr")
+        if written is not None and len(call.args) == 3:
+            value = call.args[2]
+            start = len(self.events)
+            self._expr(value)
+            sources = self._sources(value, start)
+            written.ctx = ast.Store()
+            self._store(written, value, sources | self._tainted(value), sources)
+            return False
         func = call.func
         method_call = isinstance(func, ast.Attribute) and self._self_key(func) is not None
         if not method_call:
