@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -113,3 +114,88 @@ def test_getattr_of_another_name_is_not_that_attribute() -> None:
         setattr(box, "value", name)  # noqa: B010
 
     clean(_handlers(write, lambda box: getattr(box, "other", None)))
+
+
+# -- 2. closure cells: one per activation -----------------------------------------------
+
+
+def _in_threads(work: Callable[[int], Any], count: int = 3) -> None:
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def make_and_call(i: int) -> int:
+    """Each call has its own ``k`` cell, shared only with its own ``key``."""
+    k = i
+
+    def key() -> int:
+        return k
+
+    k = key() + 1  # a write to this activation's cell only
+    return key()
+
+
+def comprehension_capture(i: int) -> list[int]:
+    k = i
+    k = k * 2  # the captured variable, written in this frame
+    return [k + j for j in range(2)]
+
+
+def wrapper_activations(i: int) -> int:
+    """The cachetools shape: a decorator's wrapper writes its local ``k``, captured below."""
+
+    def cached(func: Callable[[int], int]) -> Callable[[int], int]:
+        def wrapper(arg: int) -> int:
+            k = (arg,)
+            lookup = lambda: k  # noqa: E731
+            k = (*lookup(), 0)
+            return func(k[0])
+
+        return wrapper
+
+    shared = cached(lambda v: v + 1)
+    return shared(i)
+
+
+@pytest.mark.parametrize(
+    "work",
+    [make_and_call, comprehension_capture, wrapper_activations],
+    ids=lambda f: f.__name__,
+)
+def test_one_closure_maker_called_from_several_threads_is_clean(
+    work: Callable[[int], Any],
+) -> None:
+    clean(lambda: _in_threads(work), schedules=30)
+
+
+def shared_cell() -> None:
+    count = 0
+
+    def work(_: int) -> None:
+        nonlocal count
+        count += 1
+
+    _in_threads(work, 2)
+
+
+def shared_cell_written_by_the_owner() -> None:
+    state = "idle"
+
+    def work(_: int) -> None:
+        nonlocal state
+        state = "busy"
+
+    thread = threading.Thread(target=work, args=(0,))
+    thread.start()
+    state = "stopped"  # not ordered with the thread's write
+    thread.join()
+
+
+@pytest.mark.parametrize("target", [shared_cell, shared_cell_written_by_the_owner])
+def test_a_cell_shared_by_threads_is_still_a_race(target: Callable[[], None]) -> None:
+    finding = detect(target)
+    names = {a.target for a in finding.accesses}
+    assert names <= {"count", "state"} and len(finding.accesses) >= 2

@@ -178,6 +178,8 @@ class Detector:
         #: writes whose value is known only once the store has run
         self.unsettled: list[tuple[_View, Callable[[], Any]]] = []
         self.found = False
+        #: frame -> closure variable -> its cell (frames stay alive through ``keep``)
+        self.cells: dict[FrameType, dict[str, Any]] = {}
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -396,8 +398,10 @@ class Detector:
         if is_global:
             self._touch(frame, actor, hb, frame.f_globals, name, write, f"global {name}", value_of)
         else:
-            cell = self._cell(frame.f_code, name)
-            self._touch(frame, actor, hb, self, cell, write, name, value_of)
+            owner = self._cell(frame, name)
+            if owner is None:
+                return  # which activation's variable this is cannot be told: say nothing
+            self._touch(frame, actor, hb, owner, ("cell", name), write, name, value_of)
 
     def _method(
         self,
@@ -498,13 +502,35 @@ class Detector:
     ) -> None:
         self._touch(frame, actor, hb, base, WHOLE, write, label, lambda: len(base), action, atomic)
 
-    def _cell(self, code: CodeType, name: str) -> tuple[str, str]:
-        # A closure variable's cell is not reachable from its frame: name it by the
-        # function that owns it (the code object's qualname, minus inner levels).
-        qualname = code.co_qualname
-        if name in code.co_freevars and ".<locals>." in qualname:
-            qualname = qualname.rsplit(".<locals>.", 1)[0]
-        return (code.co_filename + ":" + qualname, name)
+    def _cell(self, frame: FrameType, name: str) -> Any:
+        """The cell behind closure variable ``name`` in ``frame``: one per activation.
+
+        A frame does not expose its cells, so they are found through the
+        functions that close over them. In the owning frame: a nested function
+        among its locals; failing that (none made yet, or a comprehension's),
+        the frame itself stands for its own cell, which is still per
+        activation. In a nested function: the function objects running this
+        code, told apart by what their cell holds now. None when that stays
+        ambiguous: a guess could merge two activations into a false race.
+        """
+        known = self.cells.get(frame)
+        if known is not None and name in known:
+            return known[name]
+        code = frame.f_code
+        current = frame.f_locals.get(name, MISSING)
+        if name in code.co_freevars:
+            index = code.co_freevars.index(name)
+            found = _closure_cell(_callers_functions(frame, code), index, current)
+            if found is None:
+                found = _closure_cell(_functions_running(code), index, current)
+            if found is None:
+                return None
+        else:
+            found = _own_cell(frame, name, current)
+            if found is None:
+                return frame  # not cached: a nested function made later names the real cell
+        self.cells.setdefault(frame, {})[name] = found
+        return found
 
     # -- the checks ----------------------------------------------------------------------
     def _touch(
@@ -644,6 +670,62 @@ def _slots_changed(base: Any, kind: str, element: Any) -> tuple[Any, ...]:
     if isinstance(base, list):
         return {"append": (LAST, ("in", element)), "pop": (LAST,)}.get(kind, (("in", element),))
     return (("in", element),)
+
+
+def _closure_cell(functions: list[FunctionType], index: int, current: Any) -> Any:
+    """The one cell at ``index`` of these functions' closures that holds ``current``."""
+    cells = {}
+    for function in functions:
+        closure = function.__closure__
+        if closure is None or index >= len(closure):
+            continue
+        cell = closure[index]
+        try:
+            held = cell.cell_contents
+        except ValueError:
+            held = MISSING
+        if held is current:
+            cells[id(cell)] = cell
+    return next(iter(cells.values())) if len(cells) == 1 else None
+
+
+def _callers_functions(frame: FrameType, code: CodeType) -> list[FunctionType]:
+    """Functions running ``code`` that the caller holds in a local: the cheap, usual case."""
+    caller = frame.f_back
+    if caller is None:
+        return []
+    return [
+        value
+        for value in list(caller.f_locals.values())
+        if type(value) is FunctionType and value.__code__ is code
+    ]
+
+
+def _functions_running(code: CodeType) -> list[FunctionType]:
+    import gc
+
+    return [
+        ref for ref in gc.get_referrers(code) if type(ref) is FunctionType and ref.__code__ is code
+    ]
+
+
+def _own_cell(frame: FrameType, name: str, current: Any) -> Any:
+    """The cell ``frame`` made for ``name``, reached through a nested function it made."""
+    nested = [
+        value
+        for value in list(frame.f_locals.values())
+        if type(value) is FunctionType
+        and value.__closure__ is not None
+        and name in value.__code__.co_freevars
+    ]
+    by_index: list[FunctionType] = []
+    for function in nested:
+        index = function.__code__.co_freevars.index(name)
+        cell = _closure_cell([function], index, current)
+        if cell is not None:
+            by_index.append(cell)
+    distinct = {id(cell): cell for cell in by_index}
+    return next(iter(distinct.values())) if len(distinct) == 1 else None
 
 
 _NAMESPACE_BUILTINS = (getattr, setattr, vars)
