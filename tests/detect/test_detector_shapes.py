@@ -199,3 +199,77 @@ def test_a_cell_shared_by_threads_is_still_a_race(target: Callable[[], None]) ->
     finding = detect(target)
     names = {a.target for a in finding.accesses}
     assert names <= {"count", "state"} and len(finding.accesses) >= 2
+
+
+# -- 3. class attributes ----------------------------------------------------------------
+
+
+class Registry:
+    _instance: Registry | None = None
+    builds = 0
+    lock = threading.Lock()
+
+    @classmethod
+    def instance(cls) -> Registry:
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    @classmethod
+    def build(cls) -> None:
+        cls.builds += 1
+
+    @classmethod
+    def build_locked(cls) -> None:
+        with cls.lock:
+            cls.builds += 1
+
+    @classmethod
+    def instance_locked(cls) -> Registry:
+        with cls.lock:
+            if cls._instance is None:
+                cls._instance = cls()
+            return cls._instance
+
+
+def _fresh_registry() -> type[Registry]:
+    # a subclass per run: class attributes must not carry over between schedules
+    return type("FreshRegistry", (Registry,), {"_instance": None, "builds": 0})
+
+
+def _class_workload(method: str) -> Callable[[], None]:
+    def target() -> None:
+        registry = _fresh_registry()
+        _in_threads(lambda _: getattr(registry, method)(), 2)
+
+    return target
+
+
+@pytest.mark.parametrize("method", ["instance", "build"])
+def test_class_attribute_races_are_reported(method: str) -> None:
+    finding = detect(_class_workload(method))
+    target = "cls._instance" if method == "instance" else "cls.builds"
+    assert {a.target for a in finding.accesses} == {target}
+    assert len({a.actor for a in finding.accesses}) == 2
+
+
+@pytest.mark.parametrize("method", ["instance_locked", "build_locked"])
+def test_class_attributes_under_a_lock_are_clean(method: str) -> None:
+    clean(_class_workload(method))
+
+
+async def class_attribute_across_await() -> None:
+    registry = _fresh_registry()
+
+    async def build() -> None:
+        count = registry.builds
+        await asyncio.sleep(0)
+        registry.builds = count + 1
+
+    await asyncio.gather(build(), build())
+
+
+def test_class_attribute_lost_update_across_an_await() -> None:
+    finding = detect(class_attribute_across_await)
+    assert finding.pattern == "lost update"
+    assert finding.accesses[0].target == "registry.builds"

@@ -356,9 +356,10 @@ class Detector:
         self, frame: FrameType, actor: int, hb: int, base: Any, name: str, write: bool, label: str
     ) -> None:
         """``base.name``, however spelled: ``.name``, ``getattr``, ``vars(base)[...]``."""
-        if isinstance(base, (ModuleType, type)) or (
-            callable(base) and not hasattr(base, "__dict__")
-        ):
+        if isinstance(base, type):
+            self._class_attribute(frame, actor, hb, base, name, write, label)
+            return
+        if isinstance(base, ModuleType) or (callable(base) and not hasattr(base, "__dict__")):
             return
         try:
             namespace = object.__getattribute__(base, "__dict__")
@@ -375,6 +376,38 @@ class Detector:
             actor,
             hb,
             base,
+            name,
+            write,
+            f"{label}.{name}",
+            value_of=lambda: namespace.get(name, MISSING),
+        )
+
+    def _class_attribute(
+        self, frame: FrameType, actor: int, hb: int, cls: type, name: str, write: bool, label: str
+    ) -> None:
+        """``cls.name``: class-level state (singletons, registries, counters).
+
+        A read finds the class that defines ``name`` along the MRO, as Python
+        does; a write lands on ``cls`` itself. Methods, properties and other
+        descriptors, and nested classes, are code, not state. The class
+        dictionaries are read directly, so no metaclass code runs.
+        """
+        owner = cls
+        if not write:
+            defining = [klass for klass in _TYPE_MRO(cls) if name in _TYPE_DICT(klass)]
+            if not defining:
+                return
+            owner = defining[0]
+            if _is_code(_TYPE_DICT(owner)[name]):
+                return
+        elif _is_code(_TYPE_DICT(cls).get(name)):
+            return
+        namespace = _TYPE_DICT(owner)
+        self._touch(
+            frame,
+            actor,
+            hb,
+            owner,
             name,
             write,
             f"{label}.{name}",
@@ -726,6 +759,21 @@ def _own_cell(frame: FrameType, name: str, current: Any) -> Any:
             by_index.append(cell)
     distinct = {id(cell): cell for cell in by_index}
     return next(iter(distinct.values())) if len(distinct) == 1 else None
+
+
+# type's own descriptors: a metaclass cannot intercept them
+_TYPE_DICT: Callable[[type], Any] = type.__dict__["__dict__"].__get__
+_TYPE_MRO: Callable[[type], tuple[type, ...]] = type.__dict__["__mro__"].__get__
+
+
+def _is_code(value: Any) -> bool:
+    """A method, property, nested class or other descriptor: not class-level state."""
+    if value is None or isinstance(value, _SCALARS):
+        return False
+    kind = type(value)
+    if isinstance(value, type):
+        return True
+    return any("__get__" in _TYPE_DICT(k) for k in _TYPE_MRO(kind))
 
 
 _NAMESPACE_BUILTINS = (getattr, setattr, vars)
