@@ -281,7 +281,11 @@ class Flow:
             start = len(self.events)
             self._expr(stmt.value)
             sources = self._sources(stmt.value, start) | own
+            start = len(self.events)
             self._store(stmt.target, stmt.value, sources | self._tainted(stmt.value), sources)
+            for event in self.events[start:]:
+                if event.kind == "write" and not event.detail:
+                    event.detail = "augmented"  # `+= 1` after a capacity check is the act
         elif isinstance(stmt, ast.Delete):
             for target in stmt.targets:
                 self._store(target, None, frozenset())
@@ -292,6 +296,12 @@ class Flow:
             self._whiles += self._depth == 0
             self._block(stmt.body)
             self._whiles -= self._depth == 0
+            if not _breaks(stmt.body):
+                # The loop is left only when its test, evaluated after the body's last
+                # await, fails: `while not self.idle: await cond.wait()` re-checks.
+                scope = (self._top.id, id(stmt))
+                for key in sorted(set(self.checked_keys(stmt.test))):
+                    self._emit("check", key, stmt.test, scope=scope, detail="recheck")
             self._block(stmt.orelse)
         elif isinstance(stmt, ast.For | ast.AsyncFor):
             self._expr(stmt.iter)
@@ -387,6 +397,10 @@ class Flow:
                 right, ast.Constant
             ):
                 yield from self._tested(test.left)
+            elif isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE):
+                # `self.opened < self.max_size`, `self.tokens > 0`: a capacity check
+                yield from self._tested(test.left)
+                yield from self._tested(right)
         else:
             yield from self._tested(test)
 
@@ -685,6 +699,22 @@ class Flow:
             if target is not None:
                 return target, None, 0
         return None
+
+
+def _breaks(body: list[ast.stmt]) -> bool:
+    """Does a ``break`` leave this loop (not one nested in it)?"""
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Break):
+            return True
+        if isinstance(node, ast.For | ast.AsyncFor | ast.While):
+            pending.extend(node.orelse)  # a break in the inner body leaves the inner loop
+            continue
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _nested_def(func: FunctionNode, name: str) -> FunctionNode | None:
