@@ -273,3 +273,120 @@ def test_class_attribute_lost_update_across_an_await() -> None:
     finding = detect(class_attribute_across_await)
     assert finding.pattern == "lost update"
     assert finding.accesses[0].target == "registry.builds"
+
+
+# -- 5. state behind a property; a dict's get-then-insert in traced library code --------
+
+
+class Iteration:
+    """``iter_state`` is a property over a ``threading.local``: per thread, shared by tasks."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._local.iter_state = 0
+
+    @property
+    def iter_state(self) -> int:
+        return int(getattr(self._local, "iter_state", 0))
+
+    @iter_state.setter
+    def iter_state(self, value: int) -> None:
+        self._local.iter_state = value
+
+
+async def property_lost_update() -> None:
+    iteration = Iteration()
+
+    async def advance() -> None:
+        state = iteration.iter_state
+        await asyncio.sleep(0)
+        iteration.iter_state = state + 1
+
+    await asyncio.gather(advance(), advance())
+
+
+def test_lost_update_through_a_property_is_reported() -> None:
+    finding = detect(property_lost_update)
+    assert finding.pattern == "lost update"
+    assert {a.target for a in finding.accesses} == {"self._local.iter_state"}
+    assert finding.accesses[0].action == "read" and finding.accesses[-1].action == "wrote"
+
+
+def property_per_thread() -> None:
+    iteration = Iteration()
+
+    def advance(_: int) -> None:
+        iteration.iter_state = iteration.iter_state + 1  # this thread's own slot
+
+    _in_threads(advance, 2)
+
+
+def test_thread_local_state_behind_a_property_is_clean_across_threads() -> None:
+    clean(property_per_thread)
+
+
+LIBRARY = """
+import threading
+
+class Registry:
+    def __init__(self):
+        self._items = {}
+        self._lock = threading.Lock()
+
+    def get_or_create(self, key, factory):
+        value = self._items.get(key)
+        if value is None:
+            value = factory()
+            self._items[key] = value
+        return value
+
+    def get_or_create_locked(self, key, factory):
+        with self._lock:
+            value = self._items.get(key)
+            if value is None:
+                value = factory()
+                self._items[key] = value
+            return value
+"""
+
+
+@pytest.fixture
+def library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    package = tmp_path / "site-packages" / "rc14registry"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(LIBRARY)
+    monkeypatch.syspath_prepend(str(package.parent))
+    return "rc14registry"
+
+
+def _registry_threads(name: str, method: str) -> Callable[[], None]:
+    def target() -> None:
+        module = __import__(name)
+        registry = module.Registry()
+        _in_threads(lambda i: getattr(registry, method)("k", object), 2)
+
+    return target
+
+
+def test_dict_get_then_insert_across_threads_in_a_traced_library(library: str) -> None:
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(
+            _registry_threads(library, "get_or_create"),
+            detect=True,
+            schedules=60,
+            trace_packages=[library],
+        )
+    assert info.value.kind in DETECTOR_KINDS, info.value
+    finding = info.value.cause.finding  # type: ignore[union-attr]
+    assert all(a.target == "self._items['k']" for a in finding.accesses), finding
+    assert all(a.filename.endswith("rc14registry/__init__.py") for a in finding.accesses)
+
+
+def test_dict_get_then_insert_under_a_lock_is_clean(library: str) -> None:
+    report = racecheck.check(
+        _registry_threads(library, "get_or_create_locked"),
+        detect=True,
+        schedules=40,
+        trace_packages=[library],
+    )
+    assert report.schedules_run == 40 or report.exhausted

@@ -36,6 +36,7 @@ container ``(container, *)``, touched by iteration, ``len`` and mutation.
 
 from __future__ import annotations
 
+import _thread
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -122,6 +123,7 @@ class _Site:
     lineno: int
     locks: tuple[str, ...]
     atomic: bool = False  # a single C-level container operation
+    caller: FrameType | None = None  # who called ``frame`` (a property's user)
 
 
 @dataclass
@@ -178,6 +180,8 @@ class Detector:
         #: writes whose value is known only once the store has run
         self.unsettled: list[tuple[_View, Callable[[], Any]]] = []
         self.found = False
+        #: (class, attribute) -> whether a property (data descriptor) handles it
+        self.descriptors: dict[tuple[type, str], bool] = {}
         #: frame -> closure variable -> its cell (frames stay alive through ``keep``)
         self.cells: dict[FrameType, dict[str, Any]] = {}
 
@@ -362,7 +366,11 @@ class Detector:
         if isinstance(base, ModuleType) or (callable(base) and not hasattr(base, "__dict__")):
             return
         try:
-            namespace = object.__getattribute__(base, "__dict__")
+            if type(base) is _thread._local:
+                # its per-thread dict; a subclass could run its __init__ here: not read
+                namespace = _thread._local.__getattribute__(base, "__dict__")
+            else:
+                namespace = object.__getattribute__(base, "__dict__")
         except AttributeError:
             return
         if type(namespace) is not dict:
@@ -371,16 +379,26 @@ class Detector:
             value = namespace.get(name, MISSING)
             if value is MISSING or isinstance(value, (FunctionType, type(len))):
                 return  # a method or class attribute: not instance state
+        elif self._descriptor(type(base), name):
+            return  # a property's setter runs instead: its own accesses are the real ones
+        # a threading.local's __dict__ is the current thread's: that dict is the storage
+        owner = namespace if type(base) is _thread._local else base
         self._touch(
             frame,
             actor,
             hb,
-            base,
+            owner,
             name,
             write,
             f"{label}.{name}",
             value_of=lambda: namespace.get(name, MISSING),
         )
+
+    def _descriptor(self, cls: type, name: str) -> bool:
+        known = self.descriptors.get((cls, name))
+        if known is None:
+            known = self.descriptors[(cls, name)] = _data_descriptor(cls, name)
+        return known
 
     def _class_attribute(
         self, frame: FrameType, actor: int, hb: int, cls: type, name: str, write: bool, label: str
@@ -598,6 +616,7 @@ class Detector:
             frame.f_lineno,
             tuple(self.held.get(hb, ())),
             atomic,
+            frame.f_back,
         )
         view_key = (actor, location)
         view = self.views.get(view_key)
@@ -608,7 +627,7 @@ class Detector:
         if view is not None and shadow.seq > view.seq and shadow.last_writer is not None:
             remote = shadow.last_writer
             if remote.actor != actor:
-                if view.kind == "r" and write and _in_scope(view.site.frame, frame):
+                if view.kind == "r" and write and _read_in_scope(view.site, frame):
                     pattern = "stale check" if view.site.action == "checked" else "lost update"
                     self._report("atomicity-violation", pattern, target, view.site, remote, site)
                     return
@@ -766,6 +785,18 @@ _TYPE_DICT: Callable[[type], Any] = type.__dict__["__dict__"].__get__
 _TYPE_MRO: Callable[[type], tuple[type, ...]] = type.__dict__["__mro__"].__get__
 
 
+def _data_descriptor(cls: type, name: str) -> bool:
+    """Does ``cls`` define ``name`` as a property (or another descriptor with ``__set__``)?"""
+    for klass in _TYPE_MRO(cls):
+        found = _TYPE_DICT(klass).get(name, MISSING)
+        if found is not MISSING:
+            kind = type(found)
+            return any(
+                "__set__" in _TYPE_DICT(k) or "__delete__" in _TYPE_DICT(k) for k in _TYPE_MRO(kind)
+            )
+    return False
+
+
 def _is_code(value: Any) -> bool:
     """A method, property, nested class or other descriptor: not class-level state."""
     if value is None or isinstance(value, _SCALARS):
@@ -791,6 +822,26 @@ def _join(into: dict[int, int], other: dict[int, int]) -> None:
     for actor, tick in other.items():
         if into.get(actor, 0) < tick:
             into[actor] = tick
+
+
+def _read_in_scope(read: _Site, now: FrameType) -> bool:
+    """Is the read still in scope of the write in ``now``?
+
+    Either its frame is ``now`` or one of its callers, or it was a property's
+    getter and ``now`` is the same property's setter (they share a name),
+    called from a frame that is still running: ``v = obj.state`` ... ``await``
+    ... ``obj.state = v + 1``.
+    """
+    if _in_scope(read.frame, now):
+        return True
+    frame = read.frame
+    return (
+        frame is not None
+        and read.caller is not None
+        and frame.f_code is not now.f_code
+        and frame.f_code.co_name == now.f_code.co_name
+        and _in_scope(read.caller, now)
+    )
 
 
 def _in_scope(earlier: FrameType | None, now: FrameType) -> bool:
