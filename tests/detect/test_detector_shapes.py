@@ -5,6 +5,7 @@ class attributes."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import sys
 import threading
 from collections.abc import Callable
@@ -390,3 +391,55 @@ def test_dict_get_then_insert_under_a_lock_is_clean(library: str) -> None:
         trace_packages=[library],
     )
     assert report.schedules_run == 40 or report.exhausted
+
+
+class Table(dict[str, object]):
+    """A dict subclass with no overrides, as libraries keep their registries."""
+
+
+@pytest.mark.parametrize(
+    "make", [dict, collections.OrderedDict, Table], ids=["dict", "OrderedDict", "subclass"]
+)
+def test_get_then_insert_on_dict_subclasses_across_an_await(
+    make: Callable[[], dict[str, object]],
+) -> None:
+    async def target() -> None:
+        table = make()
+
+        async def ensure(key: str) -> object:
+            value = table.get(key)
+            if value is None:
+                await asyncio.sleep(0)  # the fetch
+                value = table[key] = object()
+            return value
+
+        await asyncio.gather(ensure("k"), ensure("k"))
+
+    finding = detect(target)
+    assert finding.kind == "atomicity-violation"
+    assert {a.target for a in finding.accesses} == {"table['k']"}
+
+
+def test_defaultdict_reads_never_insert_keys() -> None:
+    made: list[str] = []
+
+    def factory() -> list[str]:
+        made.append("x")
+        return []
+
+    async def target() -> None:
+        table: collections.defaultdict[str, list[str]] = collections.defaultdict(factory)
+
+        async def add(key: str) -> None:
+            if table.get("other") is None:  # .get never calls the factory
+                table[key].append(key)
+            await asyncio.sleep(0)
+            table[key].append(key)
+
+        await asyncio.gather(add("a"), add("b"))
+
+    racecheck.check(target, schedules=5, strategy="random")
+    without = len(made)
+    made.clear()
+    racecheck.check(target, schedules=5, strategy="random", detect=True)
+    assert len(made) == without > 0

@@ -180,6 +180,8 @@ class Detector:
         #: writes whose value is known only once the store has run
         self.unsettled: list[tuple[_View, Callable[[], Any]]] = []
         self.found = False
+        #: container subclass -> whether it stores like its builtin base
+        self.plain: dict[type, bool] = {}
         #: (class, attribute) -> whether a property (data descriptor) handles it
         self.descriptors: dict[tuple[type, str], bool] = {}
         #: frame -> closure variable -> its cell (frames stay alive through ``keep``)
@@ -331,14 +333,14 @@ class Detector:
             if recipe.name is not None:  # attribute
                 self._attribute(frame, actor, hb, base, recipe.name, op == "write", label)
                 return
-            if type(base) not in _CONTAINERS:
+            if not self._plain(base):
                 return
             key = evaluate(recipe.key, frame, f_locals)
             if key is MISSING:
                 return
             self._item(frame, actor, hb, base, key, op == "write", label)
             return
-        if not isinstance(base, _CONTAINERS):
+        if not self._plain(base):
             return
         if op == "contains":
             element = evaluate(recipe.key, frame, f_locals)
@@ -393,6 +395,25 @@ class Detector:
             f"{label}.{name}",
             value_of=lambda: namespace.get(name, MISSING),
         )
+
+    def _plain(self, base: Any) -> bool:
+        """A dict, list or set, or a subclass that leaves item access to the builtin.
+
+        ``OrderedDict``, ``defaultdict`` and registries deriving from ``dict``
+        store like one; a subclass that redefines item access in Python is
+        skipped: its own methods are traced, and their accesses are the real ones.
+        """
+        cls = type(base)
+        if cls in _CONTAINERS:
+            return True
+        known = self.plain.get(cls)
+        if known is None:
+            known = self.plain[cls] = isinstance(base, _CONTAINERS) and not any(
+                isinstance(_TYPE_DICT(klass).get(name), FunctionType)
+                for klass in _TYPE_MRO(cls)
+                for name in _ITEM_METHODS
+            )
+        return known
 
     def _descriptor(self, cls: type, name: str) -> bool:
         known = self.descriptors.get((cls, name))
@@ -527,15 +548,20 @@ class Detector:
         else:
             target = f"{label}[{_short(key)}]"
 
+        # the builtin's own methods: a subclass's __missing__ (defaultdict) must not run
+        kind = _builtin_of(base)
+
         def value_of() -> Any:
             if isinstance(location, tuple) and location and location[0] == "in":
                 try:
-                    return key in base
+                    return kind.__contains__(base, key)
                 except TypeError:
                     return MISSING
             try:
-                return base[key] if not isinstance(base, set) else MISSING
-            except (KeyError, IndexError, TypeError):
+                if kind is dict:
+                    return dict.get(base, key, MISSING)
+                return list.__getitem__(base, key) if kind is list else MISSING
+            except (IndexError, TypeError):
                 return MISSING
 
         self._touch(frame, actor, hb, base, location, write, target, value_of, action, atomic)
@@ -551,7 +577,8 @@ class Detector:
         action: str,
         atomic: bool = False,
     ) -> None:
-        self._touch(frame, actor, hb, base, WHOLE, write, label, lambda: len(base), action, atomic)
+        size = _builtin_of(base).__len__
+        self._touch(frame, actor, hb, base, WHOLE, write, label, lambda: size(base), action, atomic)
 
     def _cell(self, frame: FrameType, name: str) -> Any:
         """The cell behind closure variable ``name`` in ``frame``: one per activation.
@@ -783,6 +810,29 @@ def _own_cell(frame: FrameType, name: str, current: Any) -> Any:
 # type's own descriptors: a metaclass cannot intercept them
 _TYPE_DICT: Callable[[type], Any] = type.__dict__["__dict__"].__get__
 _TYPE_MRO: Callable[[type], tuple[type, ...]] = type.__dict__["__mro__"].__get__
+
+
+_ITEM_METHODS = (
+    "__getitem__",
+    "__setitem__",
+    "__delitem__",
+    "__contains__",
+    "__iter__",
+    "__len__",
+    "get",
+    "pop",
+    "setdefault",
+    "append",
+    "add",
+)
+
+
+def _builtin_of(base: Any) -> Any:
+    """dict, list or set: the builtin a (plain) container derives from."""
+    for kind in _CONTAINERS:
+        if isinstance(base, kind):
+            return kind
+    return type(base)
 
 
 def _data_descriptor(cls: type, name: str) -> bool:
