@@ -443,3 +443,109 @@ def test_defaultdict_reads_never_insert_keys() -> None:
     made.clear()
     racecheck.check(target, schedules=5, strategy="random", detect=True)
     assert len(made) == without > 0
+
+
+MAPPING_LIBRARY = '''
+import threading
+from collections.abc import MutableMapping
+
+
+class Cache(MutableMapping):
+    """A mapping over a private dict, as caching libraries write them."""
+
+    def __init__(self):
+        self.__data = {}
+
+    def __getitem__(self, key):
+        return self.__data[key]
+
+    def __setitem__(self, key, value):
+        self.__data[key] = value
+
+    def __delitem__(self, key):
+        del self.__data[key]
+
+    def __iter__(self):
+        return iter(self.__data)
+
+    def __len__(self):
+        return len(self.__data)
+
+
+def cached(func):
+    """Look up under the lock, compute outside it, store under it again."""
+    cache, lock = Cache(), threading.Lock()
+
+    def wrapper(key):
+        with lock:
+            try:
+                return cache[key]
+            except KeyError:
+                pass
+        value = func(key)
+        with lock:
+            cache[key] = value
+        return value
+
+    return wrapper
+
+
+def cached_locked(func):
+    cache, lock = Cache(), threading.Lock()
+
+    def wrapper(key):
+        with lock:
+            try:
+                return cache[key]
+            except KeyError:
+                value = cache[key] = func(key)
+                return value
+
+    return wrapper
+'''
+
+
+@pytest.fixture
+def mapping_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    package = tmp_path / "site-packages" / "rc14mapping"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(MAPPING_LIBRARY)
+    monkeypatch.syspath_prepend(str(package.parent))
+    return "rc14mapping"
+
+
+def _cached_threads(name: str, decorator: str) -> Callable[[], None]:
+    def target() -> None:
+        module = __import__(name)
+        load = getattr(module, decorator)(lambda key: {"key": key})
+        _in_threads(lambda _: load("db"), 2)
+
+    return target
+
+
+def test_mapping_lookup_then_store_in_separate_critical_sections(mapping_library: str) -> None:
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(
+            _cached_threads(mapping_library, "cached"),
+            detect=True,
+            schedules=100,
+            trace_packages=[mapping_library],
+        )
+    finding = info.value.cause.finding  # type: ignore[union-attr]
+    assert finding.kind == "atomicity-violation", finding
+    first, middle, last = finding.accesses
+    assert "return self.__data[key]" in first.line
+    assert "self.__data[key] = value" in middle.line == last.line
+    assert first.actor == last.actor != middle.actor
+
+
+def test_mapping_lookup_and_store_in_one_critical_section_is_clean(
+    mapping_library: str,
+) -> None:
+    report = racecheck.check(
+        _cached_threads(mapping_library, "cached_locked"),
+        detect=True,
+        schedules=60,
+        trace_packages=[mapping_library],
+    )
+    assert report.schedules_run == 60 or report.exhausted

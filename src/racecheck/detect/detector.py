@@ -874,24 +874,48 @@ def _join(into: dict[int, int], other: dict[int, int]) -> None:
             into[actor] = tick
 
 
+#: methods through which a mapping is read, and written: ``cache[k]`` runs the
+#: first, ``cache[k] = v`` the second, each in a frame of its own
+_LOOKUPS = frozenset(("__getitem__", "__contains__", "get", "__missing__"))
+_STORES = frozenset(("__setitem__", "setdefault", "__delitem__", "pop"))
+
+
 def _read_in_scope(read: _Site, now: FrameType) -> bool:
     """Is the read still in scope of the write in ``now``?
 
-    Either its frame is ``now`` or one of its callers, or it was a property's
-    getter and ``now`` is the same property's setter (they share a name),
-    called from a frame that is still running: ``v = obj.state`` ... ``await``
-    ... ``obj.state = v + 1``.
+    Either its frame is ``now`` or one of its callers; or the read and the
+    write ran in accessors of one object, called from a frame that is still
+    running: a property's getter then its setter (they share a name:
+    ``v = obj.state`` ... ``obj.state = v + 1``), or a mapping's
+    ``__getitem__``/``get`` then its ``__setitem__``/``setdefault``
+    (``if k not in cache`` ... ``cache[k] = v``, cachetools' wrapper). The
+    frame that used the accessors is found by leaving the accessor frames.
     """
     if _in_scope(read.frame, now):
         return True
     frame = read.frame
-    return (
-        frame is not None
-        and read.caller is not None
-        and frame.f_code is not now.f_code
-        and frame.f_code.co_name == now.f_code.co_name
-        and _in_scope(read.caller, now)
-    )
+    if frame is None or read.caller is None or frame.f_code is now.f_code:
+        return False
+    reader, writer = frame.f_code.co_name, now.f_code.co_name
+    if reader == writer:
+        accessors = frozenset((reader,))
+    elif reader in _LOOKUPS and writer in _STORES:
+        accessors = _LOOKUPS | _STORES
+    else:
+        return False
+    user: FrameType | None = read.caller
+    depth = 0
+    while user is not None and user.f_code.co_name in accessors and depth < 8:
+        user = user.f_back  # LRUCache.__getitem__ -> Cache.__getitem__: one lookup
+        depth += 1
+    if user is None:
+        return False
+    mine: FrameType | None = now.f_back
+    depth = 0
+    while mine is not None and mine.f_code.co_name in accessors and depth < 8:
+        mine = mine.f_back
+        depth += 1
+    return mine is not None and _in_scope(user, mine)
 
 
 def _in_scope(earlier: FrameType | None, now: FrameType) -> bool:
