@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import sys
 import threading
 from collections.abc import Callable
@@ -549,3 +550,58 @@ def test_mapping_lookup_and_store_in_one_critical_section_is_clean(
         trace_packages=[mapping_library],
     )
     assert report.schedules_run == 60 or report.exhausted
+
+
+# -- a read outside the lock that decides a removal under it ----------------------------
+
+
+class Jobs:
+    def __init__(self, count: int) -> None:
+        self.items = list(range(count))
+        self.lock = threading.Lock()
+        self.done: list[int] = []
+
+    def take_checked_outside(self) -> None:
+        if self.items:  # decides the pop below, but outside the lock
+            with self.lock:
+                self.done.append(self.items.pop())
+
+    def take_checked_inside(self) -> None:
+        with self.lock:
+            if self.items:
+                self.done.append(self.items.pop())
+
+    def drain(self) -> None:
+        while True:
+            with self.lock:
+                if not self.items:
+                    return
+                self.done.append(self.items.pop())
+
+
+def _jobs(method: str, count: int) -> Callable[[], None]:
+    def target() -> None:
+        jobs = Jobs(count)
+
+        def work(_: int) -> None:
+            with contextlib.suppress(IndexError):  # the symptom: the detector must see it first
+                getattr(jobs, method)()
+
+        _in_threads(work, 2)
+
+    return target
+
+
+def test_emptiness_checked_outside_the_lock_then_pop_under_it() -> None:
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(_jobs("take_checked_outside", 1), detect=True, schedules=100)
+    finding = info.value.cause.finding  # type: ignore[union-attr]
+    assert finding.pattern == "stale check", finding
+    first, _, last = finding.accesses
+    assert "if self.items:" in first.line and ".pop()" in last.line
+    assert first.actor == last.actor and not first.locks and last.locks
+
+
+@pytest.mark.parametrize(("method", "count"), [("take_checked_inside", 1), ("drain", 4)])
+def test_emptiness_checked_under_the_lock_is_clean(method: str, count: int) -> None:
+    clean(_jobs(method, count), schedules=60)

@@ -59,6 +59,9 @@ _SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
 _UNTRACKED_GLOBALS = (ModuleType, type, FunctionType, type(len), type(object.__init__))
 _VARIABLES = frozenset(("global-read", "global-write", "deref-read", "deref-write"))
 WHOLE = "*"
+#: a container's emptiness: tested by `if self.items:`, changed by removals
+NONEMPTY = ("nonempty",)
+_REMOVALS = frozenset(("pop", "popleft", "popitem", "remove", "clear"))
 LAST = ("last",)
 
 
@@ -342,6 +345,22 @@ class Detector:
             return
         if not self._plain(base):
             return
+        if op == "truth":
+            size = _builtin_of(base).__len__
+            self._touch(
+                frame,
+                actor,
+                hb,
+                base,
+                NONEMPTY,
+                False,
+                label,
+                lambda: size(base) > 0,
+                "checked",
+                atomic=True,
+                stale_only=True,
+            )
+            return
         if op == "contains":
             element = evaluate(recipe.key, frame, f_locals)
             if element is MISSING:
@@ -487,6 +506,24 @@ class Detector:
         label: str,
     ) -> None:
         action = f"called .{method}() on"
+        if method in _REMOVALS:
+            # acts on "not empty": a stale `if self.items:` before it is a stale check
+            size = _builtin_of(base).__len__
+            self._touch(
+                frame,
+                actor,
+                hb,
+                base,
+                NONEMPTY,
+                True,
+                label,
+                lambda: size(base) > 0,
+                action,
+                atomic=True,
+                stale_only=True,
+            )
+            if self.found:
+                return
         if kind == "scan":
             self._whole(frame, actor, hb, base, False, label, action)
         elif kind == "get" and isinstance(base, dict) and element is not MISSING:
@@ -623,6 +660,7 @@ class Detector:
         value_of: Callable[[], Any],
         action: str | None = None,
         atomic: bool = False,
+        stale_only: bool = False,
     ) -> None:
         if action is None:
             action = "wrote" if write else "read"
@@ -660,6 +698,7 @@ class Detector:
                     return
                 if (
                     view.kind == "w"
+                    and not stale_only  # re-testing emptiness after one's own pop is a loop
                     and not write
                     and not self._waited_for(remote, hb)
                     and not _same(value_of(), view.value)

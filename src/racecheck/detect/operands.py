@@ -97,7 +97,8 @@ class Recipe:
     """One access instruction: what it does and how to find its operands."""
 
     #: "read" | "write" attribute/item; "contains"; "iterate"; "call" (container
-    #: method or scanning builtin); "global-read"/"global-write"; "deref-read"/"deref-write"
+    #: method or scanning builtin); "truth" (a branch on a container's emptiness);
+    #: "global-read"/"global-write"; "deref-read"/"deref-write"
     op: str
     base: Sym
     name: Any = None  # attribute name, global/cell name, method name
@@ -206,6 +207,14 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             if recipe is not None:
                 out[instr.offset] = recipe
             stack.append(_call_result(callable_slots, args))
+        elif name in _TRUTH_TESTS:
+            # `if self.items:` / `while not queue:`: the truth of a container decides
+            # what runs next (3.13 tests it in TO_BOOL, earlier versions in the jump)
+            (value,) = pop()
+            if value is not None and value is not NULL and value[0] in _TESTABLE:
+                out[instr.offset] = Recipe("truth", value)
+            if name == "TO_BOOL":
+                stack.append(None)
         elif name == "COPY":
             stack.append(peek(arg))
         elif name == "SWAP":
@@ -223,6 +232,19 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             stack = []
     return out
 
+
+_TRUTH_TESTS = frozenset(
+    (
+        "TO_BOOL",
+        "POP_JUMP_IF_FALSE",
+        "POP_JUMP_IF_TRUE",
+        "POP_JUMP_FORWARD_IF_FALSE",
+        "POP_JUMP_FORWARD_IF_TRUE",
+        "POP_JUMP_BACKWARD_IF_FALSE",
+        "POP_JUMP_BACKWARD_IF_TRUE",
+    )
+)
+_TESTABLE = frozenset(("local", "global", "deref", "attr", "item"))
 
 _NO_FALLTHROUGH = frozenset(
     (
