@@ -36,6 +36,7 @@ container ``(container, *)``, touched by iteration, ``len`` and mutation.
 
 from __future__ import annotations
 
+import _thread
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,6 +59,9 @@ _SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
 _UNTRACKED_GLOBALS = (ModuleType, type, FunctionType, type(len), type(object.__init__))
 _VARIABLES = frozenset(("global-read", "global-write", "deref-read", "deref-write"))
 WHOLE = "*"
+#: a container's emptiness: tested by `if self.items:`, changed by removals
+NONEMPTY = ("nonempty",)
+_REMOVALS = frozenset(("pop", "popleft", "popitem", "remove", "clear"))
 LAST = ("last",)
 
 
@@ -122,6 +126,7 @@ class _Site:
     lineno: int
     locks: tuple[str, ...]
     atomic: bool = False  # a single C-level container operation
+    caller: FrameType | None = None  # who called ``frame`` (a property's user)
 
 
 @dataclass
@@ -178,6 +183,12 @@ class Detector:
         #: writes whose value is known only once the store has run
         self.unsettled: list[tuple[_View, Callable[[], Any]]] = []
         self.found = False
+        #: container subclass -> whether it stores like its builtin base
+        self.plain: dict[type, bool] = {}
+        #: (class, attribute) -> whether a property (data descriptor) handles it
+        self.descriptors: dict[tuple[type, str], bool] = {}
+        #: frame -> closure variable -> its cell (frames stay alive through ``keep``)
+        self.cells: dict[FrameType, dict[str, Any]] = {}
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -316,41 +327,39 @@ class Detector:
             return
         label = render(recipe.base)
         if op == "read" or op == "write":
-            if recipe.name is not None:  # attribute
-                if isinstance(base, (ModuleType, type)) or (
-                    callable(base) and not hasattr(base, "__dict__")
-                ):
+            if recipe.namespace:
+                name = evaluate(recipe.key, frame, f_locals)
+                if type(name) is not str or not _is_builtin(recipe.via, frame, f_locals):
                     return
-                try:
-                    namespace = object.__getattribute__(base, "__dict__")
-                except AttributeError:
-                    return
-                if type(namespace) is not dict:
-                    return
-                if op == "read":
-                    value = namespace.get(recipe.name, MISSING)
-                    if value is MISSING or isinstance(value, (FunctionType, type(len))):
-                        return  # a method or class attribute: not instance state
-                name = recipe.name
-                self._touch(
-                    frame,
-                    actor,
-                    hb,
-                    base,
-                    name,
-                    op == "write",
-                    f"{label}.{name}",
-                    value_of=lambda: namespace.get(name, MISSING),
-                )
+                self._attribute(frame, actor, hb, base, name, op == "write", label)
                 return
-            if type(base) not in _CONTAINERS:
+            if recipe.name is not None:  # attribute
+                self._attribute(frame, actor, hb, base, recipe.name, op == "write", label)
+                return
+            if not self._plain(base):
                 return
             key = evaluate(recipe.key, frame, f_locals)
             if key is MISSING:
                 return
             self._item(frame, actor, hb, base, key, op == "write", label)
             return
-        if not isinstance(base, _CONTAINERS):
+        if not self._plain(base):
+            return
+        if op == "truth":
+            size = _builtin_of(base).__len__
+            self._touch(
+                frame,
+                actor,
+                hb,
+                base,
+                NONEMPTY,
+                False,
+                label,
+                lambda: size(base) > 0,
+                "checked",
+                atomic=True,
+                stale_only=True,
+            )
             return
         if op == "contains":
             element = evaluate(recipe.key, frame, f_locals)
@@ -367,6 +376,101 @@ class Detector:
             kind, _ = CONTAINER_METHODS[recipe.name]
             element = evaluate(recipe.key, frame, f_locals) if recipe.key is not None else MISSING
             self._method(frame, actor, hb, base, kind, recipe.name, element, label)
+
+    def _attribute(
+        self, frame: FrameType, actor: int, hb: int, base: Any, name: str, write: bool, label: str
+    ) -> None:
+        """``base.name``, however spelled: ``.name``, ``getattr``, ``vars(base)[...]``."""
+        if isinstance(base, type):
+            self._class_attribute(frame, actor, hb, base, name, write, label)
+            return
+        if isinstance(base, ModuleType) or (callable(base) and not hasattr(base, "__dict__")):
+            return
+        try:
+            if type(base) is _thread._local:
+                # its per-thread dict; a subclass could run its __init__ here: not read
+                namespace = _thread._local.__getattribute__(base, "__dict__")
+            else:
+                namespace = object.__getattribute__(base, "__dict__")
+        except AttributeError:
+            return
+        if type(namespace) is not dict:
+            return
+        if not write:
+            value = namespace.get(name, MISSING)
+            if value is MISSING or isinstance(value, (FunctionType, type(len))):
+                return  # a method or class attribute: not instance state
+        elif self._descriptor(type(base), name):
+            return  # a property's setter runs instead: its own accesses are the real ones
+        # a threading.local's __dict__ is the current thread's: that dict is the storage
+        owner = namespace if type(base) is _thread._local else base
+        self._touch(
+            frame,
+            actor,
+            hb,
+            owner,
+            name,
+            write,
+            f"{label}.{name}",
+            value_of=lambda: namespace.get(name, MISSING),
+        )
+
+    def _plain(self, base: Any) -> bool:
+        """A dict, list or set, or a subclass that leaves item access to the builtin.
+
+        ``OrderedDict``, ``defaultdict`` and registries deriving from ``dict``
+        store like one; a subclass that redefines item access in Python is
+        skipped: its own methods are traced, and their accesses are the real ones.
+        """
+        cls = type(base)
+        if cls in _CONTAINERS:
+            return True
+        known = self.plain.get(cls)
+        if known is None:
+            known = self.plain[cls] = isinstance(base, _CONTAINERS) and not any(
+                isinstance(_TYPE_DICT(klass).get(name), FunctionType)
+                for klass in _TYPE_MRO(cls)
+                for name in _ITEM_METHODS
+            )
+        return known
+
+    def _descriptor(self, cls: type, name: str) -> bool:
+        known = self.descriptors.get((cls, name))
+        if known is None:
+            known = self.descriptors[(cls, name)] = _data_descriptor(cls, name)
+        return known
+
+    def _class_attribute(
+        self, frame: FrameType, actor: int, hb: int, cls: type, name: str, write: bool, label: str
+    ) -> None:
+        """``cls.name``: class-level state (singletons, registries, counters).
+
+        A read finds the class that defines ``name`` along the MRO, as Python
+        does; a write lands on ``cls`` itself. Methods, properties and other
+        descriptors, and nested classes, are code, not state. The class
+        dictionaries are read directly, so no metaclass code runs.
+        """
+        owner = cls
+        if not write:
+            defining = [klass for klass in _TYPE_MRO(cls) if name in _TYPE_DICT(klass)]
+            if not defining:
+                return
+            owner = defining[0]
+            if _is_code(_TYPE_DICT(owner)[name]):
+                return
+        elif _is_code(_TYPE_DICT(cls).get(name)):
+            return
+        namespace = _TYPE_DICT(owner)
+        self._touch(
+            frame,
+            actor,
+            hb,
+            owner,
+            name,
+            write,
+            f"{label}.{name}",
+            value_of=lambda: namespace.get(name, MISSING),
+        )
 
     def _variable(self, frame: FrameType, name: str, op: str, actor: int, hb: int) -> None:
         """A module global, or a closure variable (a cell shared by nested functions)."""
@@ -385,8 +489,10 @@ class Detector:
         if is_global:
             self._touch(frame, actor, hb, frame.f_globals, name, write, f"global {name}", value_of)
         else:
-            cell = self._cell(frame.f_code, name)
-            self._touch(frame, actor, hb, self, cell, write, name, value_of)
+            owner = self._cell(frame, name)
+            if owner is None:
+                return  # which activation's variable this is cannot be told: say nothing
+            self._touch(frame, actor, hb, owner, ("cell", name), write, name, value_of)
 
     def _method(
         self,
@@ -400,6 +506,24 @@ class Detector:
         label: str,
     ) -> None:
         action = f"called .{method}() on"
+        if method in _REMOVALS:
+            # acts on "not empty": a stale `if self.items:` before it is a stale check
+            size = _builtin_of(base).__len__
+            self._touch(
+                frame,
+                actor,
+                hb,
+                base,
+                NONEMPTY,
+                True,
+                label,
+                lambda: size(base) > 0,
+                action,
+                atomic=True,
+                stale_only=True,
+            )
+            if self.found:
+                return
         if kind == "scan":
             self._whole(frame, actor, hb, base, False, label, action)
         elif kind == "get" and isinstance(base, dict) and element is not MISSING:
@@ -461,15 +585,20 @@ class Detector:
         else:
             target = f"{label}[{_short(key)}]"
 
+        # the builtin's own methods: a subclass's __missing__ (defaultdict) must not run
+        kind = _builtin_of(base)
+
         def value_of() -> Any:
             if isinstance(location, tuple) and location and location[0] == "in":
                 try:
-                    return key in base
+                    return kind.__contains__(base, key)
                 except TypeError:
                     return MISSING
             try:
-                return base[key] if not isinstance(base, set) else MISSING
-            except (KeyError, IndexError, TypeError):
+                if kind is dict:
+                    return dict.get(base, key, MISSING)
+                return list.__getitem__(base, key) if kind is list else MISSING
+            except (IndexError, TypeError):
                 return MISSING
 
         self._touch(frame, actor, hb, base, location, write, target, value_of, action, atomic)
@@ -485,15 +614,38 @@ class Detector:
         action: str,
         atomic: bool = False,
     ) -> None:
-        self._touch(frame, actor, hb, base, WHOLE, write, label, lambda: len(base), action, atomic)
+        size = _builtin_of(base).__len__
+        self._touch(frame, actor, hb, base, WHOLE, write, label, lambda: size(base), action, atomic)
 
-    def _cell(self, code: CodeType, name: str) -> tuple[str, str]:
-        # A closure variable's cell is not reachable from its frame: name it by the
-        # function that owns it (the code object's qualname, minus inner levels).
-        qualname = code.co_qualname
-        if name in code.co_freevars and ".<locals>." in qualname:
-            qualname = qualname.rsplit(".<locals>.", 1)[0]
-        return (code.co_filename + ":" + qualname, name)
+    def _cell(self, frame: FrameType, name: str) -> Any:
+        """The cell behind closure variable ``name`` in ``frame``: one per activation.
+
+        A frame does not expose its cells, so they are found through the
+        functions that close over them. In the owning frame: a nested function
+        among its locals; failing that (none made yet, or a comprehension's),
+        the frame itself stands for its own cell, which is still per
+        activation. In a nested function: the function objects running this
+        code, told apart by what their cell holds now. None when that stays
+        ambiguous: a guess could merge two activations into a false race.
+        """
+        known = self.cells.get(frame)
+        if known is not None and name in known:
+            return known[name]
+        code = frame.f_code
+        current = frame.f_locals.get(name, MISSING)
+        if name in code.co_freevars:
+            index = code.co_freevars.index(name)
+            found = _closure_cell(_callers_functions(frame, code), index, current)
+            if found is None:
+                found = _closure_cell(_functions_running(code), index, current)
+            if found is None:
+                return None
+        else:
+            found = _own_cell(frame, name, current)
+            if found is None:
+                return frame  # not cached: a nested function made later names the real cell
+        self.cells.setdefault(frame, {})[name] = found
+        return found
 
     # -- the checks ----------------------------------------------------------------------
     def _touch(
@@ -508,6 +660,7 @@ class Detector:
         value_of: Callable[[], Any],
         action: str | None = None,
         atomic: bool = False,
+        stale_only: bool = False,
     ) -> None:
         if action is None:
             action = "wrote" if write else "read"
@@ -528,6 +681,7 @@ class Detector:
             frame.f_lineno,
             tuple(self.held.get(hb, ())),
             atomic,
+            frame.f_back,
         )
         view_key = (actor, location)
         view = self.views.get(view_key)
@@ -538,12 +692,13 @@ class Detector:
         if view is not None and shadow.seq > view.seq and shadow.last_writer is not None:
             remote = shadow.last_writer
             if remote.actor != actor:
-                if view.kind == "r" and write and _in_scope(view.site.frame, frame):
+                if view.kind == "r" and write and _read_in_scope(view.site, frame):
                     pattern = "stale check" if view.site.action == "checked" else "lost update"
                     self._report("atomicity-violation", pattern, target, view.site, remote, site)
                     return
                 if (
                     view.kind == "w"
+                    and not stale_only  # re-testing emptiness after one's own pop is a loop
                     and not write
                     and not self._waited_for(remote, hb)
                     and not _same(value_of(), view.value)
@@ -635,10 +790,171 @@ def _slots_changed(base: Any, kind: str, element: Any) -> tuple[Any, ...]:
     return (("in", element),)
 
 
+def _closure_cell(functions: list[FunctionType], index: int, current: Any) -> Any:
+    """The one cell at ``index`` of these functions' closures that holds ``current``."""
+    cells = {}
+    for function in functions:
+        closure = function.__closure__
+        if closure is None or index >= len(closure):
+            continue
+        cell = closure[index]
+        try:
+            held = cell.cell_contents
+        except ValueError:
+            held = MISSING
+        if held is current:
+            cells[id(cell)] = cell
+    return next(iter(cells.values())) if len(cells) == 1 else None
+
+
+def _callers_functions(frame: FrameType, code: CodeType) -> list[FunctionType]:
+    """Functions running ``code`` that the caller holds in a local: the cheap, usual case."""
+    caller = frame.f_back
+    if caller is None:
+        return []
+    return [
+        value
+        for value in list(caller.f_locals.values())
+        if type(value) is FunctionType and value.__code__ is code
+    ]
+
+
+def _functions_running(code: CodeType) -> list[FunctionType]:
+    import gc
+
+    return [
+        ref for ref in gc.get_referrers(code) if type(ref) is FunctionType and ref.__code__ is code
+    ]
+
+
+def _own_cell(frame: FrameType, name: str, current: Any) -> Any:
+    """The cell ``frame`` made for ``name``, reached through a nested function it made."""
+    nested = [
+        value
+        for value in list(frame.f_locals.values())
+        if type(value) is FunctionType
+        and value.__closure__ is not None
+        and name in value.__code__.co_freevars
+    ]
+    by_index: list[FunctionType] = []
+    for function in nested:
+        index = function.__code__.co_freevars.index(name)
+        cell = _closure_cell([function], index, current)
+        if cell is not None:
+            by_index.append(cell)
+    distinct = {id(cell): cell for cell in by_index}
+    return next(iter(distinct.values())) if len(distinct) == 1 else None
+
+
+# type's own descriptors: a metaclass cannot intercept them
+_TYPE_DICT: Callable[[type], Any] = type.__dict__["__dict__"].__get__
+_TYPE_MRO: Callable[[type], tuple[type, ...]] = type.__dict__["__mro__"].__get__
+
+
+_ITEM_METHODS = (
+    "__getitem__",
+    "__setitem__",
+    "__delitem__",
+    "__contains__",
+    "__iter__",
+    "__len__",
+    "get",
+    "pop",
+    "setdefault",
+    "append",
+    "add",
+)
+
+
+def _builtin_of(base: Any) -> Any:
+    """dict, list or set: the builtin a (plain) container derives from."""
+    for kind in _CONTAINERS:
+        if isinstance(base, kind):
+            return kind
+    return type(base)
+
+
+def _data_descriptor(cls: type, name: str) -> bool:
+    """Does ``cls`` define ``name`` as a property (or another descriptor with ``__set__``)?"""
+    for klass in _TYPE_MRO(cls):
+        found = _TYPE_DICT(klass).get(name, MISSING)
+        if found is not MISSING:
+            kind = type(found)
+            return any(
+                "__set__" in _TYPE_DICT(k) or "__delete__" in _TYPE_DICT(k) for k in _TYPE_MRO(kind)
+            )
+    return False
+
+
+def _is_code(value: Any) -> bool:
+    """A method, property, nested class or other descriptor: not class-level state."""
+    if value is None or isinstance(value, _SCALARS):
+        return False
+    kind = type(value)
+    if isinstance(value, type):
+        return True
+    return any("__get__" in _TYPE_DICT(k) for k in _TYPE_MRO(kind))
+
+
+_NAMESPACE_BUILTINS = (getattr, setattr, vars)
+
+
+def _is_builtin(via: Sym, frame: FrameType, f_locals: dict[str, Any]) -> bool:
+    """``via`` (the callable of ``getattr(...)``/``vars(...)``) is the real builtin."""
+    if via is None:
+        return True  # obj.__dict__: no call involved
+    value = evaluate(via, frame, f_locals)
+    return any(value is builtin for builtin in _NAMESPACE_BUILTINS)
+
+
 def _join(into: dict[int, int], other: dict[int, int]) -> None:
     for actor, tick in other.items():
         if into.get(actor, 0) < tick:
             into[actor] = tick
+
+
+#: methods through which a mapping is read, and written: ``cache[k]`` runs the
+#: first, ``cache[k] = v`` the second, each in a frame of its own
+_LOOKUPS = frozenset(("__getitem__", "__contains__", "get", "__missing__"))
+_STORES = frozenset(("__setitem__", "setdefault", "__delitem__", "pop"))
+
+
+def _read_in_scope(read: _Site, now: FrameType) -> bool:
+    """Is the read still in scope of the write in ``now``?
+
+    Either its frame is ``now`` or one of its callers; or the read and the
+    write ran in accessors of one object, called from a frame that is still
+    running: a property's getter then its setter (they share a name:
+    ``v = obj.state`` ... ``obj.state = v + 1``), or a mapping's
+    ``__getitem__``/``get`` then its ``__setitem__``/``setdefault``
+    (``if k not in cache`` ... ``cache[k] = v``, cachetools' wrapper). The
+    frame that used the accessors is found by leaving the accessor frames.
+    """
+    if _in_scope(read.frame, now):
+        return True
+    frame = read.frame
+    if frame is None or read.caller is None or frame.f_code is now.f_code:
+        return False
+    reader, writer = frame.f_code.co_name, now.f_code.co_name
+    if reader == writer:
+        accessors = frozenset((reader,))
+    elif reader in _LOOKUPS and writer in _STORES:
+        accessors = _LOOKUPS | _STORES
+    else:
+        return False
+    user: FrameType | None = read.caller
+    depth = 0
+    while user is not None and user.f_code.co_name in accessors and depth < 8:
+        user = user.f_back  # LRUCache.__getitem__ -> Cache.__getitem__: one lookup
+        depth += 1
+    if user is None:
+        return False
+    mine: FrameType | None = now.f_back
+    depth = 0
+    while mine is not None and mine.f_code.co_name in accessors and depth < 8:
+        mine = mine.f_back
+        depth += 1
+    return mine is not None and _in_scope(user, mine)
 
 
 def _in_scope(earlier: FrameType | None, now: FrameType) -> bool:

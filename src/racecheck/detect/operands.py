@@ -27,7 +27,8 @@ _PY312 = sys.version_info >= (3, 12)
 
 #: a symbolic stack value: ("local", name) | ("global", name) | ("deref", name) |
 #: ("const", value) | ("attr", base, name) | ("item", base, key) |
-#: ("method", receiver, name) | NULL | None (unknown)
+#: ("method", receiver, name) | ("ns", obj, via) (obj's ``__dict__``, via the
+#: ``vars`` builtin when ``via`` is set) | NULL | None (unknown)
 Sym = tuple[Any, ...] | None
 NULL: tuple[str] = ("null",)
 
@@ -96,11 +97,17 @@ class Recipe:
     """One access instruction: what it does and how to find its operands."""
 
     #: "read" | "write" attribute/item; "contains"; "iterate"; "call" (container
-    #: method or scanning builtin); "global-read"/"global-write"; "deref-read"/"deref-write"
+    #: method or scanning builtin); "truth" (a branch on a container's emptiness);
+    #: "global-read"/"global-write"; "deref-read"/"deref-write"
     op: str
     base: Sym
     name: Any = None  # attribute name, global/cell name, method name
     key: Sym = None
+    #: an attribute reached through its namespace (``getattr``/``setattr``,
+    #: ``vars(obj)[k]``, ``obj.__dict__[k]``): ``key`` evaluates to the name, and
+    #: ``via``, when set, must evaluate to that builtin (a shadowed ``getattr`` is not one)
+    via: Sym = None
+    namespace: bool = False
 
 
 _recipes: dict[CodeType, dict[int, Recipe]] = {}
@@ -169,18 +176,18 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
         elif name == "LOAD_ATTR":
             (base,) = pop()
             out[instr.offset] = Recipe("read", base, argval)
-            stack.append(("attr", base, argval))
+            stack.append(("ns", base, None) if argval == "__dict__" else ("attr", base, argval))
         elif name in ("STORE_ATTR", "DELETE_ATTR"):
             base = peek(1)
             out[instr.offset] = Recipe("write", base, argval)
             pop(2 if name == "STORE_ATTR" else 1)
         elif name == "BINARY_SUBSCR":
             base, key = pop(2)
-            out[instr.offset] = Recipe("read", base, None, key)
+            out[instr.offset] = _subscript("read", base, key)
             stack.append(("item", base, key))
         elif name in ("STORE_SUBSCR", "DELETE_SUBSCR"):
             base, key = peek(2), peek(1)
-            out[instr.offset] = Recipe("write", base, None, key)
+            out[instr.offset] = _subscript("write", base, key)
             pop(3 if name == "STORE_SUBSCR" else 2)
         elif name == "CONTAINS_OP":
             key, base = pop(2)
@@ -199,7 +206,15 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             recipe = _call_recipe(callable_slots, args)
             if recipe is not None:
                 out[instr.offset] = recipe
-            stack.append(None)
+            stack.append(_call_result(callable_slots, args))
+        elif name in _TRUTH_TESTS:
+            # `if self.items:` / `while not queue:`: the truth of a container decides
+            # what runs next (3.13 tests it in TO_BOOL, earlier versions in the jump)
+            (value,) = pop()
+            if value is not None and value is not NULL and value[0] in _TESTABLE:
+                out[instr.offset] = Recipe("truth", value)
+            if name == "TO_BOOL":
+                stack.append(None)
         elif name == "COPY":
             stack.append(peek(arg))
         elif name == "SWAP":
@@ -217,6 +232,19 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             stack = []
     return out
 
+
+_TRUTH_TESTS = frozenset(
+    (
+        "TO_BOOL",
+        "POP_JUMP_IF_FALSE",
+        "POP_JUMP_IF_TRUE",
+        "POP_JUMP_FORWARD_IF_FALSE",
+        "POP_JUMP_FORWARD_IF_TRUE",
+        "POP_JUMP_BACKWARD_IF_FALSE",
+        "POP_JUMP_BACKWARD_IF_TRUE",
+    )
+)
+_TESTABLE = frozenset(("local", "global", "deref", "attr", "item"))
 
 _NO_FALLTHROUGH = frozenset(
     (
@@ -254,8 +282,38 @@ def _pops_pushes(instr: dis.Instruction, effect: int) -> tuple[int, int]:
     return -effect, 0
 
 
+def _subscript(op: str, base: Sym, key: Sym) -> Recipe:
+    if base is not None and base is not NULL and base[0] == "ns":
+        # vars(obj)[k] / obj.__dict__[k]: the attribute k of obj, not an item of a dict
+        return Recipe(op, base[1], None, key, via=base[2], namespace=True)
+    return Recipe(op, base, None, key)
+
+
+def _global_slot(callable_slots: list[Sym]) -> Sym:
+    for slot in callable_slots:
+        if slot is not None and slot is not NULL and slot[0] == "global":
+            return slot
+    return None
+
+
+def _call_result(callable_slots: list[Sym], args: list[Sym]) -> Sym:
+    """``vars(obj)`` is obj's namespace; every other call result is unknown."""
+    slot = _global_slot(callable_slots)
+    if slot is not None and slot[1] == "vars" and len(args) == 1:
+        return ("ns", args[0], slot)
+    return None
+
+
 def _call_recipe(callable_slots: list[Sym], args: list[Sym]) -> Recipe | None:
     first_arg = args[0] if args else None
+    builtin = _global_slot(callable_slots)
+    if builtin is not None and len(args) >= 2:
+        # getattr(obj, "name"[, default]) / setattr(obj, "name", value): plain
+        # attribute accesses spelled as calls (marsys reads its shared state so)
+        if builtin[1] == "getattr" and len(args) in (2, 3):
+            return Recipe("read", first_arg, None, args[1], via=builtin, namespace=True)
+        if builtin[1] == "setattr" and len(args) == 3:
+            return Recipe("write", first_arg, None, args[1], via=builtin, namespace=True)
     for slot in callable_slots:
         if slot is None or slot is NULL:
             continue

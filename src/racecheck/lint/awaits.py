@@ -131,13 +131,15 @@ def _init_once(write: Event, events: list[Event]) -> bool:
 def _acts(event: Event) -> bool:
     """Does ``event`` act on shared state with per-call data (not a flag flip)?"""
     if event.kind == "write":
-        return event.percall
+        return event.percall or event.detail == "augmented"
     if event.detail in {"setitem", "local-key"}:
         return event.percall or event.detail == "local-key"
     return event.kind == "mutate"
 
 
 def _governs(check: Event, act: Event) -> bool:
+    if check.detail == "recheck":
+        return True  # a while loop's exit test: everything after the loop relies on it
     inside = any(arm.node == check.scope for arm in act.path)
     return inside or (check.guard and act.order > check.end)
 

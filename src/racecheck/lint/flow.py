@@ -219,6 +219,8 @@ class Flow:
                 expr = expr.value
             elif isinstance(expr, ast.Subscript):
                 expr = expr.value
+            elif isinstance(expr, ast.Call) and self._named_attribute(expr, "getattr"):
+                expr = self._named_attribute(expr, "getattr")  # type: ignore[assignment]
             elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
                 if expr.func.attr not in {"get", "copy", *_ITER_VIEWS}:
                     return None
@@ -279,7 +281,11 @@ class Flow:
             start = len(self.events)
             self._expr(stmt.value)
             sources = self._sources(stmt.value, start) | own
+            start = len(self.events)
             self._store(stmt.target, stmt.value, sources | self._tainted(stmt.value), sources)
+            for event in self.events[start:]:
+                if event.kind == "write" and not event.detail:
+                    event.detail = "augmented"  # `+= 1` after a capacity check is the act
         elif isinstance(stmt, ast.Delete):
             for target in stmt.targets:
                 self._store(target, None, frozenset())
@@ -290,6 +296,12 @@ class Flow:
             self._whiles += self._depth == 0
             self._block(stmt.body)
             self._whiles -= self._depth == 0
+            if not _breaks(stmt.body):
+                # The loop is left only when its test, evaluated after the body's last
+                # await, fails: `while not self.idle: await cond.wait()` re-checks.
+                scope = (self._top.id, id(stmt))
+                for key in sorted(set(self.checked_keys(stmt.test))):
+                    self._emit("check", key, stmt.test, scope=scope, detail="recheck")
             self._block(stmt.orelse)
         elif isinstance(stmt, ast.For | ast.AsyncFor):
             self._expr(stmt.iter)
@@ -385,6 +397,10 @@ class Flow:
                 right, ast.Constant
             ):
                 yield from self._tested(test.left)
+            elif isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE):
+                # `self.opened < self.max_size`, `self.tokens > 0`: a capacity check
+                yield from self._tested(test.left)
+                yield from self._tested(right)
         else:
             yield from self._tested(test)
 
@@ -397,7 +413,8 @@ class Flow:
         ):
             expr = expr.args[0]
         if isinstance(expr, ast.Call) and not (
-            isinstance(expr.func, ast.Attribute) and expr.func.attr == "get"
+            (isinstance(expr.func, ast.Attribute) and expr.func.attr == "get")
+            or self._named_attribute(expr, "getattr") is not None
         ):
             return
         key = self.key_of(expr)
@@ -587,8 +604,40 @@ class Flow:
             self._expr(expr.value)
             self._emit("await", "", expr)
 
+    def _named_attribute(self, call: ast.Call, builtin: str) -> ast.Attribute | None:
+        """``getattr(self, "x"[, d])`` / ``setattr(self, "x", v)`` as the ``self.x`` it means."""
+        func = call.func
+        if not (
+            isinstance(func, ast.Name)
+            and func.id == builtin
+            and self.name_key(builtin) == f"local:0:{builtin}"  # the builtin, not a rebinding
+            and len(call.args) >= 2
+            and not call.keywords
+        ):
+            return None
+        obj, name = call.args[0], call.args[1]
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            return None
+        attribute = ast.Attribute(value=obj, attr=name.value, ctx=ast.Load(), **_pos(call))
+        return attribute if self._self_key(attribute) is not None else None
+
     def _call(self, call: ast.Call, awaited: bool) -> bool:
         """Evaluate a call; inline its body when we can. True when it was inlined."""
+        read = self._named_attribute(call, "getattr")
+        if read is not None and len(call.args) <= 3:
+            for default in call.args[2:]:
+                self._expr(default)
+            self._expr(read)
+            return False
+        written = self._named_attribute(call, "setattr")
+        if written is not None and len(call.args) == 3:
+            value = call.args[2]
+            start = len(self.events)
+            self._expr(value)
+            sources = self._sources(value, start)
+            written.ctx = ast.Store()
+            self._store(written, value, sources | self._tainted(value), sources)
+            return False
         func = call.func
         method_call = isinstance(func, ast.Attribute) and self._self_key(func) is not None
         if not method_call:
@@ -650,6 +699,22 @@ class Flow:
             if target is not None:
                 return target, None, 0
         return None
+
+
+def _breaks(body: list[ast.stmt]) -> bool:
+    """Does a ``break`` leave this loop (not one nested in it)?"""
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Break):
+            return True
+        if isinstance(node, ast.For | ast.AsyncFor | ast.While):
+            pending.extend(node.orelse)  # a break in the inner body leaves the inner loop
+            continue
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _nested_def(func: FunctionNode, name: str) -> FunctionNode | None:

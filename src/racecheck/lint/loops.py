@@ -13,9 +13,16 @@ loop from the start.
 The heuristic: a class with async methods (so its instances are used from
 coroutines) that stores such an object from ``__init__``. Classes whose
 ``__init__`` takes a ``loop`` or calls ``get_running_loop()`` are bound to one
-loop by design and are skipped. The finding is a warning, raised to an error
-when the module itself shows more than one loop (``asyncio.run`` twice,
-``new_event_loop``).
+loop by design and are skipped.
+
+A lock, event, condition, semaphore, barrier or queue made in ``__init__`` is
+the idiomatic place on 3.10+, and exactly what RC102's fix recommends; it is
+only reported when the module shows that its objects meet more than one loop:
+``asyncio.run`` twice or ``new_event_loop`` (an error), or code that compares
+the running loop with a stored one, re-creating primitives per loop (a
+warning: the module knows its objects outlive a loop). Futures and a stored
+loop bind when made, so they are always reported: a warning, an error with
+several loops.
 """
 
 from __future__ import annotations
@@ -31,7 +38,9 @@ from racecheck.lint.report import at
 def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
     if "RC107" not in codes:
         return
-    severity = "error" if _several_loops(module) else "warning"
+    several = _several_loops(module)
+    severity = "error" if several else "warning"
+    lazy_reported = several or _loop_switches(module)
     for info in module.classes.values():
         if not module.has_async_methods(info):
             continue
@@ -43,6 +52,8 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                     kind = module.asyncio_primitive(node.value)
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     attrs = [a for t in targets if (a := self_attr(t, me)) is not None]
+                    if kind in LAZY_BINDING and not lazy_reported:
+                        continue
                     if kind is not None and attrs:
                         yield at(
                             module,
@@ -92,6 +103,12 @@ def _dataclass_fields(module: Module, info: ClassInfo, severity: str) -> Iterato
         for kw in item.value.keywords:
             if kw.arg == "default_factory":
                 kind = module.asyncio_primitive(ast.Call(func=kw.value, args=[], keywords=[]))
+                if (
+                    kind in LAZY_BINDING
+                    and not _several_loops(module)
+                    and not _loop_switches(module)
+                ):
+                    continue
                 if kind is not None and isinstance(item.target, ast.Name):
                     yield at(
                         module,
@@ -100,6 +117,47 @@ def _dataclass_fields(module: Module, info: ClassInfo, severity: str) -> Iterato
                         _message(kind, item.target.id, info),
                         severity=severity,  # type: ignore[arg-type]
                     )
+
+
+#: primitives that bind to a loop only when they first wait (Python 3.10+)
+LAZY_BINDING = frozenset(
+    {
+        "Lock",
+        "Event",
+        "Condition",
+        "Semaphore",
+        "BoundedSemaphore",
+        "Queue",
+        "PriorityQueue",
+        "LifoQueue",
+        "Barrier",
+    }
+)
+
+
+def _loop_switches(module: Module) -> bool:
+    """Does the module compare the running loop with a stored one (``loop is not self._loop``)?"""
+    for node in module.nodes:
+        if not isinstance(node, ast.Compare):
+            continue
+        if not all(isinstance(op, ast.Is | ast.IsNot | ast.Eq | ast.NotEq) for op in node.ops):
+            continue
+        loopish = [
+            operand for operand in (node.left, *node.comparators) if _mentions_loop(module, operand)
+        ]
+        if len(loopish) >= 2:
+            return True
+    return False
+
+
+def _mentions_loop(module: Module, expr: ast.expr) -> bool:
+    if isinstance(expr, ast.Call):
+        return (module.qualname(expr.func) or "").endswith("get_running_loop")
+    if isinstance(expr, ast.Name):
+        return "loop" in expr.id.lower()
+    if isinstance(expr, ast.Attribute):
+        return "loop" in expr.attr.lower()
+    return False
 
 
 def _several_loops(module: Module) -> bool:

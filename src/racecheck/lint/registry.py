@@ -70,7 +70,9 @@ RULES: dict[str, Rule] = {
             ),
             fix=(
                 "Hold an asyncio.Lock around check, await and act (re-check after "
-                "acquiring it), or store a future/task before the first await so that "
+                "acquiring it; creating the lock in __init__ is fine while the object "
+                "lives in one event loop, see RC107), re-check in a `while` loop after "
+                "the await, or store a future/task before the first await so that "
                 "later callers await the same one."
             ),
         ),
@@ -176,7 +178,10 @@ RULES: dict[str, Rule] = {
                 "bound when created). An object that keeps one from __init__ and is used "
                 "again under another loop (a second asyncio.run, a new_event_loop, a test "
                 "per loop) fails with 'is bound to a different event loop'. Futures and a "
-                "stored get_event_loop() are tied to one loop from the start."
+                "stored get_event_loop() are tied to one loop from the start. A lock or "
+                "queue made in __init__ is reported only when the module shows several "
+                "loops (asyncio.run twice, new_event_loop, or code that compares the "
+                "running loop with a stored one); otherwise it is the idiomatic place."
             ),
             example=(
                 "class Executor:\n"
