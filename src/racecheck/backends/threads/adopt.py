@@ -391,6 +391,7 @@ class Adoption:
         self.undo_log: list[Callable[[], None]] = []
         self.visited = 0
         self.truncated = False
+        self.module_namespaces: set[int] = set()
 
     # -- proxies ------------------------------------------------------------
     def proxy_for(self, real: Any, where: Where) -> Any:
@@ -474,6 +475,7 @@ class Adoption:
             if isinstance(name, str) and not _skipped(name):
                 namespace = getattr(module, "__dict__", None)
                 if type(namespace) is dict:
+                    self.module_namespaces.add(id(namespace))
                     todo.append((namespace, name))
         budget = WALK_BUDGET
         while todo:
@@ -494,7 +496,10 @@ class Adoption:
     def _visit(self, obj: Any, where: Where, todo: deque[tuple[Any, Where]]) -> None:
         kind = type(obj)
         if kind is dict:
+            module_namespace = id(obj) in self.module_namespaces
             for key, value in list(obj.items()):
+                if module_namespace and isinstance(key, str) and key.startswith("__"):
+                    continue  # __spec__, __loader__, __builtins__: the import system's
                 here = (where, f".{key}" if isinstance(key, str) else "[...]")
                 new = self.replacement(value, here)
                 if new is not None:
@@ -623,6 +628,9 @@ _ATOMIC_TYPES = frozenset(_ATOMIC)
 def _worth_visiting(value: Any) -> bool:
     # type(), not isinstance(): an object's __class__ can be a property with effects
     kind = type(value)
+    if kind is types.FunctionType:
+        # most functions hold nothing of their own: only closures and defaults can
+        return bool(value.__closure__ or value.__defaults__ or value.__kwdefaults__)
     return kind not in _ATOMIC_TYPES and not issubclass(kind, _ATOMIC)
 
 
