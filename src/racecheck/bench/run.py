@@ -124,7 +124,8 @@ def main(paths: list[str], schedules: int, budget: int) -> int:
         f" budget {budget}; '-' = not found)"
     )
     print(f"{'scenario[variant]':<52} {'strategy':<11} first failure")
-    for row in first_failures(paths, ("pct", "random", "exhaustive", "hypothesis"), seeds, budget):
+    strategies = ("auto", "pct", "random", "exhaustive", "hypothesis")
+    for row in first_failures(paths, strategies, seeds, budget):
         shown = " ".join("-" if n is None else str(n) for n in row["first_failure"])
         print(f"{row['scenario'] + '[' + row['variant'] + ']':<52} {row['strategy']:<11} {shown}")
     return 0
