@@ -227,6 +227,8 @@ class ThreadRuntime:
         if deadlines:
             self.controller.now = max(self.controller.now, min(deadlines))
             return
+        if self.controller.aborting:
+            raise RunAborted()  # the run is over (interrupted, failed): stop waiting
         blocked = [a for a in self.live if not a.finished]
         for actor in blocked:
             held_elsewhere = getattr(actor.resource, "held_elsewhere", None)
