@@ -38,8 +38,6 @@ from racecheck.strategies.replay import ReplayChooser
 from racecheck.trace import Trace
 
 DEFAULT_MAX_STEPS = 100_000
-#: runs between full garbage collections (every run collects its own, young, garbage)
-FULL_COLLECT_EVERY = 1024
 DEFAULT_WATCHDOG = 10.0
 
 
@@ -338,12 +336,11 @@ class Session:
             release_locals(controller.failure.cause)
         if _gc_depth:
             # Between schedules, while nothing runs: finalisers of this run's
-            # objects run now, not inside the next schedule. The collector is
-            # off during runs, so everything the run made is still in the
-            # youngest generation: collecting that one is enough, and costs
-            # little. A full pass now and then frees what survived a run and
-            # died later (its finalisers too run between schedules).
-            gc.collect() if self.runs % FULL_COLLECT_EVERY == 0 else gc.collect(0)
+            # objects run now, not inside the next schedule. A full pass, not
+            # the young generation alone: a run's garbage can hang on an object
+            # an earlier run left behind (tqdm's monitor thread), and a bar
+            # still alive in tqdm's weak set changes the next run's path.
+            gc.collect()
         if controller.detector is not None and controller.failure is None:
             controller.detector.finish()
         self.runs += 1

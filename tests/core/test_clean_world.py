@@ -368,3 +368,37 @@ def test_a_failing_runs_objects_do_not_outlive_it() -> None:
         racecheck.check(target, strategy="random", schedules=200)
     assert "two singletons" in str(found.value)
     assert found.value.trace is not None
+
+
+def test_garbage_that_outlived_its_run_is_collected_before_the_next() -> None:
+    """A weak registry must not see last run's object, even one an older object kept alive.
+
+    Each run replaces a long-lived holder's node; the old node is a cycle that
+    survived one collection (it was reachable then), so only a full pass frees
+    it. Collecting the young generation alone left it in the registry, and the
+    next run's path changed (tqdm's set of bars behaves like this).
+    """
+    import threading
+    import weakref
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: only the collector frees it
+
+    registry: weakref.WeakSet[Node] = weakref.WeakSet()
+    holder: dict[str, Node] = {}
+
+    def target() -> None:
+        assert len(registry) <= 1, f"{len(registry)} nodes: an earlier run's node is still alive"
+        node = Node()
+        registry.add(node)
+        holder["current"] = node
+        seen: list[int] = []
+        threads = [threading.Thread(target=lambda: seen.append(len(registry))) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    report = racecheck.check(target, strategy="random", schedules=50)
+    assert report.schedules_run == 50
