@@ -326,6 +326,11 @@ class Session:
             )
         chooser.begin(run)
         self.current = controller
+        if self.runs == 0 and _gc_depth and _gc_restore[1]:
+            # What the backend's install made (racecheck's lazily imported
+            # modules, the thread pool, adopted locks) joins the frozen heap:
+            # no run made it, and collecting after every run need not walk it.
+            gc.freeze()
         self.settings.backend.run_once(controller)
         if controller.failure is not None and recorder is None:
             # The failure's traceback holds the failing run's frames, and their
