@@ -129,10 +129,9 @@ def _replay_command(
 
 def _trace_packages(values: Sequence[str] | None) -> list[str]:
     """``--trace-packages a,b --trace-packages c`` → ["a", "b", "c"]."""
-    names: list[str] = []
-    for value in values or ():
-        names += [name.strip() for name in value.split(",") if name.strip()]
-    return names
+    from racecheck.config import parse
+
+    return list(parse("trace_packages", list(values or ()), "--trace-packages"))
 
 
 class _Progress:
@@ -450,8 +449,9 @@ def run_layers(args: argparse.Namespace) -> Layers:
     }
     if args.detect:
         given["detect"] = True
-    if _trace_packages(args.trace_packages):
-        given["trace_packages"] = _trace_packages(args.trace_packages)
+    packages = _trace_packages(args.trace_packages)
+    if packages:
+        given["trace_packages"] = packages
     if args.paths:
         given["paths"] = list(args.paths)
     return build_layers(

@@ -203,12 +203,12 @@ def _layers(config: pytest.Config) -> Any:
             given[name] = value
     if config.getoption("racecheck_detect", False):
         given["detect"] = True
-    cli_packages: list[str] = []
-    for value in config.getoption("racecheck_trace_packages", None) or ():
-        cli_packages += [name.strip() for name in value.split(",") if name.strip()]
-    if cli_packages:
-        given["trace_packages"] = cli_packages
     try:
+        cli_packages = config.getoption("racecheck_trace_packages", None)
+        if cli_packages:  # repeatable, comma-separated
+            given["trace_packages"] = parse(
+                "trace_packages", cli_packages, "--racecheck-trace-packages"
+            )
         ini: dict[str, Any] = {}
         for name in _INI_OPTIONS:
             value = config.getini(f"racecheck_{name}")
@@ -264,15 +264,6 @@ def resolve_options(config: pytest.Config, marker: pytest.Mark) -> dict[str, Any
     """
     kwargs = {k: v for k, v in marker.kwargs.items() if k not in _MARKER_ONLY}
     return dict(layers(config).resolve(kwargs))
-
-
-def trace_packages(config: pytest.Config) -> list[str]:
-    """--racecheck-trace-packages (comma-separated, repeatable) and the ini list, in that order."""
-    names: list[str] = []
-    for value in config.getoption("racecheck_trace_packages", None) or ():
-        names += [name.strip() for name in value.split(",") if name.strip()]
-    names += [str(name) for name in config.getini("racecheck_trace_packages")]
-    return list(dict.fromkeys(names))
 
 
 class RacecheckWarning(pytest.PytestWarning):

@@ -101,15 +101,6 @@ def tracing(paths: Iterable[str]) -> Iterator[None]:
         is_user_file.cache_clear()
 
 
-def include_packages(prefixes: tuple[str, ...]) -> None:
-    """Deprecated process-wide form of :func:`tracing`; kept for callers outside the repo."""
-    global _extra_user_dirs, _extra_user_files
-    dirs = [os.path.abspath(p).rstrip(os.sep) + os.sep for p in prefixes if os.path.isdir(p)]
-    _extra_user_dirs = tuple(dirs)
-    _extra_user_files = frozenset(os.path.abspath(p) for p in prefixes if not os.path.isdir(p))
-    is_user_file.cache_clear()
-
-
 def _location(module_name: str) -> list[str]:
     """The directory of a package, or the file of a module, without importing it anew."""
     module = sys.modules.get(module_name)
@@ -201,9 +192,7 @@ def _is_library_path(path: str) -> bool:
 
 
 def _is_stdlib(top: str) -> bool:
-    if top in sys.stdlib_module_names or top in sys.builtin_module_names:
-        return True
-    return False
+    return top in sys.stdlib_module_names or top in sys.builtin_module_names
 
 
 def code_under_test(target: Callable[..., Any]) -> tuple[str, ...]:

@@ -49,6 +49,8 @@ class PortfolioChooser(BaseChooser):
         self.current = 0
         self.dropped: list[str] = []
         self.found_by: str | None = None
+        #: the current member failed mid-run (nondeterminism): finish in natural order
+        self._failed_member = False
 
     @property
     def member(self) -> str:

@@ -126,8 +126,13 @@ def _rlock_free(real: Any) -> bool:
     return repr(real).startswith("<unlocked")
 
 
-class AdoptedLock:
-    """A ``_thread.lock`` made before the run, scheduled while controlled threads use it."""
+class _Adopted:
+    """What every adopted lock shares; subclasses say when it is free and re-entered.
+
+    Outside a controlled thread every call goes straight to the wrapped lock.
+    Inside one, a contended acquire waits in the scheduler until :meth:`_free`,
+    so the real acquire never blocks in C.
+    """
 
     __slots__ = ("__weakref__", "_owner", "_rc_serial", "_rc_where", "_real")
 
@@ -136,19 +141,39 @@ class AdoptedLock:
         self._owner: Any = None
         self._rc_where = where
 
+    def _free(self) -> bool:
+        """Could a thread take it now? (Called from any thread: no side effects.)"""
+        raise NotImplementedError
+
+    def _reentered(self) -> bool:
+        """Does the calling thread hold it already (a recursive lock)?"""
+        return False
+
+    def _holder(self) -> str:
+        """Who holds it, when no controlled thread took it through this proxy."""
+        return "a thread racecheck does not run, or code that took it through another reference"
+
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         runtime, me = _context()
-        real = self._real
         if me is None or runtime is None:
-            return bool(real.acquire(blocking, timeout))
-        if _called_from_user_code():
+            return bool(self._real.acquire(blocking, timeout))
+        return self._acquire_controlled(runtime, me, blocking, timeout, _called_from_user_code())
+
+    # an alias, not a wrapper: acquire's caller must be the ``with`` statement
+    __enter__ = acquire
+
+    def _acquire_controlled(
+        self, runtime: Any, me: Any, blocking: bool, timeout: float, from_user_code: bool
+    ) -> bool:
+        real = self._real
+        if self._reentered():
+            return bool(real.acquire(False))  # never blocks, never a point
+        if from_user_code:
             runtime.point(me, "acquire", self)
         if not real.acquire(False):
             if not blocking:
                 return False
-            ok = runtime.block(
-                me, lambda: not real.locked(), _deadline(runtime, timeout), "acquire", self
-            )
+            ok = runtime.block(me, self._free, _deadline(runtime, timeout), "acquire", self)
             if not ok or not real.acquire(False):
                 return False
         self._owner = me
@@ -162,24 +187,23 @@ class AdoptedLock:
         self._release(_called_from_user_code())
 
     def _release(self, from_user_code: bool) -> None:
+        self._real.release()
+        if self._reentered():
+            return  # still held (recursive)
+        self._owner = None
         runtime, me = _context()
         _lock_released(runtime, me, self)
-        self._real.release()
-        self._owner = None
         if me is not None and runtime is not None and from_user_code:
             runtime.point(me, "released", self)
 
-    # an alias, not a wrapper: acquire's caller must be the ``with`` statement
-    __enter__ = acquire
-
     def locked(self) -> bool:
-        return bool(self._real.locked())
+        return not self._free()
 
     def held_elsewhere(self) -> str | None:
-        """Who holds it, when no controlled thread took it through this proxy."""
-        if self._owner is not None or not self._real.locked():
+        """Who holds it, when it is held but no controlled thread took it here."""
+        if self._owner is not None or self._free():
             return None
-        return "a thread racecheck does not run, or code that took it through another reference"
+        return self._holder()
 
     def _at_fork_reinit(self) -> None:
         self._real._at_fork_reinit()
@@ -189,58 +213,36 @@ class AdoptedLock:
         return repr(self._real)
 
 
-class AdoptedRLock:
+class AdoptedLock(_Adopted):
+    """A ``_thread.lock`` made before the run."""
+
+    __slots__ = ()
+
+    def _free(self) -> bool:
+        return not self._real.locked()
+
+
+class AdoptedRLock(_Adopted):
     """A ``_thread.RLock`` made before the run; reentrancy stays the real lock's."""
 
-    __slots__ = ("__weakref__", "_owner", "_rc_serial", "_rc_where", "_real")
+    __slots__ = ()
 
-    def __init__(self, real: Any, where: str) -> None:
-        self._real = real
-        self._owner: Any = None
-        self._rc_where = where
+    def _free(self) -> bool:
+        return _rlock_free(self._real)
 
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        runtime, me = _context()
-        real = self._real
-        if me is None or runtime is None:
-            return bool(real.acquire(blocking, timeout))
-        if real._is_owned():
-            return bool(real.acquire())  # reentrant: never blocks, never a point
-        if _called_from_user_code():
-            runtime.point(me, "acquire", self)
-        if not real.acquire(False):
-            if not blocking:
-                return False
-            ok = runtime.block(
-                me, lambda: _rlock_free(real), _deadline(runtime, timeout), "acquire", self
-            )
-            if not ok or not real.acquire(False):
-                return False
-        self._owner = me
-        _lock_acquired(runtime, me, self)
-        return True
+    def _reentered(self) -> bool:
+        return bool(self._real._is_owned())
 
-    def release(self) -> None:
-        self._release(_called_from_user_code())
-
-    def __exit__(self, *exc: object) -> None:
-        self._release(_called_from_user_code())
-
-    def _release(self, from_user_code: bool) -> None:
-        real = self._real
-        real.release()
-        if real._is_owned():
-            return  # still held (reentrant)
-        self._owner = None
-        runtime, me = _context()
-        _lock_released(runtime, me, self)
-        if me is not None and runtime is not None and from_user_code:
-            runtime.point(me, "released", self)
-
-    __enter__ = acquire
+    def _holder(self) -> str:
+        owner = repr(self._real).split("owner=", 1)[-1].split(" ", 1)[0]
+        active = threading._active  # type: ignore[attr-defined]
+        thread = active.get(int(owner)) if owner.isdigit() else None
+        return (
+            f"thread {thread.name!r}" if thread is not None else "a thread racecheck does not run"
+        )
 
     def _is_owned(self) -> bool:
-        return bool(self._real._is_owned())
+        return self._reentered()
 
     def _release_save(self) -> Any:
         state = self._real._release_save()
@@ -251,97 +253,45 @@ class AdoptedRLock:
 
     def _acquire_restore(self, state: Any) -> None:
         runtime, me = _context()
-        real = self._real
-        if me is not None and runtime is not None and not _rlock_free(real):
-            runtime.block(me, lambda: _rlock_free(real), None, "acquire", self)
-        real._acquire_restore(state)
+        if me is not None and runtime is not None and not self._free():
+            runtime.block(me, self._free, None, "acquire", self)
+        self._real._acquire_restore(state)
         if me is not None:
             self._owner = me
             _lock_acquired(runtime, me, self)
 
-    def _at_fork_reinit(self) -> None:
-        self._real._at_fork_reinit()
-        self._owner = None
 
-    def locked(self) -> bool:
-        return not _rlock_free(self._real)
-
-    def held_elsewhere(self) -> str | None:
-        if self._owner is not None or _rlock_free(self._real):
-            return None
-        owner = repr(self._real).split("owner=", 1)[-1].split(" ", 1)[0]
-        thread = threading._active.get(int(owner)) if owner.isdigit() else None  # type: ignore[attr-defined]
-        return (
-            f"thread {thread.name!r}" if thread is not None else "a thread racecheck does not run"
-        )
-
-    def __repr__(self) -> str:
-        return repr(self._real)
-
-
-class AdoptedSemLock:
+class AdoptedSemLock(_Adopted):
     """A ``multiprocessing`` lock or semaphore used by threads of one process.
 
     Between processes racecheck controls nothing; between the threads of the
     run it is a lock like any other, and blocking on it in C would stall.
     """
 
-    __slots__ = ("__weakref__", "_owner", "_rc_serial", "_rc_where", "_real")
+    __slots__ = ()
 
-    def __init__(self, real: Any, where: str) -> None:
-        self._real = real
-        self._owner: Any = None
-        self._rc_where = where
-
+    # multiprocessing spells it acquire(block=True, timeout=None)
     def acquire(self, block: bool = True, timeout: float | None = None) -> bool:
         runtime, me = _context()
-        real = self._real
         if me is None or runtime is None:
-            return bool(real.acquire(block, timeout))
-        if real._is_mine() and real._count() > 0:
-            return bool(real.acquire(False))  # a recursive lock this thread holds
-        if _called_from_user_code():
-            runtime.point(me, "acquire", self)
-        if not real.acquire(False):
-            if not block:
-                return False
-            deadline = _deadline(runtime, -1 if timeout is None else timeout)
-            ok = runtime.block(me, lambda: real._get_value() > 0, deadline, "acquire", self)
-            if not ok or not real.acquire(False):
-                return False
-        self._owner = me
-        _lock_acquired(runtime, me, self)
-        return True
+            return bool(self._real.acquire(block, timeout))
+        limit = -1 if timeout is None else timeout
+        return self._acquire_controlled(runtime, me, block, limit, _called_from_user_code())
 
-    def release(self) -> None:
-        self._release(_called_from_user_code())
+    __enter__ = acquire  # type: ignore[assignment]
 
-    def __exit__(self, *exc: object) -> None:
-        self._release(_called_from_user_code())
+    def _free(self) -> bool:
+        return bool(self._real._get_value() > 0)
 
-    def _release(self, from_user_code: bool) -> None:
+    def _reentered(self) -> bool:
         real = self._real
-        real.release()
-        if real._is_mine() and real._count() > 0:
-            return
-        self._owner = None
-        runtime, me = _context()
-        _lock_released(runtime, me, self)
-        if me is not None and runtime is not None and from_user_code:
-            runtime.point(me, "released", self)
+        return bool(real._is_mine() and real._count() > 0)
 
-    __enter__ = acquire
-
-    def held_elsewhere(self) -> str | None:
-        if self._owner is not None or self._real._get_value() > 0:
-            return None
+    def _holder(self) -> str:
         return "another process, or a thread racecheck does not run"
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)  # _is_mine, _count, _get_value, handle, ...
-
-    def __repr__(self) -> str:
-        return repr(self._real)
 
 
 _PROXY_KINDS: dict[type, type] = {

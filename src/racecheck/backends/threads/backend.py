@@ -199,12 +199,10 @@ class ThreadsBackend:
 def describe_blocked(name: str, frame: Any) -> str:
     """The thread that holds the baton is blocked in C: say where, and on what if we can."""
     from racecheck.backends.threads.adopt import RAW_LOCK, RAW_RLOCK
-    from racecheck.sources import is_user_file, source_line
+    from racecheck.backends.threads.runtime import _user_frame
+    from racecheck.sources import source_line
 
-    user = frame
-    while user is not None and not is_user_file(user.f_code.co_filename):
-        user = user.f_back
-    where = user or frame
+    where = _user_frame(frame) or frame
     place = f"{where.f_code.co_name}() at {os.path.basename(where.f_code.co_filename)}"
     place += f":{where.f_lineno}"
     line = source_line(where.f_code.co_filename, where.f_lineno)
