@@ -294,9 +294,9 @@ def test_batch_order_is_controlled_not_natural() -> None:
     assert any("first()" in n for n in names) and any("second()" in n for n in names)
 
 
-def test_exhaustive_on_trio_never_claims_every_schedule() -> None:
-    """trio's freedom includes postponing a runnable task past its batch, which
-    racecheck does not explore yet: finishing its own space is not "exhausted"."""
+def test_exhaustive_on_trio_covers_postponing_and_says_so() -> None:
+    """Every step is a choice among all runnable tasks (trio may leave any of them
+    queued for later batches), so finishing the space is a claim about trio's freedom."""
 
     async def two_tasks() -> None:
         async with trio.open_nursery() as nursery:
@@ -304,9 +304,42 @@ def test_exhaustive_on_trio_never_claims_every_schedule() -> None:
             nursery.start_soon(trio.sleep, 0)
 
     report = racecheck.check(two_tasks, backend="trio", strategy="exhaustive", schedules=1000)
-    assert not report.exhausted
+    assert report.exhausted, str(report)
     assert report.schedules_run > 1
-    assert "never postpones a runnable task past its batch" in str(report)
+    assert "every schedule racecheck can make of this program ran" in str(report)
+
+
+def test_exhaustive_with_inline_to_thread_workers_never_claims_exhausted() -> None:
+    """A worker runs inline at its call: orders where tasks run while it works were not run."""
+
+    async def offload() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.to_thread.run_sync, int)
+            nursery.start_soon(trio.sleep, 0)
+
+    report = racecheck.check(offload, backend="trio", strategy="exhaustive", schedules=1000)
+    assert report.schedules_run > 1
+    assert not report.exhausted
+    assert "to_thread workers ran inline" in str(report)
+
+
+def test_exhaustive_waiting_for_a_real_thread_never_claims_exhausted() -> None:
+    async def waits_for_thread() -> None:
+        event = trio.Event()
+        token = trio.lowlevel.current_trio_token()
+
+        def later() -> None:
+            time.sleep(0.01)
+            trio.from_thread.run_sync(event.set, trio_token=token)
+
+        thread = threading.Thread(target=later)
+        thread.start()
+        await event.wait()
+        thread.join()
+
+    report = racecheck.check(waits_for_thread, backend="trio", strategy="exhaustive", schedules=5)
+    assert not report.exhausted
+    assert "waited for work from threads or I/O" in str(report)
 
 
 # -------------------------------------------------------------- virtual time

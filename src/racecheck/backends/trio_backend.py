@@ -216,9 +216,10 @@ def _self_check(version: str) -> int:
 
     Existence alone is not enough: a trio that still has ``_r`` but stopped
     calling ``_r.shuffle`` would silently explore nothing. So a tiny run checks
-    that the order chosen for a batch is the order the tasks run in, that the
-    clock is asked when the run is idle, and that the runner attributes the
-    backend reads are there.
+    that the order chosen is the order the tasks run in (tasks left in the run
+    queue by one pass included, so postponing works), that the clock is asked
+    when the run is idle, and that the runner attributes the backend reads are
+    there.
     """
     global _probed
     if _probed is not None and _probed[0] == version:
@@ -272,23 +273,38 @@ class _Probe:
         self.run_module = run_module
         self.now = 0.0
         self.shuffles = 0
-        self.order: list[int] = []
+        self.order: list[tuple[int, int]] = []
         self.idle_asked = False
         self.idle_io = 1
         self.runner_ok = False
         self.task_ok = True
         self.idle_forever = 0
+        self.runq_ok = True
         self.version = str(trio.__version__)
 
     # -- the shuffler
     def shuffle(self, batch: list[Any]) -> None:
+        """Run one probe child per pass, the first in WANTED order; postpone the others.
+
+        That is the backend's own move (a runnable task left in the run queue
+        for a later pass), so the probe's order proves it works on this trio.
+        """
         self.shuffles += 1
         rank = {f"racecheck-probe-{i}": position for position, i in enumerate(self.WANTED)}
         for task in batch:
             if not all(hasattr(task, a) for a in _TASK_ATTRIBUTES):
                 self.task_ok = False
-        # trio runs the batch from its end: put the first to run last
-        batch.sort(key=lambda t: -rank.get(getattr(t, "name", ""), -1))
+        children = sorted(
+            (t for t in batch if getattr(t, "name", "") in rank), key=lambda t: rank[t.name]
+        )
+        if len(children) > 1:
+            runq = getattr(self.run_module.GLOBAL_RUN_CONTEXT.runner, "runq", None)
+            if runq is None or not callable(getattr(runq, "extend", None)):
+                self.runq_ok = False
+            else:
+                postponed = children[1:]
+                runq.extend(postponed)
+                batch[:] = [t for t in batch if t not in postponed]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(_original("_r"), name)
@@ -316,8 +332,9 @@ class _Probe:
         trio = self.trio
 
         async def child(index: int) -> None:
+            self.order.append((index, 0))
             await trio.sleep(0)
-            self.order.append(index)
+            self.order.append((index, 1))
 
         async with trio.open_nursery() as nursery:
             for index in range(3):
@@ -333,8 +350,11 @@ class _Probe:
             return "the run loop never called _r.shuffle"
         if not self.task_ok:
             return "tasks lack " + "/".join(_TASK_ATTRIBUTES)
-        if self.order != list(self.WANTED):
-            return f"batch order not followed (ran {self.order}, chose {list(self.WANTED)})"
+        if not self.runq_ok:
+            return "the runner has no run queue to postpone tasks into"
+        wanted = [(index, step) for index in self.WANTED for step in (0, 1)]
+        if self.order != wanted:
+            return f"the chosen order was not followed (ran {self.order}, chose {wanted})"
         if not self.idle_asked or self.now != 5:
             return "the clock was not asked for the idle sleep time"
         if not self.runner_ok:
@@ -386,8 +406,14 @@ class _TrioRun:
         self.actors: dict[Any, int] = {}
         self.names: dict[int, str] = {}
         self.next_actor = 1
-        #: task -> the index chosen for it in its last batch (trace: preempted or not)
+        #: task -> the index chosen for it in its last step (trace: preempted or not)
         self.chosen: dict[Any, int] = {}
+        #: what is left of trio's current batch, in the order trio would run it
+        self.queue: list[Any] = []
+        #: the run waited for a thread or I/O racecheck does not run (see scheduling_limit)
+        self.waited_outside = False
+        #: a to_thread worker ran inline (see scheduling_limit)
+        self.ran_inline_worker = False
         #: how far the unwinding of a failed run went: _RUNNING, _CANCELLING, _KILLING
         self.phase = _RUNNING
         self.cancel_rounds = 0
@@ -467,7 +493,16 @@ class _TrioRun:
         self.hard_abort = True
         raise RunAborted()
 
-    # -- the batch shuffler (trio calls _r.shuffle(batch); it runs batch.pop() first)
+    # -- the scheduler (trio calls _r.shuffle(batch) once per loop pass; it runs batch.pop() first)
+    #
+    # While the run is live, each pass runs trio's housekeeping and exactly
+    # one actor: the one the strategy picked among *all* runnable actors. The
+    # others go straight back into trio's run queue, still runnable, for a
+    # later pass. That is the freedom trio's semantics give a scheduler (a
+    # runnable task may wait any number of batches), and it makes every step
+    # a decision over the same candidates asyncio offers: everyone runnable,
+    # in the order trio itself would run them.
+
     def shuffle(self, batch: list[Any]) -> None:
         if threading.get_ident() != self.thread:
             # another thread's trio.run while ours is patched: leave it alone
@@ -477,12 +512,27 @@ class _TrioRun:
             self.runner = self.run_module.GLOBAL_RUN_CONTEXT.runner
         housekeeping: list[Any] = []
         tasks: list[Any] = []
+        # creation order: actor ids are handed out at first sight, deterministically
         for task in sorted(batch, key=lambda t: t._counter):
             actor = self.actors.get(task)
             if actor is None:
                 actor = self._register(task)
             (tasks if actor else housekeeping).append(task)
-        order = housekeeping + self._choose_order(tasks)
+        self.check_abort()
+        if not self.controller.aborting:
+            chosen = self._choose_one(tasks)
+            if chosen is not None:
+                postponed = [task for task in tasks if task is not chosen]
+                if postponed:
+                    self.runner.runq.extend(postponed)
+                housekeeping.append(chosen)
+                housekeeping.reverse()
+                batch[:] = housekeeping
+                return
+        # Unwinding a run that is over: which order no longer matters, only
+        # that everyone gets to unwind, so the whole batch runs (trio's way).
+        order = housekeeping + self._choose_order(self._natural_order(tasks))
+        self.queue = []
         if self.phase == _CANCELLING:
             self.cancel_rounds += 1
             if self.cancel_rounds > _CANCEL_ROUNDS:
@@ -496,8 +546,44 @@ class _TrioRun:
         # random(), uniform(), ... for anything else in trio that uses _r
         return getattr(_original("_r"), name)
 
+    def _natural_order(self, tasks: list[Any]) -> list[Any]:
+        """The runnable actors in the order trio would run them (``tasks``: creation order).
+
+        trio runs a batch (everything runnable when the pass started, here in
+        creation order) to its end before it looks at the tasks that became
+        runnable meanwhile; those form the next batch. :attr:`queue` is what
+        is left of the current batch; a task postponed past it by an earlier
+        choice, or woken since, comes after.
+        """
+        queue = self.queue
+        if queue:
+            runnable = set(tasks)
+            queue = self.queue = [task for task in queue if task in runnable]
+        if not queue:
+            queue = self.queue = list(tasks)
+            return list(tasks)
+        queued = set(queue)
+        return queue + [task for task in tasks if task not in queued]
+
+    def _choose_one(self, tasks: list[Any]) -> Any:
+        """The actor that runs this pass, or None once the run must unwind instead."""
+        if not tasks:
+            return None
+        candidates = self._natural_order(tasks)
+        actors = self.actors
+        try:
+            index = self.controller.decide([actors[t] for t in candidates])
+        except RunAborted:
+            # the step limit, a failing strategy: unwind, in trio's order
+            self.escalate()
+            return None
+        task = candidates[index]
+        if index < len(self.queue):
+            del self.queue[index]
+        self.chosen[task] = index
+        return task
+
     def _choose_order(self, tasks: list[Any]) -> list[Any]:
-        self.check_abort()
         remaining = tasks
         order: list[Any] = []
         controller = self.controller
@@ -506,8 +592,8 @@ class _TrioRun:
             try:
                 index = controller.decide([actors[t] for t in remaining])
             except RunAborted:
-                # the step limit, a failing strategy, or the teardown budget
-                # spent: unwind one step further, keep trio's order meanwhile
+                # the teardown budget spent: unwind one step further, keep
+                # trio's order meanwhile
                 self.escalate()
                 order.extend(remaining)
                 return order
@@ -586,6 +672,7 @@ class _TrioRun:
             self.controller.now = max(self.controller.now, deadline)
             return 0.0
         if self._external_pending(stats):
+            self.waited_outside = True
             return _EXTERNAL_POLL
         # Nothing runnable, no deadline, nothing that could wake the run.
         if not self.controller.aborting:
@@ -619,6 +706,7 @@ class _TrioRun:
             return
         import outcome
 
+        self.ran_inline_worker = True
         result = outcome.capture(fn)
         error = getattr(result, "error", None)
         if isinstance(error, RuntimeError) and _raised_in_trio_threads(error, self.trio_dir):
@@ -904,20 +992,40 @@ def _exit_operation(task: Any, runner: Any, pending_before: int) -> str:
 
 
 class TrioBackend:
-    """Runs an ``async def`` target under ``trio.run`` with racecheck ordering each batch."""
+    """Runs an ``async def`` target under ``trio.run``; racecheck picks every task step."""
 
     name = "trio"
     granularity = "task"
-    #: why "every schedule ran" would overclaim here (see racecheck.explore)
-    scheduling_limit = (
-        "on trio racecheck reorders the tasks of each batch but never postpones a runnable"
-        " task past its batch, so some schedules trio allows were not run"
-    )
 
     def __init__(self, target: Callable[[], Any]) -> None:
         self.target = target
         self.idle_io = 1
         self.current: _TrioRun | None = None
+        self.runs_waiting_outside = 0
+        self.runs_with_inline_workers = 0
+
+    @property
+    def scheduling_limit(self) -> str | None:
+        """Why "every schedule ran" would overclaim (see racecheck.explore), if it would.
+
+        The run-queue model covers every order trio may run runnable tasks
+        in. What it does not cover: when work from outside the run arrives,
+        and a ``to_thread`` worker running concurrently with other tasks (it
+        runs inline, at its call).
+        """
+        limits = []
+        if self.runs_waiting_outside:
+            limits.append(
+                "the run waited for work from threads or I/O racecheck does not run"
+                " (trio.from_thread from a real thread, a socket); when that work arrives"
+                " was not explored"
+            )
+        if self.runs_with_inline_workers:
+            limits.append(
+                "trio.to_thread workers ran inline at their call, so orders where other"
+                " tasks run while a worker runs were not explored"
+            )
+        return "; ".join(limits) or None
 
     def install(self) -> None:
         """Fail early, with a clear message, on a trio whose hooks are not known to work."""
@@ -956,6 +1064,8 @@ class TrioBackend:
                 _restore()
                 if run.hard_abort:
                     run.close_leftovers()
+                self.runs_waiting_outside += run.waited_outside
+                self.runs_with_inline_workers += run.ran_inline_worker
         except RunAborted:
             pass
         except BaseException as exc:
