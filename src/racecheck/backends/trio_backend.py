@@ -2,16 +2,43 @@
 
 trio has no public hook that chooses the next task, but its run loop already
 has a seam for deterministic testing: every pass takes the *batch* of runnable
-tasks and, when ``trio._core._run._ALLOW_DETERMINISTIC_SCHEDULING`` is true,
-sorts it by task creation order and calls ``_r.shuffle(batch)`` on the
-module-level ``random.Random`` ``_r``; then it runs the batch from its end.
-For the duration of a run racecheck swaps ``_r`` for a :class:`_TrioRun`
-whose ``shuffle`` turns the batch ordering into engine decisions: it picks the
-task to run first among those left, then the next, and so on. Index 0 is
-trio's own deterministic order (task creation order), so an all-zero schedule
-is the "natural" run and shrinking moves toward it. Everything else -- nurseries,
-cancel scopes, Lock, Semaphore, Event, Condition, memory channels -- is trio's
-own code, unchanged.
+tasks (the whole run queue) and, when
+``trio._core._run._ALLOW_DETERMINISTIC_SCHEDULING`` is true, sorts it by task
+creation order and calls ``_r.shuffle(batch)`` on the module-level
+``random.Random`` ``_r``; then it runs the batch from its end. For the
+duration of a run racecheck swaps ``_r`` for a :class:`_TrioRun` whose
+``shuffle`` keeps trio's housekeeping and *one* actor in the batch and puts
+every other runnable actor straight back into the run queue, where it stays
+runnable for a later pass. So each task step is one engine decision.
+Everything else -- checkpoints, nurseries, cancel scopes, deadlines, Lock,
+Semaphore, Event, Condition, memory channels -- is trio's own code, unchanged.
+
+**The decision model is asyncio's.** At every step the candidates are all
+runnable actors, in the order trio itself would run them: what is left of
+the current batch (creation order), then the tasks that became runnable since
+(the next batch, creation order). Index 0 is therefore trio's own
+deterministic order, an all-zero schedule is the "natural" run, and shrinking
+moves toward it. Picking another candidate postpones the ones ahead of it;
+trio promises no more than that a runnable task runs *eventually*, so a task
+left queued for several batches is a schedule real trio may take (racecheck
+used to reorder within a batch only, which made bugs needing one side to
+start a few checkpoints late unreachable). How long a task waits is the
+strategy's choice; the step bound keeps every run finite, and the engine's
+fairness bound stops one task from winning every step of a spin loop.
+
+**What a preemption counts here.** Tasks switch only at checkpoints, so a
+"preemption" (what exhaustive search bounds, and what a trace marks with
+``»``) is a *delay*: one step where the task run is not the one trio would
+run next. How far it jumps the queue does not matter; it costs one.
+"exhausted" on trio therefore means every schedule with at most that many
+delays from trio's batch order ran -- over the whole run-queue freedom, not
+a part of it. Two things stay outside the model, and a run that met them
+never claims "exhausted" (:attr:`TrioBackend.scheduling_limit`): work that
+arrives from outside the run (a real thread, a socket), and ``to_thread``
+workers, which run inline at their call (see below).
+
+While a failed run unwinds, the order no longer matters: the whole batch
+runs at once, as trio would, so cancellation reaches everyone quickly.
 
 Three more pieces make a run deterministic and finite:
 
@@ -19,7 +46,9 @@ Three more pieces make a run deterministic and finite:
   passed to ``trio.run``. trio asks ``deadline_to_sleep_time`` only when no task
   is runnable; the clock then jumps straight to the next deadline, so
   ``trio.sleep(3600)`` and ``move_on_after`` cost nothing, and mirrors the time
-  in ``controller.now``.
+  in ``controller.now``. As on asyncio, time stands still while any task is
+  runnable, however long it stays queued: a deadline fires only once
+  everything runnable has run.
 * **Deadlock detection.** When nothing is runnable, no deadline is pending, no
   ``run_sync_soon`` callback is queued and nothing external (a thread, a socket)
   could wake the run, trio would wait for I/O forever. The clock sees exactly
@@ -31,15 +60,17 @@ Three more pieces make a run deterministic and finite:
   function that runs the worker inline, in the calling task's step. A real
   thread would put the work outside racecheck's control and make "nothing is
   runnable" ambiguous (false deadlocks, or real waiting). The price: a worker
-  runs atomically (interleavings *inside* it are not explored; those around
-  the call are), and ``trio.from_thread`` calls from a worker are reported as
-  an :class:`UnsupportedError` rather than run.
+  runs atomically, at its call (other tasks never run while it works, though
+  the steps before and after the call are scheduled like any other), so a run
+  that used one never claims "exhausted"; and ``trio.from_thread`` calls from
+  a worker are reported as an :class:`UnsupportedError` rather than run.
 
 The hooks are private, so the tested range is pinned (:data:`TESTED`), and
 :meth:`TrioBackend.install` checks the version *and* probes that the hooks
 behave (a tiny ``trio.run`` whose batch order must follow the probe's choices)
-before exploring. Every patched global is restored after each run, failing or
-not, and again by :meth:`TrioBackend.uninstall`.
+before exploring; the probe postpones a runnable task the way runs do. Every
+patched global is restored after each run, failing or not, and again by
+:meth:`TrioBackend.uninstall`.
 """
 
 from __future__ import annotations
@@ -47,6 +78,7 @@ from __future__ import annotations
 import _thread
 import gc
 import math
+import operator
 import os
 import re
 import sys
@@ -106,6 +138,8 @@ _TASK_ATTRIBUTES = (
     "_attempt_abort",
 )
 _NO_RESOURCE = {"NurseryManager.__aexit__", "Nursery._nested_child_finished"}
+#: the sort key of trio's deterministic batch order
+_CREATION_ORDER = operator.attrgetter("_counter")
 
 
 # --------------------------------------------------------------- trio access
@@ -512,12 +546,17 @@ class _TrioRun:
             self.runner = self.run_module.GLOBAL_RUN_CONTEXT.runner
         housekeeping: list[Any] = []
         tasks: list[Any] = []
+        actors = self.actors
         # creation order: actor ids are handed out at first sight, deterministically
-        for task in sorted(batch, key=lambda t: t._counter):
-            actor = self.actors.get(task)
+        # (trio sorts the batch so already: then this sort is one cheap pass)
+        for task in sorted(batch, key=_CREATION_ORDER):
+            actor = actors.get(task)
             if actor is None:
                 actor = self._register(task)
-            (tasks if actor else housekeeping).append(task)
+            if actor:
+                tasks.append(task)
+            else:
+                housekeeping.append(task)
         self.check_abort()
         if not self.controller.aborting:
             chosen = self._choose_one(tasks)
