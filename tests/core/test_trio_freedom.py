@@ -250,6 +250,42 @@ def test_fixed_version_runs_clean(bug: str, strategy: str) -> None:
     assert not report.warnings
 
 
+@pytest.mark.parametrize("bug", sorted(TRIO_FIXED))
+def test_fixed_version_is_exhaustively_clean(bug: str) -> None:
+    """Small enough to run every schedule of trio's run-queue freedom: none fails."""
+    report = racecheck.check(TRIO_FIXED[bug], backend="trio", strategy="exhaustive", schedules=5000)
+    assert report.exhausted, str(report)
+    assert report.schedules_run < 5000
+
+
+def test_polling_loop_is_no_false_step_limit() -> None:
+    """Batches made trio fair by construction; postponing does not starve a setter for good.
+
+    A strategy that favours the poller (PCT's priorities) must still let the
+    setter finish: the engine's fairness bound and the step bound do that.
+    """
+
+    async def polling() -> None:
+        state = {"ready": False}
+
+        async def setter() -> None:
+            for _ in range(5):
+                await trio.sleep(0)
+            state["ready"] = True
+
+        async def poller() -> None:
+            while not state["ready"]:
+                await trio.sleep(0)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(poller)
+            nursery.start_soon(setter)
+
+    for strategy in ("pct", "random"):
+        report = racecheck.check(polling, backend="trio", strategy=strategy, schedules=100, seed=1)
+        assert report.schedules_run == 100
+
+
 # --------------------------------------------------- the freedom, precisely
 
 

@@ -559,12 +559,13 @@ class _TrioRun:
                 housekeeping.append(task)
         self.check_abort()
         if not self.controller.aborting:
-            chosen = self._choose_one(tasks)
-            if chosen is not None:
-                postponed = [task for task in tasks if task is not chosen]
-                if postponed:
-                    self.runner.runq.extend(postponed)
-                housekeeping.append(chosen)
+            chosen = self._choose_one(tasks) if tasks else None
+            if chosen is not None or not tasks:
+                if chosen is not None:
+                    postponed = [task for task in tasks if task is not chosen]
+                    if postponed:
+                        self.runner.runq.extend(postponed)
+                    housekeeping.append(chosen)
                 housekeeping.reverse()
                 batch[:] = housekeeping
                 return
@@ -606,8 +607,6 @@ class _TrioRun:
 
     def _choose_one(self, tasks: list[Any]) -> Any:
         """The actor that runs this pass, or None once the run must unwind instead."""
-        if not tasks:
-            return None
         candidates = self._natural_order(tasks)
         actors = self.actors
         try:
