@@ -592,8 +592,9 @@ class _TrioRun:
         trio runs a batch (everything runnable when the pass started, here in
         creation order) to its end before it looks at the tasks that became
         runnable meanwhile; those form the next batch. :attr:`queue` is what
-        is left of the current batch; a task postponed past it by an earlier
-        choice, or woken since, comes after.
+        is left of the current batch (a task the strategy passed over stays in
+        it); the runnable tasks that are not in it, woken since it was formed,
+        come after.
         """
         queue = self.queue
         if queue:
@@ -818,6 +819,7 @@ class _TrioRun:
             sys.unraisablehook = hook
         self.actors.clear()
         self.chosen.clear()
+        self.queue.clear()
 
 
 def _ignore_unraisable(unraisable: Any) -> None:
