@@ -38,7 +38,7 @@ def _seeds(text: str) -> list[int]:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"seeds must be integers separated by commas, not {text!r}"
-        )
+        ) from None
     if not seeds:
         raise argparse.ArgumentTypeError("give at least one seed")
     return seeds
