@@ -20,8 +20,10 @@ def make_chooser(name: str, *, seed: int, options: dict[str, Any]) -> Chooser:
         from racecheck.strategies.pct import PCTChooser
 
         depth = options.pop("depth", "random" if name == "pct-random" else 3)
+        if isinstance(depth, str) and depth.strip().isdigit():
+            depth = int(depth)  # from an ini file or the command line
         try:
-            return PCTChooser(seed=seed, depth=depth if depth == "random" else int(depth))
+            return PCTChooser(seed=seed, depth=depth)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"depth: {exc}") from None
     if name == "pos":
