@@ -426,9 +426,12 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
         )
     else:
         expected = "" if rec.ok else f" (expected {rec.expect})"
+        # the portfolio names the member that found it, and after how many of its own
+        member = failure.strategy if failure is not None and ": " in failure.strategy else ""
+        found_by = f" ({_safe(member)})" if member else ""
         lines.append(
-            f"{mark}{label}: {rec.verdict} after {_schedules(rec.schedules_run)}{expected}:"
-            f" {message}"
+            f"{mark}{label}: {rec.verdict} after {_schedules(rec.schedules_run)}{found_by}"
+            f"{expected}: {message}"
         )
     if show_trace and failure is not None:
         # the first line of the rendering repeats the summary printed just above
