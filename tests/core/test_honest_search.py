@@ -201,7 +201,7 @@ def test_the_portfolio_drops_systematic_search_on_a_nondeterministic_target() ->
 
 # -- through pytest: the false claims of the issue cannot be printed ------------------------
 
-FALSE_CLAIMS = '''
+FALSE_CLAIMS = """
 import asyncio
 
 import pytest
@@ -289,7 +289,7 @@ async def test_fixed_under_pct():
 
     await asyncio.gather(deposit(10), deposit(5))
     assert balance[0] == 15
-'''
+"""
 
 
 def test_the_false_claims_cannot_be_printed(pytester: pytest.Pytester) -> None:
