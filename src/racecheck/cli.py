@@ -596,7 +596,9 @@ def _add_run(sub: Any) -> None:
         help=f"scenario files or folders, or FILE::NAME[VARIANT] (default: {DEFAULT_PATH})",
     )
     p.add_argument(
-        "--strategy", help="auto | random | pct | exhaustive | hypothesis (default: auto)"
+        "--strategy",
+        help="auto | pct | pct-random | pos | surw | random | exhaustive | hypothesis"
+        " (default: auto)",
     )
     p.add_argument("--schedules", type=_positive_int, help="schedules per variant (default 1000)")
     p.add_argument("--seed", type=_int, help="seed for the strategy (default 0)")

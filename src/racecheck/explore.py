@@ -446,12 +446,12 @@ def explore(
         raise UsageError(f"schedules must be a positive integer, not {schedules!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise UsageError(f"seed must be an integer, not {seed!r}")
+    watch = _saturation_watch(options)
     if strategy == "hypothesis":
         from racecheck.strategies.hypothesis import explore_with_hypothesis
 
         with quiet_gc():
             return explore_with_hypothesis(target, settings, schedules, seed, options)
-    watch = _saturation_watch(options)
     chooser = make_chooser(strategy, seed=seed, options=options)
     tell = getattr(chooser, "for_backend", None)  # notes name what a bound counts
     if tell is not None:
