@@ -79,6 +79,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-overhead", action="store_true", help="skip the overhead measurements")
 
 
+def _progress(row: Any) -> None:
+    """One line on stderr per finished row: a full table takes minutes."""
+    cells = " ".join("-" if n is None else str(n) for n in row.counts)
+    print(f"bench: {row.name} {row.strategy}: {cells}", file=sys.stderr, flush=True)
+
+
 def run(args: Any) -> int:
     from racecheck.bench.table import measure, render
 
@@ -95,7 +101,13 @@ def run(args: Any) -> int:
             )
     print()
     try:
-        rows = measure(list(args.paths) or ["scenarios/"], args.strategies, args.seeds, args.budget)
+        rows = measure(
+            list(args.paths) or ["scenarios/"],
+            args.strategies,
+            args.seeds,
+            args.budget,
+            on_row=_progress,
+        )
     except (OSError, ValueError) as exc:
         raise UsageError(f"bench: {exc}") from None
     for line in render(rows, args.seeds, args.budget):
