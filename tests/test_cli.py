@@ -733,6 +733,11 @@ def test_real_ctrl_c(real_project: Path) -> None:
 
     exe = Path(sys.executable).with_name("racecheck")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "racecheck.cli"]
+    # a few distinct schedules only: keep the random walk from saturating and stopping
+    bank = real_project / "scenarios" / "bank.py"
+    bank.write_text(
+        bank.read_text().replace('issue="demo#1",', 'issue="demo#1", options={"saturation": 0},')
+    )
     proc = subprocess.Popen(
         [*cmd, "run", "--strategy", "random", "--schedules", "1000000"],
         stdout=subprocess.PIPE,

@@ -426,9 +426,12 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
         )
     else:
         expected = "" if rec.ok else f" (expected {rec.expect})"
+        # the portfolio names the member that found it, and after how many of its own
+        member = failure.strategy if failure is not None and ": " in failure.strategy else ""
+        found_by = f" ({_safe(member)})" if member else ""
         lines.append(
-            f"{mark}{label}: {rec.verdict} after {_schedules(rec.schedules_run)}{expected}:"
-            f" {message}"
+            f"{mark}{label}: {rec.verdict} after {_schedules(rec.schedules_run)}{found_by}"
+            f"{expected}: {message}"
         )
     if show_trace and failure is not None:
         # the first line of the rendering repeats the summary printed just above
@@ -593,7 +596,9 @@ def _add_run(sub: Any) -> None:
         help=f"scenario files or folders, or FILE::NAME[VARIANT] (default: {DEFAULT_PATH})",
     )
     p.add_argument(
-        "--strategy", help="auto | random | pct | exhaustive | hypothesis (default: auto)"
+        "--strategy",
+        help="auto | pct | pct-random | pos | surw | random | exhaustive | hypothesis"
+        " (default: auto)",
     )
     p.add_argument("--schedules", type=_positive_int, help="schedules per variant (default 1000)")
     p.add_argument("--seed", type=_int, help="seed for the strategy (default 0)")

@@ -31,6 +31,7 @@ from typing import Any
 from racecheck.engine import Backend, Controller, Failure, in_exploration, run_supervised
 from racecheck.errors import DivergenceError, StateLeakError, UsageError, one_line
 from racecheck.outcome import RaceFound, Report
+from racecheck.saturation import DEFAULT_WINDOW, SaturationWatch
 from racecheck.schedule import Decision, Schedule, fingerprint, python_tag
 from racecheck.strategies import make_chooser
 from racecheck.strategies.base import Chooser
@@ -445,12 +446,16 @@ def explore(
         raise UsageError(f"schedules must be a positive integer, not {schedules!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise UsageError(f"seed must be an integer, not {seed!r}")
+    watch = _saturation_watch(options)
     if strategy == "hypothesis":
         from racecheck.strategies.hypothesis import explore_with_hypothesis
 
         with quiet_gc():
             return explore_with_hypothesis(target, settings, schedules, seed, options)
     chooser = make_chooser(strategy, seed=seed, options=options)
+    tell = getattr(chooser, "for_backend", None)  # notes name what a bound counts
+    if tell is not None:
+        tell(settings.backend.name)
     if options:
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")
     session = Session(settings)
@@ -459,7 +464,7 @@ def explore(
     def work() -> Report | Found:
         settings.backend.install()
         try:
-            return _explore(session, chooser, schedules)
+            return _explore(session, chooser, schedules, watch)
         finally:
             settings.backend.uninstall()
 
@@ -471,6 +476,14 @@ def explore(
     outcome.seconds = time.perf_counter() - started
     outcome.strategy, outcome.seed = strategy, seed
     return outcome
+
+
+def _saturation_watch(options: dict[str, Any]) -> SaturationWatch:
+    """``saturation=N``: schedules in a row without anything new before stopping (0: never)."""
+    window = options.pop("saturation", DEFAULT_WINDOW)
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+        raise UsageError(f"saturation must be a non-negative integer, not {window!r}")
+    return SaturationWatch(window)
 
 
 #: One exploration at a time per process. An exploration patches process-wide
@@ -510,7 +523,9 @@ def _supervise(session: Session, work: Callable[[], Any]) -> Any:
             backend.uninstall()  # idempotent: the worker may be gone for good
 
 
-def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Found:
+def _explore(
+    session: Session, chooser: Chooser, schedules: int, watch: SaturationWatch | None = None
+) -> Report | Found:
     seen = session.schedules_seen
     settings = session.settings
     run = 0
@@ -528,10 +543,12 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
             return _found(session, controller.failure, decisions, run)
         if not chooser.has_more():
             break
+        if watch is not None and watch.after_run(chooser, decisions, controller.accesses):
+            break
     if session.interrupted:
         raise KeyboardInterrupt
     warnings = session.warnings()
-    notes = chooser.notes(run)
+    notes = chooser.notes(run) + (watch.notes if watch is not None else [])
     if warnings and chooser.exhausted:
         # The strategy ran out of schedules it could tell apart; unseen code had more.
         notes = [
@@ -559,6 +576,7 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
         distinct_orderings=len(session.coverage),
         notes=notes,
         warnings=warnings,
+        saturated=watch is not None and watch.stopped,
     )
 
 
@@ -805,7 +823,7 @@ def replay_token(target: Callable[[], Any], token: str, *, options: dict[str, An
     options.pop("strategy", None)
     options.pop("schedules", None)
     options.pop("seed", None)
-    for ignored in ("depth", "preemption_bound"):
+    for ignored in ("depth", "preemption_bound", "saturation"):
         options.pop(ignored, None)
     if options:
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")

@@ -43,9 +43,14 @@ class Report:
     #: reasons this green run may prove less than it seems (code racecheck
     #: could not see, a tracer that was replaced); never empty when it matters
     warnings: list[str] = field(default_factory=list)
+    #: True when the exploration stopped before its budget because the strategy
+    #: kept repeating itself (racecheck.saturation); the notes say what it measured
+    saturated: bool = False
 
     def __str__(self) -> str:
         done = "exhausted the bounded space" if self.exhausted else "no failure"
+        if self.saturated and not self.exhausted:
+            done = "no failure; saturated, stopped early (see the notes)"
         lines = [
             f"racecheck: {self.schedules_run} schedules ({self.strategy}, seed {self.seed},"
             f" {self.backend}): {done}"

@@ -78,8 +78,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--racecheck-strategy",
         metavar="NAME",
         default=None,
-        help="strategy for @pytest.mark.racecheck tests: auto (a portfolio), random, pct,"
-        " exhaustive, hypothesis (overrides the marker; default auto)",
+        help="strategy for @pytest.mark.racecheck tests: auto (a portfolio), pct, pct-random,"
+        " pos, surw, random, exhaustive, hypothesis (overrides the marker; default auto)",
     )
     group.addoption(
         "--racecheck-schedules",

@@ -17,14 +17,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from racecheck.schedule import Decision
-from racecheck.strategies.base import BaseChooser
+from racecheck.strategies.base import BaseChooser, Chooser
 
 if TYPE_CHECKING:
-    from racecheck.engine import Failure
-    from racecheck.explore import Session
+    from racecheck.engine import Controller, Failure
+
+
+class Runner(Protocol):
+    """What shrinking needs from an exploration: run one schedule, and know when to stop.
+
+    :class:`racecheck.explore.Session` is one. Naming the two members here,
+    not the class, keeps imports pointing downward: explore uses shrink,
+    shrink knows only the engine.
+    """
+
+    @property
+    def interrupted(self) -> bool: ...
+
+    def run(self, chooser: Chooser, run: int) -> Controller: ...
 
 
 class GuidedChooser(BaseChooser):
@@ -62,7 +75,7 @@ def _same(a: Failure, b: Failure) -> bool:
 
 
 def shrink(
-    session: Session,
+    session: Runner,
     failure: Failure,
     decisions: tuple[Decision, ...],
     *,

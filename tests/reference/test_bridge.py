@@ -223,7 +223,7 @@ def test_correct_holds_under_10000_pct_schedules(real_engine: None) -> None:
     report = racecheck.check(
         make_target("scenario", "correct"), strategy="pct", schedules=10_000, seed=0
     )
-    assert report.schedules_run == 10_000
+    assert report.schedules_run == 10_000 or report.saturated  # repeats stop it early
 
 
 def test_correct_holds_under_bounded_exhaustive_search(real_engine: None) -> None:

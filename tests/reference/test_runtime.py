@@ -97,4 +97,4 @@ def test_correct_holds_under_pct() -> None:
 @pytest.mark.slow
 def test_correct_holds_under_10000_pct_schedules() -> None:
     report = racecheck.check(CORRECT, strategy="pct", schedules=10_000, seed=0)
-    assert report.schedules_run == 10_000
+    assert report.schedules_run == 10_000 or report.saturated  # repeats stop it early

@@ -138,7 +138,7 @@ def test_correct_holds_under_pct() -> None:
 def test_correct_holds_under_10000_pct_schedules() -> None:
     target = SCENARIO.variants["correct"].target
     report = racecheck.check(target, strategy="pct", schedules=10_000, seed=0)
-    assert report.schedules_run == 10_000
+    assert report.schedules_run == 10_000 or report.saturated  # repeats stop it early
 
 
 @pytest.mark.parametrize(

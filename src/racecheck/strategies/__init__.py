@@ -7,7 +7,7 @@ from typing import Any
 from racecheck.errors import UsageError
 from racecheck.strategies.base import BaseChooser, Chooser
 
-STRATEGIES = ("auto", "pct", "random", "exhaustive", "hypothesis")
+STRATEGIES = ("auto", "pct", "pct-random", "pos", "surw", "random", "exhaustive", "hypothesis")
 
 
 def make_chooser(name: str, *, seed: int, options: dict[str, Any]) -> Chooser:
@@ -16,10 +16,24 @@ def make_chooser(name: str, *, seed: int, options: dict[str, Any]) -> Chooser:
         from racecheck.strategies.portfolio import PortfolioChooser
 
         return PortfolioChooser(seed=seed)
-    if name == "pct":
+    if name in ("pct", "pct-random"):
         from racecheck.strategies.pct import PCTChooser
 
-        return PCTChooser(seed=seed, depth=int(options.pop("depth", 3)))
+        depth = options.pop("depth", "random" if name == "pct-random" else 3)
+        if isinstance(depth, str) and depth.strip().isdigit():
+            depth = int(depth)  # from an ini file or the command line
+        try:
+            return PCTChooser(seed=seed, depth=depth)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"depth: {exc}") from None
+    if name == "pos":
+        from racecheck.strategies.pos import POSChooser
+
+        return POSChooser(seed=seed)
+    if name == "surw":
+        from racecheck.strategies.surw import SURWChooser
+
+        return SURWChooser(seed=seed)
     if name == "random":
         from racecheck.strategies.random import RandomChooser
 

@@ -1,10 +1,17 @@
 """Exhaustive search: depth-first over every schedule, fewest preemptions first.
 
-A *preemption* here is a decision other than the natural order (index 0): on
-asyncio, running a task other than the head of the FIFO ready queue (a delay,
-not a forced interruption: asyncio switches only at awaits); on threads,
-switching away from a thread that could have kept running. Most concurrency
-bugs need very few (Musuvathi & Qadeer, PLDI 2007).
+The bound counts decisions other than the natural order (index 0). What that
+is depends on the backend, and the notes say it in its words:
+
+* asyncio: running a ready task other than the head of the FIFO ready queue.
+  asyncio switches only at awaits, so this is a *delay* of the head task, not
+  a CHESS-style preemption: "at most 2" means "all schedules with at most 2
+  delays from FIFO order";
+* trio: the same, against the order of trio's run queue;
+* threads: switching away from a thread that could have kept running, a
+  preemption in the CHESS sense (at the granularity's scheduling points).
+
+Most concurrency bugs need very few (Musuvathi & Qadeer, PLDI 2007).
 
 With no ``preemption_bound`` (the default) the search deepens iteratively:
 every schedule with 0 preemptions, then every one with at most 1, then 2, and
@@ -33,6 +40,8 @@ class NondeterminismError(RuntimeError):
 
 class ExhaustiveChooser(BaseChooser):
     name = "exhaustive"
+    #: systematic: never repeats a schedule, so saturation does not apply
+    samples = False
 
     def __init__(self, preemption_bound: int | None = None) -> None:
         if preemption_bound is not None and preemption_bound < 0:
@@ -96,29 +105,39 @@ class ExhaustiveChooser(BaseChooser):
         """Every schedule of the program ran (no level pruned anything)."""
         return self._done and not self._pruned
 
+    def for_backend(self, backend: str) -> None:
+        """The backend that runs: the notes then name what a bound counts there."""
+        self.backend = backend
+
+    def unit(self, count: int = 2) -> str:
+        """What the bound counts, in the words of the backend that runs."""
+        plural = "" if count == 1 else "s"
+        return {
+            "asyncio": f"delay{plural} from FIFO order",
+            "trio": f"delay{plural} from trio's run-queue order",
+            "threads": f"preemption{plural} (a switch away from a thread that could go on)",
+        }.get(getattr(self, "backend", ""), f"deviation{plural} from the natural order")
+
     def notes(self, schedules_run: int) -> list[str]:
-        what = (
-            "(a preemption is a choice other than the natural order: on asyncio, a task run"
-            " ahead of the FIFO head)"
-        )
+        bound = self.preemption_bound
         if self.complete:
             return [
                 f"exhaustive: every schedule racecheck can make of this program ran"
-                f" ({schedules_run} runs, up to {self.preemption_bound} preemptions)"
+                f" ({schedules_run} runs, up to {bound} {self.unit(bound)})"
             ]
         if self._done:
             return [
-                f"exhaustive: every schedule with at most {self.preemption_bound} preemptions"
-                f" ran {what}; schedules needing more were not run: this is not a proof"
-                " for bugs that need more"
+                f"exhaustive: all schedules with at most {bound} {self.unit(bound)} ran;"
+                " schedules needing more were not run: this is not a proof for bugs that"
+                " need more"
             ]
-        finished = self.preemption_bound - 1
+        finished = bound - 1
         if finished >= 0 and self.limit is None:
             return [
-                f"exhaustive: the budget ran out at {self.preemption_bound} preemptions;"
-                f" every schedule with at most {finished} ran {what}"
+                f"exhaustive: the budget ran out at {bound} {self.unit(bound)};"
+                f" all schedules with at most {finished} {self.unit(finished)} ran"
             ]
         return [
-            f"exhaustive: the budget ran out before the space at preemption level"
-            f" {self.preemption_bound} was covered {what}"
+            f"exhaustive: the budget ran out before all schedules with {bound}"
+            f" {self.unit(bound)} were covered"
         ]

@@ -18,6 +18,13 @@ more ordering constraint has no such guarantee, and a shallow-looking bug in
 real code often does. So the notes state the assumed depth and what the budget
 buys under it, never a "missed with probability at most ..." that would read
 as reassurance about bugs it does not cover.
+
+``depth="random"`` (the ``pct-random`` strategy) draws the depth afresh for
+every schedule, uniformly from 1 to :data:`MAX_RANDOM_DEPTH`: no depth has to
+be guessed in advance, at the price of spending only a fifth of the budget at
+each. The notes then count the schedules run at each depth, since the
+per-run bound of depth ``d`` applies only to the schedules that drew at least
+``d``.
 """
 
 from __future__ import annotations
@@ -28,15 +35,27 @@ from collections.abc import Sequence
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
 
+#: the deepest depth ``depth="random"`` draws: most real bugs need at most a
+#: handful of ordering constraints, and each extra level divides the per-run
+#: bound by ``k``, so deeper draws would buy almost nothing
+MAX_RANDOM_DEPTH = 5
+
 
 class PCTChooser(BaseChooser):
     name = "pct"
 
-    def __init__(self, seed: int = 0, depth: int = 3) -> None:
-        if depth < 1:
-            raise ValueError("pct depth must be at least 1")
+    def __init__(self, seed: int = 0, depth: int | str = 3) -> None:
+        #: draw the depth per schedule (``depth="random"``)
+        self.random_depth = depth == "random"
+        if self.random_depth:
+            depth = MAX_RANDOM_DEPTH
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+            raise ValueError(f"pct depth must be an integer >= 1 or 'random', not {depth!r}")
         self._seed = seed
+        #: the depth of the current schedule (fixed unless random_depth)
         self.depth = depth
+        #: schedules run at each depth, for the notes (random depth)
+        self.per_depth: dict[int, int] = {}
         self.max_actors = 2
         #: k: the longest run seen, in scheduling *steps*. Counting only the
         #: steps with a choice would censor itself: once a change point ends
@@ -53,6 +72,10 @@ class PCTChooser(BaseChooser):
         # One stream per (seed, run): schedule N is the same whatever ran before.
         self._rng = rng = _random.Random((self._seed << 32) ^ run)
         self._priority = {}
+        if self.random_depth:
+            self.depth = rng.randint(1, MAX_RANDOM_DEPTH)
+        if not self._natural:
+            self.per_depth[self.depth] = self.per_depth.get(self.depth, 0) + 1
         k = self.max_steps
         points = sorted(rng.sample(range(1, k + 1), min(self.depth - 1, k)))
         # Later change points demote further: level depth-1 .. 1, all below the
@@ -87,10 +110,13 @@ class PCTChooser(BaseChooser):
         self.max_actors = max(self.max_actors, len(self._priority))
         self.max_steps = max(self.max_steps, steps)
 
-    def bound(self) -> float:
-        return 1.0 / (self.max_actors * self.max_steps ** (self.depth - 1))
+    def bound(self, depth: int | None = None) -> float:
+        d = self.depth if depth is None else depth
+        return 1.0 / (self.max_actors * self.max_steps ** (d - 1))
 
     def notes(self, schedules_run: int) -> list[str]:
+        if self.random_depth:
+            return self._random_depth_notes()
         p = self.bound()
         expected = p * max(schedules_run - 1, 0)
         return [
@@ -99,4 +125,21 @@ class PCTChooser(BaseChooser):
             f" 1/(n*k^(d-1)) = {p:.3g}, about {expected:.3g} expected hits over this budget;"
             f" bugs needing more than {self.depth} ordering constraints are not covered by"
             " this bound"
+        ]
+
+    def _random_depth_notes(self) -> list[str]:
+        counts = ", ".join(f"depth {d}: {self.per_depth[d]}" for d in sorted(self.per_depth))
+        # A bug of depth d is hit with the per-run bound only by the schedules
+        # that drew a depth of at least d.
+        covers = "; ".join(
+            f"d={d}: {sum(c for k, c in self.per_depth.items() if k >= d)} runs at >= "
+            f"{self.bound(d):.3g} each"
+            for d in range(1, MAX_RANDOM_DEPTH + 1)
+        )
+        return [
+            f"pct drew the bug depth per schedule from 1 to {MAX_RANDOM_DEPTH} (schedules per"
+            f" depth: {counts or 'none'}; n={self.max_actors} actors, k={self.max_steps}"
+            f" steps); a bug of depth d is hit per run with probability >= 1/(n*k^(d-1)) only"
+            f" in the runs that drew at least d ({covers}); bugs needing more than"
+            f" {MAX_RANDOM_DEPTH} ordering constraints are not covered by this bound"
         ]

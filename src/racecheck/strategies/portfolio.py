@@ -2,60 +2,121 @@
 
 No single strategy wins everywhere. A random walk finds a one-preemption
 deadlock that PCT at depth 3 keeps missing; PCT finds the deep ordering bug a
-random walk dilutes; systematic search finds whatever needs a handful of
-precise delays and, on a small program, can prove there is nothing left to
-find. Shuttle and Coyote ship a portfolio for the same reason.
+random walk dilutes; POS and SURW let one actor run far ahead of another,
+which a coin flip at every step almost never does; systematic search finds
+whatever needs a handful of precise delays and, on a small program, can prove
+there is nothing left to find.
 
-The budget is spent round-robin, one schedule per member per round, so a bug
-any member finds quickly is found quickly. Schedule 1 is the natural order.
-The systematic member (exhaustive search, deepening one preemption at a time)
-ends the exploration early when it has run every schedule of the program:
-more random schedules could only repeat one. A member that cannot go on (the
-systematic one, on a target that is not deterministic) drops out and says so.
+How the budget is split, and why. Shuttle's portfolio runner hands each of
+its schedulers to its own thread, each with its own full iteration budget,
+and stops them all at the first failure when asked to: the split is by
+*cores*, and every member runs as if alone. Coyote, as we read it, does the
+same across the processes of a parallel test run (each process its own
+strategy) and, inside one engine, alternates strategies from one iteration to
+the next. racecheck runs one schedule at a time in one process (an
+exploration patches process-wide state), so only the second shape applies:
+the budget is spent in rounds, one schedule per member per round. That keeps
+the time to the first failure within a factor of the number of members of
+the best member's, whichever member that is, and needs no guess about which
+member suits the program. Rounds of one schedule, not blocks: a block of N
+would delay every member but the first by N schedules.
 
-Each member keeps its own schedule numbering, so member schedules are the
-same whatever the others did, and any failing schedule replays from its
-decisions alone, whichever member produced it.
+Schedule 1 is the natural order, run by the systematic member; the sampling
+members skip their own natural-order schedule. Each member keeps its own
+schedule numbering and random stream, so a member's schedules are the same
+whatever the others did, and any failing schedule replays from its decisions
+alone (a token holds decisions, not the strategy that chose them).
+
+When the portfolio stops early:
+
+* a member that has covered the whole space (``complete``, or ``verified``
+  for a reduction-based member such as DPOR) ends the exploration: more
+  sampled schedules could only repeat one it ran; the report is exhausted;
+* a sampling member that saturates (:mod:`racecheck.saturation`: its recent
+  schedules added nothing new) drops out and its turns go to the others;
+  when no member is left, the exploration stops and says so;
+* a member that cannot go on (systematic search on a target that is not
+  deterministic) drops out and says why.
+
+Adding a member is one line in :data:`MEMBERS`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser, Chooser
 from racecheck.strategies.exhaustive import ExhaustiveChooser, NondeterminismError
 from racecheck.strategies.pct import PCTChooser
+from racecheck.strategies.pos import POSChooser
 from racecheck.strategies.random import RandomChooser
+from racecheck.strategies.surw import SURWChooser
+
+#: (name, factory(seed)): the members, in turn order. A systematic member
+#: (``samples = False``) runs the natural order first; put it first.
+MEMBERS: tuple[tuple[str, Callable[[int], Chooser]], ...] = (
+    ("exhaustive", lambda seed: ExhaustiveChooser()),
+    ("random", lambda seed: RandomChooser(seed)),
+    ("pos", lambda seed: POSChooser(seed)),
+    ("surw", lambda seed: SURWChooser(seed)),
+    ("pct depth 2", lambda seed: PCTChooser(seed, depth=2)),
+    ("pct depth 3", lambda seed: PCTChooser(seed + 1, depth=3)),
+    ("pct depth 1-5", lambda seed: PCTChooser(seed + 2, depth="random")),
+)
+
+
+def _samples(chooser: Chooser) -> bool:
+    return bool(getattr(chooser, "samples", True))
+
+
+def _covered_everything(chooser: Chooser) -> bool:
+    """Did this member run (or verify) every schedule of the program?"""
+    return bool(getattr(chooser, "complete", False) or getattr(chooser, "verified", False))
 
 
 class PortfolioChooser(BaseChooser):
     name = "auto"
 
-    def __init__(self, seed: int = 0) -> None:
-        self.systematic = ExhaustiveChooser()
-        self.members: list[tuple[str, Chooser]] = [
-            ("exhaustive", self.systematic),
-            ("random", RandomChooser(seed)),
-            ("pct depth 2", PCTChooser(seed, depth=2)),
-            ("pct depth 3", PCTChooser(seed + 1, depth=3)),
-            ("pct depth 5", PCTChooser(seed + 2, depth=5)),
-        ]
+    def __init__(
+        self,
+        seed: int = 0,
+        members: Sequence[tuple[str, Callable[[int], Chooser]]] = MEMBERS,
+    ) -> None:
+        self.members: list[tuple[str, Chooser]] = [(name, make(seed)) for name, make in members]
         self.active = list(range(len(self.members)))
-        #: schedules each member has run; random and PCT skip their own
-        #: natural-order schedule, which the systematic member runs first
-        self.member_runs = [0, 1, 1, 1, 1]
+        #: schedules each member has run; a sampling member skips its own
+        #: natural-order schedule when a systematic member runs it
+        has_systematic = any(not _samples(c) for _, c in self.members)
+        self.member_runs = [1 if has_systematic and _samples(c) else 0 for _, c in self.members]
+        self._skipped = list(self.member_runs)
         self.turn = 0
         self.current = 0
         self.dropped: list[str] = []
+        #: "pct depth 3, its schedule 12": who found the failure, and when
         self.found_by: str | None = None
+        #: the member that covered the whole space, if one did
+        self.completed_by: int | None = None
         #: the current member failed mid-run (nondeterminism): finish in natural order
         self._failed_member = False
+
+    @property
+    def systematic(self) -> Chooser | None:
+        """The first systematic member (exhaustive search), if any."""
+        for _, chooser in self.members:
+            if not _samples(chooser):
+                return chooser
+        return None
 
     @property
     def member(self) -> str:
         """The member running the current schedule ("random", "pct depth 3", ...)."""
         return self.members[self.current][0]
+
+    @property
+    def samples(self) -> bool:
+        """Whether the current schedule is sampled (saturation applies to its member)."""
+        return _samples(self.members[self.current][1])
 
     def begin(self, run: int) -> None:
         self.current = self.active[self.turn % len(self.active)]
@@ -77,15 +138,31 @@ class PortfolioChooser(BaseChooser):
             self._drop(self.current, "the target is not deterministic")
             return 0
 
+    def observe(self, actor: int, accesses: Sequence[str]) -> None:
+        """Per-step access information, for the members that use it (POS)."""
+        observe = getattr(self.members[self.current][1], "observe", None)
+        if observe is not None and not self._failed_member:
+            observe(actor, accesses)
+
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
         index = self.current
         if failed:
-            self.found_by = self.members[index][0]
+            own = self.member_runs[index] - self._skipped[index]
+            self.found_by = f"{self.members[index][0]}, its schedule {own}"
         if index in self.active and not self._failed_member:
             chooser = self.members[index][1]
             chooser.end(decisions, failed, steps)
+            if _covered_everything(chooser):
+                self.completed_by = index
             if not chooser.has_more() and index in self.active:
                 self.active.remove(index)
+
+    def saturated(self, member: str, note: str) -> bool:
+        """Saturation hook: drop the member; True while others can go on."""
+        for index, (name, _) in enumerate(self.members):
+            if name == member:
+                self._drop(index, "saturated")
+        return bool(self.active)
 
     def _drop(self, index: int, why: str) -> None:
         if index in self.active:
@@ -93,39 +170,58 @@ class PortfolioChooser(BaseChooser):
             self.dropped.append(f"{self.members[index][0]} ({why})")
 
     def has_more(self) -> bool:
-        if self.systematic.complete:
+        if self.completed_by is not None:
             return False  # every schedule ran: nothing left that others could find
         return bool(self.active)
 
     @property
     def exhausted(self) -> bool:
-        return self.systematic.complete
+        return self.completed_by is not None
 
     def notes(self, schedules_run: int) -> list[str]:
         counts = ", ".join(
-            f"{name} {self.member_runs[i] - (0 if i == 0 else 1)}"
+            f"{name} {self.member_runs[i] - self._skipped[i]}"
             for i, (name, _) in enumerate(self.members)
         )
         notes = [f"auto: schedules per member: {counts}"]
-        if self.systematic.complete:
-            notes += self.systematic.notes(schedules_run)
-        elif any(name.startswith("exhaustive") for name in self.dropped):
-            pass  # it covered nothing it can vouch for
+        if self.completed_by is not None:
+            name, chooser = self.members[self.completed_by]
+            notes.append(f"auto: {name} covered every schedule; the exploration stopped there")
+            notes += chooser.notes(schedules_run)
         else:
-            level = self.systematic.preemption_bound
-            if level > 0:
-                notes.append(
-                    f"auto: every schedule with at most {level - 1} preemptions ran"
-                    " (systematic member); deeper schedules were sampled, not covered"
-                )
+            notes += self._systematic_notes()
         pct = [c for _, c in self.members if isinstance(c, PCTChooser)]
         if pct:
-            deepest = max(pct, key=lambda c: c.depth)
+            depths = ", ".join(
+                "1-5 drawn per schedule" if c.random_depth else str(c.depth) for c in pct
+            )
+            widest = max(pct, key=lambda c: c.max_steps)
             notes.append(
-                f"auto: pct members assume bug depths {', '.join(str(c.depth) for c in pct)};"
-                f" deeper bugs are not covered by pct's bound (n={deepest.max_actors},"
-                f" k={deepest.max_steps})"
+                f"auto: pct members assume bug depths {depths}; deeper bugs are not covered by"
+                f" pct's bound (n={widest.max_actors}, k={widest.max_steps}); random, pos and"
+                " surw sample without any bound"
             )
         if self.dropped:
             notes.append(f"auto: dropped {', '.join(self.dropped)}")
         return notes
+
+    def for_backend(self, backend: str) -> None:
+        """Tell the members which backend runs (their notes name what a bound counts)."""
+        for _, chooser in self.members:
+            tell = getattr(chooser, "for_backend", None)
+            if tell is not None:
+                tell(backend)
+
+    def _systematic_notes(self) -> list[str]:
+        systematic = self.systematic
+        if not isinstance(systematic, ExhaustiveChooser):
+            return []
+        if any(name.startswith("exhaustive") for name in self.dropped):
+            return []  # it covered nothing it can vouch for
+        level = systematic.preemption_bound
+        if level > 0:
+            return [
+                f"auto: all schedules with at most {level - 1} {systematic.unit()} ran"
+                " (systematic member); deeper schedules were sampled, not covered"
+            ]
+        return []

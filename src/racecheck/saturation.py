@@ -1,0 +1,144 @@
+"""Saturation: notice when a sampling strategy stopped finding anything new.
+
+A correct program with little freedom (a pool whose workers mostly wait on
+one queue) can have a handful of distinct schedules; a sampling strategy
+then spends a 20,000-schedule budget re-running them. After each schedule
+the exploration hands the run to :class:`SaturationWatch`; when the last
+``window`` schedules of one strategy added nothing new, that strategy has
+*saturated*:
+
+* on its own (``strategy="pct"``, ``"random"``, ...) the exploration stops
+  early, and the report says so;
+* in the portfolio the saturated member (after ``window // 5`` repeats: giving
+  turns away changes no verdict) drops out and its turns go to the
+  members still finding new schedules; the exploration stops when every
+  sampling member has saturated (and the systematic one is done or absent).
+
+What "new" means is named in the note, because it changes what saturation
+says:
+
+* with per-run access information (interleaving coverage on, as in
+  ``racecheck run``), a run's fingerprint is the order, per shared object, of
+  the actors' conflicting accesses (reads between two writes count as one
+  unordered group): two runs with the same fingerprint ordered every
+  observed conflict the same way;
+* without it, the fingerprint is the run's decision sequence: two runs with
+  the same decisions *are* the same schedule of a deterministic program.
+
+Either way the claim is about the strategy, not the program: after ``w``
+schedules in a row that were all repeats, a further schedule is new with
+probability below about ``3/w`` (the "rule of three", 95% confidence). A
+bug in a schedule the strategy rarely draws can still be there; the note
+says that too. Systematic search (exhaustive, DPOR) never repeats a
+schedule by construction and is exempt: its coverage claims are its own.
+
+A chooser takes part through optional attributes only, so strategies that
+know nothing of saturation keep working:
+
+* ``samples`` (default True): False for systematic search, which is exempt;
+* ``member``: the name of the portfolio member that ran the last schedule;
+* ``saturated(member: str, note: str) -> bool``: the portfolio drops the
+  member; True means the exploration can go on with the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+#: consecutive schedules without anything new before a strategy has saturated
+DEFAULT_WINDOW = 1000
+
+
+def access_fingerprint(accesses: Sequence[tuple[int, str]]) -> Hashable:
+    """Per shared object, the order of the actors' conflicting accesses."""
+    per_object: dict[str, list[Any]] = {}
+    for actor, access in accesses:
+        kind, _, name = access.partition(":")
+        order = per_object.setdefault(name, [])
+        if kind == "r":
+            # Reads between two writes commute: keep them as one unordered group.
+            if order and isinstance(order[-1], set):
+                order[-1].add(actor)
+            else:
+                order.append({actor})
+        elif not order or order[-1] != actor:
+            order.append(actor)
+    return hash(
+        tuple(
+            (name, tuple(frozenset(x) if isinstance(x, set) else x for x in order))
+            for name, order in sorted(per_object.items())
+        )
+    )
+
+
+class SaturationWatch:
+    """Counts, per strategy (or portfolio member), the schedules in a row that added nothing."""
+
+    def __init__(self, window: int = DEFAULT_WINDOW) -> None:
+        if window < 0:
+            raise ValueError("saturation window must be at least 0 (0 turns it off)")
+        self.window = window
+        self.seen: set[Hashable] = set()
+        #: member -> (schedules in a row without a new fingerprint, schedules run)
+        self.streak: dict[str, int] = {}
+        self.runs: dict[str, int] = {}
+        #: what the fingerprints measured: "decisions" or "accesses" (both when mixed)
+        self.measured: set[str] = set()
+        self.notes: list[str] = []
+        #: the exploration stopped because of saturation
+        self.stopped = False
+
+    def after_run(self, chooser: Any, decisions: Sequence[Any], accesses: Any) -> bool:
+        """Record one finished (passing) schedule; True when the exploration should stop."""
+        if self.window == 0 or not getattr(chooser, "samples", True):
+            return False
+        if accesses:
+            self.measured.add("accesses")
+            fingerprint: Hashable = ("a", access_fingerprint(accesses))
+        else:
+            self.measured.add("decisions")
+            fingerprint = ("d", hash(tuple(decisions)))
+        member = str(getattr(chooser, "member", None) or chooser.name)
+        self.runs[member] = self.runs.get(member, 0) + 1
+        if fingerprint in self.seen:
+            self.streak[member] = self.streak.get(member, 0) + 1
+        else:
+            self.seen.add(fingerprint)
+            self.streak[member] = 0
+        shift = getattr(chooser, "saturated", None)
+        # A portfolio member that saturates hands its turns to the others,
+        # which costs the verdict nothing: it may give up sooner.
+        window = self.window if shift is None else max(1, self.window // 5)
+        if self.streak[member] < window:
+            return False
+        self.streak[member] = -(10**18)  # reported once
+        what = self.what()
+        claim = (
+            f"the last {window} {member} schedules added no new {what}"
+            f" ({len(self.seen)} distinct in all): a further {member} schedule would be new"
+            f" with probability below about {3 / window:.2g} (95% confidence); a bug in"
+            " a schedule it rarely draws is not ruled out"
+        )
+        if shift is not None:
+            go_on = bool(shift(member, claim))
+            self.notes.append(
+                f"saturated: {claim}; its remaining turns went to the other members"
+                if go_on
+                else f"saturated: {claim}; every sampling member has saturated: stopped early"
+            )
+            self.stopped = not go_on
+            return not go_on
+        self.notes.append(
+            f"saturated: {claim}; stopped early after {self.runs[member]} schedules, the rest"
+            " of the budget unspent"
+        )
+        self.stopped = True
+        return True
+
+    def what(self) -> str:
+        if self.measured == {"accesses"}:
+            return "ordering of conflicting accesses (per-object access order)"
+        if self.measured == {"decisions"}:
+            return "decision sequence (no access information was recorded)"
+        return "ordering of conflicting accesses, or decision sequence where no access was recorded"
