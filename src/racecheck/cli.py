@@ -865,6 +865,159 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return code
 
 
+# ------------------------------------------------------------------- stress
+
+
+def _stress_targets(spec: str) -> list[tuple[str, Any, str | None]]:
+    """``FILE``, ``FILE::NAME`` or ``FILE::NAME[VARIANT]`` -> (label, target, backend) each.
+
+    NAME is a scenario's name (every variant, or the one named) or a
+    module-level function of the file; a bare FILE means every variant of
+    every scenario in it.
+    """
+    from racecheck.loader import display_path, import_file, parse_selector, scenarios_in, select
+    from racecheck.scenario import Scenario
+
+    sel = parse_selector(spec)
+    module = import_file(sel.path)
+    shown = display_path(sel.path)
+    scenarios = scenarios_in(module)
+    picked: list[tuple[Scenario, list[str]]]
+    if sel.name is None and sel.variant is None:
+        if not scenarios:
+            raise UsageError(
+                f"{shown} defines no racecheck.Scenario; name the function to stress: {shown}::NAME"
+            )
+        picked = select(scenarios, where=shown)
+    elif sel.name is not None and not any(s.name == sel.name for s in scenarios):
+        value = getattr(module, sel.name, None)
+        if isinstance(value, Scenario):
+            picked = select([value], None, sel.variant, where=shown)
+        elif callable(value) and sel.variant is None:
+            return [(f"{shown}::{sel.name}", value, None)]
+        else:
+            raise UsageError(f"{shown} has no scenario or function named {sel.name!r}")
+    else:
+        picked = select(scenarios, sel.name, sel.variant, where=shown)
+    out: list[tuple[str, Any, str | None]] = []
+    for scen, variants in picked:
+        for variant in variants:
+            backend = scen.check_options(variant).get("backend")
+            out.append((scen.label(variant), scen.variants[variant].target, backend))
+    return out
+
+
+def _cmd_stress(args: argparse.Namespace) -> int:
+    """Stress each target; exit 1 when any run failed, 2 on bad input or Ctrl-C."""
+    import racecheck
+
+    targets = _stress_targets(args.target)
+    out = sys.stdout
+    failed = interrupted = abandoned = False
+    for label, target, backend in targets:
+        if backend not in (None, "threads", "asyncio"):
+            raise UsageError(f"{label}: stress mode runs threads and asyncio code, not {backend}")
+        report = racecheck.stress(
+            target,
+            runs=args.runs,
+            parallel=args.parallel,
+            timeout=args.timeout,
+            seed=args.seed,
+            reproduce=args.reproduce,
+            label=label,
+        )
+        repro = report.reproduction
+        if repro is not None and repro.token and args.parallel == 1 and "[" in label:
+            # a scenario variant: the CLI's own replay command applies
+            selector = f"{args.target.partition('::')[0]}::{label}"
+            repro.replay = _replay_command(selector, repro.token)
+        out.write(report.render(examples=not args.no_examples) + "\n\n")
+        out.flush()
+        failed |= not report.ok
+        abandoned |= bool(report.abandoned_threads)
+        if report.interrupted:
+            interrupted = True
+            break
+    code = EXIT_FAILED if failed else EXIT_OK
+    if interrupted:
+        sys.stderr.write("racecheck: interrupted (the statistics above are partial)\n")
+        code = EXIT_USAGE
+    if abandoned:
+        # A hung run's threads cannot be stopped, and the interpreter would wait
+        # for the non-daemon ones at exit: leave without waiting.
+        out.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _non_negative_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text!r}")
+    return value
+
+
+def _add_stress(sub: Any) -> None:
+    p = sub.add_parser(
+        "stress",
+        help="run a target many times for real (uncontrolled) and report its failure rate",
+        description=(
+            "Stress mode, for what the controlled scheduler cannot reach (C extensions, real"
+            " sockets, subprocesses, free-threaded builds): run the real target many times with"
+            " a tiny switch interval and random jitter, report the failure rate with a 95%"
+            " confidence interval and the distinct failures. Results are NOT replayable; a"
+            " failure is re-checked under the controlled scheduler, which prints a token when it"
+            " can reproduce it. Exit 1 when any run failed, 0 when none did, 2 on bad input."
+        ),
+    )
+    p.add_argument(
+        "target",
+        metavar="FILE[::NAME]",
+        help="a scenario file, FILE::SCENARIO[VARIANT], or FILE::FUNCTION (a zero-argument"
+        " function or coroutine function defined in the file)",
+    )
+    p.add_argument("--runs", type=_positive_int, default=1000, help="runs (default 1000)")
+    p.add_argument(
+        "--parallel",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="copies started together in every run: threads, or tasks for async (default 1)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="a run taking longer is a hang: its stacks are dumped and it is abandoned"
+        " (default 10)",
+    )
+    p.add_argument("--seed", type=_int, default=None, help="seed of the jitter settings")
+    p.add_argument(
+        "--reproduce",
+        type=_non_negative_int,
+        default=200,
+        metavar="N",
+        help="schedules the controlled scheduler may spend reproducing a failure (0: skip;"
+        " default 200)",
+    )
+    p.add_argument(
+        "--no-examples", action="store_true", help="omit the example traceback of each failure"
+    )
+    p.set_defaults(func=_cmd_stress)
+
+
 #: every subcommand, registered in this order
 def _add_lint(sub: Any) -> None:
     from racecheck.lint.cli import add_parser
@@ -878,6 +1031,7 @@ _DETECT_HELP = (
 )
 
 COMMANDS: list[Callable[[Any], None]] = [_add_run, _add_replay, _add_list, _add_bench, _add_lint]
+COMMANDS.append(_add_stress)
 
 
 def build_parser() -> argparse.ArgumentParser:
