@@ -868,8 +868,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------- stress
 
 
-def _stress_targets(spec: str) -> list[tuple[str, Any, str | None]]:
+def _stress_targets(spec: str) -> list[tuple[str | None, Any, str | None]]:
     """``FILE``, ``FILE::NAME`` or ``FILE::NAME[VARIANT]`` -> (label, target, backend) each.
+
+    The label of a scenario variant is the one its tokens are bound to (so
+    ``racecheck replay`` takes a token the controlled re-check prints); a
+    function keeps its own name.
 
     NAME is a scenario's name (every variant, or the one named) or a
     module-level function of the file; a bare FILE means every variant of
@@ -894,12 +898,12 @@ def _stress_targets(spec: str) -> list[tuple[str, Any, str | None]]:
         if isinstance(value, Scenario):
             picked = select([value], None, sel.variant, where=shown)
         elif callable(value) and sel.variant is None:
-            return [(f"{shown}::{sel.name}", value, None)]
+            return [(None, value, None)]
         else:
             raise UsageError(f"{shown} has no scenario or function named {sel.name!r}")
     else:
         picked = select(scenarios, sel.name, sel.variant, where=shown)
-    out: list[tuple[str, Any, str | None]] = []
+    out: list[tuple[str | None, Any, str | None]] = []
     for scen, variants in picked:
         for variant in variants:
             backend = scen.check_options(variant).get("backend")
@@ -927,7 +931,7 @@ def _cmd_stress(args: argparse.Namespace) -> int:
             label=label,
         )
         repro = report.reproduction
-        if repro is not None and repro.token and args.parallel == 1 and "[" in label:
+        if repro is not None and repro.token and args.parallel == 1 and label is not None:
             # a scenario variant: the CLI's own replay command applies
             selector = f"{args.target.partition('::')[0]}::{label}"
             repro.replay = _replay_command(selector, repro.token)

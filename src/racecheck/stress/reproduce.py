@@ -86,6 +86,7 @@ def reproduce(
     controlled = copies(target, parallel)
     options: dict[str, Any] = {"watchdog": WATCHDOG, "minimize_time": 10.0}
     if label is not None:
+        # the name the token is bound to, as with racecheck.check(label=...)
         options["label"] = label if parallel == 1 else f"{label}[x{parallel}]"
     if backend == "asyncio":
         options["backend"] = "asyncio"
@@ -96,13 +97,14 @@ def reproduce(
     except racecheck.RaceFound as exc:
         what = getattr(controlled, "__qualname__", "target")
         call = "target" if parallel == 1 else f"copies(target, {parallel})"
+        bound = f", label={options['label']!r}" if "label" in options else ""
         return Reproduction(
             "reproduced",
             detail=f"controlled failure: {one_line(exc.cause) if exc.cause else exc.kind}",
             token=exc.schedule,
             schedules=exc.schedules_run,
-            replay=f"racecheck.replay({call}, {exc.schedule!r})  # target: {what}"
-            + ("" if parallel == 1 else "; copies from racecheck.stress.reproduce"),
+            replay=f"racecheck.replay({call}, {exc.schedule!r}{bound})  # target: {what}"
+            + ("" if parallel == 1 else "; copies from racecheck.stress"),
         )
     except StuckError as exc:
         return Reproduction("out-of-reach", detail=one_line(exc))
