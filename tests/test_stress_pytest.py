@@ -148,7 +148,7 @@ def test_bad_stress_markers_fail_with_one_line(suite: pytest.Pytester) -> None:
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     assert (
-        "mode='stress' takes runs, parallel, timeout, seed, reproduce and backend, not repeat"
-        in out
+        "mode='stress' takes runs, parallel, timeout, seed, reproduce, backend,"
+        " isolate and processes, not repeat" in out
     )
     assert "unknown mode 'chaos'" in out

@@ -929,6 +929,8 @@ def _cmd_stress(args: argparse.Namespace) -> int:
             seed=args.seed,
             reproduce=args.reproduce,
             label=label,
+            isolate=args.isolate,
+            processes=args.processes,
         )
         repro = report.reproduction
         if repro is not None and repro.token and args.parallel == 1 and label is not None:
@@ -1015,6 +1017,20 @@ def _add_stress(sub: Any) -> None:
         metavar="N",
         help="schedules the controlled scheduler may spend reproducing a failure (0: skip;"
         " default 200)",
+    )
+    p.add_argument(
+        "--isolate",
+        choices=("thread", "process"),
+        default="thread",
+        help="thread: each run in a thread of this process (default); process: runs in worker"
+        " processes, for targets that may hang holding the GIL or crash the interpreter",
+    )
+    p.add_argument(
+        "--processes",
+        type=_positive_int,
+        default=1,
+        metavar="P",
+        help="worker processes running at once (implies --isolate process; default 1)",
     )
     p.add_argument(
         "--no-examples", action="store_true", help="omit the example traceback of each failure"

@@ -455,7 +455,17 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
 
 
 #: keywords of @pytest.mark.racecheck(mode="stress", ...) (racecheck.stress options)
-_STRESS_KEYWORDS = ("mode", "runs", "parallel", "timeout", "seed", "reproduce", "backend")
+_STRESS_KEYWORDS = (
+    "mode",
+    "runs",
+    "parallel",
+    "timeout",
+    "seed",
+    "reproduce",
+    "backend",
+    "isolate",
+    "processes",
+)
 
 
 def _run_mode(
@@ -476,8 +486,8 @@ def _run_mode(
     unknown = sorted(set(marker.kwargs) - set(_STRESS_KEYWORDS))
     if unknown:
         _fail(
-            "racecheck: mode='stress' takes runs, parallel, timeout, seed, reproduce and backend,"
-            f" not {', '.join(unknown)}"
+            "racecheck: mode='stress' takes runs, parallel, timeout, seed, reproduce, backend,"
+            f" isolate and processes, not {', '.join(unknown)}"
         )
     options = {k: v for k, v in marker.kwargs.items() if k != "mode"}
     parallel = options.get("parallel", 1)
@@ -487,6 +497,11 @@ def _run_mode(
         replay_label = label if n == 1 else f"{label}[x{n}]"
         _replay(item, copies(target, n), token, replay_label, {})
         return
+    if options.get("isolate") == "process" or options.get("processes", 1) != 1:
+        # a worker process imports the test function by name: fixtures cannot follow it
+        if item._fixtureinfo.argnames:
+            _fail("racecheck: isolate='process' runs only tests that take no fixtures")
+        target = _test_function(item)
     message: str | None = None
     report = None
     try:

@@ -74,6 +74,8 @@ def stress(
     seed: int | None = None,
     reproduce: int = DEFAULT_REPRODUCE,
     label: str | None = None,
+    isolate: str = "thread",
+    processes: int = 1,
 ) -> StressReport:
     """Run ``target`` ``runs`` times for real, ``parallel`` copies at once; count failures.
 
@@ -82,8 +84,13 @@ def stress(
     per run before it counts as a hang and is abandoned. ``seed`` fixes the
     jitter *settings* drawn per run, not the interleavings (nothing here is
     replayable). ``reproduce``: when a run fails, schedules the controlled
-    scheduler may spend trying to reproduce it (0: do not try). Returns a
-    :class:`StressReport`; a Ctrl-C returns the partial one (``interrupted``).
+    scheduler may spend trying to reproduce it (0: do not try). ``isolate``:
+    "thread" (the default: each run in a daemon thread of this process) or
+    "process" (runs in worker processes, for targets that may hang holding
+    the GIL or crash the interpreter; the target must be a module-level
+    function); ``processes`` > 1 runs that many workers at once (implies
+    "process"). Returns a :class:`StressReport`; a Ctrl-C returns the partial
+    one (``interrupted``).
     """
     if not callable(target):
         raise UsageError(f"stress: the target must be callable, not {type(target).__name__}")
@@ -108,20 +115,37 @@ def stress(
         seed = random.SystemRandom().randrange(2**32)
     elif isinstance(seed, bool) or not isinstance(seed, int):
         raise UsageError(f"stress: seed must be an integer, not {seed!r}")
-    from racecheck.stress.runner import Campaign
-
+    processes = _positive_int("processes", processes)
+    if isolate not in ("thread", "process"):
+        raise UsageError(f"stress: isolate must be 'thread' or 'process', not {isolate!r}")
     name = label or _label(target)
-    report = Campaign(
-        target,
-        is_async=is_async,
-        runs=runs,
-        parallel=parallel,
-        timeout=float(timeout),
-        seed=seed,
-        label=name,
-    ).run()
+    if isolate == "process" or processes > 1:
+        from racecheck.stress.process import run_in_processes
+
+        report = run_in_processes(
+            target,
+            is_async=is_async,
+            runs=runs,
+            parallel=parallel,
+            timeout=float(timeout),
+            seed=seed,
+            label=name,
+            processes=processes,
+        )
+    else:
+        from racecheck.stress.runner import Campaign
+
+        report = Campaign(
+            target,
+            is_async=is_async,
+            runs=runs,
+            parallel=parallel,
+            timeout=float(timeout),
+            seed=seed,
+            label=name,
+        ).run()
     if report.failed_runs and not report.interrupted:
-        if reproduce and report.failed_runs > report.hangs:
+        if reproduce and report.failed_runs > report.hangs + report.crashes:
             from racecheck.stress.reproduce import reproduce as controlled
 
             report.reproduction = controlled(
@@ -129,7 +153,8 @@ def stress(
             )
         elif reproduce:
             report.reproduction = Reproduction(
-                "skipped", "every failure was a hang: a controlled run would hang the same way"
+                "skipped",
+                "every failure was a hang or a crash: a controlled run would meet it the same way",
             )
         else:
             report.reproduction = Reproduction("skipped", "reproduce=0")

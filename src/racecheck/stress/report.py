@@ -70,7 +70,7 @@ def rate_line(failures: int, runs: int) -> str:
 class FailureGroup:
     """Every failure with the same kind, exception type and location."""
 
-    kind: str  # "exception" | "hang"
+    kind: str  # "exception" | "hang" | "crash"
     exc_type: str
     location: str  # "file.py:12 in func", or "" when none is known
     count: int
@@ -79,7 +79,7 @@ class FailureGroup:
 
     def headline(self) -> str:
         where = f" at {self.location}" if self.location else ""
-        what = "hang (timed out)" if self.kind == "hang" else self.exc_type
+        what = {"hang": "hang (timed out)", "crash": "crash"}.get(self.kind, self.exc_type)
         text = f"{what}{where}"
         if self.message:
             text += f": {self.message}"
@@ -139,6 +139,8 @@ class StressReport:
     seed: int
     failed_runs: int = 0
     hangs: int = 0
+    #: runs that killed their worker process (isolate="process" only)
+    crashes: int = 0
     groups: list[FailureGroup] = field(default_factory=list)
     #: "free-threaded build, GIL disabled: ..." or the GIL build's mode
     threading_mode: str = ""
@@ -189,6 +191,8 @@ class StressReport:
             lines.append(f"  jitter: {self.jitter}")
         if self.hangs:
             lines.append(f"  hangs: {self.hangs} run(s) timed out (stack dump below)")
+        if self.crashes:
+            lines.append(f"  crashes: {self.crashes} run(s) killed their worker process")
         if self.groups:
             lines.append(f"  distinct failures: {len(self.groups)}")
             for group in sorted(self.groups, key=lambda g: -g.count):

@@ -155,6 +155,49 @@ def _message(exc: BaseException) -> str:
     return first[:300]
 
 
+def describe_jitter(is_async: bool, lines_on: bool) -> str:
+    """The perturbation a campaign applies, in one line of the report."""
+    from racecheck.stress.jitter import MAX_PAUSE, PAUSE_RATES, SWITCH_INTERVALS
+
+    low, high = min(SWITCH_INTERVALS), max(SWITCH_INTERVALS)
+    parts = [f"switch interval drawn per run from {low:g}-{high:g} s"]
+    if lines_on:
+        parts.append(
+            f"pauses (GIL yield or up to {MAX_PAUSE * 1e6:g} us) at up to"
+            f" {max(PAUSE_RATES):.0%} of user-code lines"
+        )
+    if is_async:
+        parts.append("ready queue shuffled per task, task steps held back up to 0.5 ms")
+    return "; ".join(parts)
+
+
+class Tally:
+    """Failures grouped by (kind, exception type, location) into a report."""
+
+    def __init__(self, report: StressReport) -> None:
+        self.report = report
+        self.groups: dict[tuple[str, str, str], FailureGroup] = {}
+
+    def count(
+        self, kind: str, exc_type: str, location: str, message: str, example: str, n: int = 1
+    ) -> None:
+        key = (kind, exc_type, location)
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = FailureGroup(
+                kind=kind,
+                exc_type=exc_type,
+                location=location,
+                count=0,
+                message=message,
+                example=example,
+            )
+            self.report.groups.append(group)
+        elif example and not group.example:
+            group.example = example
+        group.count += n
+
+
 class Campaign:
     """One call of :func:`racecheck.stress`: the runs, their tallies, the groups."""
 
@@ -188,24 +231,27 @@ class Campaign:
             threading_mode=mode,
             free_threaded=free,
         )
-        self._groups: dict[tuple[str, str, str], FailureGroup] = {}
+        self.tally = Tally(self.report)
+        #: called after every run with (hung, the failures of that run); the
+        #: process isolation's worker streams them to its parent
+        self.on_run: Callable[[bool, list[dict[str, Any]]], None] | None = None
+        #: end the campaign after a hang (a worker process does: it is replaced)
+        self.stop_after_hang = False
+        self._this_run: list[dict[str, Any]] = []
 
     # -- tallies ---------------------------------------------------------------
 
     def _count(self, kind: str, exc_type: str, location: str, message: str, example: str) -> None:
-        key = (kind, exc_type, location)
-        group = self._groups.get(key)
-        if group is None:
-            group = self._groups[key] = FailureGroup(
-                kind=kind,
-                exc_type=exc_type,
-                location=location,
-                count=0,
-                message=message,
-                example=example,
-            )
-            self.report.groups.append(group)
-        group.count += 1
+        self.tally.count(kind, exc_type, location, message, example)
+        self._this_run.append(
+            {
+                "kind": kind,
+                "exc_type": exc_type,
+                "location": location,
+                "message": message,
+                "example": example,
+            }
+        )
 
     def _failure(self, exc: BaseException) -> None:
         kind = type(exc)
@@ -215,7 +261,7 @@ class Campaign:
         location = _location(exc)
         key = ("exception", name, location)
         example = ""
-        if key not in self._groups:  # format one traceback per group, not per failure
+        if key not in self.tally.groups:  # format one traceback per group, not per failure
             example = "".join(traceback.format_exception(kind, exc, _user_tb(exc.__traceback__)))
         self._count("exception", name, location, _message(exc), example)
 
@@ -233,22 +279,8 @@ class Campaign:
             except KeyboardInterrupt:
                 report.interrupted = True
         report.seconds = time.perf_counter() - t0
-        report.jitter = self._describe_jitter()
+        report.jitter = describe_jitter(self.is_async, self.jitter.lines_on)
         return report
-
-    def _describe_jitter(self) -> str:
-        from racecheck.stress.jitter import MAX_PAUSE, PAUSE_RATES, SWITCH_INTERVALS
-
-        low, high = min(SWITCH_INTERVALS), max(SWITCH_INTERVALS)
-        parts = [f"switch interval drawn per run from {low:g}-{high:g} s"]
-        if self.jitter.lines_on:
-            parts.append(
-                f"pauses (GIL yield or up to {MAX_PAUSE * 1e6:g} us) at up to"
-                f" {max(PAUSE_RATES):.0%} of user-code lines"
-            )
-        if self.is_async:
-            parts.append("ready queue shuffled per task, task steps held back up to 0.5 ms")
-        return "; ".join(parts)
 
     def _one_run(self) -> bool:
         """One run; False when the campaign must stop."""
@@ -269,6 +301,7 @@ class Campaign:
         except KeyboardInterrupt:
             self._stop(run, thread, before, hung=False)
             raise
+        self._this_run = []
         if finished:
             thread.join()
             report.runs += 1
@@ -276,6 +309,8 @@ class Campaign:
                 report.failed_runs += 1
                 for exc in run.errors:
                     self._failure(exc)
+            if self.on_run is not None:
+                self.on_run(False, self._this_run)
             return True
         # hung: dump first, while it is still stuck where it hung
         dump = hang_dump({threading.get_ident()}, run.loop)
@@ -289,6 +324,10 @@ class Campaign:
             f"no result within {self.timeout:g} s; stacks of every thread and task:",
             dump,
         )
+        if self.on_run is not None:
+            self.on_run(True, self._this_run)
+        if self.stop_after_hang:
+            return False
         self._stop(run, thread, before, hung=True)
         if report.hangs >= MAX_HANGS:
             report.notes.append(
