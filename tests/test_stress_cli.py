@@ -83,6 +83,12 @@ def hangs():
     never.wait()
 
 
+def crash():
+    import ctypes
+
+    ctypes.string_at(0)
+
+
 def slow():
     marker = __import__("os").environ["STRESS_STARTED"]
     open(marker, "w").close()
@@ -160,6 +166,29 @@ def test_a_hang_is_dumped_and_racecheck_exits(scenario_file: Path) -> None:
     assert "thread 'never-ends'" in proc.stdout
     assert "never.wait()" in proc.stdout
     assert "abandoned threads still running" in proc.stdout
+
+
+def test_a_crash_in_a_worker_process_is_reported(scenario_file: Path) -> None:
+    proc = stress(scenario_file.parent, "sockets.py::crash", "--runs", "2", "--isolate", "process")
+    assert proc.returncode == 1, proc.stderr
+    assert "crashes: 2 run(s) killed their worker process" in proc.stdout
+    assert "killed by SIGSEGV" in proc.stdout and "in crash" in proc.stdout
+
+
+def test_processes_run_a_scenario_variant(scenario_file: Path) -> None:
+    proc = stress(
+        scenario_file.parent,
+        "sockets.py::socket-counter[buggy]",
+        "--runs",
+        "30",
+        "--processes",
+        "2",
+        "--reproduce",
+        "0",
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "of 30 runs" in proc.stdout and "2 at a time" in proc.stdout
+    assert "lost update" in proc.stdout
 
 
 def test_ctrl_c_prints_partial_statistics_and_exits_2(scenario_file: Path, tmp_path: Path) -> None:

@@ -96,6 +96,16 @@ def test_unknown_keyword():
     pass
 
 
+@pytest.mark.racecheck(mode="stress", runs=6, processes=2, seed=4)
+def test_in_processes():
+    assert threading.active_count() >= 1
+
+
+@pytest.mark.racecheck(mode="stress", runs=2, isolate="process")
+def test_in_processes_with_a_fixture(tmp_path):
+    pass
+
+
 @pytest.mark.racecheck(mode="chaos")
 def test_unknown_mode():
     pass
@@ -152,3 +162,11 @@ def test_bad_stress_markers_fail_with_one_line(suite: pytest.Pytester) -> None:
         " isolate and processes, not repeat" in out
     )
     assert "unknown mode 'chaos'" in out
+
+
+def test_process_isolation_from_a_marker(suite: pytest.Pytester) -> None:
+    result = suite.runpytest_subprocess("-p", "no:cacheprovider", "-k", "in_processes", "-rA")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "failed 0 of 6 runs" in out and "2 at a time" in out
+    assert "isolate='process' runs only tests that take no fixtures" in out
