@@ -78,8 +78,9 @@ def correct():
 
 def hangs():
     # a non-daemon thread that never ends: the interpreter would wait for it at exit
+    # (explicitly: threads started from racecheck's daemon run thread are daemon)
     never = threading.Event()
-    threading.Thread(target=never.wait, name="never-ends").start()
+    threading.Thread(target=never.wait, name="never-ends", daemon=False).start()
     never.wait()
 
 

@@ -148,9 +148,14 @@ def stress(
         if reproduce and report.failed_runs > report.hangs + report.crashes:
             from racecheck.stress.reproduce import reproduce as controlled
 
-            report.reproduction = controlled(
-                target, parallel=parallel, schedules=reproduce, backend=backend, label=label
-            )
+            try:
+                report.reproduction = controlled(
+                    target, parallel=parallel, schedules=reproduce, backend=backend, label=label
+                )
+            except KeyboardInterrupt:
+                # the statistics are complete: return them rather than lose them
+                report.reproduction = Reproduction("skipped", "interrupted")
+                report.interrupted = True
         elif reproduce:
             report.reproduction = Reproduction(
                 "skipped",
