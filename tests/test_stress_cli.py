@@ -243,3 +243,18 @@ def test_bad_input_is_one_line_and_exit_2(
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("racecheck: error: ")
     assert message in lines[0]
+
+
+def test_progress_lines_go_to_stderr_without_a_terminal(scenario_file: Path) -> None:
+    proc = stress(
+        scenario_file.parent,
+        "sockets.py::correct",
+        "--runs",
+        "300",
+        "--progress-every",
+        "0.01",
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines and all(line.startswith("progress: correct: ") for line in lines)
+    assert "failed 0 of 300 runs" in proc.stdout and "progress:" not in proc.stdout

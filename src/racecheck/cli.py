@@ -911,6 +911,40 @@ def _stress_targets(spec: str) -> list[tuple[str | None, Any, str | None]]:
     return out
 
 
+class _StressProgress:
+    """Runs done, failures and rate on stderr: redrawn on a terminal, else a line a while.
+
+    stderr, not stdout: the reports on stdout stay clean for pipes and CI logs.
+    """
+
+    def __init__(self, label: str, every: float) -> None:
+        self.label = _safe(label)
+        self.every = every
+        self.tty = sys.stderr.isatty()
+        self.started = self.last = time.monotonic()
+        self.shown = False
+
+    def __call__(self, done: int, total: int, failed: int) -> None:
+        now = time.monotonic()
+        wait = 0.1 if self.tty else self.every
+        if wait <= 0 or (now - self.last < wait and done != total):
+            return
+        self.last = now
+        rate = done / max(now - self.started, 1e-9)
+        text = f"{self.label}: {done:,}/{total:,} runs, {failed:,} failed, {rate:.0f}/s"
+        if self.tty:
+            sys.stderr.write(f"\r\033[K  {text}")
+            self.shown = True
+        elif done != total:
+            sys.stderr.write(f"progress: {text}\n")
+        sys.stderr.flush()
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
 def _cmd_stress(args: argparse.Namespace) -> int:
     """Stress each target; exit 1 when any run failed, 2 on bad input or Ctrl-C."""
     import racecheck
@@ -921,8 +955,12 @@ def _cmd_stress(args: argparse.Namespace) -> int:
     for label, target, backend in targets:
         if backend not in (None, "threads", "asyncio"):
             raise UsageError(f"{label}: stress mode runs threads and asyncio code, not {backend}")
+        progress = _StressProgress(
+            str(label or getattr(target, "__qualname__", "target")), args.progress_every
+        )
         report = racecheck.stress(
             target,
+            progress=progress,
             runs=args.runs,
             parallel=args.parallel,
             timeout=args.timeout,
@@ -932,6 +970,7 @@ def _cmd_stress(args: argparse.Namespace) -> int:
             isolate=args.isolate,
             processes=args.processes,
         )
+        progress.clear()
         repro = report.reproduction
         if repro is not None and repro.token and args.parallel == 1 and label is not None:
             # a scenario variant: the CLI's own replay command applies
@@ -1031,6 +1070,14 @@ def _add_stress(sub: Any) -> None:
         default=1,
         metavar="P",
         help="worker processes running at once (implies --isolate process; default 1)",
+    )
+    p.add_argument(
+        "--progress-every",
+        type=_seconds,
+        default=DEFAULT_INTERVAL,
+        metavar="SECONDS",
+        help="without a terminal, print a progress line on stderr this often"
+        f" (default {DEFAULT_INTERVAL:g}; 0: never)",
     )
     p.add_argument(
         "--no-examples", action="store_true", help="omit the example traceback of each failure"

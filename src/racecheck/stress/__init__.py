@@ -76,6 +76,7 @@ def stress(
     label: str | None = None,
     isolate: str = "thread",
     processes: int = 1,
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> StressReport:
     """Run ``target`` ``runs`` times for real, ``parallel`` copies at once; count failures.
 
@@ -89,8 +90,9 @@ def stress(
     "process" (runs in worker processes, for targets that may hang holding
     the GIL or crash the interpreter; the target must be a module-level
     function); ``processes`` > 1 runs that many workers at once (implies
-    "process"). Returns a :class:`StressReport`; a Ctrl-C returns the partial
-    one (``interrupted``).
+    "process"). ``progress``: called as ``(runs done, runs requested, runs
+    failed)`` after every run. Returns a :class:`StressReport`; a Ctrl-C
+    returns the partial one (``interrupted``).
     """
     if not callable(target):
         raise UsageError(f"stress: the target must be callable, not {type(target).__name__}")
@@ -131,11 +133,12 @@ def stress(
             seed=seed,
             label=name,
             processes=processes,
+            progress=progress,
         )
     else:
         from racecheck.stress.runner import Campaign
 
-        report = Campaign(
+        campaign = Campaign(
             target,
             is_async=is_async,
             runs=runs,
@@ -143,7 +146,9 @@ def stress(
             timeout=float(timeout),
             seed=seed,
             label=name,
-        ).run()
+        )
+        campaign.progress = progress
+        report = campaign.run()
     if report.failed_runs and not report.interrupted:
         if reproduce and report.failed_runs > report.hangs + report.crashes:
             from racecheck.stress.reproduce import reproduce as controlled

@@ -231,6 +231,7 @@ class Pool:
         self.processes = processes
         self.stopping = threading.Event()
         self.lock = threading.Lock()
+        self.progress: Callable[[int, int, int], None] | None = None
         self.error: str | None = None
 
     def ran(self, hung: bool, failures: list[dict[str, Any]]) -> None:
@@ -246,6 +247,12 @@ class Pool:
                 )
             if self.too_many_hangs():
                 self.stopping.set()
+        self._progress()
+
+    def _progress(self) -> None:
+        if self.progress is not None:
+            report = self.report
+            self.progress(report.runs, report.runs_requested, report.failed_runs)
 
     def died(self, kind: str, exc_type: str, message: str, stderr: str) -> None:
         with self.lock:
@@ -258,6 +265,7 @@ class Pool:
             self.tally.count(kind, exc_type, "", message, stderr.strip())
             if self.too_many_hangs():
                 self.stopping.set()
+        self._progress()
 
     def fail(self, message: str) -> None:
         with self.lock:
@@ -313,6 +321,7 @@ def run_in_processes(
     seed: int,
     label: str,
     processes: int,
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> StressReport:
     ref = ref_of(target)
     free, mode = threading_mode()
@@ -335,6 +344,6 @@ def run_in_processes(
         f"isolation: runs in worker processes ({processes} at a time); a run that hangs holding"
         " the GIL or crashes the interpreter is caught there and the worker replaced"
     )
-    return Pool(
-        ref, report, parallel=parallel, timeout=timeout, seed=seed, processes=processes
-    ).run()
+    pool = Pool(ref, report, parallel=parallel, timeout=timeout, seed=seed, processes=processes)
+    pool.progress = progress
+    return pool.run()

@@ -237,6 +237,8 @@ class Campaign:
         self.on_run: Callable[[bool, list[dict[str, Any]]], None] | None = None
         #: end the campaign after a hang (a worker process does: it is replaced)
         self.stop_after_hang = False
+        #: (runs done, runs requested, runs failed) after every run
+        self.progress: Callable[[int, int, int], None] | None = None
         self._this_run: list[dict[str, Any]] = []
 
     # -- tallies ---------------------------------------------------------------
@@ -274,7 +276,10 @@ class Campaign:
             report.notes += notes
             try:
                 for _ in range(report.runs_requested):
-                    if not self._one_run():
+                    going = self._one_run()
+                    if self.progress is not None:
+                        self.progress(report.runs, report.runs_requested, report.failed_runs)
+                    if not going:
                         break
             except KeyboardInterrupt:
                 report.interrupted = True
