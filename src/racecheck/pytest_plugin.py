@@ -66,6 +66,8 @@ MARKER_HELP = (
     "racecheck(strategy='auto', schedules=1000, seed=0, backend=None, **options): run the test"
     " under racecheck's deterministic scheduler and explore its interleavings. Fixtures are"
     " set up once per test, not per schedule: build shared state inside the test."
+    " mode='stress' (runs=, parallel=, timeout=) instead runs the real test body many times,"
+    " uncontrolled, and reports its failure rate (racecheck.stress)."
 )
 
 
