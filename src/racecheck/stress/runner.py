@@ -7,10 +7,12 @@ values), costs microseconds per run, and lets racecheck walk away from a run
 that blocks in C, since the supervisor never blocks on it. What a thread
 cannot do is stop: a timed-out run is dumped (every thread's stack, every task
 of its loop), an asyncio run is cancelled and given a second to unwind, and
-whatever still runs is *abandoned*: named in the report, and left daemon so it
-does not keep the process alive (threads the target itself started may; the
-CLI exits without waiting for them). Each hang costs a timeout, so a campaign
-stops after :data:`MAX_HANGS` of them.
+whatever still runs is *abandoned*: named in the report. It does not keep the
+process alive: the run thread is a daemon, and so are the threads it starts
+unless the target asks for ``daemon=False`` (for those, the CLI exits without
+waiting). Each hang costs a timeout, so a campaign stops after
+:data:`MAX_HANGS` of them. A run that hangs holding the GIL, or crashes the
+interpreter, needs ``isolate="process"`` (:mod:`racecheck.stress.process`).
 
 Parallel copies: ``parallel=K`` starts K copies of the target at once in every
 run, released together by a barrier (threads for a plain function, tasks on
