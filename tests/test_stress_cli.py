@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -96,6 +97,31 @@ def slow():
     __import__("time").sleep(0.05)
 
 
+class Box:
+    value = 0
+
+
+def lost_update():
+    box = Box()
+
+    def bump():
+        for _ in range(10):
+            v = box.value
+            box.value = v + 1
+
+    threads = [threading.Thread(target=bump) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert box.value == 20, box.value
+
+
+RMW = racecheck.Scenario(
+    name="rmw", variants={"buggy": racecheck.Variant(lost_update, expect="race")}
+)
+
+
 COUNTER = racecheck.Scenario(
     name="socket-counter",
     variants={
@@ -141,6 +167,26 @@ def test_a_socket_race_fails_with_its_rate_and_exit_1(scenario_file: Path) -> No
     assert "AssertionError at sockets.py:" in out and "lost update" in out
     assert "controlled scheduler: out of reach: StuckError" in out
     assert proc.stderr == ""
+
+
+def test_a_reproduced_failure_prints_a_replay_command_that_fails_again(
+    scenario_file: Path,
+) -> None:
+    proc = stress(scenario_file.parent, "sockets.py::rmw[buggy]", "--runs", "100", "--seed", "3")
+    assert proc.returncode == 1, proc.stderr
+    assert "controlled scheduler: reproduced" in proc.stdout
+    [line] = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("replay: ")]
+    command = shlex.split(line.strip()[len("replay: ") :])
+    assert command[:3] == ["racecheck", "replay", "sockets.py::rmw[buggy]"]
+    replayed = subprocess.run(
+        [*_command(), *command[1:]],
+        cwd=scenario_file.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert "race found" in replayed.stdout
 
 
 def test_a_correct_variant_exits_0(scenario_file: Path) -> None:
