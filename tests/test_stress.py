@@ -316,6 +316,24 @@ def test_parallel_copies_run_at_the_same_time() -> None:
     assert "3 copies per run" in report.render()
 
 
+def test_async_copies_are_tasks_on_one_loop() -> None:
+    active: list[int] = [0]
+    most: list[int] = [0]
+    loops: list[asyncio.AbstractEventLoop] = []  # kept alive: their ids stay distinct
+
+    async def copy() -> None:
+        loops.append(asyncio.get_running_loop())
+        active[0] += 1
+        most[0] = max(most[0], active[0])
+        await asyncio.sleep(0.01)
+        active[0] -= 1
+
+    report = racecheck.stress(copy, runs=5, parallel=3, seed=13)
+    assert report.ok and report.backend == "asyncio"
+    assert most[0] == 3
+    assert len(loops) == 15 and len({id(loop) for loop in loops}) == 5  # one loop per run
+
+
 def test_a_race_between_copies_is_found_and_replayed_on_the_same_copies() -> None:
     shared = {"n": 0}
 
