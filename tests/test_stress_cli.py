@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -304,3 +305,16 @@ def test_progress_lines_go_to_stderr_without_a_terminal(scenario_file: Path) -> 
     lines = proc.stderr.splitlines()
     assert lines and all(line.startswith("progress: correct: ") for line in lines)
     assert "failed 0 of 300 runs" in proc.stdout and "progress:" not in proc.stdout
+
+
+def test_json_output(scenario_file: Path) -> None:
+    proc = stress(
+        scenario_file.parent, "sockets.py::rmw", "--runs", "50", "--json", "--reproduce", "0"
+    )
+    assert proc.returncode == 1, proc.stderr
+    [report] = json.loads(proc.stdout)
+    assert report["label"] == "rmw[buggy]" and report["runs"] == 50
+    assert report["replayable"] is False and report["ok"] is False
+    assert 0 < report["failed_runs"] == sum(g["count"] for g in report["groups"])
+    low, high = report["ci95"]
+    assert low <= report["failure_rate"] <= high

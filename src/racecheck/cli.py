@@ -952,6 +952,7 @@ def _cmd_stress(args: argparse.Namespace) -> int:
     targets = _stress_targets(args.target)
     out = sys.stdout
     failed = interrupted = abandoned = False
+    reports: list[dict[str, Any]] = []
     for label, target, backend in targets:
         if backend not in (None, "threads", "asyncio"):
             raise UsageError(f"{label}: stress mode runs threads and asyncio code, not {backend}")
@@ -976,13 +977,20 @@ def _cmd_stress(args: argparse.Namespace) -> int:
             # a scenario variant: the CLI's own replay command applies
             selector = f"{args.target.partition('::')[0]}::{label}"
             repro.replay = _replay_command(selector, repro.token)
-        out.write(report.render(examples=not args.no_examples) + "\n\n")
-        out.flush()
+        if args.json:
+            reports.append(report.to_dict())
+        else:
+            out.write(report.render(examples=not args.no_examples) + "\n\n")
+            out.flush()
         failed |= not report.ok
         abandoned |= bool(report.abandoned_threads)
         if report.interrupted:
             interrupted = True
             break
+    if args.json:
+        json.dump(reports, out, indent=2)
+        out.write("\n")
+        out.flush()
     code = EXIT_FAILED if failed else EXIT_OK
     if interrupted:
         sys.stderr.write("racecheck: interrupted (the statistics above are partial)\n")
@@ -1082,6 +1090,7 @@ def _add_stress(sub: Any) -> None:
     p.add_argument(
         "--no-examples", action="store_true", help="omit the example traceback of each failure"
     )
+    p.add_argument("--json", action="store_true", help="print the reports as JSON instead of text")
     p.set_defaults(func=_cmd_stress)
 
 

@@ -14,7 +14,8 @@ bug, or a plain statement that it cannot reach it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from racecheck.textsafe import terminal_safe
 
@@ -170,6 +171,13 @@ class StressReport:
 
     def summary(self) -> str:
         return rate_line(self.failed_runs, self.runs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data: every field, plus the rate and its 95% interval."""
+        data = asdict(self)
+        low, high = self.confidence_interval
+        data.update(failure_rate=self.failure_rate, ci95=[low, high], ok=self.ok)
+        return data
 
     def render(self, examples: bool = True) -> str:
         copies = f"{self.parallel} copies per run" if self.parallel > 1 else "1 copy per run"
