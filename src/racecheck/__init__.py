@@ -6,6 +6,7 @@ The public API (kept stable; suites outside this repository use it)::
     racecheck.replay(target, token)
     @racecheck.pinned(token)  # check() replays the token first, then explores
     racecheck.RaceFound, racecheck.Report, racecheck.Scenario, racecheck.Variant
+    report = racecheck.stress(target, runs=1000, parallel=2)  # uncontrolled, statistics
 
 Importing ``racecheck`` is cheap: backends load when a run needs them.
 """
@@ -23,6 +24,7 @@ from racecheck.errors import (
 from racecheck.outcome import RaceFound, Report
 from racecheck.pinning import pinned
 from racecheck.scenario import Scenario, Variant, scenario
+from racecheck.stress import StressReport, stress
 
 __all__ = [
     "DivergenceError",
@@ -31,6 +33,7 @@ __all__ = [
     "Report",
     "Scenario",
     "StateLeakError",
+    "StressReport",
     "StuckError",
     "TokenError",
     "UsageError",
@@ -39,5 +42,6 @@ __all__ = [
     "pinned",
     "replay",
     "scenario",
+    "stress",
 ]
 __version__ = "0.1.0"

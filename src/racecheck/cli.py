@@ -870,6 +870,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return code
 
 
+def _add_stress(sub: Any) -> None:
+    """``racecheck stress``: defined in :mod:`racecheck.cli_stress`."""
+    from racecheck.cli_stress import add_parser
+
+    add_parser(sub)
+
+
 #: every subcommand, registered in this order
 def _add_lint(sub: Any) -> None:
     from racecheck.lint.cli import add_parser
@@ -883,6 +890,7 @@ _DETECT_HELP = (
 )
 
 COMMANDS: list[Callable[[Any], None]] = [_add_run, _add_replay, _add_list, _add_bench, _add_lint]
+COMMANDS.append(_add_stress)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -66,6 +66,8 @@ MARKER_HELP = (
     "racecheck(strategy='auto', schedules=1000, seed=0, backend=None, **options): run the test"
     " under racecheck's deterministic scheduler and explore its interleavings. Fixtures are"
     " set up once per test, not per schedule: build shared state inside the test."
+    " mode='stress' (runs=, parallel=, timeout=) instead runs the real test body many times,"
+    " uncontrolled, and reports its failure rate (racecheck.stress)."
 )
 
 
@@ -384,6 +386,9 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
     kwargs = {name: item.funcargs[name] for name in item._fixtureinfo.argnames}
     target = make_target(func, kwargs)
     label = item.nodeid
+    if marker.kwargs.get("mode") is not None:
+        _run_mode(item, marker, target, label)
+        return
     options = resolve_options(item.config, marker)
     trio_marked = item.get_closest_marker("trio") is not None
     if "backend" not in options and trio_marked and inspect.iscoroutinefunction(func):
@@ -449,6 +454,80 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
     for warning in report.warnings:
         # pytest's warnings summary: a green test that saw nothing must not look proven
         item.warn(RacecheckWarning(f"racecheck: {warning}"))
+
+
+#: keywords of @pytest.mark.racecheck(mode="stress", ...) (racecheck.stress options)
+_STRESS_KEYWORDS = (
+    "mode",
+    "runs",
+    "parallel",
+    "timeout",
+    "seed",
+    "reproduce",
+    "backend",
+    "isolate",
+    "processes",
+)
+
+
+def _run_mode(
+    item: pytest.Function, marker: pytest.Mark, target: Callable[[], Any], label: str
+) -> None:
+    """``mode="stress"``: run the real test body many times (racecheck.stress).
+
+    The statistics go in the test's report section; a failure fails the test
+    with the whole stress report. ``--racecheck-replay`` replays the token the
+    controlled re-check printed, on the same copies the stress runs used.
+    """
+    from racecheck.errors import UsageError
+    from racecheck.stress import copies, stress
+
+    mode = marker.kwargs["mode"]
+    if mode != "stress":
+        _fail(f"racecheck: unknown mode {mode!r}: the only mode is 'stress'")
+    unknown = sorted(set(marker.kwargs) - set(_STRESS_KEYWORDS))
+    if unknown:
+        _fail(
+            "racecheck: mode='stress' takes runs, parallel, timeout, seed, reproduce, backend,"
+            f" isolate and processes, not {', '.join(unknown)}"
+        )
+    options = {k: v for k, v in marker.kwargs.items() if k != "mode"}
+    parallel = options.get("parallel", 1)
+    token = item.config.getoption("racecheck_replay", None)
+    if token:
+        n = parallel if isinstance(parallel, int) and parallel > 1 else 1
+        replay_label = label if n == 1 else f"{label}[x{n}]"
+        _replay(item, copies(target, n), token, replay_label, {})
+        return
+    if options.get("isolate") == "process" or options.get("processes", 1) != 1:
+        # a worker process imports the test function by name: fixtures cannot follow it
+        if item._fixtureinfo.argnames:
+            _fail("racecheck: isolate='process' runs only tests that take no fixtures")
+        target = _test_function(item)
+    message: str | None = None
+    report = None
+    try:
+        report = stress(target, label=label, **options)
+    except UsageError as exc:
+        message = f"racecheck: {_first_line(exc)}"
+    if message is not None or report is None:
+        _fail(message or "racecheck: stress did not run")
+        return
+    repro = report.reproduction
+    if repro is not None and repro.token:
+        repro.replay = replay_command(item, repro.token)
+    if report.abandoned_threads:
+        item.warn(
+            RacecheckWarning(
+                "racecheck: a hung stress run left threads running: "
+                + ", ".join(report.abandoned_threads)
+            )
+        )
+    if report.interrupted:
+        raise KeyboardInterrupt
+    if not report.ok:
+        _fail(report.render())
+    item.add_report_section("call", "racecheck stress", report.render())
 
 
 def _replay(
