@@ -37,7 +37,9 @@ container ``(container, *)``, touched by iteration, ``len`` and mutation.
 from __future__ import annotations
 
 import _thread
+import dis
 import os
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import CodeType, FrameType, FunctionType, ModuleType
@@ -54,7 +56,8 @@ from racecheck.detect.operands import (
 )
 from racecheck.sources import source_line
 
-_CONTAINERS = (dict, list, set)
+_CONTAINERS = (dict, list, set, deque)
+_SEQUENCES = (list, deque)
 _SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
 _UNTRACKED_GLOBALS = (ModuleType, type, FunctionType, type(len), type(object.__init__))
 _VARIABLES = frozenset(("global-read", "global-write", "deref-read", "deref-write"))
@@ -95,6 +98,13 @@ class Finding:
 
     def message(self) -> str:
         first, *rest = self.accesses
+        if self.kind == "data-race" and len(rest) == 2:
+            middle, last = rest
+            return (
+                f"data race on {last.target}: {first.describe()}; {middle.describe()}"
+                " (no happens-before, no common lock), and that read decided: "
+                f"{last.describe()}"
+            )
         if self.kind == "data-race":
             # a common lock would have ordered them: its hand-off is a happens-before edge
             second = rest[-1]
@@ -127,6 +137,7 @@ class _Site:
     locks: tuple[str, ...]
     atomic: bool = False  # a single C-level container operation
     caller: FrameType | None = None  # who called ``frame`` (a property's user)
+    offset: int = -1  # the instruction, to tell a deciding read from a displayed one
 
 
 @dataclass
@@ -189,6 +200,9 @@ class Detector:
         self.descriptors: dict[tuple[type, str], bool] = {}
         #: frame -> closure variable -> its cell (frames stay alive through ``keep``)
         self.cells: dict[FrameType, dict[str, Any]] = {}
+        #: (actor, location) -> a read that decides a later write, and a write of
+        #: another thread it is not ordered with
+        self.decisions: dict[tuple[int, tuple[int, Any]], tuple[_Site, _Site]] = {}
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -346,20 +360,7 @@ class Detector:
         if not self._plain(base):
             return
         if op == "truth":
-            size = _builtin_of(base).__len__
-            self._touch(
-                frame,
-                actor,
-                hb,
-                base,
-                NONEMPTY,
-                False,
-                label,
-                lambda: size(base) > 0,
-                "checked",
-                atomic=True,
-                stale_only=True,
-            )
+            self._emptiness(frame, actor, hb, base, label)
             return
         if op == "contains":
             element = evaluate(recipe.key, frame, f_locals)
@@ -368,6 +369,12 @@ class Detector:
                 return
             location = element if isinstance(base, dict) else ("in", element)
             self._touch_item(frame, actor, hb, base, location, False, label, element, "checked")
+            return
+        if op == "scan-arg" and recipe.name == "len":
+            # one C call, atomic like a single load; `if len(q) > 0:` tests emptiness
+            self._emptiness(frame, actor, hb, base, label)
+            if not self.found:
+                self._whole(frame, actor, hb, base, False, label, "measured", atomic=True)
             return
         if op == "iterate" or op == "scan-arg":
             self._whole(frame, actor, hb, base, False, label, "iterated")
@@ -549,7 +556,7 @@ class Detector:
             self._whole(frame, actor, hb, base, False, label, "read")
         else:
             self._whole(frame, actor, hb, base, True, label, action, atomic=True)
-            if isinstance(base, list):
+            if isinstance(base, _SEQUENCES):
                 self._touch_item(frame, actor, hb, base, LAST, True, label, -1, action, atomic=True)
 
     def _item(
@@ -560,7 +567,7 @@ class Detector:
         except TypeError:
             return
         location = key
-        if isinstance(base, list) and type(key) is int and key < 0:
+        if isinstance(base, _SEQUENCES) and type(key) is int and key < 0:
             location = LAST if key == -1 else ("neg", key)
         action = "wrote" if write else "read"
         if write:
@@ -597,11 +604,27 @@ class Detector:
             try:
                 if kind is dict:
                     return dict.get(base, key, MISSING)
-                return list.__getitem__(base, key) if kind is list else MISSING
+                return kind.__getitem__(base, key) if kind in _SEQUENCES else MISSING
             except (IndexError, TypeError):
                 return MISSING
 
         self._touch(frame, actor, hb, base, location, write, target, value_of, action, atomic)
+
+    def _emptiness(self, frame: FrameType, actor: int, hb: int, base: Any, label: str) -> None:
+        size = _builtin_of(base).__len__
+        self._touch(
+            frame,
+            actor,
+            hb,
+            base,
+            NONEMPTY,
+            False,
+            label,
+            lambda: size(base) > 0,
+            "checked",
+            atomic=True,
+            stale_only=True,
+        )
 
     def _whole(
         self,
@@ -682,6 +705,7 @@ class Detector:
             tuple(self.held.get(hb, ())),
             atomic,
             frame.f_back,
+            frame.f_lasti,
         )
         view_key = (actor, location)
         view = self.views.get(view_key)
@@ -692,7 +716,12 @@ class Detector:
         if view is not None and shadow.seq > view.seq and shadow.last_writer is not None:
             remote = shadow.last_writer
             if remote.actor != actor:
-                if view.kind == "r" and write and _read_in_scope(view.site, frame):
+                if (
+                    view.kind == "r"
+                    and write
+                    and _read_in_scope(view.site, frame)
+                    and _use(view.site)  # a value only displayed decided nothing
+                ):
                     pattern = "stale check" if view.site.action == "checked" else "lost update"
                     self._report("atomicity-violation", pattern, target, view.site, remote, site)
                     return
@@ -705,6 +734,14 @@ class Detector:
                 ):
                     self.pending.append((actor, location, view, remote, site, target))
         if self.happens_before:
+            if write:
+                decided = self.decisions.pop(view_key, None) if self.decisions else None
+                if decided is not None and _read_in_scope(decided[0], frame):
+                    read, racing = decided
+                    self._report("data-race", "unsynchronised", target, racing, read, site)
+                    return
+            else:
+                self._decide(shadow, site, clock, view_key)
             if self._hb_check(shadow, site, clock, write, target, key is WHOLE):
                 return
             (shadow.writes if write else shadow.reads)[hb] = site
@@ -717,6 +754,36 @@ class Detector:
         else:
             new_view.value = value_of()
         self.views[view_key] = new_view
+
+    def _decide(
+        self,
+        shadow: _Shadow,
+        site: _Site,
+        clock: dict[int, int],
+        view_key: tuple[int, tuple[int, Any]],
+    ) -> None:
+        """Remember a read that decides a later write while another thread's write races it.
+
+        A load is atomic, so the read alone is no race (a value read only to
+        display it never is). But when it decides what this thread writes next
+        (``if self.balance >= n:`` ... ``with lock: self.balance -= n``), the
+        other thread's write, unordered with the read, could as well have
+        landed between the read and the act: that is reported at the act, in
+        every schedule, not only in the one where it lands there. A re-check
+        that is ordered after every write (under the lock) replaces it.
+        """
+        hb = site.hb
+        racing = None
+        for other in shadow.writes.values():
+            if other.hb != hb and other.clock > clock.get(other.hb, 0):
+                racing = other
+                break
+        if racing is None:
+            if self.decisions and _use(site) == "branch":
+                self.decisions.pop(view_key, None)
+            return
+        if _use(site):
+            self.decisions[view_key] = (site, racing)
 
     def _waited_for(self, remote: _Site, hb: int) -> bool:
         """Did ``hb`` wait for the actor that wrote ``remote`` (so it expects its value)?
@@ -785,7 +852,7 @@ def _slots_changed(base: Any, kind: str, element: Any) -> tuple[Any, ...]:
     """Which locations of a container one element-wise method call writes."""
     if isinstance(base, dict):
         return (element,)
-    if isinstance(base, list):
+    if isinstance(base, _SEQUENCES):
         return {"append": (LAST, ("in", element)), "pop": (LAST,)}.get(kind, (("in", element),))
     return (("in", element),)
 
@@ -967,6 +1034,79 @@ def _in_scope(earlier: FrameType | None, now: FrameType) -> bool:
         frame = frame.f_back
         depth += 1
     return False
+
+
+_BRANCHES = frozenset(("JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "TO_BOOL", "FOR_ITER"))
+_SHARED_STORES = frozenset(
+    ("STORE_ATTR", "STORE_SUBSCR", "STORE_GLOBAL", "STORE_DEREF", "STORE_SLICE", "DELETE_SUBSCR")
+)
+_LOCAL_STORES = frozenset(("STORE_FAST", "STORE_NAME"))
+_LOCAL_LOADS = frozenset(
+    ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "LOAD_FAST_LOAD_FAST", "LOAD_NAME")
+)
+_OPAQUE = frozenset(
+    ("RETURN_VALUE", "YIELD_VALUE", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP", "RAISE_VARARGS")
+)
+_uses: dict[CodeType, dict[int, str]] = {}
+_listings: dict[CodeType, list[dis.Instruction]] = {}
+
+
+def _use(site: _Site) -> str:
+    """What the value a read loaded is for: "branch", "flow" (into a store), or "".
+
+    "" is a value that is only displayed or passed along and dropped
+    (``log.debug("%s", self.x)``): a load that decides nothing. Returned and
+    yielded values, and anything not worked out, count as "flow", so an
+    unknown use keeps being reported.
+    """
+    if site.action == "checked":
+        return "branch"
+    frame = site.frame
+    if frame is None or site.offset < 0:
+        return "flow"
+    code = frame.f_code
+    known = _uses.get(code)
+    if known is None:
+        known = _uses[code] = {}
+    found = known.get(site.offset)
+    if found is None:
+        listing = _listings.get(code)
+        if listing is None:
+            listing = _listings[code] = list(dis.get_instructions(code))
+        index = next((i for i, ins in enumerate(listing) if ins.offset == site.offset), -1)
+        found = known[site.offset] = "flow" if index < 0 else _use_after(listing, index, True)
+    return found
+
+
+def _use_after(listing: list[dis.Instruction], index: int, follow: bool) -> str:
+    """Follow the value pushed at ``listing[index]`` to what consumes it (a short scan)."""
+    for ins in listing[index + 1 : index + 48]:
+        name = ins.opname
+        if name.startswith("POP_JUMP") or name in _BRANCHES:
+            return "branch"
+        if name in _SHARED_STORES or name in _OPAQUE:
+            return "flow"
+        if name in _LOCAL_STORES:
+            return _local_use(listing, ins, follow) if follow else "flow"
+        if name == "POP_TOP":
+            return ""
+    return "flow"
+
+
+def _local_use(listing: list[dis.Instruction], store: dis.Instruction, follow: bool) -> str:
+    """A read kept in a local decides what that local's later loads decide."""
+    local = store.argval
+    best = ""
+    for i, ins in enumerate(listing):
+        if ins.offset <= store.offset or ins.opname not in _LOCAL_LOADS:
+            continue
+        names = ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)
+        if local in names:
+            use = _use_after(listing, i, False)
+            if use == "branch":
+                return use
+            best = best or use
+    return best
 
 
 def _same(a: Any, b: Any) -> bool:
