@@ -38,7 +38,8 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
         if not any(e.kind == "await" for e in events):
             continue
         if "RC101" in codes:
-            yield from _scratch_state(module, events)
+            once = _started_once(module, func)
+            yield from _scratch_state(module, events, once)
         if "RC102" in codes:
             yield from _check_then_act(module, events)
         if "RC103" in codes:
@@ -66,13 +67,52 @@ def _gap(
     return None
 
 
-def _scratch_state(module: Module, events: list[Event]) -> Iterator[Finding]:
+def _started_once(module: Module, func: ast.AsyncFunctionDef) -> bool:
+    """Is nested ``func`` named exactly once in its parent, outside any loop, not returned?
+
+    Its closure dict is then per call of the parent: no sibling copy of ``func``
+    runs to overwrite a slot. A coroutine that is returned, stored, or started
+    in a loop or a comprehension may run many times at once (the fan-out shape).
+    """
+    parent = module._parents.get(id(func))
+    if parent is None:
+        return False
+    uses: list[bool] = []  # per reference: is it repeated or escaping?
+
+    def visit(node: ast.AST, repeated: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if child is func:
+                continue
+            if isinstance(child, ast.Name) and child.id == func.name:
+                uses.append(repeated)
+            escaping = isinstance(
+                child,
+                ast.For
+                | ast.AsyncFor
+                | ast.While
+                | ast.comprehension
+                | ast.Lambda
+                | ast.Return
+                | ast.Yield
+                | ast.Assign
+                | ast.FunctionDef
+                | ast.AsyncFunctionDef,
+            )
+            visit(child, repeated or escaping)
+
+    visit(parent, False)
+    return uses == [False]
+
+
+def _scratch_state(module: Module, events: list[Event], once: bool = False) -> Iterator[Finding]:
     awaits = [e for e in events if e.kind == "await"]
     writes = [e for e in events if e.kind == "write" and _slot_or_tracked(e.key)]
     reported: set[int] = set()
     for read in events:
         if read.kind != "read" or not _slot_or_tracked(read.key):
             continue
+        if once and read.key.startswith("free:"):
+            continue  # a closure dict of a coroutine its parent starts once
         before = [w for w in writes if w.key == read.key and reaches(w, read)]
         if not before:
             continue
@@ -132,12 +172,16 @@ def _acts(event: Event) -> bool:
     """Does ``event`` act on shared state with per-call data (not a flag flip)?"""
     if event.kind == "write":
         return event.percall or event.detail == "augmented"
+    if event.tolerant:
+        return False
     if event.detail in {"setitem", "local-key"}:
         return event.percall or event.detail == "local-key"
     return event.kind == "mutate"
 
 
 def _governs(check: Event, act: Event) -> bool:
+    if check.detail == "membership" and act.kind == "write":
+        return False  # `k in self.d`, then rebinding self.d to a fresh table: no stale key
     if check.detail == "recheck":
         return True  # a while loop's exit test: everything after the loop relies on it
     inside = any(arm.node == check.scope for arm in act.path)

@@ -64,6 +64,8 @@ PRIMITIVE_CALLS = frozenset(
 LOOP_CALLS = frozenset(
     {"create_task", "call_soon", "call_later", "call_at", "create_future", "run_until_complete"}
 )
+#: a thread function calling these hosts an event loop of its own
+_OWN_LOOP_CALLS = frozenset({"set_event_loop", "new_event_loop", "run_forever", "run"})
 _SKIP_METHODS = frozenset(
     {"__init__", "__new__", "__del__", "__post_init__", "__repr__", "__str__", "__init_subclass__"}
 )
@@ -248,6 +250,10 @@ def _loop_calls(
     me = module.self_name(func) if not isinstance(func, ast.Lambda) else None
     where = "a lambda" if isinstance(func, ast.Lambda) else f"{func.name}()"
     nodes = list(ast.walk(func.body)) if isinstance(func, ast.Lambda) else list(iter_own(func))
+    if any(
+        isinstance(node, ast.Call) and last_name(node.func) in _OWN_LOOP_CALLS for node in nodes
+    ):
+        return  # the thread makes or installs the loop it drives: its objects are its own
     for node in nodes:
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             qual = module.qualname(node.func) if isinstance(node, ast.Call) else None
