@@ -179,6 +179,67 @@ NEGATIVE = [
                 return window
         """,
     ),
+    (
+        # aiohttp's websocket close(): `if self._closed: return` and the flag set
+        # (in a helper) before the first await: the rest runs once per object
+        "rc102-after-a-close-once-guard",
+        """
+        class WebSocket:
+            def _set_closed(self):
+                self._closed = True
+
+            async def close(self, code):
+                if self._closed:
+                    return False
+                self._set_closed()
+                await self._writer.close(code)
+                if self._close_code:
+                    return True
+                msg = await self._reader.read()
+                self._close_code = msg.data
+                return True
+        """,
+    ),
+    (
+        # httpcore's HTTP/2 settings change: a helper only ever awaited under the
+        # caller's read lock
+        "rc102-helper-always-called-under-a-lock",
+        """
+        class Connection:
+            async def _receive_events(self):
+                async with self._read_lock:
+                    event = await self._read()
+                    await self._settings_changed(event)
+
+            async def _settings_changed(self, event):
+                new = event.value
+                if new and new != self._max_streams:
+                    while new > self._max_streams:
+                        await self._semaphore.release()
+                        self._max_streams += 1
+                    while new < self._max_streams:
+                        await self._semaphore.acquire()
+                        self._max_streams -= 1
+        """,
+    ),
+    (
+        # redis-py's pool: the helper's parameter holds what the caller passed;
+        # reading it after an await is not reading the attribute again
+        "rc101-parameter-is-not-the-attribute-again",
+        """
+        class Pool:
+            async def update(self, handler):
+                if handler:
+                    self._handler = handler
+                await self._update_connections(self._handler)
+
+            async def _update_connections(self, handler):
+                async with self._get_pool_lock():
+                    for conn in list(self._free):
+                        if handler:
+                            conn.set_handler(handler)
+        """,
+    ),
 ]
 
 
@@ -194,6 +255,65 @@ def test_study_false_positive_shapes_are_quiet(name: str, source: str) -> None:
 
 
 POSITIVE = [
+    (
+        # aiohttp's request.post(): the flag is set only on an early-return path;
+        # the main path still fills it across an await
+        "rc102-once-write-on-another-path",
+        "RC102",
+        """
+        class Request:
+            async def post(self):
+                if self._post is not None:
+                    return self._post
+                if self._method not in self.POST_METHODS:
+                    self._post = {}
+                    return self._post
+                out = await self._read_form()
+                self._post = dict(out)
+                return self._post
+        """,
+    ),
+    (
+        "rc102-helper-called-once-without-the-lock",
+        "RC102",
+        """
+        class Connection:
+            async def _receive_events(self):
+                async with self._read_lock:
+                    event = await self._read()
+                    await self._settings_changed(event)
+
+            async def apply(self, event):
+                await self._settings_changed(event)
+
+            async def _settings_changed(self, event):
+                new = event.value
+                if new and new != self._max_streams:
+                    while new > self._max_streams:
+                        await self._semaphore.release()
+                        self._max_streams += 1
+                    while new < self._max_streams:
+                        await self._semaphore.acquire()
+                        self._max_streams -= 1
+        """,
+    ),
+    (
+        "rc102-close-flag-set-only-after-an-await",
+        "RC102",
+        """
+        class WebSocket:
+            async def close(self, code):
+                if self._closed:
+                    return False
+                await self._writer.close(code)
+                self._closed = True
+                if self._close_code:
+                    return True
+                msg = await self._reader.read()
+                self._close_code = msg.data
+                return True
+        """,
+    ),
     (
         "rc106-thread-touches-the-main-loop",
         "RC106",

@@ -24,16 +24,23 @@ from collections.abc import Iterator
 
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
-from racecheck.lint.module import Module
+from racecheck.lint.module import ClassInfo, Module, is_locklike
 from racecheck.lint.report import at, line_of, show, where
 
 
 def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
     if not codes & {"RC101", "RC102", "RC103"}:
         return
+    locked: dict[int, set[str]] = {}
     for func in module.function_nodes:
         if not isinstance(func, ast.AsyncFunctionDef):
             continue
+        info = module.class_of(func)
+        if info is not None:
+            if id(info) not in locked:
+                locked[id(info)] = _awaited_under_lock(module, info)
+            if func.name in locked[id(info)]:
+                continue  # every caller holds a lock across the call: the whole body is inside
         events = Flow(module, func, closure=module.closure(func)).run()
         if not any(e.kind == "await" for e in events):
             continue
@@ -65,6 +72,39 @@ def _gap(
             if not common_lock(*held):
                 return suspend
     return None
+
+
+def _awaited_under_lock(module: Module, info: ClassInfo) -> set[str]:
+    """Methods whose every ``self.m(...)`` call in the class is inside a lock region."""
+    locked: dict[str, bool] = {}
+
+    def visit(node: ast.AST, me: str | None, held: bool) -> None:
+        if isinstance(node, ast.With | ast.AsyncWith):
+            held = held or any(is_locklike(item.context_expr) for item in node.items)
+        callee = None
+        if isinstance(node, ast.Call) and _on(node.func, me):
+            callee = node.func
+            name = node.func.attr  # type: ignore[union-attr]
+            locked[name] = locked.get(name, True) and held
+        elif isinstance(node, ast.Attribute) and _on(node, me):
+            locked[node.attr] = False  # `self.m` handed on (a callback, a task): any caller
+        for child in ast.iter_child_nodes(node):
+            if child is not callee and not isinstance(child, ast.Lambda):
+                visit(child, me, held)
+
+    for method in module.all_methods(info).values():
+        visit(method, module.self_name(method), False)
+    return {name for name, always in locked.items() if always}
+
+
+def _on(node: ast.AST, me: str | None) -> bool:
+    """``node`` is ``self.<name>`` (a load)."""
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.ctx, ast.Load)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == me
+    )
 
 
 def _started_once(module: Module, func: ast.AsyncFunctionDef) -> bool:
@@ -109,7 +149,7 @@ def _scratch_state(module: Module, events: list[Event], once: bool = False) -> I
     writes = [e for e in events if e.kind == "write" and _slot_or_tracked(e.key)]
     reported: set[int] = set()
     for read in events:
-        if read.kind != "read" or not _slot_or_tracked(read.key):
+        if read.kind != "read" or not _slot_or_tracked(read.key) or read.detail == "alias":
             continue
         if once and read.key.startswith("free:"):
             continue  # a closure dict of a coroutine its parent starts once
@@ -188,13 +228,38 @@ def _governs(check: Event, act: Event) -> bool:
     return inside or (check.guard and act.order > check.end)
 
 
+def _once_writes(events: list[Event], awaits: list[Event]) -> list[Event]:
+    """Writes after which the method runs at most once per object.
+
+    ``if self._closed: return`` and then ``self._closed = True`` (here or in a
+    helper) with no await in between: the first caller sets the flag before it
+    suspends, and every later caller leaves at the check.
+    """
+    found = []
+    for check in events:
+        if check.kind != "check" or not check.guard or not _tracked(check.key):
+            continue
+        for write in events:
+            if (
+                write.kind == "write"
+                and write.key == check.key
+                and write.order > check.end
+                and not any(check.end < a.order < write.order for a in awaits)
+            ):
+                found.append(write)
+    return found
+
+
 def _check_then_act(module: Module, events: list[Event]) -> Iterator[Finding]:
     awaits = [e for e in events if e.kind == "await"]
     checks = [e for e in events if e.kind == "check" and _tracked(e.key)]
     reported: set[tuple[int, str]] = set()
+    once = _once_writes(events, awaits)
     for act in events:
         if act.kind not in {"write", "mutate"} or not _tracked(act.key) or not _acts(act):
             continue
+        if any(reaches(write, act) for write in once):
+            continue  # past a close-once (start-once) guard: no second caller gets here
         if any(arm.ends == "raise" for arm in act.path):
             continue  # recording an error on the way out: every caller fails anyway
         if act.via is not None and any(

@@ -619,7 +619,9 @@ class Flow:
                 self._expr(expr.value)
         elif isinstance(expr, ast.Name):
             if isinstance(expr.ctx, ast.Load):
-                self._emit("read", self.name_key(expr.id), expr)
+                # a callee's parameter holds what the caller passed, evaluated then
+                alias = "alias" if expr.id in self._top.mapping else ""
+                self._emit("read", self.name_key(expr.id), expr, detail=alias)
         elif isinstance(expr, ast.Subscript):
             self._expr(expr.value)
             self._expr(expr.slice)
@@ -785,7 +787,8 @@ def _substitute(expr: ast.expr, name: str, by: ast.expr | None) -> ast.expr:
 
     if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(expr)):
         return expr
-    return Replace().visit(copy.deepcopy(expr))  # type: ignore[no-any-return]
+    result: ast.expr = Replace().visit(copy.deepcopy(expr))
+    return result
 
 
 def _breaks(body: list[ast.stmt]) -> bool:
