@@ -268,3 +268,36 @@ def test_replaying_a_flow_finding_reproduces_it() -> None:
     with pytest.raises(racecheck.RaceFound) as again:
         racecheck.replay(_account("withdraw_checked_outside"), info.value.schedule, detect=True)
     assert again.value.kind == info.value.kind
+
+
+# -- 2. stale hand-off decisions in asyncio locking libraries ----------------------------
+
+import handoff_models  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("target", "state"),
+    [(handoff_models.fifo_buggy, "self._waiters"), (handoff_models.rw_buggy, "self._w_state")],
+    ids=["anyio-lock-waiter-left-queued", "rwlock-two-writers"],
+)
+def test_stale_hand_off_is_flagged_without_assertions(target: Any, state: str) -> None:
+    finding = detect(target, schedules=200)
+    assert finding.pattern == "stale hand-off", finding
+    decided, meanwhile, acted = finding.accesses
+    assert {a.target for a in finding.accesses} == {state}, finding
+    assert len({decided.actor, meanwhile.actor, acted.actor}) == 3
+    assert (
+        "release" in decided.line
+        or "_wake_up" in decided.line
+        or "for " in decided.line
+        or ("if " in decided.line)
+    )
+
+
+@pytest.mark.parametrize(
+    "target",
+    [handoff_models.fifo_fixed, handoff_models.rw_fixed],
+    ids=["anyio-lock-4.14", "rwlock-hand-off-carries-state"],
+)
+def test_fixed_hand_offs_are_clean(target: Any) -> None:
+    clean(target, schedules=200)

@@ -147,6 +147,10 @@ class _Shadow:
     #: per thread, its latest write / read (happens-before checks)
     writes: dict[int, _Site] = field(default_factory=dict)
     reads: dict[int, _Site] = field(default_factory=dict)
+    #: per actor, its latest deciding (branch) read: (site, seq then, task step)
+    checks: dict[int, tuple[_Site, int, int]] = field(default_factory=dict)
+    #: the latest writes, (seq, site): who wrote between a decision and its act
+    history: list[tuple[int, _Site]] = field(default_factory=list)
 
 
 @dataclass
@@ -203,6 +207,11 @@ class Detector:
         #: (actor, location) -> a read that decides a later write, and a write of
         #: another thread it is not ordered with
         self.decisions: dict[tuple[int, tuple[int, Any]], tuple[_Site, _Site]] = {}
+        #: asyncio hand-offs: task steps per actor, who (actor, step) scheduled a
+        #: handle, and who woke each actor into its current step
+        self.steps: dict[int, int] = {}
+        self.stamped_by: dict[int, tuple[int, int]] = {}
+        self.woken: dict[int, tuple[int, int] | None] = {}
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -267,12 +276,15 @@ class Detector:
         if self.current is not None:
             clock = dict(self.signals.get(self.current) or self._clock(self.current))
             self._tick(self.current)
+            self.stamped_by[id(handle)] = (self.current, self.steps.get(self.current, 0))
         else:
             clock = dict(self.callback_clock)
         self.stamps[id(handle)] = (handle, clock)
 
     def begin_task_step(self, actor: int, handle: Any) -> None:
         self._clock(actor)
+        self.steps[actor] = self.steps.get(actor, 0) + 1
+        self.woken[actor] = self.stamped_by.pop(id(handle), None)
         stamped = self.stamps.pop(id(handle), None)
         if stamped is not None:
             _join(self.clocks[actor], stamped[1])
@@ -733,6 +745,10 @@ class Detector:
                     and not _same(value_of(), view.value)
                 ):
                     self.pending.append((actor, location, view, remote, site, target))
+        if not self.happens_before:
+            if write and self._stale_handoff(shadow, site, actor, target):
+                return
+            self._remember(shadow, site, actor, write)
         if self.happens_before:
             if write:
                 decided = self.decisions.pop(view_key, None) if self.decisions else None
@@ -784,6 +800,45 @@ class Detector:
             return
         if _use(site):
             self.decisions[view_key] = (site, racing)
+
+    def _remember(self, shadow: _Shadow, site: _Site, actor: int, write: bool) -> None:
+        if write:
+            history = shadow.history
+            history.append((shadow.seq + 1, site))
+            if len(history) > 8:
+                del history[0]
+        elif _use(site) == "branch":
+            shadow.checks[actor] = (site, shadow.seq, self.steps.get(actor, 0))
+
+    def _stale_handoff(self, shadow: _Shadow, site: _Site, actor: int, target: str) -> bool:
+        """A task woken by a hand-off acts on the waker's decision after a third party wrote.
+
+        Task A checks the state (``if self._w_state == 0:``, a scan of the
+        waiters) and, in the same step, wakes task B (``fut.set_result``). B
+        resumes and writes that state on the decision's behalf
+        (``self._w_state += 1``, removing its own queue entry). If task C wrote
+        the same state between A's check and B's write, and B did not check it
+        again, B acts on a decision that no longer holds: two writers inside an
+        RW lock, a woken waiter left queued for a newcomer to line up behind.
+        The fix hands the state over with the wake-up (A writes it for B).
+        """
+        woke = self.woken.get(actor)
+        if woke is None or not shadow.checks:
+            return False
+        waker, step = woke
+        decided = shadow.checks.get(waker)
+        if waker == actor or decided is None or decided[2] != step:
+            return False
+        check, seen, _ = decided
+        between = [w for seq, w in shadow.history if seq > seen and w.actor not in (actor, waker)]
+        if not between:
+            return False
+        mine = shadow.checks.get(actor)
+        latest = max(seq for seq, w in shadow.history if w is between[-1])
+        if mine is not None and mine[1] >= latest:
+            return False  # B checked again after C's write
+        self._report("atomicity-violation", "stale hand-off", target, check, between[-1], site)
+        return True
 
     def _waited_for(self, remote: _Site, hb: int) -> bool:
         """Did ``hb`` wait for the actor that wrote ``remote`` (so it expects its value)?
