@@ -240,6 +240,32 @@ NEGATIVE = [
                             conn.set_handler(handler)
         """,
     ),
+    (
+        # aiohttp's StreamResponse: prepare() returns early once _payload_writer is
+        # set, and _start(), its only caller's helper, sets it before its first await
+        "rc101-helper-behind-its-callers-once-guard",
+        """
+        class StreamResponse:
+            async def prepare(self, request):
+                if self._eof_sent:
+                    return None
+                if self._payload_writer is not None:
+                    return self._payload_writer
+                return await self._start(request)
+
+            async def _start(self, request):
+                self._req = request
+                writer = self._payload_writer = request._payload_writer
+                await self._prepare_headers()
+                await self._write_headers()
+                return writer
+
+            async def _write_headers(self):
+                request = self._req
+                writer = self._payload_writer
+                await writer.write_headers(request.version)
+        """,
+    ),
 ]
 
 
@@ -255,6 +281,31 @@ def test_study_false_positive_shapes_are_quiet(name: str, source: str) -> None:
 
 
 POSITIVE = [
+    (
+        "rc101-helper-also-called-without-the-guard",
+        "RC101",
+        """
+        class StreamResponse:
+            async def prepare(self, request):
+                if self._payload_writer is not None:
+                    return self._payload_writer
+                return await self._start(request)
+
+            async def restart(self, request):
+                return await self._start(request)
+
+            async def _start(self, request):
+                self._req = request
+                writer = self._payload_writer = request._payload_writer
+                await self._prepare_headers()
+                await self._write_headers()
+                return writer
+
+            async def _write_headers(self):
+                request = self._req
+                await request.send()
+        """,
+    ),
     (
         # aiohttp's request.post(): the flag is set only on an early-return path;
         # the main path still fills it across an await

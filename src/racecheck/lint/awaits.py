@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
-from racecheck.lint.module import ClassInfo, Module, is_locklike
+from racecheck.lint.module import ClassInfo, Module, is_locklike, iter_own
 from racecheck.lint.report import at, line_of, show, where
 
 
@@ -32,16 +32,23 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
     if not codes & {"RC101", "RC102", "RC103"}:
         return
     locked: dict[int, set[str]] = {}
+    flows = {
+        id(func): Flow(module, func, closure=module.closure(func)).run()
+        for func in module.function_nodes
+        if isinstance(func, ast.AsyncFunctionDef)
+    }
     for func in module.function_nodes:
         if not isinstance(func, ast.AsyncFunctionDef):
             continue
         info = module.class_of(func)
         if info is not None:
             if id(info) not in locked:
-                locked[id(info)] = _awaited_under_lock(module, info)
+                locked[id(info)] = _awaited_under_lock(module, info) | _behind_once_guards(
+                    module, info, flows
+                )
             if func.name in locked[id(info)]:
-                continue  # every caller holds a lock across the call: the whole body is inside
-        events = Flow(module, func, closure=module.closure(func)).run()
+                continue  # every caller holds a lock, or runs it once per object
+        events = flows[id(func)]
         if not any(e.kind == "await" for e in events):
             continue
         if "RC101" in codes:
@@ -82,10 +89,11 @@ def _awaited_under_lock(module: Module, info: ClassInfo) -> set[str]:
         if isinstance(node, ast.With | ast.AsyncWith):
             held = held or any(is_locklike(item.context_expr) for item in node.items)
         callee = None
-        if isinstance(node, ast.Call) and _on(node.func, me):
-            callee = node.func
-            name = node.func.attr  # type: ignore[union-attr]
-            locked[name] = locked.get(name, True) and held
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if _on(node.func, me):
+                callee = node.func
+                name = node.func.attr
+                locked[name] = locked.get(name, True) and held
         elif isinstance(node, ast.Attribute) and _on(node, me):
             locked[node.attr] = False  # `self.m` handed on (a callback, a task): any caller
         for child in ast.iter_child_nodes(node):
@@ -95,6 +103,50 @@ def _awaited_under_lock(module: Module, info: ClassInfo) -> set[str]:
     for method in module.all_methods(info).values():
         visit(method, module.self_name(method), False)
     return {name for name, always in locked.items() if always}
+
+
+def _behind_once_guards(module: Module, info: ClassInfo, flows: dict[int, list[Event]]) -> set[str]:
+    """Helpers whose every caller in the class runs them at most once per object.
+
+    aiohttp's ``prepare()`` returns early once ``_payload_writer`` is set, and
+    ``_start()`` sets it before its first await: whatever ``_start()`` keeps on
+    the object is not overwritten by a second caller. The helper must be
+    awaited (so it is inlined in the caller's flow) at every call site, and the
+    guarded flag written before the helper's first await.
+    """
+    methods = module.all_methods(info)
+    callers: dict[str, list[ast.AsyncFunctionDef | None]] = {}  # None: a sync caller
+    for method in methods.values():
+        me = module.self_name(method)
+        for node in iter_own(method):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if _on(node.func, me):
+                    caller = method if isinstance(method, ast.AsyncFunctionDef) else None
+                    callers.setdefault(node.func.attr, []).append(caller)
+    protected = set()
+    for name, sites in callers.items():
+        helper = methods.get(name)
+        if not isinstance(helper, ast.AsyncFunctionDef):
+            continue
+        if all(
+            caller is not None and _runs_once_in(flows.get(id(caller), []), helper)
+            for caller in sites
+        ):
+            protected.add(name)
+    return protected
+
+
+def _runs_once_in(events: list[Event], helper: ast.AsyncFunctionDef) -> bool:
+    region = [e for e in events if e.via is helper]
+    if not region:
+        return False
+    awaits = [e for e in events if e.kind == "await"]
+    start = min(e.order for e in region)
+    first_await = min((a.order for a in awaits if a.order >= start), default=None)
+    return any(
+        write.order < (first_await if first_await is not None else write.order + 1)
+        for write in _once_writes(events, awaits)
+    )
 
 
 def _on(node: ast.AST, me: str | None) -> bool:
