@@ -301,3 +301,65 @@ def test_stale_hand_off_is_flagged_without_assertions(target: Any, state: str) -
 )
 def test_fixed_hand_offs_are_clean(target: Any) -> None:
     clean(target, schedules=200)
+
+
+# -- 5. fixed releases: limits 5.3.0's moving window ------------------------------------
+
+
+class Windows:
+    """limits 5.3.0's async memory storage: a sweep over a snapshot of the keys, each
+    key handled under its own lock, re-checked before it is written."""
+
+    def __init__(self) -> None:
+        self.events: dict[str, list[int]] = {}
+        self.locks: collections.defaultdict[str, asyncio.Lock] = collections.defaultdict(
+            asyncio.Lock
+        )
+
+    async def expire(self) -> None:
+        for key in list(self.events.keys()):
+            async with self.locks[key]:
+                await asyncio.sleep(0)
+                if self.events.get(key, []):
+                    self.events[key] = self.events[key][:1]
+
+    async def hit(self, key: str) -> None:
+        await asyncio.sleep(0)
+        async with self.locks[key]:
+            self.events.setdefault(key, [])
+            self.events[key][:0] = [1]
+
+
+def test_a_keyed_store_after_a_sweep_over_the_keys_is_not_a_lost_update() -> None:
+    async def target() -> None:
+        windows = Windows()
+        windows.events["a"] = [0, 0]
+        await asyncio.gather(windows.expire(), windows.hit("b"), windows.hit("a"))
+
+    clean(target, schedules=60)
+
+
+class Drain:
+    def __init__(self) -> None:
+        self.items: list[int] = [1]
+        self.done: list[int] = []
+
+    async def flush(self) -> None:
+        batch = list(self.items)
+        await asyncio.sleep(0)
+        self.done.extend(batch)
+        self.items.clear()  # drops whatever was added during the await
+
+    async def add(self) -> None:
+        self.items.append(2)
+
+
+def test_a_snapshot_then_clear_is_still_a_lost_update() -> None:
+    async def target() -> None:
+        drain = Drain()
+        await asyncio.gather(drain.flush(), drain.add())
+
+    finding = detect(target)
+    assert finding.pattern == "lost update", finding
+    assert "list(self.items)" in finding.accesses[0].line
+    assert ".clear()" in finding.accesses[-1].line

@@ -548,7 +548,7 @@ class Detector:
         elif kind == "get" and isinstance(base, dict) and element is not MISSING:
             self._touch_item(frame, actor, hb, base, element, False, label, element, "read")
         elif kind in ("append", "add", "remove", "pop", "setdefault"):
-            self._whole(frame, actor, hb, base, True, label, action, atomic=True)
+            self._whole(frame, actor, hb, base, True, label, action, atomic=True, slot=True)
             if element is MISSING:
                 return
             for slot in _slots_changed(base, kind, element):
@@ -583,7 +583,7 @@ class Detector:
             location = LAST if key == -1 else ("neg", key)
         action = "wrote" if write else "read"
         if write:
-            self._whole(frame, actor, hb, base, True, label, action, atomic=True)
+            self._whole(frame, actor, hb, base, True, label, action, atomic=True, slot=True)
         self._touch_item(frame, actor, hb, base, location, write, label, key, action)
 
     def _touch_item(
@@ -648,9 +648,23 @@ class Detector:
         label: str,
         action: str,
         atomic: bool = False,
+        slot: bool = False,
     ) -> None:
+        """The container as a whole; ``slot``: a write that changes one key or element."""
         size = _builtin_of(base).__len__
-        self._touch(frame, actor, hb, base, WHOLE, write, label, lambda: size(base), action, atomic)
+        self._touch(
+            frame,
+            actor,
+            hb,
+            base,
+            WHOLE,
+            write,
+            label,
+            lambda: size(base),
+            action,
+            atomic,
+            slot=slot,
+        )
 
     def _cell(self, frame: FrameType, name: str) -> Any:
         """The cell behind closure variable ``name`` in ``frame``: one per activation.
@@ -696,6 +710,7 @@ class Detector:
         action: str | None = None,
         atomic: bool = False,
         stale_only: bool = False,
+        slot: bool = False,
     ) -> None:
         if action is None:
             action = "wrote" if write else "read"
@@ -733,6 +748,9 @@ class Detector:
                     and write
                     and _read_in_scope(view.site, frame)
                     and _use(view.site)  # a value only displayed decided nothing
+                    # a sweep over a snapshot of the keys, then one key stored: the
+                    # others' entries survive (limits' expiry); a measure still counts
+                    and not (slot and view.site.action not in ("measured", "checked"))
                 ):
                     pattern = "stale check" if view.site.action == "checked" else "lost update"
                     self._report("atomicity-violation", pattern, target, view.site, remote, site)
@@ -1135,6 +1153,8 @@ def _use(site: _Site) -> str:
 
 def _use_after(listing: list[dis.Instruction], index: int, follow: bool) -> str:
     """Follow the value pushed at ``listing[index]`` to what consumes it (a short scan)."""
+    if _stored_by_call(listing, index):
+        return "flow"
     for ins in listing[index + 1 : index + 48]:
         name = ins.opname
         if name.startswith("POP_JUMP") or name in _BRANCHES:
@@ -1146,6 +1166,39 @@ def _use_after(listing: list[dis.Instruction], index: int, follow: bool) -> str:
         if name == "POP_TOP":
             return ""
     return "flow"
+
+
+#: methods that store their argument somewhere (a container, a queue, a future)
+_STORING_METHODS = frozenset(
+    (
+        "append",
+        "appendleft",
+        "extend",
+        "extendleft",
+        "insert",
+        "add",
+        "update",
+        "setdefault",
+        "put",
+        "put_nowait",
+        "set_result",
+        "send",
+    )
+)
+_STATEMENT_ENDS = frozenset(("POP_TOP", "STORE_FAST", "STORE_ATTR", "STORE_SUBSCR", "RESUME"))
+
+
+def _stored_by_call(listing: list[dis.Instruction], index: int) -> bool:
+    """Is the value an argument of ``x.append(...)``-like call of its statement?
+
+    The method is loaded before its arguments: look back to the statement's start.
+    """
+    for ins in reversed(listing[max(0, index - 24) : index]):
+        if ins.opname in _STATEMENT_ENDS or ins.opname.startswith(("POP_JUMP", "JUMP")):
+            return False
+        if ins.opname in ("LOAD_METHOD", "LOAD_ATTR") and ins.argval in _STORING_METHODS:
+            return True
+    return False
 
 
 def _local_use(listing: list[dis.Instruction], store: dis.Instruction, follow: bool) -> str:
