@@ -266,6 +266,38 @@ NEGATIVE = [
                 await writer.write_headers(request.version)
         """,
     ),
+    (
+        # redis-py's event dispatcher: writers hold a threading lock; the async side
+        # only reads a snapshot under its asyncio lock
+        "rc106-async-side-only-reads-what-locked-threads-write",
+        """
+        import asyncio, threading
+
+        class Dispatcher:
+            def __init__(self):
+                self._mapping = {}
+                self._lock = threading.RLock()
+                self._async_lock = None
+
+            def dispatch(self, event):
+                with self._lock:
+                    listeners = list(self._mapping.get(type(event), []))
+                for listener in listeners:
+                    listener(event)
+
+            async def dispatch_async(self, event):
+                if self._async_lock is None:
+                    self._async_lock = asyncio.Lock()
+                async with self._async_lock:
+                    listeners = list(self._mapping.get(type(event), []))
+                for listener in listeners:
+                    await listener(event)
+
+            def register(self, kind, listeners):
+                with self._lock:
+                    self._mapping[kind] = list(self._mapping.get(kind, [])) + listeners
+        """,
+    ),
 ]
 
 
@@ -281,6 +313,29 @@ def test_study_false_positive_shapes_are_quiet(name: str, source: str) -> None:
 
 
 POSITIVE = [
+    (
+        "rc106-async-side-mutates-what-threads-touch",
+        "RC106",
+        """
+        import asyncio, threading
+
+        class Dispatcher:
+            def __init__(self):
+                self._mapping = {}
+                self._lock = threading.RLock()
+                self._async_lock = asyncio.Lock()
+
+            def dispatch(self, event):
+                with self._lock:
+                    listeners = list(self._mapping.get(type(event), []))
+                for listener in listeners:
+                    listener(event)
+
+            async def register_async(self, kind, listener):
+                async with self._async_lock:
+                    self._mapping.setdefault(kind, []).append(listener)
+        """,
+    ),
     (
         "rc101-helper-also-called-without-the-guard",
         "RC101",
