@@ -1113,9 +1113,18 @@ _BRANCHES = frozenset(("JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "TO_BOOL",
 _SHARED_STORES = frozenset(
     ("STORE_ATTR", "STORE_SUBSCR", "STORE_GLOBAL", "STORE_DEREF", "STORE_SLICE", "DELETE_SUBSCR")
 )
-_LOCAL_STORES = frozenset(("STORE_FAST", "STORE_NAME"))
+_LOCAL_STORES = frozenset(
+    ("STORE_FAST", "STORE_NAME", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST")
+)
 _LOCAL_LOADS = frozenset(
-    ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "LOAD_FAST_LOAD_FAST", "LOAD_NAME")
+    (
+        "LOAD_FAST",
+        "LOAD_FAST_CHECK",
+        "LOAD_FAST_AND_CLEAR",
+        "LOAD_FAST_LOAD_FAST",
+        "STORE_FAST_LOAD_FAST",
+        "LOAD_NAME",
+    )
 )
 _OPAQUE = frozenset(
     ("RETURN_VALUE", "YIELD_VALUE", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP", "RAISE_VARARGS")
@@ -1203,13 +1212,16 @@ def _stored_by_call(listing: list[dis.Instruction], index: int) -> bool:
 
 def _local_use(listing: list[dis.Instruction], store: dis.Instruction, follow: bool) -> str:
     """A read kept in a local decides what that local's later loads decide."""
-    local = store.argval
+    # 3.13 fuses stores with the next store or load: (stored, loaded) pairs
+    stored = store.argval if isinstance(store.argval, tuple) else (store.argval,)
+    if store.opname == "STORE_FAST_LOAD_FAST":
+        stored = stored[:1]
     best = ""
     for i, ins in enumerate(listing):
         if ins.offset <= store.offset or ins.opname not in _LOCAL_LOADS:
             continue
         names = ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)
-        if local in names:
+        if any(name in names for name in stored):
             use = _use_after(listing, i, False)
             if use == "branch":
                 return use
