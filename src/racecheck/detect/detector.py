@@ -15,9 +15,15 @@ Two questions are asked of every access, and either answer fails the run:
     when the value read differs from the one written, and not for the read of
     a read-modify-write (``self.n += 1`` reads the latest value on purpose).
 
+  - *stale hand-off* (asyncio): task A checks ``x`` and, in the same step,
+    wakes task B; task C writes ``x``; B, in the step A woke it into, writes
+    ``x`` without checking it again (two writers inside an RW lock, a woken
+    waiter left queued).
+
   Reads after reads and writes after a remote read are left alone: a loop
   re-checking a flag, or a busy marker others may observe, are how correct
-  code looks.
+  code looks. A read whose value is only displayed (passed to a call and
+  dropped) decided nothing and is never the first access of a report.
 
 * **Unsynchronised conflicting accesses** (threads only). Classic
   happens-before: vector clocks advance at lock hand-offs, ``Event.set``/
@@ -25,8 +31,12 @@ Two questions are asked of every access, and either answer fails the run:
   ``call_soon_threadsafe``. Two accesses to one location from different
   threads, one of them a write, with neither ordered before the other, are a
   data race that free-threaded Python turns into a real one. Operations that
-  are atomic on their own (``list.append``, ``set.add``) do not race with each
-  other, but they do race with a thread iterating the same container.
+  are atomic on their own (``list.append``, ``set.add``, ``deque.popleft``,
+  ``len``) do not race with each other, but they do race with a thread
+  iterating the same container. A plain load is atomic too, unless its value
+  decides a later write of the same location by the same thread (``if
+  self.balance >= n:`` outside the lock, ``self.balance -= n`` under it):
+  then the unordered write it saw could have landed between check and act.
 
 Locations are keyed by object identity (the objects are kept alive for the
 run, so an id is never reused): attributes ``(obj, "name")``, items
@@ -279,6 +289,7 @@ class Detector:
             self.stamped_by[id(handle)] = (self.current, self.steps.get(self.current, 0))
         else:
             clock = dict(self.callback_clock)
+            self.stamped_by.pop(id(handle), None)  # an id reused by a callback's handle
         self.stamps[id(handle)] = (handle, clock)
 
     def begin_task_step(self, actor: int, handle: Any) -> None:
@@ -292,6 +303,7 @@ class Detector:
         self.current = actor
 
     def begin_callback(self, handle: Any) -> None:
+        self.stamped_by.pop(id(handle), None)
         stamped = self.stamps.pop(id(handle), None)
         if stamped is not None:
             # Callbacks are one pseudo-actor whose clock only grows: a gather's
