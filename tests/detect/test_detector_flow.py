@@ -363,3 +363,51 @@ def test_a_snapshot_then_clear_is_still_a_lost_update() -> None:
     assert finding.pattern == "lost update", finding
     assert "list(self.items)" in finding.accesses[0].line
     assert ".clear()" in finding.accesses[-1].line
+
+
+# -- a locked counter bumped in a loop ----------------------------------------------------
+
+
+def locked_counter_in_a_loop() -> None:
+    lock = threading.Lock()
+    state = {"n": 0}
+
+    def one() -> None:
+        for _ in range(5):
+            with lock:
+                state["n"] += 1  # preempted between its read and its write, lock held
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def test_a_locked_read_modify_write_in_a_loop_is_clean() -> None:
+    # Another thread running (without touching the counter) between the read and the
+    # write of one `+=` does not make it "overwritten before read"
+    clean(locked_counter_in_a_loop, schedules=60)
+
+
+def own_write_overwritten_then_read_back() -> None:
+    lock = threading.Lock()
+    box = {"owner": ""}
+    seen: list[str] = []
+
+    def one(name: str) -> None:
+        with lock:
+            box["owner"] = name
+        with lock:
+            seen.append(box["owner"])  # may be the other thread's name
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def test_own_write_overwritten_then_read_back_is_still_reported() -> None:
+    finding = detect(own_write_overwritten_then_read_back)
+    assert finding.pattern == "overwritten before read", finding

@@ -334,15 +334,22 @@ class Detector:
     def finish(self) -> None:
         """The run ended: W–W–R reads still pending were not part of an update."""
         if not self.found:
-            self._switched(-1)
+            self._switched(-1, settle=True)
 
-    def _switched(self, actor: int) -> None:
+    def _switched(self, actor: int, settle: bool = False) -> None:
+        """Another actor runs: pending W–W–R reads were not the start of an update.
+
+        Unless the read was made holding a lock: a thread preempted between the
+        read and the write of a locked ``+=`` is still in its update. Those wait
+        for the next access to the location (another actor's: reported; their
+        own write: an update) or the end of the run.
+        """
         self.last_actor = actor
         if self.pending:
             pending, self.pending = self.pending, []
             for entry in pending:
                 owner, _location, view, remote, site, target = entry
-                if owner == actor:
+                if owner == actor or (site.locks and not settle):
                     self.pending.append(entry)
                 else:
                     self._report(
@@ -748,6 +755,19 @@ class Detector:
         )
         view_key = (actor, location)
         view = self.views.get(view_key)
+        if self.pending:
+            for entry in self.pending:
+                if entry[1] == location and entry[0] != actor:
+                    _, _, seen, remote, read, read_target = entry
+                    self._report(
+                        "atomicity-violation",
+                        "overwritten before read",
+                        read_target,
+                        seen.site,
+                        remote,
+                        read,
+                    )
+                    return
         if write and self.pending:
             # The same actor read this location and now writes it, nobody in
             # between: a read-modify-write, which wants the latest value.
