@@ -62,6 +62,14 @@ class Account:
             self.balance -= amount
             self.served += 1
 
+    def current(self) -> int:
+        return self.balance
+
+    def returned_for_display_then_served(self, amount: int) -> None:
+        log.debug("balance before: %s", self.current())  # returned, then displayed
+        with self.lock:
+            self.balance -= amount
+
 
 def _account(method: str) -> Callable[[], None]:
     def target() -> None:
@@ -85,7 +93,13 @@ def test_a_check_outside_the_lock_deciding_a_write_under_it_is_reported() -> Non
 
 
 @pytest.mark.parametrize(
-    "method", ["withdraw_checked_inside", "withdraw_double_checked", "shown_then_served"]
+    "method",
+    [
+        "withdraw_checked_inside",
+        "withdraw_double_checked",
+        "shown_then_served",
+        "returned_for_display_then_served",
+    ],
 )
 def test_checked_under_the_lock_or_only_displayed_is_clean(method: str) -> None:
     clean(_account(method), schedules=30)
