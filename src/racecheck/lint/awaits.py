@@ -166,7 +166,7 @@ def _started_once(module: Module, func: ast.AsyncFunctionDef) -> bool:
     runs to overwrite a slot. A coroutine that is returned, stored, or started
     in a loop or a comprehension may run many times at once (the fan-out shape).
     """
-    parent = module._parents.get(id(func))
+    parent = module.parent_of(func)
     if parent is None:
         return False
     uses: list[bool] = []  # per reference: is it repeated or escaping?

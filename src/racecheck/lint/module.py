@@ -402,6 +402,10 @@ class Module:
                     parents[id(node)] = func
         return parents
 
+    def parent_of(self, func: FunctionNode) -> FunctionNode | None:
+        """The function ``func`` is nested in, if any."""
+        return self._parents.get(id(func))
+
     def closure(self, func: FunctionNode) -> frozenset[str]:
         """Names ``func`` can see from the functions it is nested in."""
         names: set[str] = set()
