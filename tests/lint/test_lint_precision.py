@@ -521,3 +521,18 @@ def test_a_condition_local_built_from_itself_is_linted() -> None:
             return self._buffer
     """
     assert codes(source) == ["RC102"]
+
+
+def test_the_stale_hand_off_models_are_rc102_only_when_buggy() -> None:
+    from pathlib import Path
+
+    from racecheck.lint import lint_paths
+
+    models = Path(__file__).parent.parent / "detect" / "handoff_models.py"
+    lines = models.read_text().splitlines()
+    found = [f for f in lint_paths([str(models)]) if f.code == "RC102"]
+    assert len(found) == 2, found
+    for finding in found:
+        # the enclosing class of each finding is a buggy one
+        owner = next(line for line in reversed(lines[: finding.line]) if line.startswith("class "))
+        assert owner in ("class FifoLock:", "class RWLock:"), (owner, finding)
