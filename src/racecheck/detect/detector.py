@@ -15,9 +15,15 @@ Two questions are asked of every access, and either answer fails the run:
     when the value read differs from the one written, and not for the read of
     a read-modify-write (``self.n += 1`` reads the latest value on purpose).
 
+  - *stale hand-off* (asyncio): task A checks ``x`` and, in the same step,
+    wakes task B; task C writes ``x``; B, in the step A woke it into, writes
+    ``x`` without checking it again (two writers inside an RW lock, a woken
+    waiter left queued).
+
   Reads after reads and writes after a remote read are left alone: a loop
   re-checking a flag, or a busy marker others may observe, are how correct
-  code looks.
+  code looks. A read whose value is only displayed (passed to a call and
+  dropped) decided nothing and is never the first access of a report.
 
 * **Unsynchronised conflicting accesses** (threads only). Classic
   happens-before: vector clocks advance at lock hand-offs, ``Event.set``/
@@ -25,8 +31,12 @@ Two questions are asked of every access, and either answer fails the run:
   ``call_soon_threadsafe``. Two accesses to one location from different
   threads, one of them a write, with neither ordered before the other, are a
   data race that free-threaded Python turns into a real one. Operations that
-  are atomic on their own (``list.append``, ``set.add``) do not race with each
-  other, but they do race with a thread iterating the same container.
+  are atomic on their own (``list.append``, ``set.add``, ``deque.popleft``,
+  ``len``) do not race with each other, but they do race with a thread
+  iterating the same container. A plain load is atomic too, unless its value
+  decides a later write of the same location by the same thread (``if
+  self.balance >= n:`` outside the lock, ``self.balance -= n`` under it):
+  then the unordered write it saw could have landed between check and act.
 
 Locations are keyed by object identity (the objects are kept alive for the
 run, so an id is never reused): attributes ``(obj, "name")``, items
@@ -37,7 +47,9 @@ container ``(container, *)``, touched by iteration, ``len`` and mutation.
 from __future__ import annotations
 
 import _thread
+import dis
 import os
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import CodeType, FrameType, FunctionType, ModuleType
@@ -54,7 +66,8 @@ from racecheck.detect.operands import (
 )
 from racecheck.sources import source_line
 
-_CONTAINERS = (dict, list, set)
+_CONTAINERS = (dict, list, set, deque)
+_SEQUENCES = (list, deque)
 _SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
 _UNTRACKED_GLOBALS = (ModuleType, type, FunctionType, type(len), type(object.__init__))
 _VARIABLES = frozenset(("global-read", "global-write", "deref-read", "deref-write"))
@@ -95,6 +108,13 @@ class Finding:
 
     def message(self) -> str:
         first, *rest = self.accesses
+        if self.kind == "data-race" and len(rest) == 2:
+            middle, last = rest
+            return (
+                f"data race on {last.target}: {first.describe()}; {middle.describe()}"
+                " (no happens-before, no common lock), and that read decided: "
+                f"{last.describe()}"
+            )
         if self.kind == "data-race":
             # a common lock would have ordered them: its hand-off is a happens-before edge
             second = rest[-1]
@@ -127,6 +147,7 @@ class _Site:
     locks: tuple[str, ...]
     atomic: bool = False  # a single C-level container operation
     caller: FrameType | None = None  # who called ``frame`` (a property's user)
+    offset: int = -1  # the instruction, to tell a deciding read from a displayed one
 
 
 @dataclass
@@ -136,6 +157,10 @@ class _Shadow:
     #: per thread, its latest write / read (happens-before checks)
     writes: dict[int, _Site] = field(default_factory=dict)
     reads: dict[int, _Site] = field(default_factory=dict)
+    #: per actor, its latest deciding (branch) read: (site, seq then, task step)
+    checks: dict[int, tuple[_Site, int, int]] = field(default_factory=dict)
+    #: the latest writes, (seq, site): who wrote between a decision and its act
+    history: list[tuple[int, _Site]] = field(default_factory=list)
 
 
 @dataclass
@@ -189,6 +214,14 @@ class Detector:
         self.descriptors: dict[tuple[type, str], bool] = {}
         #: frame -> closure variable -> its cell (frames stay alive through ``keep``)
         self.cells: dict[FrameType, dict[str, Any]] = {}
+        #: (actor, location) -> a read that decides a later write, and a write of
+        #: another thread it is not ordered with
+        self.decisions: dict[tuple[int, tuple[int, Any]], tuple[_Site, _Site]] = {}
+        #: asyncio hand-offs: task steps per actor, who (actor, step) scheduled a
+        #: handle, and who woke each actor into its current step
+        self.steps: dict[int, int] = {}
+        self.stamped_by: dict[int, tuple[int, int]] = {}
+        self.woken: dict[int, tuple[int, int] | None] = {}
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -253,12 +286,16 @@ class Detector:
         if self.current is not None:
             clock = dict(self.signals.get(self.current) or self._clock(self.current))
             self._tick(self.current)
+            self.stamped_by[id(handle)] = (self.current, self.steps.get(self.current, 0))
         else:
             clock = dict(self.callback_clock)
+            self.stamped_by.pop(id(handle), None)  # an id reused by a callback's handle
         self.stamps[id(handle)] = (handle, clock)
 
     def begin_task_step(self, actor: int, handle: Any) -> None:
         self._clock(actor)
+        self.steps[actor] = self.steps.get(actor, 0) + 1
+        self.woken[actor] = self.stamped_by.pop(id(handle), None)
         stamped = self.stamps.pop(id(handle), None)
         if stamped is not None:
             _join(self.clocks[actor], stamped[1])
@@ -266,6 +303,7 @@ class Detector:
         self.current = actor
 
     def begin_callback(self, handle: Any) -> None:
+        self.stamped_by.pop(id(handle), None)
         stamped = self.stamps.pop(id(handle), None)
         if stamped is not None:
             # Callbacks are one pseudo-actor whose clock only grows: a gather's
@@ -296,15 +334,22 @@ class Detector:
     def finish(self) -> None:
         """The run ended: W–W–R reads still pending were not part of an update."""
         if not self.found:
-            self._switched(-1)
+            self._switched(-1, settle=True)
 
-    def _switched(self, actor: int) -> None:
+    def _switched(self, actor: int, settle: bool = False) -> None:
+        """Another actor runs: pending W–W–R reads were not the start of an update.
+
+        Unless the read was made holding a lock: a thread preempted between the
+        read and the write of a locked ``+=`` is still in its update. Those wait
+        for the next access to the location (another actor's: reported; their
+        own write: an update) or the end of the run.
+        """
         self.last_actor = actor
         if self.pending:
             pending, self.pending = self.pending, []
             for entry in pending:
                 owner, _location, view, remote, site, target = entry
-                if owner == actor:
+                if owner == actor or (site.locks and not settle):
                     self.pending.append(entry)
                 else:
                     self._report(
@@ -346,20 +391,7 @@ class Detector:
         if not self._plain(base):
             return
         if op == "truth":
-            size = _builtin_of(base).__len__
-            self._touch(
-                frame,
-                actor,
-                hb,
-                base,
-                NONEMPTY,
-                False,
-                label,
-                lambda: size(base) > 0,
-                "checked",
-                atomic=True,
-                stale_only=True,
-            )
+            self._emptiness(frame, actor, hb, base, label)
             return
         if op == "contains":
             element = evaluate(recipe.key, frame, f_locals)
@@ -368,6 +400,12 @@ class Detector:
                 return
             location = element if isinstance(base, dict) else ("in", element)
             self._touch_item(frame, actor, hb, base, location, False, label, element, "checked")
+            return
+        if op == "scan-arg" and recipe.name == "len":
+            # one C call, atomic like a single load; `if len(q) > 0:` tests emptiness
+            self._emptiness(frame, actor, hb, base, label)
+            if not self.found:
+                self._whole(frame, actor, hb, base, False, label, "measured", atomic=True)
             return
         if op == "iterate" or op == "scan-arg":
             self._whole(frame, actor, hb, base, False, label, "iterated")
@@ -529,7 +567,7 @@ class Detector:
         elif kind == "get" and isinstance(base, dict) and element is not MISSING:
             self._touch_item(frame, actor, hb, base, element, False, label, element, "read")
         elif kind in ("append", "add", "remove", "pop", "setdefault"):
-            self._whole(frame, actor, hb, base, True, label, action, atomic=True)
+            self._whole(frame, actor, hb, base, True, label, action, atomic=True, slot=True)
             if element is MISSING:
                 return
             for slot in _slots_changed(base, kind, element):
@@ -549,7 +587,7 @@ class Detector:
             self._whole(frame, actor, hb, base, False, label, "read")
         else:
             self._whole(frame, actor, hb, base, True, label, action, atomic=True)
-            if isinstance(base, list):
+            if isinstance(base, _SEQUENCES):
                 self._touch_item(frame, actor, hb, base, LAST, True, label, -1, action, atomic=True)
 
     def _item(
@@ -560,11 +598,11 @@ class Detector:
         except TypeError:
             return
         location = key
-        if isinstance(base, list) and type(key) is int and key < 0:
+        if isinstance(base, _SEQUENCES) and type(key) is int and key < 0:
             location = LAST if key == -1 else ("neg", key)
         action = "wrote" if write else "read"
         if write:
-            self._whole(frame, actor, hb, base, True, label, action, atomic=True)
+            self._whole(frame, actor, hb, base, True, label, action, atomic=True, slot=True)
         self._touch_item(frame, actor, hb, base, location, write, label, key, action)
 
     def _touch_item(
@@ -597,11 +635,27 @@ class Detector:
             try:
                 if kind is dict:
                     return dict.get(base, key, MISSING)
-                return list.__getitem__(base, key) if kind is list else MISSING
+                return kind.__getitem__(base, key) if kind in _SEQUENCES else MISSING
             except (IndexError, TypeError):
                 return MISSING
 
         self._touch(frame, actor, hb, base, location, write, target, value_of, action, atomic)
+
+    def _emptiness(self, frame: FrameType, actor: int, hb: int, base: Any, label: str) -> None:
+        size = _builtin_of(base).__len__
+        self._touch(
+            frame,
+            actor,
+            hb,
+            base,
+            NONEMPTY,
+            False,
+            label,
+            lambda: size(base) > 0,
+            "checked",
+            atomic=True,
+            stale_only=True,
+        )
 
     def _whole(
         self,
@@ -613,9 +667,23 @@ class Detector:
         label: str,
         action: str,
         atomic: bool = False,
+        slot: bool = False,
     ) -> None:
+        """The container as a whole; ``slot``: a write that changes one key or element."""
         size = _builtin_of(base).__len__
-        self._touch(frame, actor, hb, base, WHOLE, write, label, lambda: size(base), action, atomic)
+        self._touch(
+            frame,
+            actor,
+            hb,
+            base,
+            WHOLE,
+            write,
+            label,
+            lambda: size(base),
+            action,
+            atomic,
+            slot=slot,
+        )
 
     def _cell(self, frame: FrameType, name: str) -> Any:
         """The cell behind closure variable ``name`` in ``frame``: one per activation.
@@ -661,6 +729,7 @@ class Detector:
         action: str | None = None,
         atomic: bool = False,
         stale_only: bool = False,
+        slot: bool = False,
     ) -> None:
         if action is None:
             action = "wrote" if write else "read"
@@ -682,9 +751,23 @@ class Detector:
             tuple(self.held.get(hb, ())),
             atomic,
             frame.f_back,
+            frame.f_lasti,
         )
         view_key = (actor, location)
         view = self.views.get(view_key)
+        if self.pending:
+            for entry in self.pending:
+                if entry[1] == location and entry[0] != actor:
+                    _, _, seen, remote, read, read_target = entry
+                    self._report(
+                        "atomicity-violation",
+                        "overwritten before read",
+                        read_target,
+                        seen.site,
+                        remote,
+                        read,
+                    )
+                    return
         if write and self.pending:
             # The same actor read this location and now writes it, nobody in
             # between: a read-modify-write, which wants the latest value.
@@ -692,7 +775,15 @@ class Detector:
         if view is not None and shadow.seq > view.seq and shadow.last_writer is not None:
             remote = shadow.last_writer
             if remote.actor != actor:
-                if view.kind == "r" and write and _read_in_scope(view.site, frame):
+                if (
+                    view.kind == "r"
+                    and write
+                    and _read_in_scope(view.site, frame)
+                    and _use(view.site)  # a value only displayed decided nothing
+                    # a sweep over a snapshot of the keys, then one key stored: the
+                    # others' entries survive (limits' expiry); a measure still counts
+                    and not (slot and view.site.action not in ("measured", "checked"))
+                ):
                     pattern = "stale check" if view.site.action == "checked" else "lost update"
                     self._report("atomicity-violation", pattern, target, view.site, remote, site)
                     return
@@ -704,7 +795,19 @@ class Detector:
                     and not _same(value_of(), view.value)
                 ):
                     self.pending.append((actor, location, view, remote, site, target))
+        if not self.happens_before:
+            if write and self._stale_handoff(shadow, site, actor, target):
+                return
+            self._remember(shadow, site, actor, write)
         if self.happens_before:
+            if write:
+                decided = self.decisions.pop(view_key, None) if self.decisions else None
+                if decided is not None and _read_in_scope(decided[0], frame):
+                    read, racing = decided
+                    self._report("data-race", "unsynchronised", target, racing, read, site)
+                    return
+            else:
+                self._decide(shadow, site, clock, view_key)
             if self._hb_check(shadow, site, clock, write, target, key is WHOLE):
                 return
             (shadow.writes if write else shadow.reads)[hb] = site
@@ -717,6 +820,75 @@ class Detector:
         else:
             new_view.value = value_of()
         self.views[view_key] = new_view
+
+    def _decide(
+        self,
+        shadow: _Shadow,
+        site: _Site,
+        clock: dict[int, int],
+        view_key: tuple[int, tuple[int, Any]],
+    ) -> None:
+        """Remember a read that decides a later write while another thread's write races it.
+
+        A load is atomic, so the read alone is no race (a value read only to
+        display it never is). But when it decides what this thread writes next
+        (``if self.balance >= n:`` ... ``with lock: self.balance -= n``), the
+        other thread's write, unordered with the read, could as well have
+        landed between the read and the act: that is reported at the act, in
+        every schedule, not only in the one where it lands there. A re-check
+        that is ordered after every write (under the lock) replaces it.
+        """
+        hb = site.hb
+        racing = None
+        for other in shadow.writes.values():
+            if other.hb != hb and other.clock > clock.get(other.hb, 0):
+                racing = other
+                break
+        if racing is None:
+            if self.decisions and _use(site) == "branch":
+                self.decisions.pop(view_key, None)
+            return
+        if _use(site):
+            self.decisions[view_key] = (site, racing)
+
+    def _remember(self, shadow: _Shadow, site: _Site, actor: int, write: bool) -> None:
+        if write:
+            history = shadow.history
+            history.append((shadow.seq + 1, site))
+            if len(history) > 8:
+                del history[0]
+        elif _use(site) == "branch":
+            shadow.checks[actor] = (site, shadow.seq, self.steps.get(actor, 0))
+
+    def _stale_handoff(self, shadow: _Shadow, site: _Site, actor: int, target: str) -> bool:
+        """A task woken by a hand-off acts on the waker's decision after a third party wrote.
+
+        Task A checks the state (``if self._w_state == 0:``, a scan of the
+        waiters) and, in the same step, wakes task B (``fut.set_result``). B
+        resumes and writes that state on the decision's behalf
+        (``self._w_state += 1``, removing its own queue entry). If task C wrote
+        the same state between A's check and B's write, and B did not check it
+        again, B acts on a decision that no longer holds: two writers inside an
+        RW lock, a woken waiter left queued for a newcomer to line up behind.
+        The fix hands the state over with the wake-up (A writes it for B).
+        """
+        woke = self.woken.get(actor)
+        if woke is None or not shadow.checks:
+            return False
+        waker, step = woke
+        decided = shadow.checks.get(waker)
+        if waker == actor or decided is None or decided[2] != step:
+            return False
+        check, seen, _ = decided
+        between = [w for seq, w in shadow.history if seq > seen and w.actor not in (actor, waker)]
+        if not between:
+            return False
+        mine = shadow.checks.get(actor)
+        latest = max(seq for seq, w in shadow.history if w is between[-1])
+        if mine is not None and mine[1] >= latest:
+            return False  # B checked again after C's write
+        self._report("atomicity-violation", "stale hand-off", target, check, between[-1], site)
+        return True
 
     def _waited_for(self, remote: _Site, hb: int) -> bool:
         """Did ``hb`` wait for the actor that wrote ``remote`` (so it expects its value)?
@@ -785,7 +957,7 @@ def _slots_changed(base: Any, kind: str, element: Any) -> tuple[Any, ...]:
     """Which locations of a container one element-wise method call writes."""
     if isinstance(base, dict):
         return (element,)
-    if isinstance(base, list):
+    if isinstance(base, _SEQUENCES):
         return {"append": (LAST, ("in", element)), "pop": (LAST,)}.get(kind, (("in", element),))
     return (("in", element),)
 
@@ -967,6 +1139,126 @@ def _in_scope(earlier: FrameType | None, now: FrameType) -> bool:
         frame = frame.f_back
         depth += 1
     return False
+
+
+_BRANCHES = frozenset(("JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "TO_BOOL", "FOR_ITER"))
+_SHARED_STORES = frozenset(
+    ("STORE_ATTR", "STORE_SUBSCR", "STORE_GLOBAL", "STORE_DEREF", "STORE_SLICE", "DELETE_SUBSCR")
+)
+_LOCAL_STORES = frozenset(
+    ("STORE_FAST", "STORE_NAME", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST")
+)
+_LOCAL_LOADS = frozenset(
+    (
+        "LOAD_FAST",
+        "LOAD_FAST_CHECK",
+        "LOAD_FAST_AND_CLEAR",
+        "LOAD_FAST_LOAD_FAST",
+        "STORE_FAST_LOAD_FAST",
+        "LOAD_NAME",
+    )
+)
+_OPAQUE = frozenset(
+    ("RETURN_VALUE", "YIELD_VALUE", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP", "RAISE_VARARGS")
+)
+_uses: dict[CodeType, dict[int, str]] = {}
+_listings: dict[CodeType, list[dis.Instruction]] = {}
+
+
+def _use(site: _Site) -> str:
+    """What the value a read loaded is for: "branch", "flow" (into a store), or "".
+
+    "" is a value that is only displayed or passed along and dropped
+    (``log.debug("%s", self.x)``): a load that decides nothing. Returned and
+    yielded values, and anything not worked out, count as "flow", so an
+    unknown use keeps being reported.
+    """
+    if site.action == "checked":
+        return "branch"
+    frame = site.frame
+    if frame is None or site.offset < 0:
+        return "flow"
+    code = frame.f_code
+    known = _uses.get(code)
+    if known is None:
+        known = _uses[code] = {}
+    found = known.get(site.offset)
+    if found is None:
+        listing = _listings.get(code)
+        if listing is None:
+            listing = _listings[code] = list(dis.get_instructions(code))
+        index = next((i for i, ins in enumerate(listing) if ins.offset == site.offset), -1)
+        found = known[site.offset] = "flow" if index < 0 else _use_after(listing, index, True)
+    return found
+
+
+def _use_after(listing: list[dis.Instruction], index: int, follow: bool) -> str:
+    """Follow the value pushed at ``listing[index]`` to what consumes it (a short scan)."""
+    if _stored_by_call(listing, index):
+        return "flow"
+    for ins in listing[index + 1 : index + 48]:
+        name = ins.opname
+        if name.startswith("POP_JUMP") or name in _BRANCHES:
+            return "branch"
+        if name in _SHARED_STORES or name in _OPAQUE:
+            return "flow"
+        if name in _LOCAL_STORES:
+            return _local_use(listing, ins, follow) if follow else "flow"
+        if name == "POP_TOP":
+            return ""
+    return "flow"
+
+
+#: methods that store their argument somewhere (a container, a queue, a future)
+_STORING_METHODS = frozenset(
+    (
+        "append",
+        "appendleft",
+        "extend",
+        "extendleft",
+        "insert",
+        "add",
+        "update",
+        "setdefault",
+        "put",
+        "put_nowait",
+        "set_result",
+        "send",
+    )
+)
+_STATEMENT_ENDS = frozenset(("POP_TOP", "STORE_FAST", "STORE_ATTR", "STORE_SUBSCR", "RESUME"))
+
+
+def _stored_by_call(listing: list[dis.Instruction], index: int) -> bool:
+    """Is the value an argument of ``x.append(...)``-like call of its statement?
+
+    The method is loaded before its arguments: look back to the statement's start.
+    """
+    for ins in reversed(listing[max(0, index - 24) : index]):
+        if ins.opname in _STATEMENT_ENDS or ins.opname.startswith(("POP_JUMP", "JUMP")):
+            return False
+        if ins.opname in ("LOAD_METHOD", "LOAD_ATTR") and ins.argval in _STORING_METHODS:
+            return True
+    return False
+
+
+def _local_use(listing: list[dis.Instruction], store: dis.Instruction, follow: bool) -> str:
+    """A read kept in a local decides what that local's later loads decide."""
+    # 3.13 fuses stores with the next store or load: (stored, loaded) pairs
+    stored = store.argval if isinstance(store.argval, tuple) else (store.argval,)
+    if store.opname == "STORE_FAST_LOAD_FAST":
+        stored = stored[:1]
+    best = ""
+    for i, ins in enumerate(listing):
+        if ins.offset <= store.offset or ins.opname not in _LOCAL_LOADS:
+            continue
+        names = ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)
+        if any(name in names for name in stored):
+            use = _use_after(listing, i, False)
+            if use == "branch":
+                return use
+            best = best or use
+    return best
 
 
 def _same(a: Any, b: Any) -> bool:

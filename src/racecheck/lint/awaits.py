@@ -24,21 +24,36 @@ from collections.abc import Iterator
 
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
-from racecheck.lint.module import Module
+from racecheck.lint.module import ClassInfo, Module, is_locklike, iter_own
 from racecheck.lint.report import at, line_of, show, where
 
 
 def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
     if not codes & {"RC101", "RC102", "RC103"}:
         return
+    locked: dict[int, set[str]] = {}
+    flows = {
+        id(func): Flow(module, func, closure=module.closure(func)).run()
+        for func in module.function_nodes
+        if isinstance(func, ast.AsyncFunctionDef)
+    }
     for func in module.function_nodes:
         if not isinstance(func, ast.AsyncFunctionDef):
             continue
-        events = Flow(module, func, closure=module.closure(func)).run()
+        info = module.class_of(func)
+        if info is not None:
+            if id(info) not in locked:
+                locked[id(info)] = _awaited_under_lock(module, info) | _behind_once_guards(
+                    module, info, flows
+                )
+            if func.name in locked[id(info)]:
+                continue  # every caller holds a lock, or runs it once per object
+        events = flows[id(func)]
         if not any(e.kind == "await" for e in events):
             continue
         if "RC101" in codes:
-            yield from _scratch_state(module, events)
+            once = _started_once(module, func)
+            yield from _scratch_state(module, events, once)
         if "RC102" in codes:
             yield from _check_then_act(module, events)
         if "RC103" in codes:
@@ -66,13 +81,130 @@ def _gap(
     return None
 
 
-def _scratch_state(module: Module, events: list[Event]) -> Iterator[Finding]:
+def _awaited_under_lock(module: Module, info: ClassInfo) -> set[str]:
+    """Methods whose every ``self.m(...)`` call in the class is inside a lock region."""
+    locked: dict[str, bool] = {}
+
+    def visit(node: ast.AST, me: str | None, held: bool) -> None:
+        if isinstance(node, ast.With | ast.AsyncWith):
+            held = held or any(is_locklike(item.context_expr) for item in node.items)
+        callee = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if _on(node.func, me):
+                callee = node.func
+                name = node.func.attr
+                locked[name] = locked.get(name, True) and held
+        elif isinstance(node, ast.Attribute) and _on(node, me):
+            locked[node.attr] = False  # `self.m` handed on (a callback, a task): any caller
+        for child in ast.iter_child_nodes(node):
+            if child is not callee and not isinstance(child, ast.Lambda):
+                visit(child, me, held)
+
+    for method in module.all_methods(info).values():
+        visit(method, module.self_name(method), False)
+    return {name for name, always in locked.items() if always}
+
+
+def _behind_once_guards(module: Module, info: ClassInfo, flows: dict[int, list[Event]]) -> set[str]:
+    """Helpers whose every caller in the class runs them at most once per object.
+
+    aiohttp's ``prepare()`` returns early once ``_payload_writer`` is set, and
+    ``_start()`` sets it before its first await: whatever ``_start()`` keeps on
+    the object is not overwritten by a second caller. The helper must be
+    awaited (so it is inlined in the caller's flow) at every call site, and the
+    guarded flag written before the helper's first await.
+    """
+    methods = module.all_methods(info)
+    callers: dict[str, list[ast.AsyncFunctionDef | None]] = {}  # None: a sync caller
+    for method in methods.values():
+        me = module.self_name(method)
+        for node in iter_own(method):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if _on(node.func, me):
+                    caller = method if isinstance(method, ast.AsyncFunctionDef) else None
+                    callers.setdefault(node.func.attr, []).append(caller)
+    protected = set()
+    for name, sites in callers.items():
+        helper = methods.get(name)
+        if not isinstance(helper, ast.AsyncFunctionDef):
+            continue
+        if all(
+            caller is not None and _runs_once_in(flows.get(id(caller), []), helper)
+            for caller in sites
+        ):
+            protected.add(name)
+    return protected
+
+
+def _runs_once_in(events: list[Event], helper: ast.AsyncFunctionDef) -> bool:
+    region = [e for e in events if e.via is helper]
+    if not region:
+        return False
+    awaits = [e for e in events if e.kind == "await"]
+    start = min(e.order for e in region)
+    first_await = min((a.order for a in awaits if a.order >= start), default=None)
+    return any(
+        write.order < (first_await if first_await is not None else write.order + 1)
+        for write in _once_writes(events, awaits)
+    )
+
+
+def _on(node: ast.AST, me: str | None) -> bool:
+    """``node`` is ``self.<name>`` (a load)."""
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.ctx, ast.Load)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == me
+    )
+
+
+def _started_once(module: Module, func: ast.AsyncFunctionDef) -> bool:
+    """Is nested ``func`` named exactly once in its parent, outside any loop, not returned?
+
+    Its closure dict is then per call of the parent: no sibling copy of ``func``
+    runs to overwrite a slot. A coroutine that is returned, stored, or started
+    in a loop or a comprehension may run many times at once (the fan-out shape).
+    """
+    parent = module.parent_of(func)
+    if parent is None:
+        return False
+    uses: list[bool] = []  # per reference: is it repeated or escaping?
+
+    def visit(node: ast.AST, repeated: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if child is func:
+                continue
+            if isinstance(child, ast.Name) and child.id == func.name:
+                uses.append(repeated)
+            escaping = isinstance(
+                child,
+                ast.For
+                | ast.AsyncFor
+                | ast.While
+                | ast.comprehension
+                | ast.Lambda
+                | ast.Return
+                | ast.Yield
+                | ast.Assign
+                | ast.FunctionDef
+                | ast.AsyncFunctionDef,
+            )
+            visit(child, repeated or escaping)
+
+    visit(parent, False)
+    return uses == [False]
+
+
+def _scratch_state(module: Module, events: list[Event], once: bool = False) -> Iterator[Finding]:
     awaits = [e for e in events if e.kind == "await"]
     writes = [e for e in events if e.kind == "write" and _slot_or_tracked(e.key)]
     reported: set[int] = set()
     for read in events:
-        if read.kind != "read" or not _slot_or_tracked(read.key):
+        if read.kind != "read" or not _slot_or_tracked(read.key) or read.detail == "alias":
             continue
+        if once and read.key.startswith("free:"):
+            continue  # a closure dict of a coroutine its parent starts once
         before = [w for w in writes if w.key == read.key and reaches(w, read)]
         if not before:
             continue
@@ -132,25 +264,54 @@ def _acts(event: Event) -> bool:
     """Does ``event`` act on shared state with per-call data (not a flag flip)?"""
     if event.kind == "write":
         return event.percall or event.detail == "augmented"
+    if event.tolerant:
+        return False
     if event.detail in {"setitem", "local-key"}:
         return event.percall or event.detail == "local-key"
     return event.kind == "mutate"
 
 
 def _governs(check: Event, act: Event) -> bool:
+    if check.detail == "membership" and act.kind == "write":
+        return False  # `k in self.d`, then rebinding self.d to a fresh table: no stale key
     if check.detail == "recheck":
         return True  # a while loop's exit test: everything after the loop relies on it
     inside = any(arm.node == check.scope for arm in act.path)
     return inside or (check.guard and act.order > check.end)
 
 
+def _once_writes(events: list[Event], awaits: list[Event]) -> list[Event]:
+    """Writes after which the method runs at most once per object.
+
+    ``if self._closed: return`` and then ``self._closed = True`` (here or in a
+    helper) with no await in between: the first caller sets the flag before it
+    suspends, and every later caller leaves at the check.
+    """
+    found = []
+    for check in events:
+        if check.kind != "check" or not check.guard or not _tracked(check.key):
+            continue
+        for write in events:
+            if (
+                write.kind == "write"
+                and write.key == check.key
+                and write.order > check.end
+                and not any(check.end < a.order < write.order for a in awaits)
+            ):
+                found.append(write)
+    return found
+
+
 def _check_then_act(module: Module, events: list[Event]) -> Iterator[Finding]:
     awaits = [e for e in events if e.kind == "await"]
     checks = [e for e in events if e.kind == "check" and _tracked(e.key)]
     reported: set[tuple[int, str]] = set()
+    once = _once_writes(events, awaits)
     for act in events:
         if act.kind not in {"write", "mutate"} or not _tracked(act.key) or not _acts(act):
             continue
+        if any(reaches(write, act) for write in once):
+            continue  # past a close-once (start-once) guard: no second caller gets here
         if any(arm.ends == "raise" for arm in act.path):
             continue  # recording an error on the way out: every caller fails anyway
         if act.via is not None and any(

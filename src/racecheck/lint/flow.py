@@ -25,6 +25,7 @@ body runs there (for an ``async def``, only when the call is awaited directly).
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,12 +37,17 @@ from racecheck.lint.module import (
     Module,
     global_names,
     is_locklike,
+    iter_own,
     last_name,
     local_names,
     params,
 )
 
 MAX_INLINE_DEPTH = 3
+#: awaits that never let another task run and then resume
+_NO_SUSPEND = frozenset({"checkpoint_if_cancelled"})
+#: calls naming the running task or thread: a key built from them is this task's own
+_IDENTITY_CALLS = frozenset({"current_task", "current_thread", "get_ident", "get_native_id"})
 _ITER_VIEWS = frozenset({"items", "keys", "values"})
 
 
@@ -72,6 +78,7 @@ class Event:
     scope: tuple[int, int] = (0, 0)  # a check's if-statement (frame, id)
     end: int = 0  # a check: the order just after its if-statement
     looping: bool = False  # inside a `while` loop of the analysed function
+    tolerant: bool = False  # a mutation that does not rely on the key: pop(k, default)
 
 
 def reaches(a: Event, b: Event) -> bool:
@@ -122,6 +129,8 @@ class _Frame:
     locals: frozenset[str]
     globals: frozenset[str]
     taint: dict[str, frozenset[int]] = field(default_factory=dict)
+    #: locals holding a condition (`first = self._prev is None`): testing them tests it
+    conditions: dict[str, ast.expr] = field(default_factory=dict)
 
 
 class Flow:
@@ -337,8 +346,16 @@ class Flow:
         self._expr(stmt.test)
         scope = (self._top.id, id(stmt))
         guard = self._depth == 0 and (terminates(stmt.body) or terminates(stmt.orelse))
+        members = set(self.membership_keys(stmt.test))
         checks = [
-            self._emit("check", key, stmt.test, guard=guard, scope=scope)
+            self._emit(
+                "check",
+                key,
+                stmt.test,
+                guard=guard,
+                scope=scope,
+                detail="membership" if key in members else "",
+            )
             for key in sorted(set(self.checked_keys(stmt.test)))
         ]
         self._arm(stmt, 0, stmt.body)
@@ -382,6 +399,22 @@ class Flow:
             for node in ast.walk(helper)
         )
 
+    def membership_keys(self, test: ast.expr) -> Iterator[str]:
+        """The containers a condition tests only for membership (``k in self.d``)."""
+        if isinstance(test, ast.BoolOp):
+            for value in test.values:
+                yield from self.membership_keys(value)
+        elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            yield from self.membership_keys(test.operand)
+        elif isinstance(test, ast.NamedExpr):
+            yield from self.membership_keys(test.value)
+        elif (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.In | ast.NotIn)
+        ):
+            yield from self._tested(test.comparators[0])
+
     def checked_keys(self, test: ast.expr) -> Iterator[str]:
         """Shared keys a condition tests: ``k in self.d``, ``self.x is None``, ``not self.f``."""
         if isinstance(test, ast.BoolOp):
@@ -389,9 +422,15 @@ class Flow:
                 yield from self.checked_keys(value)
         elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             yield from self.checked_keys(test.operand)
+        elif isinstance(test, ast.NamedExpr):
+            yield from self.checked_keys(test.value)  # `if pending := k in self.d:`
+        elif isinstance(test, ast.Name) and test.id in self._top.conditions:
+            yield from self.checked_keys(self._top.conditions[test.id])
         elif isinstance(test, ast.Compare) and len(test.ops) == 1:
             op, right = test.ops[0], test.comparators[0]
             if isinstance(op, ast.In | ast.NotIn):
+                if self._own_identity(test.left):
+                    return  # keyed by the running task or thread: no other one adds it
                 yield from self._tested(right)
             elif isinstance(op, ast.Is | ast.IsNot | ast.Eq | ast.NotEq) and isinstance(
                 right, ast.Constant
@@ -403,6 +442,25 @@ class Flow:
                 yield from self._tested(right)
         else:
             yield from self._tested(test)
+
+    def _own_identity(self, expr: ast.expr) -> bool:
+        """Does ``expr`` involve the running task's (or thread's) identity?"""
+        names = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+        if any(
+            isinstance(n, ast.Call) and last_name(n.func) in _IDENTITY_CALLS for n in ast.walk(expr)
+        ):
+            return True
+        if not names:
+            return False
+        for node in iter_own(self._top.func):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and last_name(node.value.func) in _IDENTITY_CALLS
+                and any(isinstance(t, ast.Name) and t.id in names for t in node.targets)
+            ):
+                return True
+        return False
 
     def _tested(self, expr: ast.expr) -> Iterator[str]:
         if (
@@ -480,6 +538,13 @@ class Flow:
             return
         percall = self._percall(value)
         if isinstance(target, ast.Name):
+            if isinstance(value, ast.Compare | ast.BoolOp | ast.UnaryOp):
+                # `ok = ok and ...` stands for the condition `ok` held before: no cycle
+                self._top.conditions[target.id] = _substitute(
+                    value, target.id, self._top.conditions.get(target.id)
+                )
+            else:
+                self._top.conditions.pop(target.id, None)
             key = self.name_key(target.id)
             self._emit("write", key, target, sources=sources, percall=percall)
             if value is not None:
@@ -554,7 +619,9 @@ class Flow:
                 self._expr(expr.value)
         elif isinstance(expr, ast.Name):
             if isinstance(expr.ctx, ast.Load):
-                self._emit("read", self.name_key(expr.id), expr)
+                # a callee's parameter holds what the caller passed, evaluated then
+                alias = "alias" if expr.id in self._top.mapping else ""
+                self._emit("read", self.name_key(expr.id), expr, detail=alias)
         elif isinstance(expr, ast.Subscript):
             self._expr(expr.value)
             self._expr(expr.slice)
@@ -592,6 +659,12 @@ class Flow:
                     self._expr(child)
 
     def _expr_await(self, expr: ast.Await) -> None:
+        if isinstance(expr.value, ast.Call) and last_name(expr.value.func) in _NO_SUSPEND:
+            # trio's and anyio's documented contract: return at once, or raise Cancelled;
+            # never resume after other tasks ran
+            for arg in _call_args(expr.value):
+                self._expr(arg)
+            return
         if isinstance(expr.value, ast.Call):
             inlined = self._call(expr.value, awaited=True)
             if not inlined:
@@ -649,7 +722,9 @@ class Flow:
         if isinstance(func, ast.Attribute) and func.attr in MUTATORS and not method_call:
             base = self.key_of(func.value)
             if self.shared(base) and base is not None:
-                self._emit("mutate", base, call, detail=func.attr)
+                # pop(k, default) and discard(x) work whether or not the key is there
+                tolerant = (func.attr == "pop" and len(call.args) >= 2) or func.attr == "discard"
+                self._emit("mutate", base, call, detail=func.attr, tolerant=tolerant)
         return self._inline(call, awaited)
 
     def _inline(self, call: ast.Call, awaited: bool) -> bool:
@@ -699,6 +774,21 @@ class Flow:
             if target is not None:
                 return target, None, 0
         return None
+
+
+def _substitute(expr: ast.expr, name: str, by: ast.expr | None) -> ast.expr:
+    """``expr`` with the local ``name`` replaced by ``by`` (a constant when unknown)."""
+
+    class Replace(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            if node.id != name:
+                return node
+            return by if by is not None else ast.Constant(value=None)
+
+    if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(expr)):
+        return expr
+    result: ast.expr = Replace().visit(copy.deepcopy(expr))
+    return result
 
 
 def _breaks(body: list[ast.stmt]) -> bool:

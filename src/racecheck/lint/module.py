@@ -65,7 +65,11 @@ COLLECTION_FACTORIES = frozenset(
     {"dict", "list", "set", "deque", "defaultdict", "OrderedDict", "Counter", "WeakSet"}
 )
 
-_LOCKLIKE = re.compile(r"lock|mutex|semaphore|(^|_)sem($|_)|cond(ition)?($|_)", re.IGNORECASE)
+#: trio's ConflictDetector (``with self._send_conflict_detector:``) excludes too: a
+#: second caller fails at once instead of interleaving
+_LOCKLIKE = re.compile(
+    r"lock|mutex|semaphore|(^|_)sem($|_)|cond(ition)?($|_)|conflict", re.IGNORECASE
+)
 
 
 def dotted(node: ast.expr) -> str | None:
@@ -397,6 +401,10 @@ class Module:
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                     parents[id(node)] = func
         return parents
+
+    def parent_of(self, func: FunctionNode) -> FunctionNode | None:
+        """The function ``func`` is nested in, if any."""
+        return self._parents.get(id(func))
 
     def closure(self, func: FunctionNode) -> frozenset[str]:
         """Names ``func`` can see from the functions it is nested in."""

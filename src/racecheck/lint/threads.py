@@ -64,6 +64,8 @@ PRIMITIVE_CALLS = frozenset(
 LOOP_CALLS = frozenset(
     {"create_task", "call_soon", "call_later", "call_at", "create_future", "run_until_complete"}
 )
+#: a thread function calling these hosts an event loop of its own
+_OWN_LOOP_CALLS = frozenset({"set_event_loop", "new_event_loop", "run_forever", "run"})
 _SKIP_METHODS = frozenset(
     {"__init__", "__new__", "__del__", "__post_init__", "__repr__", "__str__", "__init_subclass__"}
 )
@@ -248,6 +250,10 @@ def _loop_calls(
     me = module.self_name(func) if not isinstance(func, ast.Lambda) else None
     where = "a lambda" if isinstance(func, ast.Lambda) else f"{func.name}()"
     nodes = list(ast.walk(func.body)) if isinstance(func, ast.Lambda) else list(iter_own(func))
+    if any(
+        isinstance(node, ast.Call) and last_name(node.func) in _OWN_LOOP_CALLS for node in nodes
+    ):
+        return  # the thread makes or installs the loop it drives: its objects are its own
     for node in nodes:
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             qual = module.qualname(node.func) if isinstance(node, ast.Call) else None
@@ -296,13 +302,23 @@ def _asyncio_lock_across_threads(
         guarded = _guarded_by(module, methods.values(), attr)
         if not guarded:
             continue
+        changed = _guarded_by(module, methods.values(), attr, changes_only=True)
         for method in methods.values():
             if not isinstance(method, ast.FunctionDef) or method.name in _SKIP_METHODS:
                 continue
             if "property" in decorator_names(method):
                 continue
             me = module.self_name(method)
-            touched = sorted({a for n in iter_own(method) if (a := self_attr(n, me)) in guarded})
+            unlocked = _outside_thread_locks(method, me)
+            # the asyncio side only reading what the threads change under their own
+            # lock (a snapshot, copy-on-write) is not what an asyncio lock fails at
+            touched = sorted(
+                {
+                    a
+                    for n in iter_own(method)
+                    if (a := self_attr(n, me)) in guarded and (a in changed or a in unlocked)
+                }
+            )
             if touched:
                 yield at(
                     module,
@@ -319,7 +335,8 @@ def _created_in(info: ClassInfo, node: ast.AST) -> bool:
     return any(node in ast.walk(method) for method in info.methods.values())
 
 
-def _guarded_by(module: Module, methods: object, lock: str) -> set[str]:
+def _guarded_by(module: Module, methods: object, lock: str, changes_only: bool = False) -> set[str]:
+    """Attributes used inside ``async with self.<lock>:`` (only those changed there)."""
     guarded: set[str] = set()
     for method in methods:  # type: ignore[attr-defined]
         me = module.self_name(method)
@@ -328,10 +345,56 @@ def _guarded_by(module: Module, methods: object, lock: str) -> set[str]:
                 self_attr(item.context_expr, me) == lock for item in node.items
             ):
                 for inner in ast.walk(node):
-                    attr = self_attr(inner, me)
+                    attr = _changed_attr(inner, me) if changes_only else self_attr(inner, me)
                     if attr is not None and attr != lock:
                         guarded.add(attr)
     return guarded
+
+
+def _changed_attr(node: ast.AST, me: str | None) -> str | None:
+    """The ``self.<attr>`` that ``node`` stores into or mutates in place, if any."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
+        return self_attr(node, me)
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del):
+        return _root_attr(node.value, me)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in MUTATORS
+    ):
+        return _root_attr(node.func.value, me)
+    return None
+
+
+def _root_attr(node: ast.expr, me: str | None) -> str | None:
+    """``self.x`` behind ``self.x``, ``self.x[k]``, ``self.x.setdefault(k, [])``..."""
+    while True:
+        attr = self_attr(node, me)
+        if attr is not None:
+            return attr
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return None
+
+
+def _outside_thread_locks(method: FunctionNode, me: str | None) -> set[str]:
+    """Attributes ``method`` uses outside every ``with <lock>:`` block."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST, held: bool) -> None:
+        if isinstance(node, ast.With):
+            held = held or any(is_locklike(item.context_expr) for item in node.items)
+        if not held and (attr := self_attr(node, me)) is not None:
+            found.add(attr)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                visit(child, held)
+
+    visit(method, False)
+    return found
 
 
 # ── RC105: compound operations outside a lock ───────────────────────────────
