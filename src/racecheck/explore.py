@@ -445,6 +445,14 @@ def explore(
         raise UsageError(f"schedules must be a positive integer, not {schedules!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise UsageError(f"seed must be an integer, not {seed!r}")
+    shard = None
+    if "shard" in options:  # one slice of the exploration (racecheck.sharding)
+        from racecheck.sharding import idle_report, slice_state
+
+        shard = slice_state(options.pop("shard"))
+        shard.budget = schedules
+        if strategy == "hypothesis" and shard.shard.index != 1:
+            return idle_report(shard, strategy, settings.backend.name)
     if strategy == "hypothesis":
         from racecheck.strategies.hypothesis import explore_with_hypothesis
 
@@ -459,6 +467,10 @@ def explore(
     def work() -> Report | Found:
         settings.backend.install()
         try:
+            if shard is not None:
+                from racecheck.sharding import explore_slice
+
+                return explore_slice(session, chooser, schedules, shard)
             return _explore(session, chooser, schedules)
         finally:
             settings.backend.uninstall()

@@ -64,6 +64,20 @@ class PortfolioChooser(BaseChooser):
         self.members[self.current][1].begin(self.member_runs[self.current])
         self._failed_member = False
 
+    def skip(self, run: int) -> None:
+        """Pass over schedule ``run`` without running it (another shard runs it).
+
+        The turn and the member's numbering advance exactly as :meth:`begin`
+        would, so the schedules this process does run keep their numbers.
+        """
+        member = self.active[self.turn % len(self.active)]
+        self.turn += 1
+        self.member_runs[member] += 1
+
+    def slot_member(self, run: int) -> str:
+        """The member that runs schedule ``run`` while every member is active."""
+        return self.members[(run - 1) % len(self.members)][0]
+
     def choose(self, candidates: Sequence[int], step: int) -> int:
         if self._failed_member:
             return 0
@@ -81,6 +95,12 @@ class PortfolioChooser(BaseChooser):
         index = self.current
         if failed:
             self.found_by = self.members[index][0]
+        if self.turn == 1:
+            # Schedule 1 is the natural order: it sizes every PCT member's k,
+            # so their schedule N does not depend on what ran before it.
+            for _, member in self.members:
+                if isinstance(member, PCTChooser):
+                    member.calibrate(steps)
         if index in self.active and not self._failed_member:
             chooser = self.members[index][1]
             chooser.end(decisions, failed, steps)
