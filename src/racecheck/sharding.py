@@ -116,7 +116,7 @@ class Board:
     def limit(self) -> int | None:
         """The lowest number past which nothing can matter any more, if one is known."""
         now = time.monotonic()
-        if now - self._checked >= 0.02:
+        if now - self._checked >= 0.005:
             self._checked = now
             try:
                 names = os.listdir(self.path)
