@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -151,3 +152,32 @@ def test_merge_refuses_incomplete_or_unsharded_reports(project: Path) -> None:
     (project / "junk" / "racecheck.json").write_text("{not json")
     junk = racecheck_cli("report", "merge", "junk", "-o", "m", cwd=project)
     assert junk.returncode == 2 and "not JSON" in junk.stderr
+
+
+TIMING = re.compile(r"\s+\d+\.\d\d$")
+
+
+def masked(text: str) -> list[str]:
+    """The output with the seconds column and progress lines taken out."""
+    return [TIMING.sub("", line) for line in text.splitlines() if not line.startswith("progress:")]
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("jobs", ["2", "3"])
+def test_run_j_prints_what_j1_prints_timings_aside(project: Path, jobs: str) -> None:
+    changeset = str(REPO / "scenarios" / "cleveragents_7120_changeset.py")
+    common = ["run", "scen_rare.py", changeset, "--schedules", "150", "--trace"]
+    one = racecheck_cli(*common, "--report-dir", "one", cwd=project)
+    many = racecheck_cli(*common, "-j", jobs, "--report-dir", "many", cwd=project)
+    assert one.returncode == many.returncode == 0, one.stdout + one.stderr + many.stderr
+    assert masked(many.stdout.replace("many/", "one/")) == masked(one.stdout)
+    # the coverage column is merged exactly, and there is something to merge
+    assert re.search(r"cleveragents-7120-changeset\s+correct .* \d+/[1-9]\d*", one.stdout)
+
+    def comparable(directory: str) -> list[dict[str, object]]:
+        data = json.loads((project / directory / "racecheck.json").read_text())
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in data["records"]]
+
+    assert comparable("many") == comparable("one")

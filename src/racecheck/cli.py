@@ -22,7 +22,7 @@ import shlex
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -514,22 +514,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     errors: list[RunRecord] = []
     interrupted = False
     try:
-        for sel in selections:
-            for variant in sel.variants:
-                rec, failure, error, stopped = _explore(sel, variant, overrides, progress, layers)
-                if stopped:
-                    interrupted = True
-                    break
-                records.append(rec)
-                if failure is not None:
-                    failures[id(rec)] = failure
-                if error is not None:
-                    errors.append(rec)
-                    _error(f"{rec.scenario}[{rec.variant}]: {rec.message}")
-                if table is not None:
-                    table.row(rec)
-            if interrupted:
+        for rec, failure, error, stopped in _outcomes(selections, overrides, progress, layers, args):
+            if stopped:
+                interrupted = True
                 break
+            records.append(rec)
+            if failure is not None:
+                failures[id(rec)] = failure
+            if error is not None:
+                errors.append(rec)
+                _error(f"{rec.scenario}[{rec.variant}]: {rec.message}")
+            if table is not None:
+                table.row(rec)
     except KeyboardInterrupt:
         interrupted = True
     progress.clear()
@@ -669,7 +665,35 @@ def _shard_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _outcomes(
+    selections: Sequence[Selection],
+    overrides: dict[str, Any],
+    progress: _Progress,
+    layers: Layers,
+    args: argparse.Namespace,
+) -> Iterator[tuple[RunRecord, RaceFound | None, BaseException | None, bool]]:
+    """Each variant's (record, failure, error, interrupted), in order: here, or with -j K."""
+    jobs = getattr(args, "jobs", 1) or 1
+    if jobs > 1 and not overrides.get("shard"):
+        from racecheck.parallel_run import outcomes
+
+        yield from outcomes(selections, overrides, layers, args, jobs)
+        return
+    for sel in selections:
+        for variant in sel.variants:
+            yield _explore(sel, variant, overrides, progress, layers)
+
+
 def _add_run_sharding(p: Any) -> None:
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="explore in K processes: every variant is sharded across them and merged; the"
+        " output is that of -j 1, timings aside",
+    )
     p.add_argument(
         "--shard",
         type=_shard_arg,

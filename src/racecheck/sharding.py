@@ -153,6 +153,12 @@ class SliceState:
     budget: int = 0
     #: how numbers are dealt: "interleaved", "auto" or "shard 1 only"
     plan: str = ""
+    #: keep, per schedule run, (number, hash of its decisions, its conflict
+    #: orderings): what merging coverage exactly needs (racecheck run -j)
+    keep_runs: bool = False
+    runs: list[tuple[int, int, frozenset[Any]]] = field(default_factory=list)
+    #: the exploration's coverage tally, which goes on past the loop (shrinking)
+    orderings: set[Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -236,6 +242,7 @@ def explore_slice(
     if plan.kind == "shard 1 only" and state.shard.index != 1:
         return idle_report(state, chooser.name, settings.backend.name)
     board = state.board
+    state.orderings = session.coverage.orderings
     number = 0
     while number < schedules and not session.interrupted:
         number += 1
@@ -261,6 +268,8 @@ def explore_slice(
             seen.add(hash(decisions))
             state.ran += 1
             state.covered = number
+            if state.keep_runs:
+                state.runs.append((number, hash(decisions), _orderings(controller.accesses)))
         if settings.progress is not None:
             settings.progress(number, schedules)
         if failed and not session.interrupted:
@@ -299,6 +308,34 @@ def explore_slice(
         notes=notes,
         warnings=warnings,
     )
+
+
+def _orderings(accesses: Any) -> frozenset[Any]:
+    if not accesses:
+        return frozenset()
+    from racecheck.coverage import ordered_conflicts
+
+    return frozenset(ordered_conflicts(accesses))
+
+
+def merged_coverage(
+    slices: Sequence[SliceState], last: int, winner: SliceState | None
+) -> tuple[int, int]:
+    """(distinct schedules, distinct orderings) of schedules 1..``last`` over every slice.
+
+    Exactly what one process counts: its schedules up to the verdict, and for a
+    failure, what the winning slice's shrinking saw after it.
+    """
+    hashes: set[int] = set()
+    orderings: set[Any] = set()
+    for state in slices:
+        for number, digest, seen in state.runs:
+            if number <= last:
+                hashes.add(digest)
+                orderings |= seen
+    if winner is not None and winner.orderings is not None:
+        orderings |= winner.orderings
+    return len(hashes), len(orderings)
 
 
 def idle_report(state: SliceState, strategy: str, backend: str) -> Report:
