@@ -79,12 +79,14 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_four_slices_then_merge_give_the_first_failure_of_one_run(project: Path) -> None:
-    whole = racecheck_cli("run", "scen_rare.py", "--schedules", "300", "--report-dir", "whole", cwd=project)
+    whole = racecheck_cli(
+        "run", "scen_rare.py", "--schedules", "300", "--report-dir", "whole", cwd=project
+    )
     assert whole.returncode == 0, whole.stdout + whole.stderr
     for i in range(1, 5):
         part = racecheck_cli(
-            "run", "scen_rare.py", "--schedules", "300", "--shard", f"{i}/4", "--report-dir", f"s{i}",
-            cwd=project,
+            "run", "scen_rare.py", "--schedules", "300", "--shard", f"{i}/4",
+            "--report-dir", f"s{i}", cwd=project,
         )  # fmt: skip
         assert part.returncode in (0, 1), part.stderr
         for record in records(project / f"s{i}").values():
@@ -145,7 +147,9 @@ def test_merge_refuses_incomplete_or_unsharded_reports(project: Path) -> None:
     assert "missing shard 3 of 3" in missing.stderr
     twice = racecheck_cli("report", "merge", "s1", "s1", "s2", "-o", "m", cwd=project)
     assert twice.returncode == 2 and "given twice" in twice.stderr
-    racecheck_cli("run", "scen_rare.py", "-k", "tiny", "--schedules", "50", "--report-dir", "w", cwd=project)
+    racecheck_cli(
+        "run", "scen_rare.py", "-k", "tiny", "--schedules", "50", "--report-dir", "w", cwd=project
+    )
     whole = racecheck_cli("report", "merge", "w", "-o", "m", cwd=project)
     assert whole.returncode == 2 and "not one slice" in whole.stderr
     (project / "junk").mkdir()

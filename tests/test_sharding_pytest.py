@@ -69,7 +69,9 @@ def test_plain():
     pass
 """
 
-REPLAY = re.compile(r"replay: (?:PYTHONHASHSEED=\S+ )?pytest '([^']+)' --racecheck-replay=(rc1:\S+)")
+REPLAY = re.compile(
+    r"replay: (?:PYTHONHASHSEED=\S+ )?pytest '([^']+)' --racecheck-replay=(rc1:\S+)"
+)
 
 
 def failures(result: pytest.RunResult) -> dict[str, str]:
@@ -116,7 +118,10 @@ def test_shard_items_read_as_one_test_with_the_first_failure(
     )
     assert "Traceback" not in out
     # the totals: schedules explored by all shards, and where the first failure was
-    m = re.search(r"test_rare: (\d+) shards ran (\d+) schedules in total; first failure at schedule (\d+)", out)
+    m = re.search(
+        r"test_rare: (\d+) shards ran (\d+) schedules in total; first failure at schedule (\d+)",
+        out,
+    )
     assert m, out
     serial_at = re.search(r"race found after (\d+) schedules \(random", serial.stdout.str())
     assert serial_at and m.group(3) == serial_at.group(1)
@@ -124,7 +129,9 @@ def test_shard_items_read_as_one_test_with_the_first_failure(
 
 
 def test_a_shard_token_replays_serially(project: pytest.Pytester) -> None:
-    sharded = project.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--racecheck-shards=auto")
+    sharded = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--racecheck-shards=auto"
+    )
     token = failures(sharded)["test_shards.py::test_rare"]
     again = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "test_shards.py::test_rare", f"--racecheck-replay={token}"
@@ -152,7 +159,19 @@ def test_ci_slices_then_merge_give_the_first_failure_of_one_run(project: pytest.
         )
         assert part.ret in (0, 1)
     merged = subprocess.run(
-        [sys.executable, "-m", "racecheck", "report", "merge", "s1", "s2", "s3", "s4", "-o", "merged"],
+        [
+            sys.executable,
+            "-m",
+            "racecheck",
+            "report",
+            "merge",
+            "s1",
+            "s2",
+            "s3",
+            "s4",
+            "-o",
+            "merged",
+        ],
         cwd=project.path,
         capture_output=True,
         text=True,

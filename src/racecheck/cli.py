@@ -514,7 +514,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     errors: list[RunRecord] = []
     interrupted = False
     try:
-        for rec, failure, error, stopped in _outcomes(selections, overrides, progress, layers, args):
+        for rec, failure, error, stopped in _outcomes(
+            selections, overrides, progress, layers, args
+        ):
             if stopped:
                 interrupted = True
                 break

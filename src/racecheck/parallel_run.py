@@ -163,11 +163,11 @@ def outcomes(
                 ]
                 planned.append((sel, variant, futures))
         quiet = cli._Progress(open(os.devnull, "w"), enabled=False, every=0)
-        for sel, variant, futures in planned:
-            if futures is None:
+        for sel, variant, pending in planned:
+            if pending is None:
                 yield cli._explore(sel, variant, overrides, quiet, layers)
                 continue
-            rec, failure, error = _merge([f.result() for f in futures])
+            rec, failure, error = _merge([f.result() for f in pending])
             if failure is not None and db is not None and rec.schedule:
                 db.failed(sel.scenario.label(variant), rec.schedule)
             yield rec, failure, error, False

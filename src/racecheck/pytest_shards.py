@@ -169,7 +169,10 @@ class ShardsPlugin:
             return
         out: list[pytest.Item] = []
         for item in items:
-            if not isinstance(item, pytest.Function) or item.get_closest_marker("racecheck") is None:
+            if (
+                not isinstance(item, pytest.Function)
+                or item.get_closest_marker("racecheck") is None
+            ):
                 out.append(item)
                 continue
             for index in range(1, count + 1):
@@ -178,7 +181,7 @@ class ShardsPlugin:
 
     def _clone(self, item: pytest.Function, index: int, count: int) -> pytest.Function:
         clone = pytest.Function.from_parent(
-            item.parent,  # type: ignore[arg-type]
+            item.parent,
             name=_shard_name(item.name, index, count),
             callspec=getattr(item, "callspec", None),
             fixtureinfo=item._fixtureinfo,
@@ -234,7 +237,9 @@ class ShardsPlugin:
         report.nodeid = group
         report.location = (report.location[0], report.location[1], _PART.sub("", group))
         report.duration = max(a["duration"] for a in arrived.values())
-        broken = sorted(i for i, a in arrived.items() if a["result"] is None and a["outcome"] != "passed")
+        broken = sorted(
+            i for i, a in arrived.items() if a["result"] is None and a["outcome"] != "passed"
+        )
         results = []
         for i in sorted(arrived):
             data = arrived[i]["result"]
@@ -259,7 +264,8 @@ class ShardsPlugin:
             report.outcome = "passed"
             report.longrepr = None
             what = (
-                f"the systematic search ran every schedule (ended at schedule {merged.schedules_run})"
+                "the systematic search ran every schedule"
+                f" (ended at schedule {merged.schedules_run})"
                 if merged.ended
                 else f"no failure in schedules 1..{merged.schedules_run}"
             )

@@ -1,4 +1,4 @@
-"""Sharding one exploration: shards run disjoint schedule numbers; results do not depend on how many.
+"""Sharding one exploration: slices run disjoint schedule numbers; the result ignores how many.
 
 An exploration is a numbered sequence of schedules 1, 2, 3, ... A *shard*
 ``I/N`` runs the numbers it owns and skips the others. What makes that exact
