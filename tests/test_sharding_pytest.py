@@ -130,9 +130,21 @@ def test_shard_items_read_as_one_test_with_the_first_failure(
 
 def test_a_shard_token_replays_serially(project: pytest.Pytester) -> None:
     sharded = project.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-n", "2", "--racecheck-shards=auto"
+        "-p", "no:cacheprovider", "-n", "2", "--racecheck-shards=auto", "--racecheck-report-dir=out"
     )
     token = failures(sharded)["test_shards.py::test_rare"]
+    # the report holds one record per test, as a serial run's does
+    data = json.loads((project.path / "out" / "racecheck.json").read_text())
+    by_test = {r["scenario"]: r for r in data["records"]}
+    assert sorted(by_test) == [
+        "test_shards.py::test_auto[3]",
+        "test_shards.py::test_auto[4]",
+        "test_shards.py::test_rare",
+        "test_shards.py::test_threads_safe",
+    ]
+    assert by_test["test_shards.py::test_rare"]["schedule"] == token
+    assert all("shard" not in r for r in data["records"])
+    assert by_test["test_shards.py::test_threads_safe"]["schedules_run"] == 200
     again = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "test_shards.py::test_rare", f"--racecheck-replay={token}"
     )

@@ -457,7 +457,10 @@ def explore(
         from racecheck.strategies.hypothesis import explore_with_hypothesis
 
         with quiet_gc():
-            return explore_with_hypothesis(target, settings, schedules, seed, options)
+            report = explore_with_hypothesis(target, settings, schedules, seed, options)
+        if shard is not None:  # shard 1 ran the sequential search whole
+            shard.ran = shard.covered = report.schedules_run
+        return report
     chooser = make_chooser(strategy, seed=seed, options=options)
     if options:
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")

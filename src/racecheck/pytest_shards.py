@@ -278,6 +278,7 @@ class ShardsPlugin:
         record = _prop(report, _PROP_RECORD)
         if isinstance(record, dict):
             record["scenario"] = group
+            record.pop("shard", None)  # the whole test now, not one slice of it
             if merged.winner is None:
                 record["schedules_run"] = merged.schedules_run
                 record["exhausted"] = merged.ended
