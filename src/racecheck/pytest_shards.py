@@ -141,7 +141,8 @@ def _shard_name(name: str, index: int, count: int) -> str:
     return f"{name}[{tag}]"
 
 
-_PART = re.compile(r"racecheck-shard-\d+-of-\d+")
+#: the shard part of an item's name: "[racecheck-shard-1-of-2]" or "-racecheck-shard-1-of-2"
+_TAG = re.compile(r"\[racecheck-shard-\d+-of-\d+\]$|-racecheck-shard-\d+-of-\d+(?=\]$)")
 
 
 class ShardsPlugin:
@@ -235,7 +236,8 @@ class ShardsPlugin:
         from racecheck.sharding import ShardResult, merge
 
         report.nodeid = group
-        report.location = (report.location[0], report.location[1], _PART.sub("", group))
+        path, line, domain = report.location
+        report.location = (path, line, _TAG.sub("", domain))
         report.duration = max(a["duration"] for a in arrived.values())
         broken = sorted(
             i for i, a in arrived.items() if a["result"] is None and a["outcome"] != "passed"
@@ -293,7 +295,9 @@ class ShardsPlugin:
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
         if getattr(report, "_racecheck_part", False):
-            return "", "", ""
+            # No category: not counted in the summary, which counts the test once.
+            # A word (verbose only), so the progress count still reaches 100%.
+            return "", "", "" if report.when != "call" else "shard"
         return None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
