@@ -236,8 +236,8 @@ class ShardsPlugin:
         from racecheck.sharding import ShardResult, merge
 
         report.nodeid = group
-        path, line, domain = report.location
-        report.location = (path, line, _TAG.sub("", domain))
+        path, lineno, domain = report.location
+        report.location = (path, lineno, _TAG.sub("", domain))
         report.duration = max(a["duration"] for a in arrived.values())
         broken = sorted(
             i for i, a in arrived.items() if a["result"] is None and a["outcome"] != "passed"
