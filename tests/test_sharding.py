@@ -182,3 +182,13 @@ def test_merge_takes_the_lowest_failure_and_needs_every_slice() -> None:
         merge([_result(1, 2, None), _result(1, 2, 4)])
     with pytest.raises(UsageError, match="does not belong"):
         merge([_result(1, 2, None), _result(2, 3, None)])
+
+
+def test_a_pinned_schedule_fails_first_in_every_shard() -> None:
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(three_workers, strategy="random", schedules=3000)
+    token = found.value.schedule
+    for i in (1, 2):
+        with pytest.raises(racecheck.RaceFound) as again:
+            racecheck.check(three_workers, replay=token, shard=f"{i}/2")
+        assert again.value.schedule == token

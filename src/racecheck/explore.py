@@ -460,6 +460,7 @@ def explore(
             report = explore_with_hypothesis(target, settings, schedules, seed, options)
         if shard is not None:  # shard 1 ran the sequential search whole
             shard.ran = shard.covered = report.schedules_run
+            shard.plan = "shard 1 only"
         return report
     chooser = make_chooser(strategy, seed=seed, options=options)
     if options:
@@ -820,7 +821,7 @@ def replay_token(target: Callable[[], Any], token: str, *, options: dict[str, An
     options.pop("strategy", None)
     options.pop("schedules", None)
     options.pop("seed", None)
-    for ignored in ("depth", "preemption_bound"):
+    for ignored in ("depth", "preemption_bound", "shard"):
         options.pop(ignored, None)
     if options:
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")
