@@ -123,6 +123,8 @@ def test_four_slices_then_merge_give_the_first_failure_of_one_run(project: Path)
         ["run", "scen_rare.py", "--shard", "x"],
         ["run", "scen_rare.py", "--shard", "0/2"],
         ["run", "scen_rare.py", "--shard", "1/0"],
+        ["run", "scen_rare.py", "--shard", "1/2", "-j", "2"],
+        ["run", "scen_rare.py", "-j", "0"],
         ["report", "merge", "nowhere"],
         ["report", "merge"],
         ["report"],

@@ -676,7 +676,9 @@ def _outcomes(
 ) -> Iterator[tuple[RunRecord, RaceFound | None, BaseException | None, bool]]:
     """Each variant's (record, failure, error, interrupted), in order: here, or with -j K."""
     jobs = getattr(args, "jobs", 1) or 1
-    if jobs > 1 and not overrides.get("shard"):
+    if jobs > 1 and overrides.get("shard"):
+        raise UsageError("-j and --shard cannot be combined: a slice runs in one process")
+    if jobs > 1:
         from racecheck.parallel_run import outcomes
 
         yield from outcomes(selections, overrides, layers, args, jobs)
