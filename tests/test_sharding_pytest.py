@@ -145,6 +145,18 @@ def test_a_shard_token_replays_serially(project: pytest.Pytester) -> None:
     assert by_test["test_shards.py::test_rare"]["schedule"] == token
     assert all("shard" not in r for r in data["records"])
     assert by_test["test_shards.py::test_threads_safe"]["schedules_run"] == 200
+    # coverage merged over schedules 1..verdict: what the serial run counts
+    serial = project.runpytest_subprocess("-p", "no:cacheprovider", "--racecheck-report-dir=one")
+    serial.assert_outcomes(passed=2, failed=3)
+    one = json.loads((project.path / "one" / "racecheck.json").read_text())["records"]
+    for record in one:
+        merged = by_test[record["scenario"]]
+        assert merged["coverage"] == record["coverage"], record["scenario"]
+        assert merged["schedules_run"] == record["schedules_run"]
+    assert by_test["test_shards.py::test_threads_safe"]["coverage"]["distinct_schedules"] > 1
+    # the failing test's coverage is in the summary line (its record, as serially, has none)
+    m = re.search(r"test_rare: .* coverage: (\d+) distinct schedules", sharded.stdout.str())
+    assert m and int(m.group(1)) > 1
     again = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "test_shards.py::test_rare", f"--racecheck-replay={token}"
     )

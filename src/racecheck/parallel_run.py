@@ -7,7 +7,7 @@ Each slice's result comes back as plain data and the slices of a variant are
 merged with the single-process rule: the lowest-numbered failure, its shrunk
 token and trace from the slice that ran it, and coverage counted over
 schedules 1..verdict exactly as one process counts it (each slice reports,
-per schedule it ran, the hash of its decisions and its conflict orderings).
+the first schedule number of each distinct schedule and conflict ordering).
 Rows are printed in selection order. So the output is that of ``-j 1``,
 timings aside.
 

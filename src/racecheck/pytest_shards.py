@@ -113,7 +113,7 @@ def slice_of(item: pytest.Item) -> tuple[str, Any]:
         directory = _board_dir(item.config)
         if directory is not None and os.path.isdir(directory):
             board = Board(directory, group)
-        return group, SliceState(Shard(index, count), board)
+        return group, SliceState(Shard(index, count), board, keep_runs=True)
     one = item.config.getoption("racecheck_shard", None)
     if one is not None:
         return item.nodeid, SliceState(parse_shard(one, "--racecheck-shard"))
@@ -122,7 +122,10 @@ def slice_of(item: pytest.Item) -> tuple[str, Any]:
 
 def record_result(item: pytest.Item, state: Any, failure: int | None) -> None:
     """Put the shard's outcome where the controller (and the report files) will see it."""
-    item.user_properties.append((PROP_RESULT, {**state.to_dict(), "failure": failure}))
+    result = {**state.to_dict(), "failure": failure}
+    if state.keep_runs:  # merged on the controller, over schedules 1..verdict
+        result["coverage"] = state.coverage_data()
+    item.user_properties.append((PROP_RESULT, result))
 
 
 def _board_dir(config: pytest.Config) -> str | None:
@@ -260,6 +263,7 @@ class ShardsPlugin:
         except UsageError as exc:
             self.summaries.append(f"{group}: {exc}")
             return
+        distinct, orderings = _coverage(arrived, results, merged)
         if merged.winner is None:
             winner = arrived[results[0].shard.index]
             self._take(report, winner)
@@ -275,13 +279,18 @@ class ShardsPlugin:
             shard = results[merged.winner].shard
             self._take(report, arrived[shard.index])
             what = f"first failure at schedule {merged.schedules_run} (shard {shard})"
-        line = f"{count} shards ran {total} schedule{'' if total == 1 else 's'} in total; {what}"
+        line = (
+            f"{count} shards ran {total} schedule{'' if total == 1 else 's'} in total; {what};"
+            f" coverage: {distinct} distinct schedules, {orderings} orderings"
+        )
         report.sections.append(("racecheck shards", line))
         record = _prop(report, _PROP_RECORD)
         if isinstance(record, dict):
             record["scenario"] = group
             record.pop("shard", None)  # the whole test now, not one slice of it
             if merged.winner is None:
+                # A passing test's record carries coverage (a failing one's does not).
+                record["distinct_schedules"], record["distinct_orderings"] = distinct, orderings
                 record["schedules_run"] = merged.schedules_run
                 record["exhausted"] = merged.ended
         self.summaries.append(f"{group}: {line}")
@@ -315,6 +324,23 @@ class ShardsPlugin:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.board_dir is not None:
             shutil.rmtree(self.board_dir, ignore_errors=True)
+
+
+def _coverage(
+    arrived: dict[int, dict[str, Any]], results: list[Any], merged: Any
+) -> tuple[int, int]:
+    """Distinct schedules and orderings over schedules 1..verdict, as one process counts them."""
+    from racecheck.sharding import SliceState, merged_coverage
+
+    states = []
+    winner = None
+    for result in results:
+        state = SliceState(result.shard)
+        state.load_coverage(arrived[result.shard.index]["result"].get("coverage") or {})
+        states.append(state)
+    if merged.winner is not None:
+        winner = states[merged.winner]
+    return merged_coverage(states, merged.schedules_run, winner)
 
 
 def _of(arrival: dict[str, Any]) -> dict[str, Any] | None:

@@ -153,12 +153,29 @@ class SliceState:
     budget: int = 0
     #: how numbers are dealt: "interleaved", "auto" or "shard 1 only"
     plan: str = ""
-    #: keep, per schedule run, (number, hash of its decisions, its conflict
-    #: orderings): what merging coverage exactly needs (racecheck run -j)
+    #: keep, for each distinct schedule (hash of its decisions) and each
+    #: conflict ordering, the first schedule number that had it: what merging
+    #: coverage exactly over schedules 1..verdict needs, in the size of the
+    #: coverage rather than of the budget (racecheck run -j, pytest shards)
     keep_runs: bool = False
-    runs: list[tuple[int, int, frozenset[Any]]] = field(default_factory=list)
+    first_schedule: dict[int, int] = field(default_factory=dict)
+    first_ordering: dict[Any, int] = field(default_factory=dict)
     #: the exploration's coverage tally, which goes on past the loop (shrinking)
     orderings: set[Any] | None = None
+
+    def coverage_data(self) -> dict[str, Any]:
+        """:attr:`first_schedule`, :attr:`first_ordering` and :attr:`orderings` as plain lists."""
+        return {
+            # as text: a 64-bit hash does not fit the 32-bit ints xdist's channel sends
+            "schedules": [[str(h), n] for h, n in self.first_schedule.items()],
+            "orderings": [[list(o), n] for o, n in self.first_ordering.items()],
+            "after": [list(o) for o in self.orderings or ()],
+        }
+
+    def load_coverage(self, data: dict[str, Any]) -> None:
+        self.first_schedule = {int(h): int(n) for h, n in data.get("schedules", ())}
+        self.first_ordering = {tuple(o): int(n) for o, n in data.get("orderings", ())}
+        self.orderings = {tuple(o) for o in data.get("after", ())}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -269,7 +286,9 @@ def explore_slice(
             state.ran += 1
             state.covered = number
             if state.keep_runs:
-                state.runs.append((number, hash(decisions), _orderings(controller.accesses)))
+                state.first_schedule.setdefault(hash(decisions), number)
+                for ordering in _orderings(controller.accesses):
+                    state.first_ordering.setdefault(ordering, number)
         if settings.progress is not None:
             settings.progress(number, schedules)
         if failed and not session.interrupted:
@@ -329,10 +348,8 @@ def merged_coverage(
     hashes: set[int] = set()
     orderings: set[Any] = set()
     for state in slices:
-        for number, digest, seen in state.runs:
-            if number <= last:
-                hashes.add(digest)
-                orderings |= seen
+        hashes.update(h for h, number in state.first_schedule.items() if number <= last)
+        orderings.update(o for o, number in state.first_ordering.items() if number <= last)
     if winner is not None and winner.orderings is not None:
         orderings |= winner.orderings
     return len(hashes), len(orderings)
