@@ -17,7 +17,15 @@ is that schedule ``k`` of a seeded strategy is a pure function of (seed, k):
   of the sequence is spread evenly over the shards;
 * exhaustive (alone) and hypothesis are sequential searches: shard 1 runs them
   whole and the other shards run nothing. The result is the same for any
-  shard count; only the speed-up is missing (see docs).
+  shard count; only the speed-up is missing. Splitting the search by subtrees
+  would keep its failure but not its schedule number: the number of a
+  schedule in one shard's subtree depends on the sizes of the other shards'
+  subtrees before it, which no shard knows until they have all run.
+
+All of this assumes a deterministic target, as replay does. On one that is
+not, the portfolio's systematic member drops out in shard 1 alone, and from
+there shard 1 numbers the other members' schedules differently from the
+other shards.
 
 Ownership is interleaved (number k, not a block of numbers), because the
 verdict is the failure with the *lowest* number: with contiguous blocks, the
