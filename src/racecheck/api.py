@@ -41,7 +41,10 @@ def check(
     schedules, not from an interleaving, raises :class:`StateLeakError`
     instead of RaceFound; False for a target that counts its runs on purpose),
     ``replay`` (a token or a list of them, replayed exactly before exploring,
-    like the tokens of :func:`racecheck.pinned`; see :mod:`racecheck.pinning`).
+    like the tokens of :func:`racecheck.pinned`; see :mod:`racecheck.pinning`),
+    ``shard`` ("I/N": run only slice I of N of the exploration; the slice with
+    the lowest failing schedule number has the run's verdict; see
+    :mod:`racecheck.sharding`).
     """
     from racecheck.explore import explore
 

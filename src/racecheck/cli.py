@@ -22,7 +22,7 @@ import shlex
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -167,7 +167,22 @@ class _Progress:
 def _record(**fields: Any) -> RunRecord:
     from racecheck.report import RunRecord
 
-    return RunRecord(**fields)
+    shard = fields.pop("shard", None)
+    record = RunRecord(**fields)
+    if shard is not None:  # one slice: what racecheck report merge needs
+        record.shard = {**shard.to_dict(), "failure": record.schedules_run if record.kind else None}
+    return record
+
+
+def _slice(options: dict[str, Any]) -> Any:
+    """A fresh slice state for this variant when --shard is given (racecheck.sharding)."""
+    if options.get("shard") is None:
+        options.pop("shard", None)
+        return None
+    from racecheck.sharding import slice_state
+
+    state = options["shard"] = slice_state(options["shard"])
+    return state
 
 
 def record_to_json(rec: RunRecord) -> dict[str, Any]:
@@ -304,9 +319,11 @@ def _explore(
         expect=var.expect,
         strategy=str(options["strategy"]),
         seed=options["seed"] if isinstance(options["seed"], int) else 0,
+        shard=_slice(options),
     )
     t0 = time.perf_counter()
-    db = None if layers is None else _failure_db(layers)
+    # A slice saves no token: the next run would replay one that is not the first failure.
+    db = None if layers is None or base["shard"] is not None else _failure_db(layers)
     try:
         if db is not None:
             _replay_saved(db, var.target, label, options)
@@ -487,6 +504,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {}
     if args.no_coverage:
         overrides["coverage"] = False
+    if getattr(args, "shard", None):
+        overrides["shard"] = args.shard
     if layers.profile_name and not args.json:
         sys.stdout.write(describe(layers) + "\n")
 
@@ -498,22 +517,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     errors: list[RunRecord] = []
     interrupted = False
     try:
-        for sel in selections:
-            for variant in sel.variants:
-                rec, failure, error, stopped = _explore(sel, variant, overrides, progress, layers)
-                if stopped:
-                    interrupted = True
-                    break
-                records.append(rec)
-                if failure is not None:
-                    failures[id(rec)] = failure
-                if error is not None:
-                    errors.append(rec)
-                    _error(f"{rec.scenario}[{rec.variant}]: {rec.message}")
-                if table is not None:
-                    table.row(rec)
-            if interrupted:
+        for rec, failure, error, stopped in _outcomes(
+            selections, overrides, progress, layers, args
+        ):
+            if stopped:
+                interrupted = True
                 break
+            records.append(rec)
+            if failure is not None:
+                failures[id(rec)] = failure
+            if error is not None:
+                errors.append(rec)
+                _error(f"{rec.scenario}[{rec.variant}]: {rec.message}")
+            if table is not None:
+                table.row(rec)
     except KeyboardInterrupt:
         interrupted = True
     progress.clear()
@@ -642,7 +659,130 @@ def _add_run(sub: Any) -> None:
     )
     p.add_argument("--detect", action="store_true", help=_DETECT_HELP)
     p.add_argument("--trace-packages", action="append", metavar="NAMES", help=_TRACE_HELP)
+    _add_run_sharding(p)
     p.set_defaults(func=_cmd_run)
+
+
+def _shard_arg(text: str) -> str:
+    from racecheck.sharding import parse_shard
+
+    try:
+        return str(parse_shard(text, "--shard"))
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _outcomes(
+    selections: Sequence[Selection],
+    overrides: dict[str, Any],
+    progress: _Progress,
+    layers: Layers,
+    args: argparse.Namespace,
+) -> Iterator[tuple[RunRecord, RaceFound | None, BaseException | None, bool]]:
+    """Each variant's (record, failure, error, interrupted), in order: here, or with -j K."""
+    jobs = getattr(args, "jobs", 1) or 1
+    if jobs > 1 and overrides.get("shard"):
+        raise UsageError("-j and --shard cannot be combined: a slice runs in one process")
+    if jobs > 1:
+        from racecheck.parallel_run import outcomes
+
+        yield from outcomes(selections, overrides, layers, args, jobs)
+        return
+    for sel in selections:
+        for variant in sel.variants:
+            yield _explore(sel, variant, overrides, progress, layers)
+
+
+def _add_run_sharding(p: Any) -> None:
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="explore in K processes: every variant is sharded across them and merged; the"
+        " output is that of -j 1, timings aside",
+    )
+    p.add_argument(
+        "--shard",
+        type=_shard_arg,
+        metavar="I/N",
+        help="explore slice I of N of every variant (CI matrices); merge the slices' reports"
+        " with 'racecheck report merge'",
+    )
+
+
+# ------------------------------------------------------------------- report
+
+
+def _cmd_report_merge(args: argparse.Namespace) -> int:
+    from racecheck.report.merge import merge_slices
+
+    out_dir = Path(args.out)
+    for given in args.dirs:
+        if Path(given).resolve() == out_dir.resolve():
+            raise UsageError(f"--out {args.out} is one of the slices; write the merge elsewhere")
+    merged = merge_slices(args.dirs)
+    records = [record for record, _ in merged]
+    out = sys.stdout
+    for record, how in merged:
+        name = _safe(f"{record.scenario}[{record.variant}]")
+        mark = "met" if record.ok else "UNMET"
+        if how is None:
+            line = f"{name}: error in a slice: {_safe(record.message or '')}"
+        elif how.winner is not None:
+            line = (
+                f"{name}: {record.verdict} at schedule {how.schedules_run}"
+                f" ({how.total_ran} run by the slices in all):"
+                f" {_safe(cut_message(record.message or ''))}"
+            )
+        elif how.ended:
+            line = (
+                f"{name}: no failure; the search ran every schedule (it ended at schedule"
+                f" {how.schedules_run}; {how.total_ran} run by the slices in all)"
+            )
+        else:
+            line = (
+                f"{name}: no failure in schedules 1..{how.schedules_run}"
+                f" ({how.total_ran} run by the slices in all)"
+            )
+        out.write(f"{line} [{mark}]\n")
+        if record.schedule and record.replay_command:
+            out.write(f"  replay: {_safe(record.replay_command)}\n")
+    try:
+        paths = write_reports(records, out_dir)
+    except OSError as exc:
+        raise UsageError(f"cannot write reports to {args.out}: {exc.strerror or exc}") from None
+    out.write("reports: " + _safe(", ".join(str(p) for p in paths)) + "\n")
+    if any(r.verdict == "error" for r in records):
+        return EXIT_USAGE
+    return EXIT_OK if all(r.ok for r in records) else EXIT_FAILED
+
+
+def _add_report(sub: Any) -> None:
+    p = sub.add_parser(
+        "report",
+        help="work with racecheck reports (merge the slices of a sharded run)",
+        description="Work with racecheck's report files.",
+    )
+    actions = p.add_subparsers(dest="report_command", metavar="ACTION", parser_class=_Parser)
+    actions.required = True
+    m = actions.add_parser(
+        "merge",
+        help="merge the JSON reports of the slices of a sharded run into one report",
+        description="Merge the racecheck.json of every slice (--shard I/N) into one JSON, JUnit"
+        " and HTML report. The first failure is the one with the lowest schedule number, as"
+        " in a single run.",
+    )
+    m.add_argument("dirs", nargs="+", metavar="DIR", help="a slice's report directory (or file)")
+    m.add_argument(
+        "-o",
+        "--out",
+        default=DEFAULT_REPORT_DIR,
+        metavar="DIR",
+        help=f"where to write the merged report (default: {DEFAULT_REPORT_DIR})",
+    )
+    m.set_defaults(func=_cmd_report_merge)
 
 
 # ------------------------------------------------------------------- replay
@@ -889,7 +1029,14 @@ _DETECT_HELP = (
     " and unsynchronised conflicting accesses, even where no assertion fails"
 )
 
-COMMANDS: list[Callable[[Any], None]] = [_add_run, _add_replay, _add_list, _add_bench, _add_lint]
+COMMANDS: list[Callable[[Any], None]] = [
+    _add_run,
+    _add_replay,
+    _add_list,
+    _add_bench,
+    _add_lint,
+    _add_report,
+]
 COMMANDS.append(_add_stress)
 
 

@@ -447,11 +447,23 @@ def explore(
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise UsageError(f"seed must be an integer, not {seed!r}")
     watch = _saturation_watch(options)
+    shard = None
+    if "shard" in options:  # one slice of the exploration (racecheck.sharding)
+        from racecheck.sharding import idle_report, slice_state
+
+        shard = slice_state(options.pop("shard"))
+        shard.budget = schedules
+        if strategy == "hypothesis" and shard.shard.index != 1:
+            return idle_report(shard, strategy, settings.backend.name)
     if strategy == "hypothesis":
         from racecheck.strategies.hypothesis import explore_with_hypothesis
 
         with quiet_gc():
-            return explore_with_hypothesis(target, settings, schedules, seed, options)
+            report = explore_with_hypothesis(target, settings, schedules, seed, options)
+        if shard is not None:  # shard 1 ran the sequential search whole
+            shard.ran = shard.covered = report.schedules_run
+            shard.plan = "shard 1 only"
+        return report
     chooser = make_chooser(strategy, seed=seed, options=options)
     tell = getattr(chooser, "for_backend", None)  # notes name what a bound counts
     if tell is not None:
@@ -464,6 +476,12 @@ def explore(
     def work() -> Report | Found:
         settings.backend.install()
         try:
+            if shard is not None:
+                # no saturation stop: where a slice stops must not depend on
+                # how many slices there are
+                from racecheck.sharding import explore_slice
+
+                return explore_slice(session, chooser, schedules, shard)
             return _explore(session, chooser, schedules, watch)
         finally:
             settings.backend.uninstall()
@@ -823,7 +841,7 @@ def replay_token(target: Callable[[], Any], token: str, *, options: dict[str, An
     options.pop("strategy", None)
     options.pop("schedules", None)
     options.pop("seed", None)
-    for ignored in ("depth", "preemption_bound", "saturation"):
+    for ignored in ("depth", "preemption_bound", "saturation", "shard"):
         options.pop(ignored, None)
     if options:
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")

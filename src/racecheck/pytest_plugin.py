@@ -147,6 +147,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write racecheck reports (JSON, JUnit, HTML) of the marked tests to DIR",
     )
+    from racecheck.pytest_shards import add_options
+
+    add_options(group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -185,6 +188,9 @@ def pytest_configure(config: pytest.Config) -> None:
         except UsageError as exc:
             raise pytest.UsageError(f"--racecheck-report-dir: {_safe(_first_line(exc))}") from None
     config.pluginmanager.register(_SessionPlugin(config), "racecheck-session")
+    from racecheck.pytest_shards import configure
+
+    configure(config)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -329,9 +335,9 @@ def _shell_single_quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
-def replay_command(item: pytest.Item, token: str) -> str:
-    """The exact shell command that replays ``token`` on this test."""
-    nodeid = item.nodeid
+def replay_command(item: pytest.Item, token: str, nodeid: str | None = None) -> str:
+    """The exact shell command that replays ``token`` on this test (``nodeid``: a shard's test)."""
+    nodeid = nodeid or item.nodeid
     config = item.config
     path, sep, rest = nodeid.partition("::")
     try:
@@ -403,6 +409,11 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
     import time
 
     from racecheck.pinning import normalize, replay_first
+    from racecheck.pytest_shards import record_result, slice_of
+
+    label, shard = slice_of(item)
+    if shard is not None:
+        options["shard"] = shard
 
     # pytest.fail is called outside the ``except`` blocks: inside them pytest
     # would also print the RaceFound as "During handling of the above exception".
@@ -410,7 +421,8 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
     notes: list[str] = []
     t0 = time.perf_counter()
     phase = ""
-    db = failure_db(item.config)
+    # A shard saves no token: the next run would replay one that is not the first failure.
+    db = failure_db(item.config) if shard is None else None
     pinned: list[str] = []
     try:
         pinned = normalize(marker.kwargs.get("replay"))
@@ -439,8 +451,10 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
     except racecheck.RaceFound as exc:
         if db is not None and exc.schedule not in pinned:  # a pinned token lives in the code
             db.failed(label, exc.schedule)
-        cmd = replay_command(item, exc.schedule)
+        cmd = replay_command(item, exc.schedule, label)
         exc.replay_hint = cmd
+        if shard is not None:
+            record_result(item, shard, exc.schedules_run)
         _record(item, options, exc=exc, seconds=time.perf_counter() - t0, command=cmd)
         message = phase + exc.render()
     except UsageError as exc:
@@ -449,6 +463,8 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
         item.warn(RacecheckWarning(f"racecheck: {note}"))
     if message is not None:
         _fail(message)
+    if shard is not None:
+        record_result(item, shard, None)
     _record(item, options, report=report, seconds=time.perf_counter() - t0)
     item.add_report_section("call", "racecheck", str(report))
     for warning in report.warnings:
@@ -600,6 +616,9 @@ def _record(
         "seed": options.get("seed", 0),
         "seconds": round(seconds, 6),
     }
+    shard = options.get("shard")
+    if shard is not None:  # a slice: racecheck report merge puts the slices together
+        record["shard"] = {**shard.to_dict(), "failure": exc.schedules_run if exc else None}
     if exc is not None:
         record.update(
             verdict=verdicts.get(exc.kind, exc.kind),

@@ -204,3 +204,27 @@ def test_strategies_import_downward_only() -> None:
             elif isinstance(node, ast.Import):
                 offenders += [f"{path.name}: {a.name}" for a in node.names if a.name in upward]
     assert not offenders, offenders
+
+
+def test_surw_schedule_n_depends_only_on_the_seed_and_the_natural_order() -> None:
+    """Shards skip schedule numbers: SURW's schedule N must not learn from the ones before it."""
+
+    def natural(surw: SURWChooser) -> None:
+        surw.begin(1)
+        surw.choose([1, 2], 1)
+        surw.choose([2, 1], 2)
+        surw.end([(2, 0), (2, 0)], False, 42)
+
+    def run(surw: SURWChooser, number: int, steps: int) -> list[int]:
+        surw.begin(number)
+        picks = [surw.choose([1, 2, 3], step) for step in range(1, steps)]
+        surw.end([(3, p) for p in picks], False, steps)
+        return picks
+
+    every = SURWChooser(seed=4)
+    natural(every)
+    for number in range(2, 9):
+        run(every, number, steps=60 + number)  # long runs: more steps than the profile saw
+    skipping = SURWChooser(seed=4)
+    natural(skipping)
+    assert run(every, 9, steps=30) == run(skipping, 9, steps=30)

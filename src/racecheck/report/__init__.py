@@ -45,6 +45,9 @@ class RunRecord:
     race: dict[str, Any] | None = None
     #: Report.warnings: what racecheck could not see, so a "safe" verdict proves less
     warnings: list[str] = field(default_factory=list)
+    #: one slice of a sharded exploration (racecheck.sharding): index, count, ran,
+    #: budget, failure (the schedule number of its first failure) ...; None when whole
+    shard: dict[str, Any] | None = None
 
 
 def write_reports(

@@ -117,6 +117,13 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
 
 def record_to_dict(record: RunRecord) -> dict[str, Any]:
     """One scenario/variant as plain data (the shape documented under ``records``)."""
+    data = _record_dict(record)
+    if record.shard is not None:  # only in a slice's report (racecheck report merge)
+        data["shard"] = dict(record.shard)
+    return data
+
+
+def _record_dict(record: RunRecord) -> dict[str, Any]:
     return {
         "scenario": record.scenario,
         "variant": record.variant,

@@ -7,8 +7,14 @@ demote whichever actor is running there below everyone. A bug of depth ``d``
 ``1 / (n * k**(d-1))`` per run for ``n`` actors and ``k`` decisions — a bound
 that, unlike a random walk's, does not decay with the length of the run.
 
-``n`` and ``k`` are not known in advance: they are learnt from the runs so far
-(actors get a priority when first seen; ``k`` is the longest run observed).
+``n`` and ``k`` are not known in advance. Actors get a priority when first
+seen. ``k`` is the length of the natural-order run (schedule 1), in scheduling
+steps, and stays fixed after it: then schedule N is a pure function of (seed,
+N), whatever ran before it, which is what lets shards of one exploration run
+disjoint schedule numbers on their own (:mod:`racecheck.sharding`). A ``k``
+learnt from every run so far would tie schedule N to schedules 1..N-1. The
+natural run does the same work as the others; a run that spins much longer
+gets its change points early in the run, which still demotes.
 
 Schedule 1 is the runtime's natural order, before any priority is drawn: a bug
 that the uncontrolled program hits every time is found at once.
@@ -108,7 +114,12 @@ class PCTChooser(BaseChooser):
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
         self.max_actors = max(self.max_actors, len(self._priority))
-        self.max_steps = max(self.max_steps, steps)
+        if self._natural:
+            self.calibrate(steps)
+
+    def calibrate(self, natural_steps: int) -> None:
+        """Fix ``k`` from the natural-order run (the portfolio's first schedule, for members)."""
+        self.max_steps = max(8, natural_steps)
 
     def bound(self, depth: int | None = None) -> float:
         d = self.depth if depth is None else depth

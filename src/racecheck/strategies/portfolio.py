@@ -99,6 +99,8 @@ class PortfolioChooser(BaseChooser):
         self.completed_by: int | None = None
         #: the current member failed mid-run (nondeterminism): finish in natural order
         self._failed_member = False
+        #: members watching the current (natural-order) schedule as their profile
+        self._profiling: list[Chooser] = []
 
     @property
     def systematic(self) -> Chooser | None:
@@ -124,10 +126,37 @@ class PortfolioChooser(BaseChooser):
         self.member_runs[self.current] += 1
         self.members[self.current][1].begin(self.member_runs[self.current])
         self._failed_member = False
+        # Schedule 1 (the natural order) is also the profile run of the
+        # members that learn from it, which skip their own natural order.
+        self._profiling = [
+            chooser
+            for index, (_, chooser) in enumerate(self.members)
+            if self.turn == 1
+            and index != self.current
+            and getattr(chooser, "profiles_natural_order", False)
+        ]
+        for chooser in self._profiling:
+            chooser.begin(1)
+
+    def skip(self, run: int) -> None:
+        """Pass over schedule ``run`` without running it (another shard runs it).
+
+        The turn and the member's numbering advance exactly as :meth:`begin`
+        would, so the schedules this process does run keep their numbers.
+        """
+        member = self.active[self.turn % len(self.active)]
+        self.turn += 1
+        self.member_runs[member] += 1
+
+    def slot_member(self, run: int) -> str:
+        """The member that runs schedule ``run`` while every member is active."""
+        return self.members[(run - 1) % len(self.members)][0]
 
     def choose(self, candidates: Sequence[int], step: int) -> int:
         if self._failed_member:
             return 0
+        for profiling in self._profiling:
+            profiling.choose(candidates, step)  # natural order: it picks index 0 too
         chooser = self.members[self.current][1]
         try:
             return chooser.choose(candidates, step)
@@ -146,9 +175,18 @@ class PortfolioChooser(BaseChooser):
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
         index = self.current
+        for profiling in self._profiling:
+            profiling.end(decisions, failed, steps)
+        self._profiling = []
         if failed:
             own = self.member_runs[index] - self._skipped[index]
             self.found_by = f"{self.members[index][0]}, its schedule {own}"
+        if self.turn == 1:
+            # Schedule 1 is the natural order: it sizes every PCT member's k,
+            # so their schedule N does not depend on what ran before it.
+            for _, member in self.members:
+                if isinstance(member, PCTChooser):
+                    member.calibrate(steps)
         if index in self.active and not self._failed_member:
             chooser = self.members[index][1]
             chooser.end(decisions, failed, steps)

@@ -10,10 +10,14 @@ with the same probability (the number of interleavings is a multinomial, and
 this is its sequential sampler).
 
 The remaining work is not known before a run; it is estimated from the
-schedules run before. For each actor id (ids are given in creation order, so
-the same actor of a deterministic program keeps its id from run to run) the
-walk keeps the most steps it has been seen to take. An actor never seen
-before is weighted as the average known actor.
+natural-order run, schedule 1, a profile of the program. For each actor id
+(ids are given in creation order, so the same actor of a deterministic
+program keeps its id from run to run) the walk keeps the steps it took there.
+An actor not seen in the profile is weighted as the average known actor.
+Only schedule 1 teaches: learning from every run would make schedule N depend
+on the schedules before it, and shards of one exploration
+(:mod:`racecheck.sharding`) skip the numbers other shards own; with the
+profile alone, schedule N is a function of (seed, N) and the program.
 
 Counting an actor's steps. The chooser is asked only at decisions; the steps
 in between, where a single actor was enabled, are counted too (``step`` tells
@@ -47,6 +51,8 @@ from racecheck.strategies.base import BaseChooser
 
 class SURWChooser(BaseChooser):
     name = "surw"
+    #: learns from the natural-order run: the portfolio hands it schedule 1
+    profiles_natural_order = True
 
     def __init__(self, seed: int = 0) -> None:
         self._seed = seed
@@ -105,6 +111,8 @@ class SURWChooser(BaseChooser):
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
         self._attribute_gap(steps + 1)
+        if not self._natural:
+            return
         for actor, count in self._done.items():
             if count > self.estimate.get(actor, 0):
                 self.estimate[actor] = count
@@ -113,7 +121,7 @@ class SURWChooser(BaseChooser):
         sampled = max(self.runs - 1, 0)
         return [
             f"surw sampled {sampled} schedule(s) after the natural order, weighting each"
-            f" actor by its remaining steps as estimated from earlier runs"
+            f" actor by its remaining steps as estimated from the natural-order run"
             f" ({len(self.estimate)} actors seen); sampling gives no coverage guarantee:"
             " nothing here bounds the chance of a miss"
         ]

@@ -1,0 +1,127 @@
+"""Time to first failure of a rare race: one process against K shards in K processes.
+
+    python -m racecheck.bench.shards [--shards K] [--schedules N]
+
+The workload needs thousands of schedules under the default strategy before
+it fails (five tasks of six steps; it fails only when the run starts
+``e c e c e``). The serial run is one ``racecheck.check``; the sharded run
+starts K processes (spawned, so imports are paid as in pytest-xdist workers)
+that share a board directory, and ends when every shard has stopped.
+
+Two ratios are printed. *Wall* is what a user waits for, and on a busy
+machine it measures the neighbours as much as racecheck. *CPU* divides the
+serial run's CPU time by the largest CPU time of one shard (the critical
+path): that is the speed-up K idle cores give, and it does not move with the
+load. Both runs must report the same schedule number and token; the bench
+says so. Nothing here is asserted by a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import shutil
+import tempfile
+import time
+from typing import Any
+
+import racecheck
+
+#: the run must not start with this order of tasks
+PATTERN = "ecece"
+
+
+async def rare_interleaving() -> None:
+    log: list[str] = []
+
+    async def worker(name: str) -> None:
+        for _ in range(6):
+            log.append(name)
+            await asyncio.sleep(0)
+
+    await asyncio.gather(*(worker(name) for name in "abcde"))
+    assert not "".join(log).startswith(PATTERN), "".join(log)
+
+
+def _explore(schedules: int, shard: str | None, board: str | None) -> dict[str, Any]:
+    from racecheck.sharding import Board, SliceState, parse_shard
+
+    os.environ.setdefault("RACECHECK_DB", "none")
+    options: dict[str, Any] = {}
+    state = None
+    if shard is not None:
+        state = SliceState(parse_shard(shard), None if board is None else Board(board, "bench"))
+        options["shard"] = state
+    cpu, wall = time.process_time(), time.perf_counter()
+    out: dict[str, Any] = {"shard": shard, "failure": None, "token": None}
+    try:
+        racecheck.check(rare_interleaving, schedules=schedules, label="bench", **options)
+    except racecheck.RaceFound as exc:
+        out.update(failure=exc.schedules_run, token=exc.schedule)
+    out["cpu"] = time.process_time() - cpu
+    out["wall"] = time.perf_counter() - wall
+    out["ran"] = state.ran if state is not None else out["failure"]
+    return out
+
+
+def measure(shards: int, schedules: int) -> dict[str, Any]:
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool:  # the serial run also in a fresh process: same imports
+        start = time.perf_counter()
+        serial = pool.apply(_explore, (schedules, None, None))
+        serial["elapsed"] = time.perf_counter() - start
+    board = tempfile.mkdtemp(prefix="racecheck-bench-")
+    try:
+        with context.Pool(shards) as pool:
+            start = time.perf_counter()
+            parts = pool.starmap(
+                _explore, [(schedules, f"{i}/{shards}", board) for i in range(1, shards + 1)]
+            )
+            elapsed = time.perf_counter() - start
+    finally:
+        shutil.rmtree(board, ignore_errors=True)
+    found = [p for p in parts if p["failure"] is not None]
+    first = min(found, key=lambda p: p["failure"]) if found else None
+    return {
+        "serial": serial,
+        "parts": parts,
+        "elapsed": elapsed,
+        "same": first is not None
+        and (first["failure"], first["token"]) == (serial["failure"], serial["token"]),
+        "wall_ratio": serial["elapsed"] / elapsed,
+        "cpu_ratio": serial["cpu"] / max(p["cpu"] for p in parts),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m racecheck.bench.shards")
+    parser.add_argument("--shards", type=int, default=2)
+    parser.add_argument("--schedules", type=int, default=100_000)
+    args = parser.parse_args(argv)
+    if args.shards < 1 or args.schedules < 1:
+        parser.error("--shards and --schedules must be at least 1")
+    result = measure(args.shards, args.schedules)
+    serial = result["serial"]
+    print(f"rare race ({PATTERN!r} first; auto strategy; load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"  serial     : failure at schedule {serial['failure']},"
+        f" wall {serial['elapsed']:.2f} s, cpu {serial['cpu']:.2f} s"
+    )
+    for part in result["parts"]:
+        print(
+            f"  shard {part['shard']:<5}: ran {part['ran']}, failure {part['failure']},"
+            f" wall {part['wall']:.2f} s, cpu {part['cpu']:.2f} s"
+        )
+    print(f"  {args.shards} shards   : wall {result['elapsed']:.2f} s")
+    print(
+        f"  speed-up   : wall {result['wall_ratio']:.2f}x,"
+        f" cpu critical path {result['cpu_ratio']:.2f}x;"
+        f" same failure and token: {'yes' if result['same'] else 'NO'}"
+    )
+    return 0 if result["same"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,176 @@
+"""``racecheck run -j K``: the variants in K processes, each variant sharded across them.
+
+Every variant is split into K slices (:mod:`racecheck.sharding`), and the
+slices of all variants go to one pool of K worker processes in order, so a
+single large variant keeps every process busy and many small ones overlap.
+Each slice's result comes back as plain data and the slices of a variant are
+merged with the single-process rule: the lowest-numbered failure, its shrunk
+token and trace from the slice that ran it, and coverage counted over
+schedules 1..verdict exactly as one process counts it (each slice reports,
+the first schedule number of each distinct schedule and conflict ordering).
+Rows are printed in selection order. So the output is that of ``-j 1``,
+timings aside.
+
+Variants with failing schedules saved in the failure database run whole, in
+this process, exactly as ``-j 1`` runs them: the saved schedule is replayed
+first, and what it says decides the row. The winner of a merged variant is
+saved to the database afterwards, as ``-j 1`` would.
+
+Workers are spawned, not forked: the parent may hold threads (a variant run
+here), and they import the scenario files themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from racecheck.config import Layers
+    from racecheck.loader import Selection
+    from racecheck.report import RunRecord
+
+
+@dataclass
+class Rendered:
+    """A failure as the table's detail lines need it, after it crossed a process boundary."""
+
+    text: str
+
+    def render(self) -> str:
+        return self.text
+
+
+@dataclass
+class SliceOutcome:
+    record: RunRecord
+    rendered: str | None
+    error: str | None
+    state: Any
+
+
+def _run_slice(
+    args: argparse.Namespace,
+    selector: str,
+    variant: str,
+    overrides: dict[str, Any],
+    shard: str,
+    board: str | None,
+) -> SliceOutcome:
+    """In a worker: explore one slice of one variant."""
+    from racecheck import cli
+    from racecheck.sharding import Board, SliceState, parse_shard
+
+    layers = cli.run_layers(args)
+    sel = cli._resolve([selector])[0]
+    label = sel.scenario.label(variant)
+    state = SliceState(
+        parse_shard(shard), None if board is None else Board(board, label), keep_runs=True
+    )
+    progress = cli._Progress(open(os.devnull, "w"), enabled=False, every=0)
+    rec, failure, error, _ = cli._explore(
+        sel, variant, {**overrides, "shard": state}, progress, layers
+    )
+    state.board = None  # not sent back
+    return SliceOutcome(
+        rec,
+        None if failure is None else failure.render(),
+        None if error is None else cli._one_line(error),
+        state,
+    )
+
+
+def _merge(
+    outcomes: Sequence[SliceOutcome],
+) -> tuple[RunRecord, Rendered | None, BaseException | None]:
+    from dataclasses import replace
+
+    from racecheck.errors import UsageError
+    from racecheck.sharding import ShardResult, merge, merged_coverage
+
+    for outcome in outcomes:
+        if outcome.error is not None:
+            rec = replace(outcome.record, shard=None)
+            return rec, None, UsageError(outcome.error)
+    results = [
+        ShardResult.from_dict(o.record.shard or {}, (o.record.shard or {}).get("failure"))
+        for o in outcomes
+    ]
+    merged = merge(results)
+    seconds = max(o.record.seconds for o in outcomes)
+    states = [o.state for o in outcomes]
+    if merged.winner is not None:
+        win = outcomes[merged.winner]
+        distinct, orderings = merged_coverage(states, merged.schedules_run, win.state)
+        rec = replace(
+            win.record,
+            shard=None,
+            seconds=seconds,
+            distinct_schedules=distinct,
+            distinct_orderings=orderings,
+        )
+        return rec, Rendered(win.rendered or ""), None
+    first = outcomes[0].record
+    distinct, orderings = merged_coverage(states, merged.schedules_run, None)
+    warnings = list(dict.fromkeys(w for o in outcomes for w in o.record.warnings))
+    rec = replace(
+        first,
+        shard=None,
+        seconds=seconds,
+        schedules_run=merged.schedules_run,
+        distinct_schedules=distinct,
+        distinct_orderings=orderings,
+        warnings=warnings,
+    )
+    return rec, None, None
+
+
+def outcomes(
+    selections: Sequence[Selection],
+    overrides: dict[str, Any],
+    layers: Layers,
+    args: argparse.Namespace,
+    jobs: int,
+) -> Iterator[tuple[RunRecord, Any, BaseException | None, bool]]:
+    """(record, failure, error, interrupted) per variant, in selection order."""
+    import multiprocessing
+
+    from racecheck import cli
+
+    db = cli._failure_db(layers)
+    board = tempfile.mkdtemp(prefix="racecheck-run-")
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        planned: list[tuple[Selection, str, list[Future[SliceOutcome]] | None]] = []
+        for sel in selections:
+            for variant in sel.variants:
+                label = sel.scenario.label(variant)
+                if db is not None and db.tokens(label):
+                    planned.append((sel, variant, None))  # run here, as -j 1 does
+                    continue
+                selector = f"{sel.file}::{sel.scenario.name}[{variant}]"
+                futures = [
+                    pool.submit(
+                        _run_slice, args, selector, variant, overrides, f"{i}/{jobs}", board
+                    )
+                    for i in range(1, jobs + 1)
+                ]
+                planned.append((sel, variant, futures))
+        quiet = cli._Progress(open(os.devnull, "w"), enabled=False, every=0)
+        for sel, variant, pending in planned:
+            if pending is None:
+                yield cli._explore(sel, variant, overrides, quiet, layers)
+                continue
+            rec, failure, error = _merge([f.result() for f in pending])
+            if failure is not None and db is not None and rec.schedule:
+                db.failed(sel.scenario.label(variant), rec.schedule)
+            yield rec, failure, error, False
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(board, ignore_errors=True)

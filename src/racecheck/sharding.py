@@ -1,0 +1,465 @@
+"""Sharding one exploration: slices run disjoint schedule numbers; the result ignores how many.
+
+An exploration is a numbered sequence of schedules 1, 2, 3, ... A *shard*
+``I/N`` runs the numbers it owns and skips the others. What makes that exact
+is that schedule ``k`` of a seeded strategy is a pure function of (seed, k):
+
+* random: one stream per (seed, k);
+* PCT: one stream per (seed, k), and ``k`` (the run length its change points
+  are drawn over) is fixed by the natural-order run, schedule 1, which every
+  shard runs;
+* auto, the portfolio: schedule k goes to member ``(k - 1) mod 5`` with the
+  member's own numbering, so skipping a number advances the turn without
+  running it (:meth:`PortfolioChooser.skip`). Its systematic member (exhaustive
+  search) is sequential: each of its schedules follows from the one before.
+  All of its numbers therefore belong to shard 1, and the sampling members'
+  numbers are dealt to whichever shard has the fewest so far, so every prefix
+  of the sequence is spread evenly over the shards;
+* exhaustive (alone) and hypothesis are sequential searches: shard 1 runs them
+  whole and the other shards run nothing. The result is the same for any
+  shard count; only the speed-up is missing. Splitting the search by subtrees
+  would keep its failure but not its schedule number: the number of a
+  schedule in one shard's subtree depends on the sizes of the other shards'
+  subtrees before it, which no shard knows until they have all run.
+
+All of this assumes a deterministic target, as replay does. On one that is
+not, the portfolio's systematic member drops out in shard 1 alone, and from
+there shard 1 numbers the other members' schedules differently from the
+other shards.
+
+Ownership is interleaved (number k, not a block of numbers), because the
+verdict is the failure with the *lowest* number: with contiguous blocks, the
+shard holding the block where the first failure sits would run alone up to
+it, and time to first failure would not improve at all. Interleaved, every
+shard is busy below the first failing number.
+
+The union of the shards runs exactly the schedules a single process runs;
+the reported failure is the one with the lowest number (a single process
+stops at it), and it is shrunk and traced by the shard that ran it, from the
+same decisions, so it gives the same token whatever the shard count. A shard
+stops at its own first failure: nothing it owns above that can matter. When
+shards share a directory (a :class:`Board`, for pytest-xdist on one machine)
+a shard also stops once every number it still owns lies above a failure
+another shard found, and once the systematic search has run every schedule
+of the program.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from racecheck.errors import UsageError
+
+if TYPE_CHECKING:
+    from racecheck.explore import Found, Session
+    from racecheck.outcome import Report
+    from racecheck.strategies.base import Chooser
+
+_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Slice ``index`` (counting from 1, like CI job numbers) of ``count``."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: object, what: str = "shard") -> Shard:
+    """``"I/N"`` (1 <= I <= N) as a :class:`Shard`; a one-line UsageError otherwise."""
+    if isinstance(text, Shard):
+        return text
+    if isinstance(text, tuple) and len(text) == 2:
+        text = f"{text[0]}/{text[1]}"
+    match = _SHARD.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise UsageError(
+            f"{what} must be I/N with whole numbers, slice I of N (e.g. 2/4), not {text!r}"
+        )
+    index, count = int(match.group(1)), int(match.group(2))
+    if count < 1 or not 1 <= index <= count:
+        raise UsageError(f"{what} {index}/{count}: I must be between 1 and N, and N at least 1")
+    return Shard(index, count)
+
+
+class Board:
+    """A directory the shards of one exploration share: found failures, and the end.
+
+    Only names are written (``fail-<number>``, ``end-<number>``), each created
+    whole, so a reader never sees half a fact and no lock is needed. Reads are
+    throttled: a listing per schedule would cost more than a short run.
+    """
+
+    def __init__(self, directory: str, label: str) -> None:
+        digest = hashlib.sha1(label.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        self.path = os.path.join(directory, digest)
+        os.makedirs(self.path, exist_ok=True)
+        self._checked = 0.0
+        self._fail: int | None = None
+        self._end: int | None = None
+
+    def _post(self, kind: str, number: int) -> None:
+        try:
+            with open(os.path.join(self.path, f"{kind}-{number:012d}"), "w"):
+                pass
+        except OSError:  # the board is an optimisation; a shard is right without it
+            pass
+
+    def post_failure(self, number: int) -> None:
+        self._post("fail", number)
+
+    def post_end(self, number: int) -> None:
+        self._post("end", number)
+
+    def limit(self) -> int | None:
+        """The lowest number past which nothing can matter any more, if one is known."""
+        now = time.monotonic()
+        if now - self._checked >= 0.005:
+            self._checked = now
+            try:
+                names = os.listdir(self.path)
+            except OSError:
+                names = []
+            for name in names:
+                kind, _, number = name.partition("-")
+                if not number.isdigit():
+                    continue
+                if kind == "fail" and (self._fail is None or int(number) < self._fail):
+                    self._fail = int(number)
+                elif kind == "end" and (self._end is None or int(number) < self._end):
+                    self._end = int(number)
+        known = [n for n in (self._fail, self._end) if n is not None]
+        return min(known) if known else None
+
+
+@dataclass
+class SliceState:
+    """One shard's part of an exploration: what it is given, and what it did."""
+
+    shard: Shard
+    board: Board | None = None
+    #: schedules this shard ran that it owns (the calibration run is not counted)
+    ran: int = 0
+    #: every number this shard owns up to here was run without failing (or was
+    #: the failure)
+    covered: int = 0
+    #: the exploration as a whole ended here (the systematic search ran every schedule)
+    ended_at: int | None = None
+    #: why the shard stopped before its budget, in words
+    stopped: str | None = None
+    #: the budget (schedule numbers 1..budget)
+    budget: int = 0
+    #: how numbers are dealt: "interleaved", "auto" or "shard 1 only"
+    plan: str = ""
+    #: keep, for each distinct schedule (hash of its decisions) and each
+    #: conflict ordering, the first schedule number that had it: what merging
+    #: coverage exactly over schedules 1..verdict needs, in the size of the
+    #: coverage rather than of the budget (racecheck run -j, pytest shards)
+    keep_runs: bool = False
+    first_schedule: dict[int, int] = field(default_factory=dict)
+    first_ordering: dict[Any, int] = field(default_factory=dict)
+    #: the exploration's coverage tally, which goes on past the loop (shrinking)
+    orderings: set[Any] | None = None
+
+    def coverage_data(self) -> dict[str, Any]:
+        """:attr:`first_schedule`, :attr:`first_ordering` and :attr:`orderings` as plain lists."""
+        return {
+            # as text: a 64-bit hash does not fit the 32-bit ints xdist's channel sends
+            "schedules": [[str(h), n] for h, n in self.first_schedule.items()],
+            "orderings": [[list(o), n] for o, n in self.first_ordering.items()],
+            "after": [list(o) for o in self.orderings or ()],
+        }
+
+    def load_coverage(self, data: dict[str, Any]) -> None:
+        self.first_schedule = {int(h): int(n) for h, n in data.get("schedules", ())}
+        self.first_ordering = {tuple(o): int(n) for o, n in data.get("orderings", ())}
+        self.orderings = {tuple(o) for o in data.get("after", ())}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.shard.index,
+            "count": self.shard.count,
+            "ran": self.ran,
+            "covered": self.covered,
+            "ended_at": self.ended_at,
+            "stopped": self.stopped,
+            "budget": self.budget,
+            "plan": self.plan,
+        }
+
+
+def slice_state(value: object) -> SliceState:
+    """The ``shard`` option of :func:`racecheck.check`: "I/N", a Shard, or a SliceState."""
+    if isinstance(value, SliceState):
+        return value
+    return SliceState(parse_shard(value))
+
+
+class Plan:
+    """Who owns schedule number k, computed the same way in every shard."""
+
+    def __init__(self, chooser: Chooser, shard: Shard) -> None:
+        self.shard = shard
+        self.count = shard.count
+        self._loads = [0] * shard.count
+        self._next = 1
+        self._owners: dict[int, int] = {}
+        from racecheck.strategies.pct import PCTChooser
+        from racecheck.strategies.portfolio import PortfolioChooser
+        from racecheck.strategies.random import RandomChooser
+
+        self.portfolio = chooser if isinstance(chooser, PortfolioChooser) else None
+        if shard.count == 1:
+            self.kind = "single"
+        elif self.portfolio is not None:
+            self.kind = "auto"
+        elif isinstance(chooser, (RandomChooser, PCTChooser)):
+            self.kind = "interleaved"
+        else:
+            # A sequential search (exhaustive, and any strategy not known to
+            # number its schedules independently): each schedule follows from
+            # the last, so one shard runs it all.
+            self.kind = "shard 1 only"
+
+    def owner(self, number: int) -> int:
+        """The shard (from 1) that runs schedule ``number``."""
+        if self.kind == "single" or self.kind == "shard 1 only":
+            return 1
+        if self.kind == "interleaved":
+            return (number - 1) % self.count + 1
+        while self._next <= number:  # deal in order: every shard agrees
+            k = self._next
+            assert self.portfolio is not None
+            if self.portfolio.slot_member(k) == "exhaustive":
+                who = 0
+            else:
+                who = min(range(self.count), key=lambda i: (self._loads[i], i))
+            self._loads[who] += 1
+            self._owners[k] = who + 1
+            self._next += 1
+        return self._owners.pop(number)
+
+    def mine(self, number: int) -> bool:
+        return self.owner(number) == self.shard.index
+
+
+def explore_slice(
+    session: Session, chooser: Chooser, schedules: int, state: SliceState
+) -> Report | Found:
+    """:func:`racecheck.explore._explore` for one shard: the numbers it owns, in order."""
+    from racecheck.explore import _found
+    from racecheck.outcome import Report
+
+    settings = session.settings
+    seen = session.schedules_seen
+    plan = Plan(chooser, state.shard)
+    state.plan, state.budget = plan.kind, schedules
+    if plan.kind == "shard 1 only" and state.shard.index != 1:
+        return idle_report(state, chooser.name, settings.backend.name)
+    board = state.board
+    state.orderings = session.coverage.orderings
+    number = 0
+    while number < schedules and not session.interrupted:
+        number += 1
+        mine = plan.mine(number)
+        if not mine and number > 1:
+            skip = getattr(chooser, "skip", None)
+            if skip is not None:
+                skip(number)
+            continue
+        if board is not None and mine:
+            limit = board.limit()
+            if limit is not None and number > limit:
+                state.stopped = f"another shard settled the exploration at schedule {limit}"
+                number -= 1
+                break
+        # Schedule 1, the natural order, runs in every shard: it sizes PCT's
+        # k and starts the systematic search, exactly as in a single process.
+        controller = session.run(chooser, number)
+        decisions = tuple(controller.decisions)
+        failed = controller.failure is not None
+        chooser.end(decisions, failed, controller.scheduling_steps)
+        if mine:
+            seen.add(hash(decisions))
+            state.ran += 1
+            state.covered = number
+            if state.keep_runs:
+                state.first_schedule.setdefault(hash(decisions), number)
+                for ordering in _orderings(controller.accesses):
+                    state.first_ordering.setdefault(ordering, number)
+        if settings.progress is not None:
+            settings.progress(number, schedules)
+        if failed and not session.interrupted:
+            assert controller.failure is not None
+            if not mine:
+                # Schedule 1 fails: shard 1 owns and reports it; nothing here is lower.
+                state.stopped = "schedule 1 fails; shard 1 reports it"
+                break
+            if board is not None:
+                board.post_failure(number)
+            return _found(session, controller.failure, decisions, number)
+        if not chooser.has_more():
+            state.ended_at = number
+            if board is not None:
+                board.post_end(number)
+            break
+    if session.interrupted:
+        raise KeyboardInterrupt
+    if state.stopped is None:
+        state.covered = number
+    warnings = session.warnings()
+    notes = chooser.notes(number)
+    exhausted = chooser.exhausted and not warnings and state.shard.index == 1
+    notes.append(
+        f"shard {state.shard}: ran {state.ran} of schedules 1..{number}"
+        f" ({plan.kind}){'; ' + state.stopped if state.stopped else ''}"
+    )
+    return Report(
+        schedules_run=state.ran,
+        exhausted=exhausted and not getattr(settings.backend, "scheduling_limit", None),
+        strategy=chooser.name,
+        seed=0,
+        backend=settings.backend.name,
+        distinct_schedules=len(seen),
+        distinct_orderings=len(session.coverage),
+        notes=notes,
+        warnings=warnings,
+    )
+
+
+def _orderings(accesses: Any) -> frozenset[Any]:
+    if not accesses:
+        return frozenset()
+    from racecheck.coverage import ordered_conflicts
+
+    return frozenset(ordered_conflicts(accesses))
+
+
+def merged_coverage(
+    slices: Sequence[SliceState], last: int, winner: SliceState | None
+) -> tuple[int, int]:
+    """(distinct schedules, distinct orderings) of schedules 1..``last`` over every slice.
+
+    Exactly what one process counts: its schedules up to the verdict, and for a
+    failure, what the winning slice's shrinking saw after it.
+    """
+    hashes: set[int] = set()
+    orderings: set[Any] = set()
+    for state in slices:
+        hashes.update(h for h, number in state.first_schedule.items() if number <= last)
+        orderings.update(o for o, number in state.first_ordering.items() if number <= last)
+    if winner is not None and winner.orderings is not None:
+        orderings |= winner.orderings
+    return len(hashes), len(orderings)
+
+
+def idle_report(state: SliceState, strategy: str, backend: str) -> Report:
+    """A shard with nothing to run: the strategy is sequential and shard 1 runs it whole."""
+    from racecheck.outcome import Report
+
+    state.plan = "shard 1 only"
+    state.covered = state.budget
+    return Report(
+        schedules_run=0,
+        exhausted=False,
+        strategy=strategy,
+        seed=0,
+        backend=backend,
+        notes=[
+            f"shard {state.shard}: {strategy} is a sequential search; shard 1 runs all of it"
+            " and this shard runs nothing"
+        ],
+    )
+
+
+# ------------------------------------------------------------------ merging
+
+
+@dataclass
+class ShardResult:
+    """What one shard reports, as plain data (JSON reports, pytest-xdist properties)."""
+
+    shard: Shard
+    ran: int
+    covered: int
+    budget: int
+    #: the number of the shard's first failure, or None
+    failure: int | None = None
+    ended_at: int | None = None
+    stopped: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], failure: int | None) -> ShardResult:
+        try:
+            shard = Shard(int(data["index"]), int(data["count"]))
+            return cls(
+                shard=shard,
+                ran=int(data.get("ran", 0)),
+                covered=int(data.get("covered", 0)),
+                budget=int(data.get("budget", 0)),
+                failure=failure,
+                ended_at=None if data.get("ended_at") is None else int(data["ended_at"]),
+                stopped=data.get("stopped"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"malformed shard entry {data!r}: {exc}") from None
+
+
+@dataclass
+class Merged:
+    """The verdict of all the shards of one exploration."""
+
+    #: the index into the given results of the shard whose failure wins, or None
+    winner: int | None
+    #: schedule number of the first failure, or the last schedule of the exploration
+    schedules_run: int
+    #: schedules the shards ran in all (schedule 1 counted once)
+    total_ran: int
+    ended: bool
+
+
+def merge(results: Sequence[ShardResult]) -> Merged:
+    """The first failure (lowest number) over complete shards; UsageError if some are missing."""
+    if not results:
+        raise UsageError("no shard results to merge")
+    count = results[0].shard.count
+    seen: dict[int, ShardResult] = {}
+    for r in results:
+        if r.shard.count != count:
+            raise UsageError(
+                f"shard {r.shard} does not belong with shards of {count}: merge the slices of"
+                " one run"
+            )
+        if r.shard.index in seen:
+            raise UsageError(f"shard {r.shard} given twice")
+        seen[r.shard.index] = r
+    missing = [str(i) for i in range(1, count + 1) if i not in seen]
+    if missing:
+        raise UsageError(
+            f"missing shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} of {count}:"
+            " the first failure cannot be known without every slice"
+        )
+    ends = [r.ended_at for r in results if r.ended_at is not None]
+    end = min(ends) if ends else None
+    failing = [
+        (r.failure, i)
+        for i, r in enumerate(results)
+        if r.failure is not None and (end is None or r.failure <= end)
+    ]
+    total = sum(r.ran for r in results)
+    if failing:
+        number, winner = min(failing)
+        return Merged(winner, number, total, False)
+    budget = max(r.budget for r in results)
+    return Merged(None, end if end is not None else budget, total, end is not None)
