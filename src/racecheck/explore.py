@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck.engine import Backend, Controller, Failure, in_exploration, run_supervised
-from racecheck.errors import DivergenceError, StateLeakError, UsageError, one_line
+from racecheck.errors import DivergenceError, Interrupted, StateLeakError, UsageError, one_line
 from racecheck.outcome import RaceFound, Report
 from racecheck.schedule import Decision, Schedule, fingerprint, python_tag
 from racecheck.strategies import make_chooser
@@ -260,6 +260,11 @@ class Session:
         self.current: Controller | None = None
         self.runs = 0
         self.interrupted = False
+        #: for an interruption's report: schedules explored, of how many, and the
+        #: failure (with its decisions and schedule number) being minimised
+        self.explored = 0
+        self.budget = 0
+        self.found_so_far: tuple[Failure, tuple[Decision, ...], int] | None = None
         from racecheck.coverage import CoverageTally
 
         self.coverage = CoverageTally()
@@ -464,7 +469,10 @@ def explore(
             settings.backend.uninstall()
 
     with quiet_gc():
-        outcome = _supervise(session, work)
+        try:
+            outcome = _supervise(session, work)
+        except KeyboardInterrupt:
+            raise interrupted(session, strategy, seed) from None
     if isinstance(outcome, Found):
         member = getattr(chooser, "found_by", None)  # the portfolio names its member
         raise _race_found(session, outcome, f"{strategy}: {member}" if member else strategy, seed)
@@ -514,9 +522,11 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
     seen = session.schedules_seen
     settings = session.settings
     run = 0
+    session.budget = schedules
     while run < schedules and not session.interrupted:
         run += 1
         controller = session.run(chooser, run)
+        session.explored = run
         decisions = tuple(controller.decisions)
         seen.add(hash(decisions))
         failed = controller.failure is not None
@@ -525,6 +535,7 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
             settings.progress(run, schedules)
         if failed and not session.interrupted:
             assert controller.failure is not None
+            session.found_so_far = (controller.failure, decisions, run)
             return _found(session, controller.failure, decisions, run)
         if not chooser.has_more():
             break
@@ -559,6 +570,29 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
         distinct_orderings=len(session.coverage),
         notes=notes,
         warnings=warnings,
+    )
+
+
+def interrupted(session: Session, strategy: str, seed: int) -> Interrupted:
+    """What Ctrl-C stopped: the schedules explored, and a failure being minimised."""
+    found = session.found_so_far
+    what = token = None
+    at = 0
+    if found is not None:
+        failure, decisions, at = found
+        what = _describe(failure)
+        try:
+            token = session.schedule(decisions).encode()
+        except Exception:  # the report of an interruption must not fail
+            token = None
+    return Interrupted(
+        schedules_run=session.explored,
+        schedules=session.budget,
+        strategy=strategy,
+        seed=seed,
+        found=what,
+        found_at=at,
+        schedule=token,
     )
 
 

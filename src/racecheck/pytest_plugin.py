@@ -431,6 +431,8 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
                 db.ran_clean(label, token)
         phase = ""
         report = racecheck.check(target, label=label, **options)
+    except KeyboardInterrupt as exc:
+        _interrupted(item, options, exc)
     except racecheck.RaceFound as exc:
         if db is not None and exc.schedule not in pinned:  # a pinned token lives in the code
             db.failed(label, exc.schedule)
@@ -449,6 +451,34 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
     for warning in report.warnings:
         # pytest's warnings summary: a green test that saw nothing must not look proven
         item.warn(RacecheckWarning(f"racecheck: {warning}"))
+
+
+_INTERRUPTED = pytest.StashKey[list[str]]()
+
+
+def _interrupted(item: pytest.Function, options: dict[str, Any], exc: KeyboardInterrupt) -> None:
+    """Ctrl-C in a marked test: say what was explored, not where the engine was.
+
+    The line goes twice: into pytest's "KeyboardInterrupt" banner (the
+    exception's message) and into the terminal summary, with the replay
+    command of a failure that was still being minimised.
+    """
+    __tracebackhide__ = True
+    from racecheck.errors import Interrupted
+
+    if isinstance(exc, Interrupted):
+        what = exc.describe()
+    else:  # between two explorations (a pinned or saved schedule's replay)
+        what = (
+            f"({options.get('strategy', '')}, seed {options.get('seed', 0)});"
+            " no exploration was under way"
+        )
+    line = _safe(f"racecheck: interrupted {item.nodeid} {what}")
+    lines = item.config.stash.setdefault(_INTERRUPTED, [])
+    lines.append(line)
+    if isinstance(exc, Interrupted) and exc.schedule:
+        lines.append("  replay: " + _safe(replay_command(item, exc.schedule)))
+    raise KeyboardInterrupt(line) from None
 
 
 def _replay(
@@ -623,6 +653,8 @@ class _SessionPlugin:
                 terminalreporter.write_line(
                     f"racecheck: replayed schedule on {_safe(nodeid)}: {verdict}"
                 )
+        for line in config.stash.get(_INTERRUPTED, []):
+            terminalreporter.write_line(line, yellow=True)
         if self.written:
             terminalreporter.write_line("racecheck reports: " + _safe(", ".join(self.written)))
         if self.write_error:

@@ -59,7 +59,7 @@ table.matrix { border-collapse: separate; border-spacing: 0; margin: 12px 0 8px;
   font-size: 12.5px; font-weight: 600; }
 .v-race { background: var(--race); } .v-deadlock { background: var(--deadlock); }
 .v-step-limit { background: var(--limit); } .v-safe { background: var(--safe); }
-.v-error { background: var(--error); }
+.v-error { background: var(--error); } .v-interrupted { background: var(--limit); }
 .tag { display: inline-block; border: 1px solid var(--line); border-radius: 4px; padding: 0 5px;
   font-size: 11.5px; color: var(--muted); margin-left: 4px; }
 a { color: #0969da; text-decoration: none; } a:hover { text-decoration: underline; }

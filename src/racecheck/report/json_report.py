@@ -31,6 +31,7 @@ _VERDICT_WORDS = {
     "data-race": "a data race (race detector)",
     "safe": "no failure",
     "error": "an error",
+    "interrupted": "an interruption",
 }
 
 
@@ -76,6 +77,9 @@ def outcome_text(record: RunRecord) -> str:
     got = _VERDICT_WORDS.get(record.verdict, record.verdict)
     want = _EXPECT_WORDS.get(record.expect, record.expect)
     runs = f"{record.schedules_run} schedule{'s' if record.schedules_run != 1 else ''}"
+    if record.verdict == "interrupted":
+        # Ctrl-C: neither a verdict nor a pass; the message says how far it got
+        return f"interrupted: {record.message or runs}"
     if record.verdict == "safe":
         space = ", bounded space exhausted" if record.exhausted else ""
         found = f"no failure in {runs}{space}"

@@ -193,7 +193,15 @@ def explore_with_hypothesis(
         finally:
             settings.backend.uninstall()
 
-    outcome = _supervise(session, work)
+    try:
+        outcome = _supervise(session, work)
+    except KeyboardInterrupt:
+        from racecheck.explore import interrupted
+
+        session.explored, session.budget = state["first"] or state["runs"], schedules
+        if state["failure"] is not None:
+            session.found_so_far = (state["failure"], state["best"], state["first"])
+        raise interrupted(session, "hypothesis", seed) from None
     if isinstance(outcome, Found):
         raise _race_found(session, outcome, "hypothesis", seed)
     outcome.seconds = time.perf_counter() - started
