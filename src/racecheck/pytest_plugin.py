@@ -546,6 +546,7 @@ def _record(
     record: dict[str, Any] = {
         "scenario": item.nodeid,
         "variant": "test",
+        "origin": "pytest",
         "expect": "safe",
         "strategy": str(options.get("strategy", "")),
         "seed": options.get("seed", 0),
@@ -565,6 +566,8 @@ def _record(
             preemptions=exc.preemptions,
             original_preemptions=exc.original_preemptions,
             replay_command=command,
+            detail=exc.detail or None,
+            trace=_trace_data(exc.trace),
         )
     else:
         record.update(
@@ -680,8 +683,30 @@ def _write_reports(
     from racecheck.report import RunRecord
 
     known = {f.name for f in dataclasses.fields(RunRecord)}
-    objs = [RunRecord(**{k: v for k, v in r.items() if k in known}) for r in records]
+    objs = [RunRecord(**{k: v for k, v in _with_trace(r).items() if k in known}) for r in records]
     return [str(p) for p in write_reports(objs, _report_path(config, directory))]
+
+
+def _trace_data(trace: Any) -> dict[str, Any] | None:
+    """The trace as plain data: user_properties cross from xdist workers."""
+    if trace is None:
+        return None
+    from racecheck.report.json_report import trace_to_dict
+
+    return trace_to_dict(trace)
+
+
+def _with_trace(record: dict[str, Any]) -> dict[str, Any]:
+    """A record whose trace data is a Trace again (as the CLI's records have it)."""
+    data = record.get("trace")
+    if not isinstance(data, dict):
+        return record
+    from racecheck.report.json_report import trace_from_dict
+
+    try:
+        return {**record, "trace": trace_from_dict(data)}
+    except (KeyError, TypeError, ValueError):  # a worker of another version: no picture
+        return {**record, "trace": None}
 
 
 def _report_path(config: pytest.Config, directory: str) -> str:

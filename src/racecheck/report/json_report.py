@@ -119,11 +119,47 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
     }
 
 
+def _line_from(data: dict[str, Any] | None) -> SourceLine | None:
+    from racecheck.trace import SourceLine
+
+    if data is None:
+        return None
+    return SourceLine(str(data["file"]), int(data["line"]), str(data["text"]))
+
+
+def trace_from_dict(data: dict[str, Any]) -> Trace:
+    """The inverse of :func:`trace_to_dict` (a pytest-xdist worker's trace, rebuilt)."""
+    from racecheck.trace import ActorInfo, FailurePoint, Step, Trace
+
+    failure = data.get("failure")
+    return Trace(
+        actors=[ActorInfo(int(a["id"]), str(a["name"]), str(a["kind"])) for a in data["actors"]],
+        steps=[
+            Step(
+                index=int(s["index"]),
+                actor=int(s["actor"]),
+                lines=tuple(line for line in map(_line_from, s["lines"]) if line is not None),
+                operation=str(s.get("operation") or ""),
+                resource=s.get("resource"),
+                preempted=bool(s.get("preempted")),
+                accesses=tuple(s.get("accesses") or ()),
+            )
+            for s in data["steps"]
+        ],
+        failure=None
+        if failure is None
+        else FailurePoint(
+            failure.get("actor"), str(failure["message"]), _line_from(failure.get("line"))
+        ),
+    )
+
+
 def record_to_dict(record: RunRecord) -> dict[str, Any]:
     """One scenario/variant as plain data (the shape documented under ``records``)."""
     return {
         "scenario": record.scenario,
         "variant": record.variant,
+        "origin": record.origin,
         "expect": record.expect,
         "verdict": record.verdict,
         "kind": record.kind,
