@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING
 
 from racecheck.report.json_report import outcome_text, printable, replay_command, tool_version
 from racecheck.report.junit import trace_text
-from racecheck.report.swimlane import render_swimlane
+from racecheck.report.swimlane import MAX_LINES_PER_STEP, render_swimlane
 
 if TYPE_CHECKING:
     from racecheck.report import RunRecord
+    from racecheck.trace import Trace
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
 
@@ -265,6 +266,26 @@ def _title(record: RunRecord) -> str:
     )
 
 
+def _elided(trace: Trace) -> str:
+    """Every line of each step the picture cut short, one ``<details>`` per step.
+
+    The page has no script (its CSP forbids them); ``<details>`` opens without one.
+    """
+    names = {a.id: a.name for a in trace.actors}
+    parts = []
+    for number, step in enumerate(trace.steps, 1):
+        hidden = len(step.lines) - (MAX_LINES_PER_STEP - 1)
+        if len(step.lines) <= MAX_LINES_PER_STEP:
+            continue
+        text = "\n".join(f"{line.where:>16}  {line.text}" for line in step.lines)
+        parts.append(
+            f'<details class="elided"><summary>step {number} · '
+            f"{_e(names.get(step.actor, step.actor))}: {hidden} more lines</summary>"
+            f"<pre>{_e(text)}</pre></details>"
+        )
+    return "".join(parts)
+
+
 def _record(record: RunRecord, anchor: str) -> str:
     state = "ok" if record.ok else "bad"
     tick = "✓ expectation met" if record.ok else "✗ expectation not met"
@@ -284,9 +305,10 @@ def _record(record: RunRecord, anchor: str) -> str:
         parts.append(f'<div><b>Replay</b></div><pre class="cmd">{_e(command)}</pre>')
     if record.trace is not None:
         parts.append(_picture(record, anchor))
+        parts.append(_elided(record.trace))
         parts.append(
-            "<details><summary>trace as text</summary>"
-            f"<pre>{_e(trace_text(record.trace))}</pre></details>"
+            "<details><summary>trace as text (every line)</summary>"
+            f"<pre>{_e(trace_text(record.trace, elide=False))}</pre></details>"
         )
     parts.append("</div></section>")
     return "".join(parts)

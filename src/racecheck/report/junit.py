@@ -22,14 +22,14 @@ if TYPE_CHECKING:
     from racecheck.trace import Trace
 
 
-def trace_text(trace: Trace, width: int = 120) -> str:
+def trace_text(trace: Trace, width: int = 120, *, elide: bool = True) -> str:
     """The trace as plain text: the terminal's column view, or a listing if that fails.
 
     The column renderer lives with the engine; a report must still be written
     if it is missing or raises on an odd trace, so fall back to one step a line.
     """
     try:
-        return trace.render(width=width)
+        return trace.render(width=width, elide=elide)
     except Exception:
         return _listing(trace)
 
