@@ -36,6 +36,7 @@ import inspect
 import os
 import shlex
 from collections.abc import Callable, Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -145,10 +146,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write racecheck reports (JSON, JUnit, HTML) of the marked tests to DIR",
     )
+    _add_auto_mode_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
+    _check_mode(config)
     schedules = config.getoption("racecheck_schedules", None)
     if schedules is not None and schedules < 1:
         raise pytest.UsageError(f"--racecheck-schedules must be at least 1, not {schedules}")
@@ -264,6 +267,61 @@ def resolve_options(config: pytest.Config, marker: pytest.Mark) -> dict[str, Any
     """
     kwargs = {k: v for k, v in marker.kwargs.items() if k not in _MARKER_ONLY}
     return dict(layers(config).resolve(kwargs))
+
+
+# ---------------------------------------------------------------- auto mode
+
+#: racecheck_mode values: strict (only marked tests) and auto
+MODES = ("strict", "auto")
+
+
+def _add_auto_mode_options(parser: pytest.Parser) -> None:
+    parser.addini(
+        "racecheck_mode",
+        type="string",
+        default="strict",
+        help="strict: only @pytest.mark.racecheck tests run under racecheck; auto: every"
+        " async test too (or, with racecheck_auto_paths, every test under those paths)",
+    )
+    parser.addini(
+        "racecheck_auto_paths",
+        type="paths",
+        default=[],
+        help="in racecheck_mode = auto: run every test under these paths (relative to the"
+        " ini file) under racecheck, sync tests included, instead of every async test",
+    )
+
+
+def _check_mode(config: pytest.Config) -> None:
+    mode = str(config.getini("racecheck_mode") or "strict").strip()
+    if mode not in MODES:
+        raise pytest.UsageError(
+            f"ini option racecheck_mode: {_safe(repr(mode))} is not a mode; choose auto or strict"
+        )
+
+
+def _auto_marked(config: pytest.Config, item: pytest.Item) -> bool:
+    """Does auto mode put this unmarked test under racecheck?"""
+    if not isinstance(item, pytest.Function):
+        return False
+    paths = [Path(p) for p in config.getini("racecheck_auto_paths")]
+    if paths:
+        here = Path(item.path)
+        return any(here == p or p in here.parents for p in paths)
+    return inspect.iscoroutinefunction(_test_function(item))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    # trylast: after pytest-asyncio/pytest-trio marked their tests; a racecheck
+    # marker of the test's own keeps its options (the added one is bare)
+    if str(config.getini("racecheck_mode")).strip() != "auto":
+        return
+    for item in items:
+        if item.get_closest_marker("racecheck") is None and _auto_marked(config, item):
+            item.add_marker(pytest.mark.racecheck)
 
 
 class RacecheckWarning(pytest.PytestWarning):
