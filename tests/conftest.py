@@ -161,3 +161,16 @@ def threads_engine() -> None:
 def make_token() -> Callable[[str], str]:
     """``make_token(label)``: a well-formed token recorded for ``label``."""
     return _token
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester, whose inner projects set pytest-asyncio's fixture loop scope.
+
+    An inner project without it gets pytest-asyncio's deprecation warning on
+    every run, burying the warnings the tests are about. pytester clears
+    PYTEST_ADDOPTS when it starts; this sets it back to that one option (an
+    ``-o`` of an option nobody registered, as under ``-p no:asyncio``, is ignored).
+    """
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-o asyncio_default_fixture_loop_scope=function")
+    return pytester

@@ -69,7 +69,7 @@ async def test_order():
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env.pop("PYTEST_ADDOPTS", None)
+    env["PYTEST_ADDOPTS"] = "-o asyncio_default_fixture_loop_scope=function"
     env["PYTHONHASHSEED"] = "0"
     env["COLUMNS"] = "100"
     return env
