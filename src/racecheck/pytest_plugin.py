@@ -32,9 +32,11 @@ pytest and the standard library; racecheck's engine loads when a marked test run
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import shlex
+import warnings
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
@@ -420,8 +422,32 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> object | None:
     marker = pyfuncitem.get_closest_marker("racecheck")
     if marker is None:
         return None
-    _run_marked(pyfuncitem, marker)
+    with _warnings_once():
+        _run_marked(pyfuncitem, marker)
     return True
+
+
+@contextlib.contextmanager
+def _warnings_once() -> Generator[None, None, None]:
+    """Each distinct warning of the test's schedules once, with how often it came.
+
+    Every schedule runs the test body again, so a library's deprecation
+    warning would be listed once per schedule: thousands of copies of one
+    line. The filters in force (``-W error::...`` included) still apply while
+    the schedules run; what they let through is counted, then warned once.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            yield
+        finally:
+            seen: dict[tuple[str, type[Warning], str, int], int] = {}
+            for w in caught:
+                key = (str(w.message), w.category, w.filename, w.lineno)
+                seen[key] = seen.get(key, 0) + 1
+    for (text, category, filename, lineno), count in seen.items():
+        if count > 1:
+            text = f"{text} (racecheck: {count} times over the test's schedules)"
+        warnings.warn_explicit(text, category, filename, lineno)
 
 
 def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
