@@ -763,8 +763,8 @@ def _write_reports(
 ) -> list[str]:
     import dataclasses
 
-    from racecheck.cli import write_reports
-    from racecheck.report import RunRecord
+    # the report package directly: the plugin and the CLI are peers, neither imports the other
+    from racecheck.report import RunRecord, write_reports
 
     known = {f.name for f in dataclasses.fields(RunRecord)}
     objs = [RunRecord(**{k: v for k, v in _with_trace(r).items() if k in known}) for r in records]
