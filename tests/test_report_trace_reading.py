@@ -165,3 +165,23 @@ def test_html_elided_lines_expand_in_details() -> None:
     assert holding, "no <details> shows the elided lines"
     assert all(f"line_{i}()" in holding[0] for i in range(30))
     assert "⋯" not in "".join(re.findall(r"<pre>(.*?)</pre>", holding[0], re.S))
+
+
+def loop_in_the_root_thread() -> None:
+    account = Account()
+
+    async def main() -> None:
+        await asyncio.gather(account.deposit(10), account.deposit(5))
+
+    asyncio.run(main())
+    assert account.balance == 15, account.balance
+
+
+@pytest.mark.usefixtures("threads_engine")
+def test_a_sync_target_running_a_loop_gets_a_real_trace() -> None:
+    trace = _found(loop_in_the_root_thread).trace
+    assert trace is not None
+    assert trace.steps, "the trace has no steps: only its header and the failure line"
+    texts = [line.text for step in trace.steps for line in step.lines]
+    assert "self.balance = current + amount" in texts
+    assert "asyncio.run(main())" in texts

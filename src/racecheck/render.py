@@ -31,6 +31,8 @@ from typing import Protocol
 
 MAX_BLOCKS = 40
 LINES_PER_BLOCK = 4
+#: lines shown of a trace's only turn
+LONE_TURN_LINES = 40
 #: a failure message past this is cut (an assertion that prints a huge repr, say);
 #: RaceFound.cause and the JSON report keep it whole
 MAX_MESSAGE = 2000
@@ -115,12 +117,16 @@ def render_columns(trace: _Trace, width: int | None = None, *, elide: bool = Tru
         return "  (no steps recorded)"
     turns = _merge_turns(trace.steps)
     page = _Page(trace, elide)
+    if len(turns) == 1:
+        # one turn is the whole story (a loop run inside one thread): show it
+        page.lines_per_block = LONE_TURN_LINES
     natural = {a.id: len(a.name) + 2 for a in actors}
     for each in turns:
         for text in page.block_lines(each, 200):
             natural[each.actor] = max(natural.get(each.actor, 0), len(text) + 2)
-    widths = [min(natural.get(a.id, 30), 64) for a in actors]
     budget = width - GUTTER
+    widest = 64 if len(actors) > 1 else budget
+    widths = [min(natural.get(a.id, 30), widest) for a in actors]
     while sum(widths) > budget and max(widths) > MIN_COLUMN:
         widths[widths.index(max(widths))] -= 1
     if len(actors) > 4 or sum(widths) > budget:
@@ -234,6 +240,7 @@ class _Page:
         self.elide = elide
         self.main_file = _only_file(trace)
         self.names = racing_names(trace.steps)
+        self.lines_per_block = LINES_PER_BLOCK
 
     def header(self) -> list[str]:
         if self.main_file:
@@ -253,8 +260,9 @@ class _Page:
     def block_lines(self, turn: _Turn, width: int) -> list[str]:
         lines = turn.lines
         shown: list[_Line | None] = list(lines)
-        if self.elide and len(lines) > LINES_PER_BLOCK:
-            keep = {0, *range(len(lines) - (LINES_PER_BLOCK - 2), len(lines))}
+        limit = self.lines_per_block
+        if self.elide and len(lines) > limit:
+            keep = {0, *range(len(lines) - (limit - 2), len(lines))}
             keep |= {i for i, line in enumerate(lines) if self._holds_conflict(turn, line)}
             shown = []
             for i, line in enumerate(lines):
