@@ -436,18 +436,22 @@ def _warnings_once() -> Generator[None, None, None]:
     line. The filters in force (``-W error::...`` included) still apply while
     the schedules run; what they let through is counted, then warned once.
     """
-    with warnings.catch_warnings(record=True) as caught:
-        try:
-            yield
-        finally:
-            seen: dict[tuple[str, type[Warning], str, int], int] = {}
-            for w in caught:
-                key = (str(w.message), w.category, w.filename, w.lineno)
-                seen[key] = seen.get(key, 0) + 1
-    for (text, category, filename, lineno), count in seen.items():
-        if count > 1:
-            text = f"{text} (racecheck: {count} times over the test's schedules)"
-        warnings.warn_explicit(text, category, filename, lineno)
+    seen: dict[tuple[str, type[Warning], str, int], int] = {}
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            try:
+                yield
+            finally:
+                for w in caught:
+                    key = (str(w.message), w.category, w.filename, w.lineno)
+                    seen[key] = seen.get(key, 0) + 1
+    finally:
+        # also when the test fails: its warnings (a pinned token that no longer
+        # applies, say) explain the failure
+        for (text, category, filename, lineno), count in seen.items():
+            if count > 1:
+                text = f"{text} (racecheck: {count} times over the test's schedules)"
+            warnings.warn_explicit(text, category, filename, lineno)
 
 
 def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
