@@ -185,3 +185,10 @@ def test_a_sync_target_running_a_loop_gets_a_real_trace() -> None:
     texts = [line.text for step in trace.steps for line in step.lines]
     assert "self.balance = current + amount" in texts
     assert "asyncio.run(main())" in texts
+
+
+def test_a_failure_without_a_location_names_the_nearest_user_line() -> None:
+    trace = _long_step_trace()
+    trace.failure = FailurePoint(2, "RuntimeError: Event loop is closed", None)
+    cross = next(line for line in trace.render(width=120).splitlines() if "✗" in line)
+    assert "near bank.py:15  self.balance = current + amount" in cross, cross
