@@ -9,6 +9,7 @@ engine.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import inspect
 import os
 from collections.abc import Callable
@@ -161,3 +162,27 @@ def threads_engine() -> None:
 def make_token() -> Callable[[str], str]:
     """``make_token(label)``: a well-formed token recorded for ``label``."""
     return _token
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester, whose inner runs set pytest-asyncio's fixture loop scope.
+
+    An inner project without it gets pytest-asyncio's deprecation warning on
+    every run, burying the warnings the tests are about. The option is added
+    to runs that load pytest-asyncio (under ``-p no:asyncio`` nobody knows it).
+    """
+    if importlib.util.find_spec("pytest_asyncio") is None:
+        return pytester
+
+    def scoped(run: Callable[..., Any]) -> Callable[..., Any]:
+        def with_scope(*args: Any, **kwargs: Any) -> Any:
+            if not any("no:asyncio" in str(arg) for arg in args):
+                args = (*args, "-o", "asyncio_default_fixture_loop_scope=function")
+            return run(*args, **kwargs)
+
+        return with_scope
+
+    for name in ("runpytest_inprocess", "runpytest_subprocess", "inline_run"):
+        monkeypatch.setattr(pytester, name, scoped(getattr(pytester, name)))
+    return pytester

@@ -399,10 +399,13 @@ def test_ctrl_c_prints_the_table_so_far(
     code, out, err = run(capsys, "run")
     assert code == 2
     assert out.splitlines()[1].split()[:5] == ["bank", "buggy", "race", "race", "✓"]
-    assert "1 variant: 1 met" in out
-    assert "interrupted" in err
+    assert out.splitlines()[2].split()[:4] == ["bank", "correct", "safe", "interrupted"]
+    assert "2 variants: 1 met, 1 interrupted (bank[correct])" in out
+    assert "interrupted" in err and "partial reports" in err
     assert "Traceback" not in out + err
-    assert not (project / "reports" / "racecheck.json").exists()
+    # the partial report: what ran, and the variant in flight marked interrupted
+    data = json.loads((project / "reports" / "racecheck.json").read_text())
+    assert [r["verdict"] for r in data["records"]] == ["race", "interrupted"]
 
 
 @pytest.mark.parametrize(
@@ -753,7 +756,8 @@ def test_real_ctrl_c(real_project: Path) -> None:
     assert proc.returncode == 2, header + first_row + out + err
     assert header.split()[:2] == ["scenario", "variant"]
     assert first_row.split()[:5] == ["bank", "buggy", "race", "race", "✓"]
-    assert "1 variant: 1 met" in out
+    assert "2 variants: 1 met, 1 interrupted (bank[correct])" in out
     assert "interrupted" in err
     assert "Traceback" not in out + err
-    assert not (real_project / "reports" / "racecheck.json").exists()
+    data = json.loads((real_project / "reports" / "racecheck.json").read_text())
+    assert [r["verdict"] for r in data["records"]] == ["race", "interrupted"]

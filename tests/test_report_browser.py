@@ -19,6 +19,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
@@ -232,3 +233,197 @@ def test_screenshot_is_drawn(browser: str, page: Path, tmp_path: Path) -> None:
     keep = os.environ.get("RACECHECK_SCREENSHOT_DIR")
     if keep:  # for people: look at the picture
         shutil.copy(shot, Path(keep) / "report.png")
+
+
+# ------------------------------------------------- a report written by pytest
+
+
+class _DevTools:
+    """Chromium driven over ``--remote-debugging-pipe`` (fd 3 in, fd 4 out).
+
+    Enough of the DevTools protocol to click like a person does: the page's
+    CSP forbids scripts, and a real mouse event on a ``<summary>`` is what
+    must open its ``<details>``.
+    """
+
+    def __init__(self, browser: str, tmp: Path, url: str) -> None:
+        to_browser_r, self._write = os.pipe()
+        self._read, from_browser_w = os.pipe()
+        os.set_inheritable(to_browser_r, True)
+        os.set_inheritable(from_browser_w, True)
+        # the child must find them at 3 and 4 (dash cannot name fds past 9)
+        trampoline = "import os, sys; os.dup2(int(sys.argv[1]), 3); os.dup2(int(sys.argv[2]), 4);"
+        trampoline += " os.execv(sys.argv[3], sys.argv[3:])"
+        cmd = [
+            sys.executable,
+            "-c",
+            trampoline,
+            str(to_browser_r),
+            str(from_browser_w),
+            browser,
+            *FLAGS,
+            "--remote-debugging-pipe",
+            f"--user-data-dir={tmp / 'profile-devtools'}",
+            "--window-size=1200,900",
+            url,
+        ]
+        self.proc = subprocess.Popen(
+            cmd,
+            pass_fds=(to_browser_r, from_browser_w),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        self._buffer = b""
+        self._next = 0
+        self.session: str | None = None
+
+    def call(self, method: str, **params: object) -> dict[str, object]:
+        self._next += 1
+        message: dict[str, object] = {"id": self._next, "method": method, "params": params}
+        if self.session is not None and not method.startswith("Target."):
+            message["sessionId"] = self.session
+        os.write(self._write, json.dumps(message).encode() + b"\0")
+        while True:
+            reply = self._receive()
+            if reply.get("id") == self._next:
+                if "error" in reply:
+                    raise AssertionError(f"{method}: {reply['error']}")
+                result = reply.get("result", {})
+                assert isinstance(result, dict)
+                return result
+
+    def _receive(self) -> dict[str, object]:
+        import select
+
+        while b"\0" not in self._buffer:
+            ready, _, _ = select.select([self._read], [], [], 60)
+            if not ready:
+                raise AssertionError("the browser did not answer in 60 s")
+            chunk = os.read(self._read, 1 << 16)
+            if not chunk:
+                raise AssertionError("the browser closed its DevTools pipe")
+            self._buffer += chunk
+        raw, self._buffer = self._buffer.split(b"\0", 1)
+        found = json.loads(raw)
+        assert isinstance(found, dict)
+        return found
+
+    def attach(self, url: str) -> None:
+        import time
+
+        deadline = time.monotonic() + 60
+        while True:
+            targets = self.call("Target.getTargets")["targetInfos"]
+            assert isinstance(targets, list)
+            pages = [t for t in targets if t.get("type") == "page" and t.get("url") == url]
+            if pages:
+                break
+            assert time.monotonic() < deadline, "no page target"
+            time.sleep(0.1)
+        attached = self.call("Target.attachToTarget", targetId=pages[0]["targetId"], flatten=True)
+        self.session = str(attached["sessionId"])
+        # the target shows the URL before its document replaced about:blank
+        while self.evaluate("location.href + ' ' + document.readyState") != f"{url} complete":
+            assert time.monotonic() < deadline, "the page never finished loading"
+            time.sleep(0.1)
+
+    def evaluate(self, expression: str) -> object:
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        value = result["result"]
+        assert isinstance(value, dict)
+        return value.get("value")
+
+    def click(self, x: float, y: float) -> None:
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+
+    def close(self) -> None:
+        os.close(self._write)
+        os.close(self._read)
+        self.proc.kill()
+        self.proc.wait(30)
+
+
+@pytest.fixture(scope="module")
+def pytest_page(browser: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """index.html written by a real pytest run with --racecheck-report-dir."""
+    from conftest import engine_works
+
+    if not engine_works("asyncio"):
+        pytest.skip("the exploration engine is not implemented yet")
+    spec = importlib.util.spec_from_file_location(
+        "_racecheck_plugin_reports", Path(__file__).with_name("test_plugin_reports.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    project = tmp_path_factory.mktemp("pytest-project")
+    (project / "test_bank.py").write_text(module.TESTS, "utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    done = subprocess.run(
+        [
+            "python"
+            if not os.environ.get("VIRTUAL_ENV")
+            else os.path.join(os.environ["VIRTUAL_ENV"], "bin", "python"),
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--racecheck-report-dir=out",
+            "--racecheck-db=none",
+            "test_bank.py",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    return project / "out" / "index.html"
+
+
+def test_pytest_report_renders_with_a_swimlane(
+    browser: str, pytest_page: Path, tmp_path: Path
+) -> None:
+    parsed = _Dom()
+    parsed.feed(_run(browser, tmp_path, "--dump-dom", url=pytest_page.as_uri()).stdout)
+    assert parsed.matrices == 0
+    assert len(parsed.lanes) == 1 and parsed.lanes[0] >= 3
+    text = "".join(parsed.text)
+    assert "test_one_deposit" in text and "AssertionError" in text
+    assert parsed.scripts == 0
+
+
+def test_pytest_report_traces_expand_on_a_click(
+    browser: str, pytest_page: Path, tmp_path: Path
+) -> None:
+    tools = _DevTools(browser, tmp_path, pytest_page.as_uri())
+    try:
+        tools.attach(pytest_page.as_uri())
+        count = tools.evaluate("document.querySelectorAll('details').length")
+        assert isinstance(count, int) and count >= 1
+        before = tools.evaluate("document.querySelector('details').open")
+        assert before is False
+        box = tools.evaluate(
+            "(() => { const s = document.querySelector('details > summary');"
+            " s.scrollIntoView(); const r = s.getBoundingClientRect();"
+            " return [r.x + 5, r.y + r.height / 2]; })()"
+        )
+        assert isinstance(box, list)
+        tools.click(float(box[0]), float(box[1]))
+        assert tools.evaluate("document.querySelector('details').open") is True
+        height = tools.evaluate("document.querySelector('details pre').offsetHeight")
+        assert isinstance(height, int) and height > 50, "the trace text did not show"
+        shown = tools.evaluate("document.querySelector('details pre').innerText")
+        assert isinstance(shown, str) and "deposit(10)" in shown
+    finally:
+        tools.close()
+
+
+def test_pytest_report_fetches_nothing(browser: str, pytest_page: Path, tmp_path: Path) -> None:
+    log = tmp_path / "net.json"
+    _run(browser, tmp_path, f"--log-net-log={log}", "--dump-dom", url=pytest_page.as_uri())
+    assert _page_requests(log) == []

@@ -362,9 +362,11 @@ def _explore(
             distinct_orderings=exc.distinct_orderings,
         )
         return rec, exc, None, False
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         progress.clear()
-        raise
+        seconds = time.perf_counter() - t0
+        rec = _interrupted_record(base, exc, progress, seconds, sel.selector(variant))
+        return rec, None, None, True
     except Exception as exc:  # UsageError from the engine, or a broken scenario
         seconds = time.perf_counter() - t0
         progress.clear()
@@ -398,6 +400,35 @@ def _explore(
     return rec, None, None, bool(report.interrupted)
 
 
+def _interrupted_record(
+    base: dict[str, Any],
+    exc: KeyboardInterrupt,
+    progress: _Progress,
+    seconds: float,
+    selector: str,
+) -> RunRecord:
+    """The in-flight variant when Ctrl-C came: its count so far, marked interrupted."""
+    from racecheck.errors import Interrupted
+
+    if isinstance(exc, Interrupted):
+        done, message, token = exc.schedules_run, exc.describe(), exc.schedule
+    else:  # the engine was not exploring (a saved schedule's replay): the display's count
+        done = progress.display.done
+        message, token = f"after {done} schedules", None
+    return _record(
+        **base,
+        verdict="interrupted",
+        kind=None,
+        schedules_run=done,
+        exhausted=False,
+        schedule=token,
+        seconds=seconds,
+        ok=False,
+        message=message,
+        replay_command=_replay_command(selector, token) if token else None,
+    )
+
+
 def _failure_db(layers: Layers) -> FailureDB | None:
     from racecheck.faildb import FailureDB
 
@@ -424,6 +455,11 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
     mark = "" if rec.ok else "UNMET: "
     if rec.verdict == "error":
         return []  # already reported on stderr as it happened
+    if rec.verdict == "interrupted":
+        stop = [f"{label}: interrupted {message}"]
+        if rec.replay_command:
+            stop.append(f"  replay: {_safe(rec.replay_command)}")
+        return stop
     if rec.verdict == "safe":
         warnings = [f"warning: {label}: {warning}" for warning in rec.warnings]
         if rec.ok:
@@ -520,9 +556,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         for rec, failure, error, stopped in _outcomes(
             selections, overrides, progress, layers, args
         ):
-            if stopped:
-                interrupted = True
-                break
             records.append(rec)
             if failure is not None:
                 failures[id(rec)] = failure
@@ -531,6 +564,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 _error(f"{rec.scenario}[{rec.variant}]: {rec.message}")
             if table is not None:
                 table.row(rec)
+            if stopped:
+                interrupted = True
+                break
     except KeyboardInterrupt:
         interrupted = True
     progress.clear()
@@ -548,16 +584,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if details:
             out.write("\n" + "\n".join(details) + "\n")
         met = sum(1 for r in records if r.ok)
-        unmet = [_safe(f"{r.scenario}[{r.variant}]") for r in records if not r.ok]
+        unmet = [
+            _safe(f"{r.scenario}[{r.variant}]")
+            for r in records
+            if not r.ok and r.verdict != "interrupted"
+        ]
         summary = f"\n{len(records)} variant{'s' if len(records) != 1 else ''}: {met} met"
         if unmet:
             summary += f", {len(unmet)} unmet ({', '.join(unmet)})"
+        halted = [
+            _safe(f"{r.scenario}[{r.variant}]") for r in records if r.verdict == "interrupted"
+        ]
+        if halted:
+            summary += f", {len(halted)} interrupted ({', '.join(halted)})"
         out.write(summary + "\n")
-    if interrupted:
-        out.flush()
-        sys.stderr.write("racecheck: interrupted (results above are partial; no reports written)\n")
-        return EXIT_USAGE
-
+    paths: list[Path] = []
     if not args.no_report and records:
         try:
             paths = write_reports(records, args.report_dir)
@@ -565,9 +606,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
             reason = exc.strerror or str(exc)
             raise UsageError(f"cannot write reports to {args.report_dir}: {reason}") from None
         note = sys.stderr if args.json else out
-        if paths:
+        if paths and not interrupted:
             note.write("reports: " + _safe(", ".join(str(p) for p in paths)) + "\n")
     out.flush()
+    if interrupted:
+        written = f"partial reports: {', '.join(map(str, paths))}" if paths else "no report written"
+        sys.stderr.write(f"racecheck: interrupted (results above are partial; {_safe(written)})\n")
+        return EXIT_USAGE
     if errors:
         return EXIT_USAGE
     return EXIT_OK if all(r.ok for r in records) else EXIT_FAILED

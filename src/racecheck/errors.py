@@ -82,3 +82,44 @@ class StateLeakError(UsageError):
     def __init__(self, message: str, suspects: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.suspects = suspects
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped an exploration: what it had explored by then.
+
+    Still a ``KeyboardInterrupt``, so whoever stops on Ctrl-C still stops; the
+    front ends read the counts to say what was explored rather than show the
+    engine's frames. ``found`` is the failure seen before the interruption (the
+    shrinker was still minimising it), with ``schedule``, its unminimised token.
+    """
+
+    def __init__(
+        self,
+        *,
+        schedules_run: int,
+        schedules: int,
+        strategy: str = "",
+        seed: int = 0,
+        found: str | None = None,
+        found_at: int = 0,
+        schedule: str | None = None,
+    ) -> None:
+        self.schedules_run = schedules_run
+        self.schedules = schedules
+        self.strategy = strategy
+        self.seed = seed
+        self.found = found
+        self.found_at = found_at
+        self.schedule = schedule
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        """One line: how far the exploration got, and any failure it had seen."""
+        how = f" ({self.strategy}, seed {self.seed})" if self.strategy else ""
+        text = f"after {self.schedules_run} of {self.schedules} schedules{how}"
+        if self.found is None:
+            return f"{text}; no failure found so far"
+        text += f"; a failure was found at schedule {self.found_at}: {self.found}"
+        if self.schedule:
+            text += f" (not yet minimised; schedule {self.schedule})"
+        return text

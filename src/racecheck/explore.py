@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck.engine import Backend, Controller, Failure, in_exploration, run_supervised
-from racecheck.errors import DivergenceError, StateLeakError, UsageError, one_line
+from racecheck.errors import DivergenceError, Interrupted, StateLeakError, UsageError, one_line
 from racecheck.outcome import RaceFound, Report
 from racecheck.saturation import DEFAULT_WINDOW, SaturationWatch
 from racecheck.schedule import Decision, Schedule, fingerprint, python_tag
@@ -261,6 +261,11 @@ class Session:
         self.current: Controller | None = None
         self.runs = 0
         self.interrupted = False
+        #: for an interruption's report: schedules explored, of how many, and the
+        #: failure (with its decisions and schedule number) being minimised
+        self.explored = 0
+        self.budget = 0
+        self.found_so_far: tuple[Failure, tuple[Decision, ...], int] | None = None
         from racecheck.coverage import CoverageTally
 
         self.coverage = CoverageTally()
@@ -487,7 +492,10 @@ def explore(
             settings.backend.uninstall()
 
     with quiet_gc():
-        outcome = _supervise(session, work)
+        try:
+            outcome = _supervise(session, work)
+        except KeyboardInterrupt:
+            raise interrupted(session, strategy, seed) from None
     if isinstance(outcome, Found):
         member = getattr(chooser, "found_by", None)  # the portfolio names its member
         raise _race_found(session, outcome, f"{strategy}: {member}" if member else strategy, seed)
@@ -547,9 +555,11 @@ def _explore(
     seen = session.schedules_seen
     settings = session.settings
     run = 0
+    session.budget = schedules
     while run < schedules and not session.interrupted:
         run += 1
         controller = session.run(chooser, run)
+        session.explored = run
         decisions = tuple(controller.decisions)
         seen.add(hash(decisions))
         failed = controller.failure is not None
@@ -558,6 +568,7 @@ def _explore(
             settings.progress(run, schedules)
         if failed and not session.interrupted:
             assert controller.failure is not None
+            session.found_so_far = (controller.failure, decisions, run)
             return _found(session, controller.failure, decisions, run)
         if not chooser.has_more():
             break
@@ -595,6 +606,29 @@ def _explore(
         notes=notes,
         warnings=warnings,
         saturated=watch is not None and watch.stopped,
+    )
+
+
+def interrupted(session: Session, strategy: str, seed: int) -> Interrupted:
+    """What Ctrl-C stopped: the schedules explored, and a failure being minimised."""
+    found = session.found_so_far
+    what = token = None
+    at = 0
+    if found is not None:
+        failure, decisions, at = found
+        what = _describe(failure)
+        try:
+            token = session.schedule(decisions).encode()
+        except Exception:  # the report of an interruption must not fail
+            token = None
+    return Interrupted(
+        schedules_run=session.explored,
+        schedules=session.budget,
+        strategy=strategy,
+        seed=seed,
+        found=what,
+        found_at=at,
+        schedule=token,
     )
 
 

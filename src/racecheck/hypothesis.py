@@ -18,12 +18,15 @@ that ``racecheck.replay`` runs on its own.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
 
 def interleave(target: Callable[[], Any], data: Any, **options: Any) -> None:
     """Run ``target`` once under a schedule drawn from hypothesis ``data``."""
+    __tracebackhide__ = True  # the user's test is where it failed, not racecheck
+    _quiet_explanations()
     from racecheck.explore import Found, Session, _race_found, _record, _settings, _supervise
     from racecheck.strategies.hypothesis import HypothesisChooser, draw_length
 
@@ -56,7 +59,47 @@ def interleave(target: Callable[[], Any], data: Any, **options: Any) -> None:
 
     found = _supervise(session, work)
     if found is not None:
-        raise _race_found(session, found, "hypothesis", 0)
+        error = _race_found(session, found, "hypothesis", 0)
+        _note(f"racecheck schedule: {error.schedule}")
+        raise error
+
+
+def _note(text: str) -> None:
+    """Shown with the failing example, next to hypothesis's own inputs."""
+    try:
+        from hypothesis import note
+
+        note(text)
+    except Exception:  # outside a hypothesis test: the RaceFound says it all
+        pass
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_registered = False
+
+
+def _quiet_explanations() -> None:
+    """Keep hypothesis's "explanation" to the user's lines.
+
+    Its explain phase lists lines that only failing examples ran; racecheck's
+    failure handling (the traced replay, the recorder) is such code, and says
+    nothing about the bug. hypothesis drops its own and the stdlib's lines and
+    anything matching ``UNHELPFUL_LOCATIONS``: racecheck's package is added
+    there, once. It only filters what is reported; no behaviour changes.
+    """
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    try:
+        from hypothesis.internal import scrutineer
+    except ImportError:
+        return
+    # hypothesis's globs use "/" and "**" for any depth
+    pattern = _PACKAGE.replace(os.sep, "/") + "/**"
+    locations = getattr(scrutineer, "UNHELPFUL_LOCATIONS", None)
+    if isinstance(locations, tuple) and pattern not in locations:
+        scrutineer.UNHELPFUL_LOCATIONS = (*locations, pattern)
 
 
 __all__ = ["interleave"]

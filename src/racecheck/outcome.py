@@ -117,6 +117,9 @@ class RaceFound(AssertionError):
             what = (
                 f"{type(self.cause).__name__}: {message}" if message else type(self.cause).__name__
             )
+            shown = getattr(getattr(self.trace, "failure", None), "message", None)
+            if shown and shown.startswith(type(self.cause).__name__):
+                what = shown  # with the trace's task names (the recorder renames asyncio's)
         else:
             what = self.detail or self.kind
         return what.splitlines()[0] if what else self.kind

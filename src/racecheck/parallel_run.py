@@ -42,6 +42,8 @@ class Rendered:
     """A failure as the table's detail lines need it, after it crossed a process boundary."""
 
     text: str
+    #: RaceFound.strategy: the portfolio names the member that found it
+    strategy: str = ""
 
     def render(self) -> str:
         return self.text
@@ -53,6 +55,7 @@ class SliceOutcome:
     rendered: str | None
     error: str | None
     state: Any
+    strategy: str = ""
 
 
 def _run_slice(
@@ -83,6 +86,7 @@ def _run_slice(
         None if failure is None else failure.render(),
         None if error is None else cli._one_line(error),
         state,
+        "" if failure is None else failure.strategy,
     )
 
 
@@ -115,7 +119,7 @@ def _merge(
             distinct_schedules=distinct,
             distinct_orderings=orderings,
         )
-        return rec, Rendered(win.rendered or ""), None
+        return rec, Rendered(win.rendered or "", win.strategy), None
     first = outcomes[0].record
     distinct, orderings = merged_coverage(states, merged.schedules_run, None)
     warnings = list(dict.fromkeys(w for o in outcomes for w in o.record.warnings))

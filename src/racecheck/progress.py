@@ -57,6 +57,11 @@ class ProgressDisplay:
         self._done = 0
         self._total = 0
 
+    @property
+    def done(self) -> int:
+        """Schedules done at the last update (an interrupted run's count)."""
+        return self._done
+
     def start(self, label: str) -> None:
         self.label = terminal_safe(label, one_line=True)
         self._started = self._last = time.monotonic()

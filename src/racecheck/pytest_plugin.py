@@ -32,10 +32,13 @@ pytest and the standard library; racecheck's engine loads when a marked test run
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import shlex
+import warnings
 from collections.abc import Callable, Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,10 +153,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     from racecheck.pytest_shards import add_options
 
     add_options(group)
+    _add_auto_mode_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
+    _check_mode(config)
     schedules = config.getoption("racecheck_schedules", None)
     if schedules is not None and schedules < 1:
         raise pytest.UsageError(f"--racecheck-schedules must be at least 1, not {schedules}")
@@ -274,6 +279,61 @@ def resolve_options(config: pytest.Config, marker: pytest.Mark) -> dict[str, Any
     return dict(layers(config).resolve(kwargs))
 
 
+# ---------------------------------------------------------------- auto mode
+
+#: racecheck_mode values: strict (only marked tests) and auto
+MODES = ("strict", "auto")
+
+
+def _add_auto_mode_options(parser: pytest.Parser) -> None:
+    parser.addini(
+        "racecheck_mode",
+        type="string",
+        default="strict",
+        help="strict: only @pytest.mark.racecheck tests run under racecheck; auto: every"
+        " async test too (or, with racecheck_auto_paths, every test under those paths)",
+    )
+    parser.addini(
+        "racecheck_auto_paths",
+        type="paths",
+        default=[],
+        help="in racecheck_mode = auto: run every test under these paths (relative to the"
+        " ini file) under racecheck, sync tests included, instead of every async test",
+    )
+
+
+def _check_mode(config: pytest.Config) -> None:
+    mode = str(config.getini("racecheck_mode") or "strict").strip()
+    if mode not in MODES:
+        raise pytest.UsageError(
+            f"ini option racecheck_mode: {_safe(repr(mode))} is not a mode; choose auto or strict"
+        )
+
+
+def _auto_marked(config: pytest.Config, item: pytest.Item) -> bool:
+    """Does auto mode put this unmarked test under racecheck?"""
+    if not isinstance(item, pytest.Function):
+        return False
+    paths = [Path(p) for p in config.getini("racecheck_auto_paths")]
+    if paths:
+        here = Path(item.path)
+        return any(here == p or p in here.parents for p in paths)
+    return inspect.iscoroutinefunction(_test_function(item))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    # trylast: after pytest-asyncio/pytest-trio marked their tests; a racecheck
+    # marker of the test's own keeps its options (the added one is bare)
+    if str(config.getini("racecheck_mode")).strip() != "auto":
+        return
+    for item in items:
+        if item.get_closest_marker("racecheck") is None and _auto_marked(config, item):
+            item.add_marker(pytest.mark.racecheck)
+
+
 class RacecheckWarning(pytest.PytestWarning):
     """A marked test passed, but racecheck could not see all of what it ran."""
 
@@ -370,8 +430,36 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> object | None:
     marker = pyfuncitem.get_closest_marker("racecheck")
     if marker is None:
         return None
-    _run_marked(pyfuncitem, marker)
+    with _warnings_once():
+        _run_marked(pyfuncitem, marker)
     return True
+
+
+@contextlib.contextmanager
+def _warnings_once() -> Generator[None, None, None]:
+    """Each distinct warning of the test's schedules once, with how often it came.
+
+    Every schedule runs the test body again, so a library's deprecation
+    warning would be listed once per schedule: thousands of copies of one
+    line. The filters in force (``-W error::...`` included) still apply while
+    the schedules run; what they let through is counted, then warned once.
+    """
+    seen: dict[tuple[str, type[Warning], str, int], int] = {}
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            try:
+                yield
+            finally:
+                for w in caught:
+                    key = (str(w.message), w.category, w.filename, w.lineno)
+                    seen[key] = seen.get(key, 0) + 1
+    finally:
+        # also when the test fails: its warnings (a pinned token that no longer
+        # applies, say) explain the failure
+        for (text, category, filename, lineno), count in seen.items():
+            if count > 1:
+                text = f"{text} (racecheck: {count} times over the test's schedules)"
+            warnings.warn_explicit(text, category, filename, lineno)
 
 
 def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
@@ -448,6 +536,8 @@ def _run_marked(item: pytest.Function, marker: pytest.Mark) -> None:
                 db.ran_clean(label, token)
         phase = ""
         report = racecheck.check(target, label=label, **options)
+    except KeyboardInterrupt as exc:
+        _interrupted(item, options, exc)
     except racecheck.RaceFound as exc:
         if db is not None and exc.schedule not in pinned:  # a pinned token lives in the code
             db.failed(label, exc.schedule)
@@ -546,6 +636,34 @@ def _run_mode(
     item.add_report_section("call", "racecheck stress", report.render())
 
 
+_INTERRUPTED = pytest.StashKey[list[str]]()
+
+
+def _interrupted(item: pytest.Function, options: dict[str, Any], exc: KeyboardInterrupt) -> None:
+    """Ctrl-C in a marked test: say what was explored, not where the engine was.
+
+    The line goes twice: into pytest's "KeyboardInterrupt" banner (the
+    exception's message) and into the terminal summary, with the replay
+    command of a failure that was still being minimised.
+    """
+    __tracebackhide__ = True
+    from racecheck.errors import Interrupted
+
+    if isinstance(exc, Interrupted):
+        what = exc.describe()
+    else:  # between two explorations (a pinned or saved schedule's replay)
+        what = (
+            f"({options.get('strategy', '')}, seed {options.get('seed', 0)});"
+            " no exploration was under way"
+        )
+    line = _safe(f"racecheck: interrupted {item.nodeid} {what}")
+    lines = item.config.stash.setdefault(_INTERRUPTED, [])
+    lines.append(line)
+    if isinstance(exc, Interrupted) and exc.schedule:
+        lines.append("  replay: " + _safe(replay_command(item, exc.schedule)))
+    raise KeyboardInterrupt(line) from None
+
+
 def _replay(
     item: pytest.Function,
     target: Callable[[], Any],
@@ -611,6 +729,7 @@ def _record(
     record: dict[str, Any] = {
         "scenario": item.nodeid,
         "variant": "test",
+        "origin": "pytest",
         "expect": "safe",
         "strategy": str(options.get("strategy", "")),
         "seed": options.get("seed", 0),
@@ -633,6 +752,8 @@ def _record(
             preemptions=exc.preemptions,
             original_preemptions=exc.original_preemptions,
             replay_command=command,
+            detail=exc.detail or None,
+            trace=_trace_data(exc.trace),
         )
     else:
         record.update(
@@ -721,6 +842,8 @@ class _SessionPlugin:
                 terminalreporter.write_line(
                     f"racecheck: replayed schedule on {_safe(nodeid)}: {verdict}"
                 )
+        for line in config.stash.get(_INTERRUPTED, []):
+            terminalreporter.write_line(line, yellow=True)
         if self.written:
             terminalreporter.write_line("racecheck reports: " + _safe(", ".join(self.written)))
         if self.write_error:
@@ -742,12 +865,34 @@ def _write_reports(
 ) -> list[str]:
     import dataclasses
 
-    from racecheck.cli import write_reports
-    from racecheck.report import RunRecord
+    # the report package directly: the plugin and the CLI are peers, neither imports the other
+    from racecheck.report import RunRecord, write_reports
 
     known = {f.name for f in dataclasses.fields(RunRecord)}
-    objs = [RunRecord(**{k: v for k, v in r.items() if k in known}) for r in records]
+    objs = [RunRecord(**{k: v for k, v in _with_trace(r).items() if k in known}) for r in records]
     return [str(p) for p in write_reports(objs, _report_path(config, directory))]
+
+
+def _trace_data(trace: Any) -> dict[str, Any] | None:
+    """The trace as plain data: user_properties cross from xdist workers."""
+    if trace is None:
+        return None
+    from racecheck.report.json_report import trace_to_dict
+
+    return trace_to_dict(trace)
+
+
+def _with_trace(record: dict[str, Any]) -> dict[str, Any]:
+    """A record whose trace data is a Trace again (as the CLI's records have it)."""
+    data = record.get("trace")
+    if not isinstance(data, dict):
+        return record
+    from racecheck.report.json_report import trace_from_dict
+
+    try:
+        return {**record, "trace": trace_from_dict(data)}
+    except (KeyError, TypeError, ValueError):  # a worker of another version: no picture
+        return {**record, "trace": None}
 
 
 def _report_path(config: pytest.Config, directory: str) -> str:

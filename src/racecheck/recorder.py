@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 _ASYNCIO_DIR = os.path.dirname(str(__import__("asyncio").__file__))
 _DEFAULT_NAME = re.compile(r"^(Task|Thread)-\d+")
+_DEFAULT_NAME_ANYWHERE = re.compile(r"\bTask-\d+\b")
 
 
 class Recorder:
@@ -31,6 +32,8 @@ class Recorder:
         self.steps: list[Step] = []
         self.names: Any = None  # ResourceNames, created on first use
         self._hidden: set[int] = set()
+        #: asyncio's process-wide task names -> the trace's ("Task-12" -> "Task-5")
+        self.renamed: dict[str, str] = {}
 
     def resources(self) -> Any:
         if self.names is None:
@@ -75,6 +78,8 @@ class Recorder:
                 handle._run()
                 return
             self.actor(actor, task_display_name(task, actor), "task")
+            if task.get_name() != task_label(task, actor):
+                self.renamed[task.get_name()] = task_label(task, actor)
         elif actor not in self.actors:
             handle._run()
             return
@@ -102,12 +107,36 @@ class Recorder:
     def finish(self, failure: Failure | None) -> Trace:
         point = None
         if failure is not None:
-            point = FailurePoint(failure.actor, _failure_message(failure), _failure_line(failure))
+            message = _failure_message(failure)
+            if self.renamed:
+                # the message names tasks as asyncio did; the trace's columns, by actor
+                message = _DEFAULT_NAME_ANYWHERE.sub(
+                    lambda m: self.renamed.get(m.group(0), m.group(0)), message
+                )
+            point = FailurePoint(failure.actor, message, _failure_line(failure))
         return Trace(
-            actors=sorted(self.actors.values(), key=lambda a: a.id),
+            actors=_told_apart(sorted(self.actors.values(), key=lambda a: a.id)),
             steps=_shared_accesses_only(self.steps),
             failure=point,
         )
+
+
+def _told_apart(actors: list[ActorInfo]) -> list[ActorInfo]:
+    """Equal names get ``#1``, ``#2``... in creation order: two "worker" columns are useless."""
+    from collections import Counter
+    from dataclasses import replace
+
+    counts = Counter(a.name for a in actors)
+    seen: Counter[str] = Counter()
+    out = []
+    for actor in actors:
+        if counts[actor.name] < 2:
+            out.append(actor)
+            continue
+        seen[actor.name] += 1
+        name, sep, rest = actor.name.partition(" · ")
+        out.append(replace(actor, name=f"{name}#{seen[actor.name]}{sep}{rest}"))
+    return out
 
 
 def _shared_accesses_only(steps: list[Step]) -> list[Step]:

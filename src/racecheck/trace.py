@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from racecheck.render import render_columns
+
 
 @dataclass(frozen=True)
 class SourceLine:
@@ -63,10 +65,9 @@ class Trace:
     steps: list[Step] = field(default_factory=list)
     failure: FailurePoint | None = None
 
-    def render(self, width: int | None = None) -> str:
-        from racecheck.render import render_columns
-
-        return render_columns(self, width=width)
+    def render(self, width: int | None = None, *, elide: bool = True) -> str:
+        """One column per actor (rows when they do not fit ``width``, the terminal's)."""
+        return render_columns(self, width=width, elide=elide)
 
     def __str__(self) -> str:
         return self.render()

@@ -1,7 +1,9 @@
 """Reports of a ``racecheck run``: JSON, JUnit XML and a self-contained HTML page.
 
 The CLI builds one :class:`RunRecord` per scenario/variant and hands the list to
-:func:`write_reports`.
+:func:`write_reports`; the pytest plugin builds one per marked test (``origin``
+"pytest"), whose trace travels as plain data (``trace_to_dict``) from xdist
+workers and is rebuilt with ``trace_from_dict``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ class RunRecord:
     #: one slice of a sharded exploration (racecheck.sharding): index, count, ran,
     #: budget, failure (the schedule number of its first failure) ...; None when whole
     shard: dict[str, Any] | None = None
+    #: "scenario" (racecheck run: scenario × variant) or "pytest" (``scenario`` is
+    #: the test's node id, ``variant`` is "test"): the reports lay each out its way
+    origin: str = "scenario"
 
 
 def write_reports(

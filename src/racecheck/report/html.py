@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING
 
 from racecheck.report.json_report import outcome_text, printable, replay_command, tool_version
 from racecheck.report.junit import trace_text
-from racecheck.report.swimlane import render_swimlane
+from racecheck.report.swimlane import MAX_LINES_PER_STEP, render_swimlane
 
 if TYPE_CHECKING:
     from racecheck.report import RunRecord
+    from racecheck.trace import Trace
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
 
@@ -59,7 +60,7 @@ table.matrix { border-collapse: separate; border-spacing: 0; margin: 12px 0 8px;
   font-size: 12.5px; font-weight: 600; }
 .v-race { background: var(--race); } .v-deadlock { background: var(--deadlock); }
 .v-step-limit { background: var(--limit); } .v-safe { background: var(--safe); }
-.v-error { background: var(--error); }
+.v-error { background: var(--error); } .v-interrupted { background: var(--limit); }
 .tag { display: inline-block; border: 1px solid var(--line); border-radius: 4px; padding: 0 5px;
   font-size: 11.5px; color: var(--muted); margin-left: 4px; }
 a { color: #0969da; text-decoration: none; } a:hover { text-decoration: underline; }
@@ -83,6 +84,17 @@ pre.cmd { background: #0d1117; color: #e6edf3; padding: 10px 12px; border-radius
 .legend span { margin-right: 14px; white-space: nowrap; }
 .sw { display: inline-block; width: 11px; height: 11px; vertical-align: -1px;
   border-radius: 2px; margin-right: 4px; }
+table.tests { border-collapse: separate; border-spacing: 0; margin: 12px 0 8px; width: 100%;
+  border: 1px solid var(--line); border-radius: 8px; overflow: hidden; table-layout: fixed; }
+.tests th, .tests td { border-bottom: 1px solid var(--line); padding: 8px 12px; text-align: left;
+  vertical-align: top; }
+.tests tr:last-child > * { border-bottom: 0; }
+.tests thead th { background: var(--soft); font-weight: 600; }
+.tests th.nodeid { font-family: var(--mono); font-weight: 500; overflow-wrap: anywhere;
+  width: 55%; }
+.tests tr.ok > th.nodeid { box-shadow: inset 3px 0 var(--ok); }
+.tests tr.bad > th.nodeid { box-shadow: inset 3px 0 var(--bad); background: #fff1f0; }
+h2 .nodeid { overflow-wrap: anywhere; }
 details { margin-top: 10px; } summary { cursor: pointer; color: var(--muted); }
 details pre { background: var(--soft); padding: 10px; border-radius: 6px; overflow-x: auto; }
 """
@@ -164,6 +176,43 @@ def _matrix(records: Sequence[RunRecord], anchors: dict[int, str]) -> str:
     )
 
 
+def _node_id(text: str) -> str:
+    """A pytest node id, escaped, that may break after ``/`` and ``::`` and before ``[``.
+
+    Node ids are long and have no spaces: without break opportunities a
+    browser either overflows the cell or breaks mid-word anywhere.
+    """
+    out = _e(text)
+    for sep, broken in (("::", "::<wbr>"), ("/", "/<wbr>"), ("[", "<wbr>[")):
+        out = out.replace(sep, broken)
+    return out
+
+
+def _tests(records: Sequence[RunRecord], anchors: dict[int, str]) -> str:
+    """pytest's records: one row per test id, not a scenario × variant matrix."""
+    rows = []
+    for i, r in enumerate(records):
+        if r.origin != "pytest":
+            continue
+        state = "ok" if r.ok else "bad"
+        tick = "✓" if r.ok else "✗"
+        link = f' · <a href="#{anchors[i]}">details ↓</a>' if i in anchors else ""
+        exhausted = '<span class="tag">exhausted</span>' if r.exhausted else ""
+        rows.append(
+            f'<tr class="{state}"><th scope="row" class="nodeid">{_node_id(r.scenario)}</th>'
+            f'<td><span class="tick">{tick}</span> {_verdict(r)}{exhausted}{link}</td>'
+            f"<td>{_e(_plural(r.schedules_run, 'schedule'))}"
+            f' <span class="small">({_e(r.strategy)}, seed {_e(r.seed)})</span></td>'
+            f'<td class="small">{_e(_coverage(r))}</td><td>{r.seconds:.2f} s</td></tr>'
+        )
+    return (
+        '<table class="tests"><thead><tr><th scope="col" class="nodeid">test id</th>'
+        '<th scope="col">verdict</th><th scope="col">schedules</th>'
+        '<th scope="col">coverage</th><th scope="col">time</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
 LEGEND = (
     '<p class="legend"><span><i class="sw" style="background:#fff4e5;border:1px solid #e8590c">'
     "</i>racing access (shared with another actor)</span>"
@@ -208,13 +257,41 @@ def _picture(record: RunRecord, anchor: str) -> str:
     return f'<div class="lanes">{svg}</div>{LEGEND}'
 
 
+def _title(record: RunRecord) -> str:
+    if record.origin == "pytest":
+        return f'<span class="mono nodeid">{_node_id(record.scenario)}</span>'
+    return (
+        f'<span class="mono">{_e(record.scenario)}</span> · '
+        f'<span class="mono">{_e(record.variant)}</span>'
+    )
+
+
+def _elided(trace: Trace) -> str:
+    """Every line of each step the picture cut short, one ``<details>`` per step.
+
+    The page has no script (its CSP forbids them); ``<details>`` opens without one.
+    """
+    names = {a.id: a.name for a in trace.actors}
+    parts = []
+    for number, step in enumerate(trace.steps, 1):
+        hidden = len(step.lines) - (MAX_LINES_PER_STEP - 1)
+        if len(step.lines) <= MAX_LINES_PER_STEP:
+            continue
+        text = "\n".join(f"{line.where:>16}  {line.text}" for line in step.lines)
+        parts.append(
+            f'<details class="elided"><summary>step {number} · '
+            f"{_e(names.get(step.actor, step.actor))}: {hidden} more lines</summary>"
+            f"<pre>{_e(text)}</pre></details>"
+        )
+    return "".join(parts)
+
+
 def _record(record: RunRecord, anchor: str) -> str:
     state = "ok" if record.ok else "bad"
     tick = "✓ expectation met" if record.ok else "✗ expectation not met"
     parts = [
         f'<section class="record {state}" id="{anchor}"><header>'
-        f'<h2><span class="mono">{_e(record.scenario)}</span> · '
-        f'<span class="mono">{_e(record.variant)}</span></h2>{_verdict(record)}'
+        f"<h2>{_title(record)}</h2>{_verdict(record)}"
         f'<span class="tick">{tick}</span><span class="small">expect {_e(record.expect)}'
         f'</span></header><div class="body">'
     ]
@@ -228,12 +305,26 @@ def _record(record: RunRecord, anchor: str) -> str:
         parts.append(f'<div><b>Replay</b></div><pre class="cmd">{_e(command)}</pre>')
     if record.trace is not None:
         parts.append(_picture(record, anchor))
+        parts.append(_elided(record.trace))
         parts.append(
-            "<details><summary>trace as text</summary>"
-            f"<pre>{_e(trace_text(record.trace))}</pre></details>"
+            "<details><summary>trace as text (every line)</summary>"
+            f"<pre>{_e(trace_text(record.trace, elide=False))}</pre></details>"
         )
     parts.append("</div></section>")
     return "".join(parts)
+
+
+def _kept(records: Sequence[RunRecord], anchors: dict[int, str]) -> dict[int, str]:
+    """``anchors`` renumbered for the scenario records alone."""
+    kept: dict[int, str] = {}
+    position = 0
+    for i, r in enumerate(records):
+        if r.origin == "pytest":
+            continue
+        if i in anchors:
+            kept[position] = anchors[i]
+        position += 1
+    return kept
 
 
 def render_html(records: Sequence[RunRecord], created: datetime) -> str:
@@ -251,16 +342,33 @@ def render_html(records: Sequence[RunRecord], created: datetime) -> str:
     anchors = {i: f"r{i}" for i, r in enumerate(records) if _has_detail(r)}
     details = "".join(_record(records[i], a) for i, a in anchors.items())
     title = f"racecheck report: {failed} failed" if failed else "racecheck report: all met"
-    matrix = _matrix(records, anchors) if records else "<p>No scenarios were run.</p>"
+    scenarios = [r for r in records if r.origin != "pytest"]
+    tests = len(records) - len(scenarios)
+    sections = ""
+    if scenarios or not tests:
+        # the matrix reads positions in ``records``: the pytest ones leave gaps
+        matrix = (
+            _matrix([r for r in records if r.origin != "pytest"], _kept(records, anchors))
+            if scenarios
+            else "<p>No scenarios were run.</p>"
+        )
+        sections += (
+            f"<h2>Scenarios × variants</h2>{matrix}"
+            '<p class="legend">✓ the variant met its expectation (an expected race that was'
+            " found is a pass) · ✗ it did not</p>"
+        )
+    if tests:
+        sections += (
+            f"<h2>Tests</h2>{_tests(records, anchors)}"
+            '<p class="legend">✓ no schedule failed · ✗ a schedule failed the test</p>'
+        )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body>"
         f'<h1>racecheck report</h1><p class="meta">{status}{_e(meta)}</p>'
-        f"<h2>Scenarios × variants</h2>{matrix}"
-        f'<p class="legend">✓ the variant met its expectation (an expected race that was found is a'
-        " pass) · ✗ it did not</p>"
+        f"{sections}"
         + (f'<h2 style="margin-top:28px">Failures and traces</h2>{details}' if details else "")
         + "</body></html>\n"
     )

@@ -31,6 +31,7 @@ _VERDICT_WORDS = {
     "data-race": "a data race (race detector)",
     "safe": "no failure",
     "error": "an error",
+    "interrupted": "an interruption",
 }
 
 
@@ -76,6 +77,9 @@ def outcome_text(record: RunRecord) -> str:
     got = _VERDICT_WORDS.get(record.verdict, record.verdict)
     want = _EXPECT_WORDS.get(record.expect, record.expect)
     runs = f"{record.schedules_run} schedule{'s' if record.schedules_run != 1 else ''}"
+    if record.verdict == "interrupted":
+        # Ctrl-C: neither a verdict nor a pass; the message says how far it got
+        return f"interrupted: {record.message or runs}"
     if record.verdict == "safe":
         space = ", bounded space exhausted" if record.exhausted else ""
         found = f"no failure in {runs}{space}"
@@ -115,6 +119,41 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
     }
 
 
+def _line_from(data: dict[str, Any] | None) -> SourceLine | None:
+    from racecheck.trace import SourceLine
+
+    if data is None:
+        return None
+    return SourceLine(str(data["file"]), int(data["line"]), str(data["text"]))
+
+
+def trace_from_dict(data: dict[str, Any]) -> Trace:
+    """The inverse of :func:`trace_to_dict` (a pytest-xdist worker's trace, rebuilt)."""
+    from racecheck.trace import ActorInfo, FailurePoint, Step, Trace
+
+    failure = data.get("failure")
+    return Trace(
+        actors=[ActorInfo(int(a["id"]), str(a["name"]), str(a["kind"])) for a in data["actors"]],
+        steps=[
+            Step(
+                index=int(s["index"]),
+                actor=int(s["actor"]),
+                lines=tuple(line for line in map(_line_from, s["lines"]) if line is not None),
+                operation=str(s.get("operation") or ""),
+                resource=s.get("resource"),
+                preempted=bool(s.get("preempted")),
+                accesses=tuple(s.get("accesses") or ()),
+            )
+            for s in data["steps"]
+        ],
+        failure=None
+        if failure is None
+        else FailurePoint(
+            failure.get("actor"), str(failure["message"]), _line_from(failure.get("line"))
+        ),
+    )
+
+
 def record_to_dict(record: RunRecord) -> dict[str, Any]:
     """One scenario/variant as plain data (the shape documented under ``records``)."""
     data = _record_dict(record)
@@ -127,6 +166,7 @@ def _record_dict(record: RunRecord) -> dict[str, Any]:
     return {
         "scenario": record.scenario,
         "variant": record.variant,
+        "origin": record.origin,
         "expect": record.expect,
         "verdict": record.verdict,
         "kind": record.kind,

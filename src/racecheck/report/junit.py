@@ -22,14 +22,14 @@ if TYPE_CHECKING:
     from racecheck.trace import Trace
 
 
-def trace_text(trace: Trace, width: int = 120) -> str:
+def trace_text(trace: Trace, width: int = 120, *, elide: bool = True) -> str:
     """The trace as plain text: the terminal's column view, or a listing if that fails.
 
     The column renderer lives with the engine; a report must still be written
     if it is missing or raises on an odd trace, so fall back to one step a line.
     """
     try:
-        return trace.render(width=width)
+        return trace.render(width=width, elide=elide)
     except Exception:
         return _listing(trace)
 
@@ -77,11 +77,15 @@ def _sub(parent: ET.Element, tag: str, **attrs: str) -> ET.Element:
 
 
 def _testcase(suite: ET.Element, record: RunRecord) -> None:
+    classname, name = record.scenario, record.variant
+    if record.origin == "pytest":
+        # CI lists pytest's own cases as file/class + test: so do these
+        classname, _, name = record.scenario.rpartition("::")
     case = _sub(
         suite,
         "testcase",
-        classname=record.scenario,
-        name=record.variant,
+        classname=classname,
+        name=name,
         time=f"{record.seconds:.3f}",
     )
     props = _sub(case, "properties")
@@ -117,7 +121,9 @@ def render_junit(records: Sequence[RunRecord], created: datetime) -> str:
     root = ET.Element("testsuites", {"name": "racecheck"})
     suites: dict[str, list[RunRecord]] = {}
     for record in records:
-        suites.setdefault(record.scenario, []).append(record)
+        # pytest's records: one suite per test file, as pytest's own JUnit has it
+        key = record.scenario.split("::")[0] if record.origin == "pytest" else record.scenario
+        suites.setdefault(key, []).append(record)
     for name, members in suites.items():
         suite = _sub(
             root,

@@ -39,7 +39,7 @@ class HypothesisChooser(BaseChooser):
     def __init__(self, data: Any, length: int) -> None:
         from hypothesis import strategies as st
 
-        self._choices: bytes = data.draw(st.binary(min_size=length, max_size=length))
+        self._choices: bytes = draw_quietly(data, st.binary(min_size=length, max_size=length))
         self._position = 0
 
     def choose(self, candidates: Sequence[int], step: int) -> int:
@@ -48,6 +48,20 @@ class HypothesisChooser(BaseChooser):
         if i >= len(self._choices):
             return 0
         return self._choices[i] % len(candidates)
+
+
+def draw_quietly(data: Any, strategy: Any) -> Any:
+    """Draw from ``st.data()`` without a ``Draw N: b'...'`` line in the failure report.
+
+    A schedule's bytes mean nothing to a reader (racecheck prints its token
+    instead), and numbering them would shift the user's own draws. The
+    draw goes to the example's choice sequence directly, so hypothesis still
+    shrinks and replays it; ``DataObject.draw`` is the fallback.
+    """
+    underlying = getattr(data, "conjecture_data", None)
+    if underlying is not None and callable(getattr(underlying, "draw", None)):
+        return underlying.draw(strategy)
+    return data.draw(strategy)
 
 
 def draw_length(longest: int) -> int:
@@ -193,7 +207,15 @@ def explore_with_hypothesis(
         finally:
             settings.backend.uninstall()
 
-    outcome = _supervise(session, work)
+    try:
+        outcome = _supervise(session, work)
+    except KeyboardInterrupt:
+        from racecheck.explore import interrupted
+
+        session.explored, session.budget = state["first"] or state["runs"], schedules
+        if state["failure"] is not None:
+            session.found_so_far = (state["failure"], state["best"], state["first"])
+        raise interrupted(session, "hypothesis", seed) from None
     if isinstance(outcome, Found):
         raise _race_found(session, outcome, "hypothesis", seed)
     outcome.seconds = time.perf_counter() - started

@@ -342,6 +342,10 @@ class ThreadRuntime:
         self._complete()
 
     def fail_exception(self, me: Actor, exc: BaseException) -> None:
+        if self.recorder is not None and me.lines:
+            # What ran since the last scheduling point: all of the story when
+            # the thread never met one (a loop run by asyncio.run in the root).
+            self._flush(me, f"raised {type(exc).__name__}", None, False)
         self.controller.fail(Failure("exception", exc, f"in thread {me.name}", actor=me.id))
         self.abort_all()
 
