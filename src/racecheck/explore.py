@@ -562,6 +562,15 @@ def _explore(session: Session, chooser: Chooser, schedules: int) -> Report | Fou
     )
 
 
+#: a step-limit run longer than this is not shrunk: every attempt would run to
+#: the bound again (a million steps each), for a livelock any order shows
+SHRINK_STEP_LIMIT_UP_TO = 20_000
+
+
+def _worth_shrinking(failure: Failure, max_steps: int) -> bool:
+    return failure.kind != "step-limit" or max_steps <= SHRINK_STEP_LIMIT_UP_TO
+
+
 def release_locals(exc: BaseException | None) -> None:
     """Clear the local variables of every finished frame in ``exc``'s tracebacks."""
     import traceback
@@ -590,7 +599,11 @@ def _found(
     _check_fresh_start(session, failure, schedules_run)
     original = decisions
     settings = session.settings
-    if settings.minimize and any(choice for _, choice in decisions):
+    if (
+        settings.minimize
+        and any(choice for _, choice in decisions)
+        and _worth_shrinking(failure, settings.max_steps)
+    ):
         from racecheck.shrink import shrink
 
         failure, decisions = shrink(

@@ -135,6 +135,11 @@ def _fold(blocks: list[Step]) -> list[tuple[int, Step | None]]:
     for i, block in enumerate(blocks):
         if block.preempted:
             keep.update((i - 1, i, i + 1))
+    if len(keep) > 2 * MAX_BLOCKS:
+        # Preempted nearly everywhere (a random walk over a spin loop that ran
+        # into max_steps): the beginning and the end tell the story.
+        ordered = sorted(k for k in keep if 0 <= k < len(blocks))
+        keep = set(ordered[: MAX_BLOCKS // 2]) | set(ordered[-MAX_BLOCKS:])
     out: list[tuple[int, Step | None]] = []
     folded = 0
     for i, item in enumerate(numbered):

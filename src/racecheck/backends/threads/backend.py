@@ -369,12 +369,12 @@ def _is_alive(self: threading.Thread) -> bool:
 
 # -- event loops created inside the run ---------------------------------------------
 def _new_event_loop() -> asyncio.AbstractEventLoop:
-    from racecheck.backends.asyncio_loop import ControlledLoop
+    from racecheck.backends.asyncio_loop import new_loop
 
     runtime = STATE.runtime
     if runtime is None or runtime.me() is None:
         return asyncio.SelectorEventLoop()
-    return ControlledLoop(ThreadHost(runtime))
+    return new_loop(ThreadHost(runtime))
 
 
 class ThreadHost:
