@@ -134,6 +134,7 @@ def _wind_down(loop: ControlledLoop) -> None:
     """
     if loop.is_closed():
         return
+    loop._rc_tasks_left = True  # until every task is seen finished
     pending = asyncio.all_tasks(loop)
     if pending:
         for task in pending:
@@ -154,6 +155,7 @@ def _wind_down(loop: ControlledLoop) -> None:
         loop.run_until_complete(loop.shutdown_asyncgens())
     if loop._default_executor is not None:  # type: ignore[attr-defined]
         loop.run_until_complete(loop.shutdown_default_executor())
+    loop._rc_tasks_left = any(not task.done() for task in pending)
 
 
 def _raiser(loop: ControlledLoop, exc: BaseException) -> int | None:

@@ -90,6 +90,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         #: the same actors keyed by id(task), for the ready scan
         self._rc_actor_of: dict[int, int] = {}
         self._rc_rebind(host)
+        #: a task of the last run would not finish (see asyncio_backend._wind_down)
+        self._rc_tasks_left = False
         self.set_exception_handler(_record_callback_error)
         self._rc_debug = self.get_debug()
 
@@ -97,6 +99,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         """Start a run on this loop: everything per run starts over."""
         self._rc_host = host
         self._rc_controller = host.controller
+        self._rc_records_steps = host.records_steps
+        #: the engine's decide, when the host adds nothing to it (one Python call less a step)
+        self._rc_decide = host.controller.decide if type(host) is StandaloneHost else None
         self._rc_ids.clear()
         self._rc_actor_of.clear()
         self._rc_next_id = host_next_id(host)
@@ -133,7 +138,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             and not getattr(self, "_executor_shutdown_called", False)
             and not getattr(self, "_signal_handlers", None)
             and len(self._selector.get_map()) <= 1
-            and not asyncio.all_tasks(self)
+            and not self._rc_tasks_left
         )
 
     def close(self) -> None:
@@ -213,17 +218,22 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             tasks.append(task)
             positions.append(position)
             ids.append(actor)
-        choice = self._rc_host.choose_task(self, ids)
+        decide = self._rc_decide
+        choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
         # Nothing is removed before the choice: a chooser that raises leaves
         # the ready queue exactly as it was.
         position = positions[choice]
         handle = ready[position]
         del ready[position]
-        if not self._rc_host.records_steps:
+        if not self._rc_records_steps:
             handle._run()  # a thread's loop: the thread's tracer watches the step
             return
-        actor, task, controller = ids[choice], tasks[choice], self._rc_controller
+        controller = self._rc_controller
         detector = controller.detector
+        if detector is None and controller.recorder is None and controller.accesses is None:
+            handle._run()  # exploring: nothing to watch, the hot path
+            return
+        actor, task = ids[choice], tasks[choice]
         if detector is None or controller.aborting:
             self._rc_observe_step(actor, task, handle, choice != 0)
             return
