@@ -268,7 +268,10 @@ class Session:
         from racecheck.coverage import CoverageTally
 
         self.coverage = CoverageTally()
-        self.schedules_seen: set[int] = set()
+        from racecheck.distinct import HashSet
+
+        #: hashes of the decision sequences run: 8 bytes each (racecheck.distinct)
+        self.schedules_seen = HashSet()
         #: the race detector's per-code cache, shared by the runs of this exploration
         self.hot_lines: dict[Any, frozenset[int] | None] = {}
         #: decisions of the exploration's first schedule, run from the freshest start

@@ -279,3 +279,28 @@ def test_the_heap_older_than_the_exploration_is_frozen_while_it_runs() -> None:
 
     racecheck.check(deposits, strategy="random", schedules=3, seed=0, progress=progress)
     assert min(frozen) >= old_objects // 2, (frozen, old_objects)
+
+
+# -- the distinct-schedule count ----------------------------------------------------------
+
+
+def test_the_distinct_schedule_count_is_exact_and_costs_8_bytes_a_schedule() -> None:
+    """It was a set of ints (about 50 bytes each): the one thing 100,000 schedules grew."""
+    import random
+
+    from racecheck.distinct import HashSet
+
+    rng = random.Random(0)
+    values = [rng.getrandbits(64) - 2**63 for _ in range(30_000)]
+    values += [*values[:5_000], 0, -1, 2**63 - 1, -(2**63)]
+    rng.shuffle(values)
+    seen = HashSet()
+    expected: set[int] = set()
+    for value in values:
+        seen.add(value)
+        expected.add(value)
+        assert len(seen) == len(expected)
+    assert set(seen) == expected
+    assert all(value in seen for value in values[:1000])
+    assert 12345 not in seen or 12345 in expected
+    assert seen.nbytes() <= 8 * len(expected) * 1.2
