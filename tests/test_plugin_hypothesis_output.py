@@ -49,10 +49,6 @@ PLUGINS_OFF = ("-p", "no:cacheprovider", "-p", "no:asyncio", "-p", "no:trio")
 @pytest.fixture(scope="module")
 def output(tmp_path_factory: pytest.TempPathFactory) -> str:
     """One real pytest run in a subprocess, shared: hypothesis's phases take seconds."""
-    from conftest import engine_works
-
-    if not engine_works("asyncio"):
-        pytest.skip("the exploration engine is not implemented yet")
     project = tmp_path_factory.mktemp("hypothesis-output")
     (project / "test_h.py").write_text(TEST)
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}

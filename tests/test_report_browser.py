@@ -349,10 +349,6 @@ class _DevTools:
 @pytest.fixture(scope="module")
 def pytest_page(browser: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """index.html written by a real pytest run with --racecheck-report-dir."""
-    from conftest import engine_works
-
-    if not engine_works("asyncio"):
-        pytest.skip("the exploration engine is not implemented yet")
     spec = importlib.util.spec_from_file_location(
         "_racecheck_plugin_reports", Path(__file__).with_name("test_plugin_reports.py")
     )

@@ -1016,43 +1016,16 @@ def _add_list(sub: Any) -> None:
 
 
 def _add_bench(sub: Any) -> None:
-    """``racecheck bench``: measures strategies and overhead (``racecheck.bench``).
+    """``racecheck bench``: overhead and schedules-to-first-failure (:mod:`racecheck.bench`)."""
+    from racecheck import bench
 
-    If the ``racecheck.bench`` package provides ``add_arguments(parser)`` and
-    ``run(args) -> int``, they define the command; otherwise it is
-    ``bench [PATH ...] --schedules N --budget N`` calling
-    ``racecheck.bench.run.main(paths, schedules, budget)``.
-    """
-    import importlib
-
-    try:
-        bench = importlib.import_module("racecheck.bench")
-    except ImportError:
-        return
     p = sub.add_parser(
         "bench",
         help="measure racecheck's overhead and schedules-to-first-failure",
         description="Measure racecheck's overhead and how fast each strategy finds each race.",
     )
-    if callable(getattr(bench, "add_arguments", None)) and callable(getattr(bench, "run", None)):
-        bench.add_arguments(p)
-        p.set_defaults(func=bench.run)
-        return
-    p.add_argument("paths", nargs="*", metavar="PATH", help=f"default: {DEFAULT_PATH}")
-    p.add_argument(
-        "--schedules", type=_positive_int, default=2000, help="runs per overhead workload"
-    )
-    p.add_argument("--budget", type=_positive_int, default=1000, help="schedule budget per search")
-    p.set_defaults(func=_cmd_bench)
-
-
-def _cmd_bench(args: argparse.Namespace) -> int:
-    try:
-        from racecheck.bench.run import main as bench_main
-    except ImportError as exc:
-        raise UsageError(f"racecheck bench is not available: {_one_line(exc)}") from None
-    code: int = bench_main(list(args.paths) or [DEFAULT_PATH], args.schedules, args.budget)
-    return code
+    bench.add_arguments(p)
+    p.set_defaults(func=bench.run)
 
 
 def _add_stress(sub: Any) -> None:

@@ -62,6 +62,17 @@ TEARDOWN_STEPS = 20_000
 FAIRNESS_BOUND = 1000
 
 
+def step_limit_detail(max_steps: int) -> str:
+    """The step-limit report: the bound, what usually passes it, and how to raise it."""
+    more = max_steps * 10
+    return (
+        f"the run passed max_steps={max_steps} scheduling steps: a livelock, a spin loop,"
+        f" or a run longer than the bound. If the run is meant to be that long, raise it:"
+        f" racecheck.check(target, max_steps={more}), @pytest.mark.racecheck(max_steps={more}),"
+        f" or max_steps in a scenario's options"
+    )
+
+
 class Controller:
     """One run: the decisions taken, the step bound, the clock and the outcome."""
 
@@ -116,14 +127,7 @@ class Controller:
         self.steps = steps = self.steps + 1
         self.scheduling_steps += 1
         if steps > self.max_steps:
-            self.fail(
-                Failure(
-                    "step-limit",
-                    None,
-                    f"the run passed max_steps={self.max_steps} scheduling steps"
-                    " (a livelock, a spin loop, or a run that needs a larger max_steps)",
-                )
-            )
+            self.fail(Failure("step-limit", None, step_limit_detail(self.max_steps)))
             raise RunAborted()
         if len(candidates) == 1:
             return 0
@@ -159,7 +163,7 @@ class Controller:
             return
         self.steps += 1
         if self.steps > self.max_steps:
-            self.fail(Failure("step-limit", None, f"the run passed max_steps={self.max_steps}"))
+            self.fail(Failure("step-limit", None, step_limit_detail(self.max_steps)))
             raise RunAborted()
 
     def fail(self, failure: Failure) -> None:

@@ -218,6 +218,11 @@ def _detect_option(options: dict[str, Any], backend: Backend) -> bool:
 
 _gc_guard = _thread.allocate_lock()
 _gc_depth = 0
+#: what the interpreter reports frozen before anyone froze anything: CPython
+#: 3.12 starts with a few hundred objects counted as frozen. Read as "someone
+#: froze the heap, leave it alone", that turned freezing off on 3.12, and every
+#: schedule's collection walked the whole heap (2 ms a schedule, not 20 us).
+_FROZEN_AT_START = gc.get_freeze_count()
 _gc_restore = (True, False)  # (collector was enabled, this exploration froze the heap)
 
 
@@ -234,7 +239,7 @@ def quiet_gc() -> Iterator[None]:
     with _gc_guard:
         if _gc_depth == 0:
             was_enabled = gc.isenabled()
-            freeze = gc.get_freeze_count() == 0
+            freeze = gc.get_freeze_count() <= _FROZEN_AT_START
             gc.disable()
             if freeze:
                 gc.freeze()
@@ -269,7 +274,10 @@ class Session:
         from racecheck.coverage import CoverageTally
 
         self.coverage = CoverageTally()
-        self.schedules_seen: set[int] = set()
+        from racecheck.distinct import HashSet
+
+        #: hashes of the decision sequences run: 8 bytes each (racecheck.distinct)
+        self.schedules_seen = HashSet()
         #: the race detector's per-code cache, shared by the runs of this exploration
         self.hot_lines: dict[Any, frozenset[int] | None] = {}
         #: decisions of the exploration's first schedule, run from the freshest start
@@ -632,6 +640,15 @@ def interrupted(session: Session, strategy: str, seed: int) -> Interrupted:
     )
 
 
+#: a step-limit run longer than this is not shrunk: every attempt would run to
+#: the bound again (a million steps each), for a livelock any order shows
+SHRINK_STEP_LIMIT_UP_TO = 20_000
+
+
+def _worth_shrinking(failure: Failure, max_steps: int) -> bool:
+    return failure.kind != "step-limit" or max_steps <= SHRINK_STEP_LIMIT_UP_TO
+
+
 def release_locals(exc: BaseException | None) -> None:
     """Clear the local variables of every finished frame in ``exc``'s tracebacks."""
     import traceback
@@ -660,7 +677,11 @@ def _found(
     _check_fresh_start(session, failure, schedules_run)
     original = decisions
     settings = session.settings
-    if settings.minimize and any(choice for _, choice in decisions):
+    if (
+        settings.minimize
+        and any(choice for _, choice in decisions)
+        and _worth_shrinking(failure, settings.max_steps)
+    ):
         from racecheck.shrink import shrink
 
         failure, decisions = shrink(

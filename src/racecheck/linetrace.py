@@ -17,6 +17,7 @@ threads tracer and in the race detector), learnt from coverage's C tracer:
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from collections.abc import Callable
@@ -75,6 +76,7 @@ class LineSink:
         self.touched: Any = None  # the last asyncio primitive the step used
 
 
+@functools.cache
 def _primitive_codes() -> frozenset[Any]:
     """Code objects of asyncio's primitive operations, to name what a step touched."""
     import asyncio
@@ -100,51 +102,69 @@ def chained_tracer(sink: LineSink, previous: TraceFn | None) -> TraceFn:
 
     ``global_trace.chained()`` tells which tracer it chains by now (see
     :func:`chain_call`), to put back when collection ends.
+
+    Objects, not closures: a closure that returns itself (or names itself
+    through ``nonlocal``) is a reference cycle, and one is made per traced
+    frame and step. With the collector off inside a run, a traced replay of
+    a million steps would pile up gigabytes of them.
     """
+    return _LineTracer(sink, previous)
 
-    def local_for(frame: FrameType, prev_local: TraceFn | None) -> TraceFn | None:
-        user = is_user_file(frame.f_code.co_filename)
-        if not user:
-            return prev_local
-        state = [prev_local]
-        from racecheck.backends.threads.tracer import access_of, points
 
-        table = points(frame.f_code, "access")
-        frame.f_trace_opcodes = True
+class _LineTracer:
+    __slots__ = ("previous", "primitives", "sink")
 
-        def local(frame: FrameType, event: str, arg: Any) -> Any:
-            if event == "opcode":
-                operation = table.get(frame.f_lasti)
-                if operation is not None:
-                    access = access_of(operation)
-                    if access is not None:
-                        sink.accesses.append(access)
-                inner = state[0]
-                if inner is not None and getattr(inner, "wants_opcodes", False):
-                    state[0] = inner(frame, event, arg)  # the race detector, under the recorder
-                return local
-            if event == "line":
-                sink.lines.append((frame.f_code.co_filename, frame.f_lineno))
-            inner = state[0]
-            if inner is not None:
-                state[0] = inner(frame, event, arg)
-            return local
+    def __init__(self, sink: LineSink, previous: TraceFn | None) -> None:
+        self.sink = sink
+        self.previous = previous
+        self.primitives = _primitive_codes()
 
-        return local
+    def chained(self) -> TraceFn | None:
+        return self.previous
 
-    primitives = _primitive_codes()
-
-    def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal previous
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
         prev_local = None
-        if previous is not None:
-            prev_local, previous = chain_call(previous, global_trace, frame, arg)
-        if frame.f_code in primitives:
-            sink.touched = frame.f_locals.get("self")
-        return local_for(frame, prev_local)
+        if self.previous is not None:
+            prev_local, self.previous = chain_call(self.previous, self, frame, arg)
+        if frame.f_code in self.primitives:
+            self.sink.touched = frame.f_locals.get("self")
+        if not is_user_file(frame.f_code.co_filename):
+            return prev_local
+        from racecheck.backends.threads.tracer import points
 
-    global_trace.chained = lambda: previous  # type: ignore[attr-defined]
-    return global_trace
+        frame.f_trace_opcodes = True
+        return _FrameLines(self.sink, points(frame.f_code, "access"), prev_local)
+
+
+class _FrameLines:
+    """The local trace function of one user frame: its lines and accesses."""
+
+    __slots__ = ("inner", "sink", "table")
+
+    def __init__(self, sink: LineSink, table: dict[int, str], inner: TraceFn | None) -> None:
+        self.sink = sink
+        self.table = table
+        self.inner = inner
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            operation = self.table.get(frame.f_lasti)
+            if operation is not None:
+                from racecheck.backends.threads.tracer import access_of
+
+                access = access_of(operation)
+                if access is not None:
+                    self.sink.accesses.append(access)
+            inner = self.inner
+            if inner is not None and getattr(inner, "wants_opcodes", False):
+                self.inner = inner(frame, event, arg)  # the race detector, under the recorder
+            return self
+        if event == "line":
+            self.sink.lines.append((frame.f_code.co_filename, frame.f_lineno))
+        inner = self.inner
+        if inner is not None:
+            self.inner = inner(frame, event, arg)
+        return self
 
 
 class collecting_lines:

@@ -7,6 +7,7 @@ merged: a story is told in turns, not in scheduler ticks.
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 import traceback
@@ -26,10 +27,21 @@ _DEFAULT_NAME = re.compile(r"^(Task|Thread)-\d+")
 _DEFAULT_NAME_ANYWHERE = re.compile(r"\bTask-\d+\b")
 
 
+#: steps a trace keeps from the start of a run, and from its end; a run of a
+#: million steps (a spin loop up to max_steps) would otherwise need gigabytes
+#: to tell a story whose middle nobody reads
+KEEP_FIRST = 200
+KEEP_LAST = 5_000
+
+
 class Recorder:
     def __init__(self) -> None:
         self.actors: dict[int, ActorInfo] = {}
         self.steps: list[Step] = []
+        #: steps recorded in all; ``steps`` holds the first KEEP_FIRST of them
+        #: and the KEEP_LAST latest (``_tail``, once the head is full)
+        self.count = 0
+        self._tail: collections.deque[Step] = collections.deque(maxlen=KEEP_LAST)
         self.names: Any = None  # ResourceNames, created on first use
         self._hidden: set[int] = set()
         #: asyncio's process-wide task names -> the trace's ("Task-12" -> "Task-5")
@@ -59,9 +71,12 @@ class Recorder:
             SourceLine(filename, lineno, source_line(filename, lineno))
             for filename, lineno in _dedupe(lines)
         )
-        self.steps.append(
-            Step(len(self.steps) + 1, actor, source, operation, resource, preempted, accesses)
-        )
+        self.count += 1
+        step = Step(self.count, actor, source, operation, resource, preempted, accesses)
+        if self.count <= KEEP_FIRST:
+            self.steps.append(step)
+        else:
+            self._tail.append(step)
 
     # -- asyncio -----------------------------------------------------------
     def task_step(
@@ -114,9 +129,21 @@ class Recorder:
                     lambda m: self.renamed.get(m.group(0), m.group(0)), message
                 )
             point = FailurePoint(failure.actor, message, _failure_line(failure))
+        steps = self.steps + list(self._tail)
+        left_out = self.count - len(steps)
+        if left_out:
+            first_kept = self._tail[0]
+            gap = Step(
+                first_kept.index - 1,
+                first_kept.actor,
+                (),
+                f"… {left_out:,} steps left out of the trace (it keeps the first"
+                f" {KEEP_FIRST:,} and the last {KEEP_LAST:,}) …",
+            )
+            steps.insert(KEEP_FIRST, gap)
         return Trace(
             actors=_told_apart(sorted(self.actors.values(), key=lambda a: a.id)),
-            steps=_shared_accesses_only(self.steps),
+            steps=_shared_accesses_only(steps),
             failure=point,
         )
 

@@ -293,11 +293,23 @@ class _Page:
         if not self.elide or len(turns) <= MAX_BLOCKS:
             return numbered
         keep = set(range(len(turns) - 10, len(turns))) | set(range(3))
+        conflict: set[int] = set()
         for i, turn in enumerate(turns):
             if turn.preempted:
                 keep.update((i - 1, i, i + 1))
             if any(self._holds_conflict(turn, line) for line in turn.lines):
                 keep.add(i)
+                conflict.add(i)
+        if len(keep) > 2 * MAX_BLOCKS:
+            # Preempted nearly everywhere (a random walk over a spin loop that ran
+            # into max_steps): the beginning, the end and the latest turns of the
+            # conflict tell the story.
+            ordered = sorted(k for k in keep if 0 <= k < len(turns))
+            keep = (
+                set(ordered[: MAX_BLOCKS // 2])
+                | set(ordered[-MAX_BLOCKS:])
+                | set(sorted(conflict)[-MAX_BLOCKS:])
+            )
         out: list[tuple[int, _Turn | None]] = []
         folded = 0
         for i, item in enumerate(numbered):

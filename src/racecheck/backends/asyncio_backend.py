@@ -1,17 +1,33 @@
 """The asyncio backend: an ``async def`` target on a :class:`ControlledLoop`.
 
-The loop is installed through ``asyncio.Runner(loop_factory=...)`` — never
-through the event loop policy, which is global state other code (pytest
-plugins, the user's own setup) may be relying on.
+The loop is never installed through the event loop policy, which is global
+state other code (pytest plugins, the user's own setup) may be relying on.
+Each schedule runs the target the way ``asyncio.Runner`` would (a copied
+context, then every leftover task cancelled, async generators and the default
+executor shut down), on a loop that is *reused* from one schedule to the next.
+A new ``SelectorEventLoop`` (an epoll fd, a socket pair) costs more than a
+small schedule, so a fresh loop per schedule would mostly measure loop
+creation. Reuse is safe because nothing of a run survives on the loop: its
+ready queue and timers are emptied, its task bookkeeping is reset, and a loop
+the run changed in any way racecheck does not reset (a task factory or
+exception handler set, debug mode, a reader, a signal handler, async
+generators or an executor left, a task that would not die) is closed and
+replaced (:meth:`ControlledLoop._rc_reusable`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable
 from typing import Any
 
-from racecheck.backends.asyncio_loop import ControlledLoop, StandaloneHost
+from racecheck.backends.asyncio_loop import (
+    ControlledLoop,
+    DetectingLoop,
+    StandaloneHost,
+    new_loop,
+)
 from racecheck.engine import Controller, Failure, RunAborted
 from racecheck.errors import UsageError
 
@@ -36,35 +52,51 @@ class AsyncioBackend:
         )
 
     def install(self) -> None:
-        pass
+        self._loop: ControlledLoop | None = None
 
     def uninstall(self) -> None:
-        pass
+        loop, self._loop = getattr(self, "_loop", None), None
+        # Still running: the supervisor gave up on a stuck explorer, whose
+        # run_once closes the loop if it ever unwinds (it is no longer ours).
+        if loop is not None and not loop.is_closed() and not loop.is_running():
+            loop.close()
 
     def enable_detection(self) -> None:
         pass  # task steps are traced one at a time by the controlled loop
 
+    def _loop_for(self, host: StandaloneHost) -> ControlledLoop:
+        loop = getattr(self, "_loop", None)
+        detecting = host.controller.detector is not None
+        if (
+            loop is not None
+            and isinstance(loop, DetectingLoop) == detecting
+            and loop._rc_reusable()
+        ):
+            loop._rc_rebind(host)
+            return loop
+        if loop is not None and not loop.is_closed():
+            loop.close()
+        loop = self._loop = new_loop(host)
+        return loop
+
     def run_once(self, controller: Controller) -> None:
         host = StandaloneHost(controller)
-        loops: list[ControlledLoop] = []
-
-        def factory() -> ControlledLoop:
-            loop = ControlledLoop(host)
-            loops.append(loop)
-            return loop
-
+        loop = self._loop_for(host)
         raiser: int | None = 1
         try:
-            with asyncio.Runner(loop_factory=factory) as runner:
+            try:
                 try:
-                    runner.run(self.target())
+                    task = loop.create_task(self.target(), context=contextvars.copy_context())
+                    loop.run_until_complete(task)
                 except RunAborted:
                     raise
                 except BaseException as exc:
-                    # Before the runner closes the loop and forgets its tasks.
-                    raiser = _raiser(loops[0], exc) if loops else None
+                    # Before the tasks are cancelled and forgotten.
+                    raiser = _raiser(loop, exc)
                     raise
-                check_unretrieved(loops[0], controller)
+                check_unretrieved(loop, controller)
+            finally:
+                _wind_down(loop)
         except RunAborted:
             pass
         except BaseException as exc:
@@ -83,8 +115,47 @@ class AsyncioBackend:
                 controller.fail(Failure("exception", exc, actor=raiser))
         finally:
             # self-pipe writes: call_soon_threadsafe, from a thread racecheck does not run
-            if host.waited_outside or any(loop._rc_wakeups for loop in loops):
+            if host.waited_outside or loop._rc_wakeups:
                 self.runs_waiting_outside += 1
+            if self._loop is not loop or loop.is_closed() or not loop._rc_reusable():
+                if self._loop is loop:
+                    self._loop = None
+                if not loop.is_closed():
+                    loop.close()
+            loop._rc_forget()
+
+
+def _wind_down(loop: ControlledLoop) -> None:
+    """What ``asyncio.Runner.close`` does before it closes the loop, when there is work.
+
+    Leftover tasks are cancelled and run to their end; async generators and
+    the default executor are shut down (which makes the loop one that will
+    not be reused: it remembers those shutdowns).
+    """
+    if loop.is_closed():
+        return
+    loop._rc_tasks_left = True  # until every task is seen finished
+    pending = asyncio.all_tasks(loop)
+    if pending:
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        for task in pending:
+            if task.cancelled():
+                continue
+            if task.exception() is not None:
+                loop.call_exception_handler(
+                    {
+                        "message": "unhandled exception during asyncio.run() shutdown",
+                        "exception": task.exception(),
+                        "task": task,
+                    }
+                )
+    if loop._asyncgens:  # type: ignore[attr-defined]
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    if loop._default_executor is not None:  # type: ignore[attr-defined]
+        loop.run_until_complete(loop.shutdown_default_executor())
+    loop._rc_tasks_left = any(not task.done() for task in pending)
 
 
 def _raiser(loop: ControlledLoop, exc: BaseException) -> int | None:

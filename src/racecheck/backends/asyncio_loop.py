@@ -86,18 +86,60 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def __init__(self, host: LoopHost) -> None:
         super().__init__()
-        self._rc_host = host
-        self._rc_controller = host.controller
         self._rc_ids: dict[asyncio.Task[Any], int] = {}
         #: the same actors keyed by id(task), for the ready scan
         self._rc_actor_of: dict[int, int] = {}
+        self._rc_rebind(host)
+        #: a task of the last run would not finish (see asyncio_backend._wind_down)
+        self._rc_tasks_left = False
+        self.set_exception_handler(_record_callback_error)
+        self._rc_debug = self.get_debug()
+
+    def _rc_rebind(self, host: LoopHost) -> None:
+        """Start a run on this loop: everything per run starts over."""
+        self._rc_host = host
+        self._rc_controller = host.controller
+        self._rc_records_steps = host.records_steps
+        #: the engine's decide, when the host adds nothing to it (one Python call less a step)
+        self._rc_decide = host.controller.decide if type(host) is StandaloneHost else None
+        self._rc_ids.clear()
+        self._rc_actor_of.clear()
         self._rc_next_id = host_next_id(host)
         self._rc_threads_at_start = threading.active_count()
         #: counts self-pipe writes (call_soon_threadsafe): the only thing that
         #: wakes a loop idle in select(), besides its own timers
         self._rc_wakeups = 0
         self._rc_serials = iter(range(1 << 40, 1 << 41))
-        self.set_exception_handler(_record_callback_error)
+
+    def _rc_forget(self) -> None:
+        """End a run: drop what it left queued, as ``close`` would, and its tasks."""
+        self._ready.clear()
+        for handle in self._scheduled:
+            handle._scheduled = False
+        self._scheduled.clear()
+        self._timer_cancelled_count = 0
+        self._rc_ids.clear()
+        self._rc_actor_of.clear()
+
+    def _rc_reusable(self) -> bool:
+        """May the next run use this loop? Only if the last one left nothing on it
+        that :meth:`_rc_rebind` and :meth:`_rc_forget` do not reset."""
+        return (
+            not self.is_closed()
+            and not self.is_running()
+            and not self._stopping
+            and self._rc_wakeups == 0
+            and self._exception_handler is _record_callback_error  # type: ignore[attr-defined]
+            and self.get_task_factory() is None
+            and self.get_debug() == self._rc_debug
+            and not self._asyncgens  # type: ignore[attr-defined]
+            and not self._asyncgens_shutdown_called  # type: ignore[attr-defined]
+            and self._default_executor is None  # type: ignore[attr-defined]
+            and not getattr(self, "_executor_shutdown_called", False)
+            and not getattr(self, "_signal_handlers", None)
+            and len(self._selector.get_map()) <= 1
+            and not self._rc_tasks_left
+        )
 
     def close(self) -> None:
         super().close()
@@ -117,27 +159,6 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         if task._source_traceback:  # type: ignore[attr-defined]
             del task._source_traceback[-1]  # type: ignore[attr-defined]
         return task
-
-    def _call_soon(self, callback: Any, args: Any, context: Any) -> Any:
-        handle = super()._call_soon(callback, args, context)  # type: ignore[misc]
-        if self._rc_controller.detector is not None:
-            self._rc_host.detect_scheduled(handle)
-        return handle
-
-    def call_at(  # type: ignore[override]
-        self, when: float, callback: Any, *args: Any, context: Any = None
-    ) -> Any:
-        handle = super().call_at(when, callback, *args, context=context)
-        if self._rc_controller.detector is not None:
-            self._rc_host.detect_scheduled(handle)
-        return handle
-
-    def call_soon_threadsafe(  # type: ignore[override]
-        self, callback: Any, *args: Any, context: Any = None
-    ) -> Any:
-        if self._rc_controller.detector is not None:
-            self._rc_host.detect_threadsafe_call(self)
-        return super().call_soon_threadsafe(callback, *args, context=context)
 
     def _write_to_self(self) -> None:
         self._rc_wakeups += 1
@@ -197,17 +218,22 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             tasks.append(task)
             positions.append(position)
             ids.append(actor)
-        choice = self._rc_host.choose_task(self, ids)
+        decide = self._rc_decide
+        choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
         # Nothing is removed before the choice: a chooser that raises leaves
         # the ready queue exactly as it was.
         position = positions[choice]
         handle = ready[position]
         del ready[position]
-        if not self._rc_host.records_steps:
+        if not self._rc_records_steps:
             handle._run()  # a thread's loop: the thread's tracer watches the step
             return
-        actor, task, controller = ids[choice], tasks[choice], self._rc_controller
+        controller = self._rc_controller
         detector = controller.detector
+        if detector is None and controller.recorder is None and controller.accesses is None:
+            handle._run()  # exploring: nothing to watch, the hot path
+            return
+        actor, task = ids[choice], tasks[choice]
         if detector is None or controller.aborting:
             self._rc_observe_step(actor, task, handle, choice != 0)
             return
@@ -285,6 +311,42 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         """
         name = getattr(func, "__qualname__", None) or type(func).__name__
         return self.create_task(_inline(func, args), name=f"executor · {name}")
+
+
+class DetectingLoop(ControlledLoop):
+    """A ControlledLoop that tells the race detector who scheduled each callback.
+
+    A separate class, so that a run without the detector pays nothing for
+    it: ``call_soon`` is on asyncio's hottest path.
+    """
+
+    def _call_soon(self, callback: Any, args: Any, context: Any) -> Any:
+        handle = super()._call_soon(callback, args, context)  # type: ignore[misc]
+        if self._rc_controller.detector is not None:
+            self._rc_host.detect_scheduled(handle)
+        return handle
+
+    def call_at(  # type: ignore[override]
+        self, when: float, callback: Any, *args: Any, context: Any = None
+    ) -> Any:
+        handle = super().call_at(when, callback, *args, context=context)
+        if self._rc_controller.detector is not None:
+            self._rc_host.detect_scheduled(handle)
+        return handle
+
+    def call_soon_threadsafe(  # type: ignore[override]
+        self, callback: Any, *args: Any, context: Any = None
+    ) -> Any:
+        if self._rc_controller.detector is not None:
+            self._rc_host.detect_threadsafe_call(self)
+        return super().call_soon_threadsafe(callback, *args, context=context)
+
+
+def new_loop(host: LoopHost) -> ControlledLoop:
+    """The loop for a run: with the detector's hooks only when the run detects."""
+    if host.controller.detector is not None:
+        return DetectingLoop(host)
+    return ControlledLoop(host)
 
 
 def host_next_id(host: LoopHost) -> Callable[[], int]:

@@ -92,9 +92,14 @@ def run(args: Any) -> int:
     if not args.no_overhead:
         from racecheck.bench.overhead import overhead
 
+        rounds = 5
         print()
+        print(
+            f"overhead: {args.schedules} schedules per measurement, median of {rounds} rounds;"
+            " plain = the same workload uninstrumented (asyncio: one reused event loop)"
+        )
         print(f"{'workload':<40} {'plain/s':>10} {'racecheck/s':>12} {'cost':>7}")
-        for row in overhead(args.schedules):
+        for row in overhead(args.schedules, rounds):
             print(
                 f"{row['workload']:<40} {row['uninstrumented_per_s']:>10.0f}"
                 f" {row['racecheck_per_s']:>12.0f} {row['cost_ratio']:>6.2f}x"

@@ -7,6 +7,7 @@ far as it can. Nothing here asserts a timing: numbers are printed, not tested.
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -15,18 +16,37 @@ import racecheck
 from racecheck.bench.workloads import asyncio_deposits, two_threads
 
 
-def _rate(func: Callable[[], Any], count: int) -> float:
+def _seconds(func: Callable[[], Any]) -> float:
     start = time.perf_counter()
     func()
-    return count / (time.perf_counter() - start)
+    return time.perf_counter() - start
 
 
-def overhead(schedules: int = 2000) -> list[dict[str, Any]]:
+def overhead(schedules: int = 2000, rounds: int = 5) -> list[dict[str, Any]]:
+    """The cost of each controlled run against its baseline, in one process.
+
+    Each row runs its baseline and its controlled version back to back,
+    ``rounds`` times, and reports medians: the machine may be shared, and a
+    burst of someone else's load then spoils one round, not the ratio.
+
+    Baselines, the strictest fair ones:
+    - asyncio: the same coroutine run ``schedules`` times on *one reused*
+      plain event loop (``loop.run_until_complete``), not ``asyncio.run``,
+      which pays for a new loop every time;
+    - threads: the same function run ``schedules`` times, each run starting
+      and joining its two real OS threads;
+    - the ``detect=True`` rows: racecheck on the same workload without the
+      detector, so the ratio is what the detector adds.
+    """
     rows = []
 
     def plain_asyncio() -> None:
-        for _ in range(schedules):
-            asyncio.run(asyncio_deposits())
+        loop = asyncio.new_event_loop()
+        try:
+            for _ in range(schedules):
+                loop.run_until_complete(asyncio_deposits())
+        finally:
+            loop.close()
 
     def controlled_asyncio() -> None:
         racecheck.check(asyncio_deposits, strategy="random", schedules=schedules, seed=0)
@@ -46,23 +66,30 @@ def overhead(schedules: int = 2000) -> list[dict[str, Any]]:
     def detected_threads() -> None:
         racecheck.check(two_threads, strategy="pct", schedules=schedules, seed=0, detect=True)
 
-    # The last two rows price the race detector: their "plain" is racecheck
-    # without it, so the ratio is what detect=True costs on top.
     for name, plain, controlled in (
         ("asyncio: 3 tasks, lock, gather", plain_asyncio, controlled_asyncio),
         ("threads: 2 threads x ~10 traced lines", plain_threads, controlled_threads),
         ("asyncio, detect=True vs racecheck", controlled_asyncio, detected_asyncio),
         ("threads, detect=True vs racecheck", controlled_threads, detected_threads),
     ):
-        _rate(plain, schedules)  # warm up imports and caches
-        base = _rate(plain, schedules)
-        rate = _rate(controlled, schedules)
+        plain()  # warm up imports and caches
+        controlled()
+        bases: list[float] = []
+        runs: list[float] = []
+        ratios: list[float] = []
+        for _ in range(rounds):
+            base = _seconds(plain)
+            run = _seconds(controlled)
+            bases.append(base)
+            runs.append(run)
+            ratios.append(run / base)
         rows.append(
             {
                 "workload": name,
-                "uninstrumented_per_s": base,
-                "racecheck_per_s": rate,
-                "cost_ratio": base / rate,
+                "uninstrumented_per_s": schedules / statistics.median(bases),
+                "racecheck_per_s": schedules / statistics.median(runs),
+                "cost_ratio": statistics.median(ratios),
+                "ratios": ratios,
             }
         )
     return rows

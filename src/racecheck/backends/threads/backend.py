@@ -22,9 +22,10 @@ from typing import Any
 
 from racecheck.backends.threads import primitives
 from racecheck.backends.threads.adopt import Adoption, adopt
-from racecheck.backends.threads.pool import ThreadPool, Worker
+from racecheck.backends.threads.pool import ThreadPool
+from racecheck.backends.threads.pool import mark_stopped as pool_mark_stopped
 from racecheck.backends.threads.primitives import STATE
-from racecheck.backends.threads.runtime import Actor, ThreadRuntime, get_ident
+from racecheck.backends.threads.runtime import Actor, ThreadRuntime
 from racecheck.backends.threads.tracer import make_tracer
 from racecheck.engine import Controller, RunAborted
 from racecheck.errors import UsageError
@@ -232,12 +233,21 @@ def describe_blocked(name: str, frame: Any) -> str:
 
 
 def _reap(runtime: ThreadRuntime) -> None:
-    """Wait for every actor's OS thread to end, so no run leaks into the next."""
-    if runtime.live:
-        runtime.abort_all()
+    """Make sure no actor's code runs on into the next run.
+
+    An actor that finished ran its last user code before it handed the baton
+    on; its worker is only finishing racecheck's bookkeeping, which the next
+    ``lend`` waits for if it needs that worker. Actors still alive (a run
+    that was aborted) are unwound here; a worker that does not come back in
+    time is blocked in C and is never lent again.
+    """
     pool: ThreadPool = runtime.pool  # type: ignore[attr-defined]
+    if not runtime.live:
+        return
+    runtime.abort_all()
     for worker in runtime.used_workers:  # type: ignore[attr-defined]
-        pool.wait_idle(worker, _JOIN_GRACE)
+        if not pool.wait_idle(worker, _JOIN_GRACE):
+            pool.forget(worker)
 
 
 # -- Thread methods ---------------------------------------------------------------
@@ -290,10 +300,10 @@ def _start(self: threading.Thread) -> None:
     run = self.run
 
     def actor_main() -> None:
-        actor.ident = get_ident()
-        runtime.by_ident[actor.ident] = actor
-        actor.gate.acquire()
+        # The worker woke on its wake lock, which is this actor's gate: it
+        # holds the baton already.
         if runtime.controller.aborting:
+            pool_mark_stopped(self, worker)
             runtime.exit(actor)
             return
         tracer = runtime.tracer  # type: ignore[attr-defined]
@@ -307,18 +317,21 @@ def _start(self: threading.Thread) -> None:
                 runtime.fail_exception(actor, exc)
         finally:
             tracer.disable_thread()
+            # Stopped before the baton moves on: whoever joins it next finds
+            # the Thread finished, with no wait for the worker's tail.
+            pool_mark_stopped(self, worker)
             runtime.exit(actor)
 
     pool: ThreadPool = runtime.pool  # type: ignore[attr-defined]
     me.passthrough += 1  # a new worker's own Thread handshake must be the real one
     try:
-        self._racecheck_worker = pool.lend(  # type: ignore[attr-defined]
-            self,
-            actor_main,
-            runtime.used_workers,  # type: ignore[attr-defined]
-        )
+        worker = pool.lend(self, actor_main, runtime.used_workers)  # type: ignore[attr-defined]
     finally:
         me.passthrough -= 1
+    self._racecheck_worker = worker  # type: ignore[attr-defined]
+    actor.gate = worker.wake  # the worker runs the first time the actor is chosen
+    actor.ident = worker.ident
+    runtime.by_ident[worker.ident] = actor
     runtime.point(me, f"start {name}")
 
 
@@ -344,10 +357,6 @@ def _join(self: threading.Thread, timeout: float | None = None) -> None:
     detector = runtime.controller.detector
     if target.finished and detector is not None:
         detector.joined(me.id, target.id)
-    worker: Worker | None = getattr(self, "_racecheck_worker", None)
-    if target.finished and worker is not None:
-        # The worker is finishing its bookkeeping (marking the Thread stopped).
-        runtime.pool.wait_idle(worker, _JOIN_GRACE)  # type: ignore[attr-defined]
 
 
 def _is_alive(self: threading.Thread) -> bool:
@@ -360,12 +369,12 @@ def _is_alive(self: threading.Thread) -> bool:
 
 # -- event loops created inside the run ---------------------------------------------
 def _new_event_loop() -> asyncio.AbstractEventLoop:
-    from racecheck.backends.asyncio_loop import ControlledLoop
+    from racecheck.backends.asyncio_loop import new_loop
 
     runtime = STATE.runtime
     if runtime is None or runtime.me() is None:
         return asyncio.SelectorEventLoop()
-    return ControlledLoop(ThreadHost(runtime))
+    return new_loop(ThreadHost(runtime))
 
 
 class ThreadHost:

@@ -11,12 +11,19 @@ thread handle on 3.13+), so it keeps behaving after racecheck unpatches.
 A worker is never lent twice within one run, so two threads of one schedule
 never share thread-local state. Each job runs in a fresh ``contextvars``
 context, as a new thread would.
+
+Speed: a lent worker's wake lock *is* its actor's gate (see
+:meth:`ThreadPool.lend`). The worker does not wake when the Thread starts,
+only when the scheduler first hands it the baton, so starting a thread costs
+no wake-up of its own and no second thread fighting for the GIL. The Thread is
+marked stopped by the actor itself before it hands the baton on
+(:func:`mark_stopped`), so ``join`` need not wait for the worker's tail, and
+the next run waits for a worker only if it picks one still in that tail.
 """
 
 from __future__ import annotations
 
 import _thread
-import collections
 import contextvars
 import threading
 import time
@@ -31,50 +38,65 @@ _JOIN = threading.Thread.join
 
 
 class Worker:
-    __slots__ = ("busy", "ident", "job", "native_id", "thread", "wake")
+    __slots__ = ("busy", "ident", "job", "native_id", "stopped", "thread", "wake")
 
     def __init__(self) -> None:
+        #: locked while parked; lent, it is the actor's gate (released = may run)
         self.wake = _allocate_lock()
         self.wake.acquire()
         self.job: Callable[[], None] | None = None
-        self.busy = _allocate_lock()  # held while a job runs
+        self.busy = _allocate_lock()  # held from lend until the job's tail is done
         self.thread: threading.Thread | None = None
         self.ident = 0
         self.native_id = 0
+        #: the lent Thread was marked stopped (by mark_stopped or the job's tail)
+        self.stopped = True
 
 
 class ThreadPool:
     def __init__(self, start_thread: Callable[[threading.Thread], None]) -> None:
         self._start_thread = start_thread
-        self._idle: collections.deque[Worker] = collections.deque()
         self._all: list[Worker] = []
         self._closed = False
 
     def lend(self, thread: threading.Thread, run: Callable[[], None], used: set[Worker]) -> Worker:
-        """Run ``run`` as ``thread`` on a parked worker not yet used in this run."""
+        """Prepare ``run`` as ``thread`` on a worker not yet used in this run.
+
+        The worker does not start yet: it runs ``run`` once its wake lock,
+        returned as ``worker.wake`` and used as the actor's gate, is released
+        by the scheduler. Workers are taken in creation order, so a schedule
+        uses the same OS threads whatever the timing of the previous run.
+        """
         worker = None
-        for _ in range(len(self._idle)):
-            candidate = self._idle.popleft()
-            if candidate in used:
-                self._idle.append(candidate)
-                continue
-            worker = candidate
-            break
+        for candidate in self._all:
+            if candidate not in used:
+                worker = candidate
+                break
         if worker is None:
             worker = self._spawn()
         used.add(worker)
+        # Held only by a job's tail (pure racecheck bookkeeping, microseconds)
+        # or by a worker lost in C, which _reap has already dropped from _all.
         worker.busy.acquire()
+        # A gate released twice while an aborted run unwound may have left the
+        # wake lock open: close it, or the job would start without the baton.
+        worker.wake.acquire(False)
         _present_as(thread, worker)
+        worker.stopped = False
 
         def job() -> None:
             try:
                 contextvars.Context().run(run)
             finally:
-                _mark_stopped(thread, worker)
+                mark_stopped(thread, worker)
 
         worker.job = job
-        worker.wake.release()
         return worker
+
+    def forget(self, worker: Worker) -> None:
+        """Drop a worker that did not come back (blocked in C): never lend it again."""
+        if worker in self._all:
+            self._all.remove(worker)
 
     def _spawn(self) -> Worker:
         worker = Worker()
@@ -88,19 +110,19 @@ class ThreadPool:
             ready.release()
             while True:
                 worker.wake.acquire()
-                job = worker.job
+                job, worker.job = worker.job, None
                 if job is None:
-                    return
+                    if self._closed:
+                        return
+                    continue  # a stray release of an aborted run's gate
                 try:
                     job()
                 finally:
-                    worker.job = None
                     worker.busy.release()
                 if self._closed:
                     # Closed while this job ran (an aborted run still
                     # unwinding): nobody would ever wake this worker again.
                     return
-                self._idle.append(worker)
 
         thread = threading.Thread(
             target=loop, name=f"racecheck-worker-{len(self._all) + 1}", daemon=True
@@ -134,7 +156,6 @@ class ThreadPool:
                     worker.wake.release()
                 except RuntimeError:
                     pass
-        self._idle.clear()
         deadline = time.monotonic() + grace
         for worker in workers:
             thread = worker.thread
@@ -158,7 +179,11 @@ def _present_as(thread: threading.Thread, worker: Worker) -> None:
     threading._active[worker.ident] = thread  # type: ignore[attr-defined]
 
 
-def _mark_stopped(thread: threading.Thread, worker: Worker) -> None:
+def mark_stopped(thread: threading.Thread, worker: Worker) -> None:
+    """Mark ``thread`` finished as CPython would; once per lend."""
+    if worker.stopped:
+        return
+    worker.stopped = True
     handle = getattr(thread, "_handle", None)
     if handle is not None and hasattr(handle, "_set_done"):
         handle._set_done()  # 3.13+
