@@ -24,10 +24,10 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from racecheck.errors import StuckError
+from racecheck.failure import Failure
 from racecheck.linetrace import inheritable_trace
 from racecheck.schedule import Decision
 
@@ -41,14 +41,6 @@ class RunAborted(BaseException):
 
     A BaseException so that ``except Exception`` in user code cannot swallow it.
     """
-
-
-@dataclass
-class Failure:
-    kind: str  # "exception" | "deadlock" | "step-limit" | "stuck"
-    cause: BaseException | None
-    detail: str = ""
-    actor: int | None = None
 
 
 #: decisions a run may still take while it unwinds after a failure

@@ -347,8 +347,8 @@ class ThreadRuntime:
 
     # -- reports ----------------------------------------------------------------
     def describe_deadlock(self) -> str:
-        from racecheck.backends.asyncio_waits import ResourceNames
         from racecheck.backends.threads.primitives import describe_holder
+        from racecheck.failure import ResourceNames
 
         names = self.recorder.resources() if self.recorder is not None else ResourceNames()
         frames = sys._current_frames()
