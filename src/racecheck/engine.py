@@ -32,6 +32,7 @@ from racecheck.linetrace import inheritable_trace
 from racecheck.schedule import Decision
 
 if TYPE_CHECKING:
+    from racecheck.accesses import StepLog
     from racecheck.recorder import Recorder
     from racecheck.strategies.base import Chooser
 
@@ -70,6 +71,7 @@ class Controller:
         "now",
         "recorder",
         "scheduling_steps",
+        "steplog",
         "steps",
         "streak",
         "teardown_steps",
@@ -97,6 +99,8 @@ class Controller:
         #: unlike ``steps`` it leaves out an actor running alone and plain
         #: callbacks, which no strategy could reorder. PCT measures runs in it.
         self.scheduling_steps = 0
+        #: what each step touched, for strategies that observe it (DPOR); None otherwise
+        self.steplog: StepLog | None = None
 
     def decide(self, candidates: Sequence[int]) -> int:
         """Index of the actor to run next; ``candidates[0]`` is the natural order."""
@@ -117,6 +121,15 @@ class Controller:
                 )
             )
             raise RunAborted()
+        log = self.steplog
+        if log is not None:
+            try:
+                log.begin(self.chooser, candidates)
+            except BaseException as exc:  # the strategy saw the run leave its prefix
+                self.internal_error = exc
+                self.aborting = True
+                raise RunAborted() from None
+            log.actor = candidates[0]  # until the choice says otherwise
         if len(candidates) == 1:
             return 0
         offered = candidates
@@ -138,12 +151,19 @@ class Controller:
         if skipped >= 0 and choice >= skipped:
             choice += 1
         chosen = candidates[choice]
+        if log is not None:
+            log.actor = chosen
         if chosen == self.last_actor:
             self.streak += 1
         else:
             self.last_actor = chosen
             self.streak = 1
         return choice
+
+    def close_steps(self) -> None:
+        """The run is over: hand its last step to the chooser (see racecheck.accesses)."""
+        if self.steplog is not None:
+            self.steplog.close(self.chooser)
 
     def tick(self) -> None:
         """Count a step that involves no choice (a plain callback), for the bound."""

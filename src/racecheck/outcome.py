@@ -43,9 +43,14 @@ class Report:
     #: reasons this green run may prove less than it seems (code racecheck
     #: could not see, a tracer that was replaced); never empty when it matters
     warnings: list[str] = field(default_factory=list)
+    #: True only when every non-equivalent interleaving ran with no bound and
+    #: every conflict was observed (strategy "dpor"): a proof for this program
+    verified: bool = False
 
     def __str__(self) -> str:
         done = "exhausted the bounded space" if self.exhausted else "no failure"
+        if self.verified:
+            done = "verified"
         lines = [
             f"racecheck: {self.schedules_run} schedules ({self.strategy}, seed {self.seed},"
             f" {self.backend}): {done}"

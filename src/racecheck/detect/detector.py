@@ -189,6 +189,10 @@ class Detector:
         self.descriptors: dict[tuple[type, str], bool] = {}
         #: frame -> closure variable -> its cell (frames stay alive through ``keep``)
         self.cells: dict[FrameType, dict[str, Any]] = {}
+        #: racecheck.accesses.StepLog fed every access and hand-off (DPOR); with
+        #: ``record_only`` the detector only feeds it and never reports
+        self.access_log: Any = None
+        self.record_only = False
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -208,6 +212,8 @@ class Detector:
         self.signals[hb][hb] = clock[hb]
 
     def release(self, hb: int, obj: Any, signal: bool = True) -> None:
+        if self.access_log is not None:
+            self.access_log.sync(obj)
         clock = self._clock(hb)
         entry = self.sync.get(id(obj))
         if entry is None:
@@ -218,6 +224,8 @@ class Detector:
         self._tick(hb)
 
     def acquire(self, hb: int, obj: Any, signal: bool = True) -> None:
+        if self.access_log is not None:
+            self.access_log.sync(obj)
         entry = self.sync.get(id(obj))
         if entry is not None:
             _join(self._clock(hb), entry[1])
@@ -662,6 +670,10 @@ class Detector:
         atomic: bool = False,
         stale_only: bool = False,
     ) -> None:
+        if self.access_log is not None:
+            self.access_log.touch(obj, key, write)
+            if self.record_only:
+                return
         if action is None:
             action = "wrote" if write else "read"
         oid = id(obj)

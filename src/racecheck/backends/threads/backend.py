@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from racecheck.backends.threads import primitives
@@ -298,8 +299,11 @@ def _start(self: threading.Thread) -> None:
             return
         tracer = runtime.tracer  # type: ignore[attr-defined]
         tracer.enable_thread(runtime)
+        steplog = runtime.controller.steplog
+        watching = steplog.watching() if steplog is not None else nullcontext()
         try:
-            run()
+            with watching:  # DPOR: this thread's C calls and primitives (racecheck.accesses)
+                run()
         except RunAborted:
             pass
         except BaseException as exc:
