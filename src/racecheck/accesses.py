@@ -7,9 +7,12 @@ every step, the list of :data:`Access` records the step made. Every access is
 ``(object, key, write)``:
 
 * ``object`` is an *ordinal*: objects are numbered in the order a run first
-  touches them. Two runs that share a prefix of decisions number the objects
-  of that prefix alike, which lets DPOR compare a step of one run with a step
-  of another (sleep sets); ``id()`` could not.
+  touches them, so a run's records compare exactly within the run. Across
+  runs (sleep sets compare a step of one run with a step of another) objects
+  are compared by type name only: two objects of one type may be taken for
+  one (more conflicts, never fewer). Numbering by first touch cannot carry
+  across runs: racecheck's own machinery (a thread pool made on first use)
+  touches objects in the first run that later runs do not.
 * ``key`` is an attribute name, a container item or :data:`ANY` (the whole
   object: iteration, ``len``, a C method that may change anything in it).
   Keys that are objects are reduced to their type, which merges keys but never
@@ -52,8 +55,8 @@ from typing import Any, Protocol
 
 from racecheck.sources import is_user_file
 
-#: (object ordinal, key, write)
-Access = tuple[int, Hashable, bool]
+#: (object ordinal, key, write, the object's type name)
+Access = tuple[int, Hashable, bool, str]
 
 #: the whole object: conflicts with every key of it
 ANY: Hashable = ("<any>",)
@@ -273,6 +276,26 @@ def _runtime_dirs() -> tuple[str, ...]:
 
 #: where the runtimes' primitives live (asyncio, trio): their methods' calls are sync operations
 _RUNTIME_DIRS = _runtime_dirs()
+_THREADS_DIR = os.path.join(_RACECHECK_DIR, "backends", "threads") + os.sep
+#: racecheck's controlled thread primitives: every method call on one is a sync operation
+_OWN_PRIMITIVES = (_THREADS_DIR + "primitives.py", _THREADS_DIR + "adopt.py")
+#: threading.Thread's methods as the threads backend patches them
+_THREAD_METHODS = frozenset(("_start", "_join", "_is_alive"))
+_FOREIGN, _OWN = 1, 2
+
+
+def _runtime_kind(code: Any) -> int:
+    """0: not a primitive's code; _FOREIGN: asyncio/trio (check the type); _OWN: racecheck's."""
+    if not code.co_argcount:
+        return 0
+    filename = code.co_filename
+    if filename in _OWN_PRIMITIVES:
+        return _OWN
+    if filename == _THREADS_DIR + "backend.py" and code.co_name in _THREAD_METHODS:
+        return _OWN
+    if filename.startswith(_RUNTIME_DIRS):
+        return _FOREIGN
+    return 0
 
 
 def _sync_types() -> tuple[type, ...]:
@@ -325,9 +348,11 @@ class StepLog:
         self.actor: int | None = None
         self.enabled: tuple[int, ...] = ()
         self.step = 0
+        #: actor -> containers it started iterating (each later step of it reads them)
+        self.iterating: dict[int, dict[Access, None]] = {}
         self._sync = _sync_types()
         self._user: dict[Any, bool] = {}
-        self._runtime_code: dict[Any, bool] = {}
+        self._runtime_code: dict[Any, int] = {}
         self._verdict: dict[Any, str | None] = {}
 
     # -- the feeds -------------------------------------------------------------------
@@ -347,18 +372,32 @@ class StepLog:
             return tuple(self.stable(part) for part in key)
         return ("<key of type>", type(key).__qualname__)
 
-    def touch(self, obj: Any, key: Any, write: bool) -> None:
-        """An attribute, item or whole-object access in traced code (the detector's feed)."""
-        self.current.append((self.ordinal(obj), ANY if key == _WHOLE else self.stable(key), write))
+    def touch(self, obj: Any, key: Any, write: bool, iterating: bool = False) -> None:
+        """An attribute, item or whole-object access in traced code (the detector's feed).
+
+        ``iterating``: a ``for`` loop started over ``obj``. The loop goes on
+        reading it in the actor's later steps, where no access is reported,
+        so every later step of the actor reads it too (conservatively, to the
+        actor's end).
+        """
+        access = (
+            self.ordinal(obj),
+            ANY if key == _WHOLE else self.stable(key),
+            write,
+            type(obj).__qualname__,
+        )
+        self.current.append(access)
+        if iterating and self.actor is not None:
+            self.iterating.setdefault(self.actor, {})[(access[0], ANY, False, access[3])] = None
 
     def sync(self, obj: Any) -> None:
         """An operation on a synchronisation primitive: a write to it."""
         if obj is not None:
-            self.current.append((self.ordinal(obj), SYNC, True))
+            self.current.append((self.ordinal(obj), SYNC, True, type(obj).__qualname__))
 
     def opaque(self) -> None:
         """The step did something that cannot be placed: it conflicts with everything."""
-        self.current.append((OPAQUE, ANY, True))
+        self.current.append((OPAQUE, ANY, True, ""))
 
     def blind_spot(self, why: str) -> None:
         self.blind[why] = None
@@ -375,6 +414,9 @@ class StepLog:
         if actor is not None:
             self.actor = None
             accesses, self.current = tuple(self.current), []
+            loops = self.iterating.get(actor)
+            if loops:
+                accesses += tuple(loops)
             chooser.observe(self.step, actor, accesses, self.enabled)
             self.step += 1
         else:
@@ -420,12 +462,10 @@ class StepLog:
                 code = frame.f_code
                 runtime = runtime_code.get(code)
                 if runtime is None:
-                    runtime = runtime_code[code] = code.co_argcount > 0 and (
-                        code.co_filename.startswith(_RUNTIME_DIRS)
-                    )
+                    runtime = runtime_code[code] = _runtime_kind(code)
                 if runtime:
                     owner = frame.f_locals.get("self")
-                    if owner is not None and isinstance(owner, sync_types):
+                    if owner is not None and (runtime == _OWN or isinstance(owner, sync_types)):
                         self.sync(getattr(owner, "_state", owner))  # trio channels share one
                         return
                 caller = frame.f_back
@@ -450,7 +490,9 @@ class StepLog:
         if name == "cancel":
             self.opaque()  # changes what another actor's next step does
             return
-        self.current.append((self.ordinal(owner), ANY, name not in _READ_ONLY))
+        self.current.append(
+            (self.ordinal(owner), ANY, name not in _READ_ONLY, type(owner).__qualname__)
+        )
 
     def _entered_library(self, frame: FrameType) -> None:
         code = frame.f_code

@@ -671,7 +671,7 @@ class Detector:
         stale_only: bool = False,
     ) -> None:
         if self.access_log is not None:
-            self.access_log.touch(obj, key, write)
+            self.access_log.touch(obj, key, write, action == "iterated")
             if self.record_only:
                 return
         if action is None:

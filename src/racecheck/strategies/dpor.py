@@ -32,10 +32,9 @@ natural order). Reduction and a bound do not compose into a guarantee (a trace
 may have its only representative beyond the bound), so a bounded search
 reports what it covered and is never "verified".
 
-Objects are compared across runs by the order a run first touched them (see
-:class:`racecheck.accesses.StepLog`); an object first touched after the state
-a sleeping actor was put to sleep at is compared conservatively (as if it
-were every such object).
+Within a run objects are told apart exactly; a sleeping actor's step, recorded
+in an earlier run, is compared with this run's steps by type of object (see
+:mod:`racecheck.accesses`): conservative, never missing a conflict.
 """
 
 from __future__ import annotations
@@ -48,20 +47,18 @@ from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
 from racecheck.strategies.exhaustive import NondeterminismError
 
-#: ordinals of objects first touched after a sleeper's state, merged into one
-_FRESH = -3
-
-#: object ordinal -> key -> written?
-Index = dict[int, dict[Hashable, bool]]
+#: object (ordinal within a run, type name across runs) -> key -> written?
+Index = dict[Hashable, dict[Hashable, bool]]
 
 
 @dataclass
 class _Event:
     actor: int
     accesses: tuple[Access, ...]
-    #: objects a run has numbered before this step, at least (see the module notes)
-    base: int
+    #: by object, exact within the run
     index: Index = field(default_factory=dict)
+    #: by type of object, to compare with another run's step (sleep sets)
+    typed: Index = field(default_factory=dict)
     opaque: bool = False
     final: bool = False
 
@@ -70,37 +67,25 @@ class _Event:
         if self.final:
             return
         self.final = True
-        extra: list[Access] = [(ACTOR, self.actor, False)]
+        extra: list[Access] = [(ACTOR, self.actor, False, "")]
         changed = set(enabled_before) ^ set(enabled_after)
         changed.discard(self.actor)
-        extra += [(ACTOR, actor, True) for actor in sorted(changed)]
+        extra += [(ACTOR, actor, True, "") for actor in sorted(changed)]
         self.accesses = (*self.accesses, *extra)
-        self.index = _index(self.accesses)
+        self.index = _index(self.accesses, typed=False)
+        self.typed = _index(self.accesses, typed=True)
         self.opaque = OPAQUE in self.index
 
 
-def _index(accesses: Sequence[Access]) -> Index:
+def _index(accesses: Sequence[Access], typed: bool) -> Index:
     index: Index = {}
-    for obj, key, write in accesses:
-        keys = index.get(obj)
+    for obj, key, write, kind in accesses:
+        place: Hashable = kind if typed and obj >= 0 else obj
+        keys = index.get(place)
         if keys is None:
-            keys = index[obj] = {}
+            keys = index[place] = {}
         keys[key] = keys.get(key, False) or write
     return index
-
-
-def _fresh(index: Index, base: int) -> Index:
-    """``index`` with every object numbered at or after ``base`` merged into one."""
-    out: Index = {}
-    for obj, keys in index.items():
-        target = _FRESH if obj >= base else obj
-        merged = out.get(target)
-        if merged is None:
-            out[target] = dict(keys)
-        else:
-            for key, write in keys.items():
-                merged[key] = merged.get(key, False) or write
-    return out
 
 
 def _keys_conflict(a: dict[Hashable, bool], b: dict[Hashable, bool]) -> bool:
@@ -158,7 +143,6 @@ class DPORChooser(BaseChooser):
         self.path: list[_Node] = []
         self.events: list[_Event] = []
         self._enabled: list[tuple[int, ...]] = []
-        self._max_ordinal = -1
         self._blocked = False
         self._next_sleep: dict[int, _Event] = {}
         self._done = False
@@ -177,7 +161,6 @@ class DPORChooser(BaseChooser):
     def begin(self, run: int) -> None:
         self.events = []
         self._enabled = []
-        self._max_ordinal = -1
         self._blocked = False
         self._next_sleep = {}
 
@@ -226,11 +209,7 @@ class DPORChooser(BaseChooser):
                 delays = previous.delays + (previous.enabled.index(previous.actor) != 0)
             node = _Node(enabled, actor, delays, {actor}, {}, dict(self._next_sleep))
             self.path.append(node)
-        base = self._max_ordinal + 1
-        for obj, _key, _write in accesses:
-            if obj > self._max_ordinal:
-                self._max_ordinal = obj
-        event = _Event(actor, tuple(accesses), base)
+        event = _Event(actor, tuple(accesses))
         self.events.append(event)
         self._enabled.append(enabled)
         node.backtrack.add(actor)
@@ -249,7 +228,7 @@ class DPORChooser(BaseChooser):
         self._next_sleep = {
             actor: sleeper
             for actor, sleeper in asleep.items()
-            if not _conflict(_fresh(sleeper.index, sleeper.base), _fresh(event.index, sleeper.base))
+            if not _conflict(sleeper.typed, event.typed)
         }
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
@@ -269,8 +248,8 @@ class DPORChooser(BaseChooser):
         last_of: dict[int, int] = {}
         last_opaque: int | None = None
         #: (object, key) -> (last write, {actor: its last read since})
-        state: dict[tuple[int, Hashable], tuple[int | None, dict[int, int]]] = {}
-        keys_of: dict[int, set[Hashable]] = {}
+        state: dict[tuple[Hashable, Hashable], tuple[int | None, dict[int, int]]] = {}
+        keys_of: dict[Hashable, set[Hashable]] = {}
         for j, event in enumerate(events):
             actor = event.actor
             conflicting: set[int] = set()

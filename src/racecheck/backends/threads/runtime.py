@@ -288,6 +288,8 @@ class ThreadRuntime:
         """``me`` finished: hand the baton on without waiting for it back."""
         if self.recorder is not None and not self.controller.aborting:
             self._flush(me, "finished", None, False)
+        if self.controller.steplog is not None and me.thread is not None:
+            self.controller.steplog.sync(me.thread)  # DPOR: join and is_alive read this
         me.finished = True
         if me in self.live:
             self.live.remove(me)
