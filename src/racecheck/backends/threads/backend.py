@@ -394,6 +394,11 @@ class ThreadHost:
         if me is None:
             return 0
         self.runtime.point(me, "loop step")
+        if self.controller.steplog is not None:
+            self.controller.steplog.blind_spot(
+                "an event loop ran inside a thread: its task decisions leave the other threads"
+                " out, so the record of which actors could run (DPOR's) is partial there"
+            )
         if self.controller.detector is not None:
             self.detect_callback(loop, None)
         choice = self.controller.decide(candidates)
