@@ -60,8 +60,27 @@ Access = tuple[int, Hashable, bool, str]
 
 #: the whole object: conflicts with every key of it
 ANY: Hashable = ("<any>",)
-#: the detector's name for the whole container
+#: a container's shape (its size, its set of keys, what iteration yields): the
+#: detector's whole-container location. Item stores write it, ``len`` and
+#: iteration read it; unlike ANY it leaves the other keys alone (a store to
+#: ``d["a"]`` does not touch ``d["b"]``). Mutating methods are C calls, which
+#: write ANY.
+SHAPE: Hashable = ("<shape>",)
+#: the detector's names for the whole container and for its emptiness
 _WHOLE = "*"
+_NONEMPTY = ("nonempty",)
+
+
+def _holds(container: Any, key: Any) -> bool:
+    """Does a store to ``container[key]`` leave its shape alone (an existing slot)?"""
+    try:
+        if isinstance(container, dict):
+            return bool(dict.__contains__(container, key))
+        return isinstance(container, list) and isinstance(key, int)  # lists never grow so
+    except Exception:
+        return False
+
+
 #: pseudo-object: the step did something that cannot be placed
 OPAQUE = -1
 #: pseudo-object: an actor's own state (key: the actor id)
@@ -350,6 +369,8 @@ class StepLog:
         self.step = 0
         #: actor -> containers it started iterating (each later step of it reads them)
         self.iterating: dict[int, dict[Access, None]] = {}
+        #: a whole-container write waiting for the item store that follows it
+        self._shape: Access | None = None
         self._sync = _sync_types()
         self._user: dict[Any, bool] = {}
         self._runtime_code: dict[Any, int] = {}
@@ -380,12 +401,25 @@ class StepLog:
         so every later step of the actor reads it too (conservatively, to the
         actor's end).
         """
-        access = (
-            self.ordinal(obj),
-            ANY if key == _WHOLE else self.stable(key),
-            write,
-            type(obj).__qualname__,
-        )
+        ordinal = self.ordinal(obj)
+        pending = self._shape
+        if pending is not None:
+            self._shape = None
+            if not (pending[0] == ordinal and write and _holds(obj, key)):
+                self.current.append(pending)  # a store that may add a key: the shape changes
+        kind = type(obj).__qualname__
+        if key == _WHOLE:
+            if write:
+                # An item store writes the whole container first: whether it
+                # changes the shape depends on the key, which comes next.
+                self._shape = (ordinal, SHAPE, True, kind)
+                return
+            # iteration, a copy, len: they read every item, not only the shape
+            access: Access = (ordinal, ANY, False, kind)
+        elif key == _NONEMPTY:
+            access = (ordinal, SHAPE, write, kind)
+        else:
+            access = (ordinal, self.stable(key), write, kind)
         self.current.append(access)
         if iterating and self.actor is not None:
             self.iterating.setdefault(self.actor, {})[(access[0], ANY, False, access[3])] = None
@@ -410,6 +444,9 @@ class StepLog:
 
     def close(self, chooser: Observer) -> None:
         """Hand the finished step (if any) to the chooser."""
+        if self._shape is not None:
+            self.current.append(self._shape)
+            self._shape = None
         actor = self.actor
         if actor is not None:
             self.actor = None
