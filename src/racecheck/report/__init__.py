@@ -45,6 +45,9 @@ class RunRecord:
     race: dict[str, Any] | None = None
     #: Report.warnings: what racecheck could not see, so a "safe" verdict proves less
     warnings: list[str] = field(default_factory=list)
+    #: Report.verified, and the note that says what was verified (strategy "dpor")
+    verified: bool = False
+    verified_note: str = ""
 
 
 def write_reports(
