@@ -433,6 +433,20 @@ class StepLog:
         """The step did something that cannot be placed: it conflicts with everything."""
         self.current.append((OPAQUE, ANY, True, ""))
 
+    def running(self, actor: int) -> None:
+        """A task step of ``actor`` starts (the detector's feed says so).
+
+        A step is what runs between two decisions, and belongs to the actor
+        chosen at the first. A backend that runs several actors between two
+        decisions (trio orders a whole batch at once) breaks that: the
+        accesses cannot be told apart, so nothing is verified.
+        """
+        if self.actor is not None and actor != self.actor:
+            self.blind_spot(
+                "several actors ran between two scheduling decisions (trio orders a whole"
+                " batch at once), so their accesses could not be told apart"
+            )
+
     def blind_spot(self, why: str) -> None:
         self.blind[why] = None
 

@@ -90,6 +90,8 @@ class detecting:
 
     def __enter__(self) -> None:
         detector, actor, hb = self.detector, self.actor, self.hb
+        if detector.access_log is not None:
+            detector.access_log.running(actor)
         self.previous = sys.gettrace()
         on_instruction = detector.on_instruction
 
