@@ -359,7 +359,8 @@ class DPORChooser(BaseChooser):
 
     @property
     def exhausted(self) -> bool:
-        return self._done
+        """The search ended (within its bound), and saw every conflict it compared."""
+        return self._done and not self.blind
 
     @property
     def verified(self) -> bool:
