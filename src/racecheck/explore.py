@@ -604,7 +604,8 @@ def _steps_done(controller: Controller, chooser: Chooser) -> None:
 
 
 def _unverified(note: str) -> str:
-    return note.replace("verified: all", "not verified (see the warnings): all", 1)
+    # the warnings, or a backend's scheduling limit, say what was not seen
+    return note.replace("verified: all", "not verified (see below): all", 1)
 
 
 def release_locals(exc: BaseException | None) -> None:
@@ -850,7 +851,7 @@ def replay_token(target: Callable[[], Any], token: str, *, options: dict[str, An
     options.pop("strategy", None)
     options.pop("schedules", None)
     options.pop("seed", None)
-    for ignored in ("depth", "preemption_bound"):
+    for ignored in ("depth", "preemption_bound", "bound"):
         options.pop(ignored, None)
     if options:
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")
