@@ -396,4 +396,5 @@ class DPORChooser(BaseChooser):
         return [
             f"dpor: the budget ran out after {self.traces} non-equivalent interleavings"
             f" ({schedules_run} schedules){cut}; not verified: the space was not covered"
+            + (f"; also {blind}" if blind else "")
         ]
