@@ -50,7 +50,14 @@ import os
 import sys
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
-from types import FrameType, ModuleType
+from types import (
+    BuiltinFunctionType,
+    CoroutineType,
+    FrameType,
+    FunctionType,
+    MethodType,
+    ModuleType,
+)
 from typing import Any, Protocol
 
 from racecheck.sources import is_user_file
@@ -553,6 +560,32 @@ class StepLog:
             verdict = self._verdict[code] = _library_verdict(code.co_filename, code.co_name)
         if verdict is not None:
             self.blind_spot(verdict)
+            return
+        if code.co_filename.startswith(_RACECHECK_DIR):
+            return  # racecheck's own patches: their effects are recorded where they happen
+        # Quiet stdlib code may still change what it is handed (Counter.update,
+        # a cached_property filling an instance): each argument is written.
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        if not names:
+            return
+        values = frame.f_locals
+        for name in names:
+            value = values.get(name)
+            if value is None or isinstance(value, _PASSIVE):
+                continue
+            self.current.append((self.ordinal(value), ANY, True, type(value).__qualname__))
+
+
+#: arguments a call cannot change (or whose change is no shared state)
+_PASSIVE = (
+    *_IMMUTABLE,
+    type,
+    ModuleType,
+    FunctionType,
+    MethodType,
+    CoroutineType,
+    BuiltinFunctionType,
+)
 
 
 def _library_verdict(filename: str, function: str) -> str | None:

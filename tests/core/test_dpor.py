@@ -376,3 +376,21 @@ def test_dpor_on_trio_batches_is_never_verified() -> None:
     )
     assert not report.verified
     assert not any(note.startswith("verified") for note in report.notes), report.notes
+
+
+async def counter_order() -> None:
+    """The only conflict is inside stdlib Python code (Counter.update): its argument is written."""
+    shared: collections.Counter[str] = collections.Counter()
+
+    async def count(word: str) -> None:
+        await asyncio.sleep(0)
+        shared.update([word])
+
+    await asyncio.gather(count("a"), count("b"))
+    assert list(shared) == ["a", "b"], list(shared)
+
+
+def test_stdlib_code_that_changes_its_argument_is_a_conflict() -> None:
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(counter_order, strategy="dpor", schedules=100)
+    assert "['b', 'a']" in str(found.value.cause)
