@@ -268,7 +268,9 @@ class _Table:
             scheds = "-"
         elif rec.verdict == "safe":
             scheds = str(rec.schedules_run)
-            if rec.exhausted:
+            if rec.verified:
+                scheds += " verified"
+            elif rec.exhausted:
                 scheds += " exhausted"
             elif rec.strategy == "exhaustive":
                 scheds += " not exhausted"
@@ -396,6 +398,8 @@ def _explore(
         distinct_schedules=getattr(report, "distinct_schedules", 0),
         distinct_orderings=getattr(report, "distinct_orderings", 0),
         warnings=list(report.warnings),
+        verified=bool(getattr(report, "verified", False)),
+        verified_note=next((n for n in report.notes if n.startswith("verified: ")), ""),
     )
     return rec, None, None, bool(report.interrupted)
 
@@ -462,6 +466,8 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
         return stop
     if rec.verdict == "safe":
         warnings = [f"warning: {label}: {warning}" for warning in rec.warnings]
+        if rec.verified_note:
+            warnings.append(f"{label}: {_safe(rec.verified_note)}")
         if rec.ok:
             return warnings
         return [
@@ -659,7 +665,7 @@ def _add_run(sub: Any) -> None:
     )
     p.add_argument(
         "--strategy",
-        help="auto | pct | pct-random | pos | surw | random | exhaustive | hypothesis"
+        help="auto | pct | pct-random | pos | surw | random | exhaustive | dpor | hypothesis"
         " (default: auto)",
     )
     p.add_argument("--schedules", type=_positive_int, help="schedules per variant (default 1000)")

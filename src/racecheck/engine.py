@@ -24,14 +24,15 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from racecheck.errors import StuckError
+from racecheck.failure import Failure
 from racecheck.linetrace import inheritable_trace
 from racecheck.schedule import Decision
 
 if TYPE_CHECKING:
+    from racecheck.accesses import StepLog
     from racecheck.recorder import Recorder
     from racecheck.strategies.base import Chooser
 
@@ -41,14 +42,6 @@ class RunAborted(BaseException):
 
     A BaseException so that ``except Exception`` in user code cannot swallow it.
     """
-
-
-@dataclass
-class Failure:
-    kind: str  # "exception" | "deadlock" | "step-limit" | "stuck"
-    cause: BaseException | None
-    detail: str = ""
-    actor: int | None = None
 
 
 #: decisions a run may still take while it unwinds after a failure
@@ -89,6 +82,7 @@ class Controller:
         "now",
         "recorder",
         "scheduling_steps",
+        "steplog",
         "steps",
         "streak",
         "teardown_steps",
@@ -116,6 +110,8 @@ class Controller:
         #: unlike ``steps`` it leaves out an actor running alone and plain
         #: callbacks, which no strategy could reorder. PCT measures runs in it.
         self.scheduling_steps = 0
+        #: what each step touched, for strategies that observe it (DPOR); None otherwise
+        self.steplog: StepLog | None = None
 
     def decide(self, candidates: Sequence[int]) -> int:
         """Index of the actor to run next; ``candidates[0]`` is the natural order."""
@@ -129,6 +125,15 @@ class Controller:
         if steps > self.max_steps:
             self.fail(Failure("step-limit", None, step_limit_detail(self.max_steps)))
             raise RunAborted()
+        log = self.steplog
+        if log is not None:
+            try:
+                log.begin(self.chooser, candidates)
+            except BaseException as exc:  # the strategy saw the run leave its prefix
+                self.internal_error = exc
+                self.aborting = True
+                raise RunAborted() from None
+            log.actor = candidates[0]  # until the choice says otherwise
         if len(candidates) == 1:
             return 0
         offered = candidates
@@ -150,12 +155,19 @@ class Controller:
         if skipped >= 0 and choice >= skipped:
             choice += 1
         chosen = candidates[choice]
+        if log is not None:
+            log.actor = chosen
         if chosen == self.last_actor:
             self.streak += 1
         else:
             self.last_actor = chosen
             self.streak = 1
         return choice
+
+    def close_steps(self) -> None:
+        """The run is over: hand its last step to the chooser (see racecheck.accesses)."""
+        if self.steplog is not None:
+            self.steplog.close(self.chooser)
 
     def tick(self) -> None:
         """Count a step that involves no choice (a plain callback), for the bound."""

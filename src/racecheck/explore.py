@@ -338,6 +338,8 @@ class Session:
                 happens_before=self.settings.backend.name == "threads",
                 hot_lines=self.hot_lines,
             )
+        if getattr(chooser, "observes_accesses", False):
+            _record_accesses(controller, self.hot_lines)
         chooser.begin(run)
         self.current = controller
         if self.runs == 0 and _gc_depth and _gc_restore[1]:
@@ -345,7 +347,12 @@ class Session:
             # modules, the thread pool, adopted locks) joins the frozen heap:
             # no run made it, and collecting after every run need not walk it.
             gc.freeze()
-        self.settings.backend.run_once(controller)
+        if controller.steplog is None:
+            self.settings.backend.run_once(controller)
+        else:
+            with controller.steplog.watching():
+                self.settings.backend.run_once(controller)
+            _steps_done(controller, chooser)
         if controller.failure is not None and recorder is None:
             # The failure's traceback holds the failing run's frames, and their
             # locals hold that run's objects: a library cache keyed weakly on
@@ -483,6 +490,8 @@ def explore(
         tell(settings.backend.name)
     if options:
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")
+    if getattr(chooser, "observes_accesses", False) and not settings.detect:
+        settings.backend.enable_detection()  # the detector's feed records the accesses
     session = Session(settings)
     started = time.perf_counter()
 
@@ -602,10 +611,14 @@ def _explore(
         # every schedule *it* can make ran, which is not every schedule.
         exhausted = False
         notes = [*notes, f"not exhausted: {limit}"]
+    verified = bool(getattr(chooser, "verified", False)) and not warnings and not limit
+    if getattr(chooser, "verified", False) and not verified:
+        notes = [_unverified(note) for note in notes]
     return Report(
         schedules_run=run,
         # "exhausted" over code racecheck could not see would be a false proof
         exhausted=exhausted,
+        verified=verified,
         strategy=chooser.name,
         seed=0,
         backend=settings.backend.name,
@@ -647,6 +660,39 @@ SHRINK_STEP_LIMIT_UP_TO = 20_000
 
 def _worth_shrinking(failure: Failure, max_steps: int) -> bool:
     return failure.kind != "step-limit" or max_steps <= SHRINK_STEP_LIMIT_UP_TO
+
+
+def _record_accesses(controller: Controller, hot_lines: dict[Any, Any]) -> None:
+    """Record what each step touches, for a chooser that observes it (DPOR).
+
+    The race detector's feed reports the accesses; without ``detect=True`` a
+    detector runs that only records (it never fails a run).
+    """
+    from racecheck.accesses import StepLog
+
+    controller.steplog = StepLog()
+    if controller.detector is None:
+        from racecheck.detect import new_detector
+
+        controller.detector = new_detector(controller, happens_before=False, hot_lines=hot_lines)
+        controller.detector.record_only = True
+    controller.detector.access_log = controller.steplog
+
+
+def _steps_done(controller: Controller, chooser: Chooser) -> None:
+    """Hand the run's last step over, and what the run could not see."""
+    log = controller.steplog
+    assert log is not None
+    if controller.internal_error is None:
+        controller.close_steps()
+    blind = getattr(chooser, "blind", None)
+    if blind is not None and log.blind:
+        blind.update(log.blind)
+
+
+def _unverified(note: str) -> str:
+    # the warnings, or a backend's scheduling limit, say what was not seen
+    return note.replace("verified: all", "not verified (see below): all", 1)
 
 
 def release_locals(exc: BaseException | None) -> None:
@@ -896,7 +942,7 @@ def replay_token(target: Callable[[], Any], token: str, *, options: dict[str, An
     options.pop("strategy", None)
     options.pop("schedules", None)
     options.pop("seed", None)
-    for ignored in ("depth", "preemption_bound", "saturation", "shard"):
+    for ignored in ("depth", "preemption_bound", "bound", "saturation", "shard"):
         options.pop(ignored, None)
     if options:
         raise UsageError(f"unknown option(s): {', '.join(sorted(options))}")

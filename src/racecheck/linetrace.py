@@ -130,7 +130,7 @@ class _LineTracer:
             self.sink.touched = frame.f_locals.get("self")
         if not is_user_file(frame.f_code.co_filename):
             return prev_local
-        from racecheck.backends.threads.tracer import points
+        from racecheck.operations import points
 
         frame.f_trace_opcodes = True
         return _FrameLines(self.sink, points(frame.f_code, "access"), prev_local)
@@ -150,7 +150,7 @@ class _FrameLines:
         if event == "opcode":
             operation = self.table.get(frame.f_lasti)
             if operation is not None:
-                from racecheck.backends.threads.tracer import access_of
+                from racecheck.operations import access_of
 
                 access = access_of(operation)
                 if access is not None:
@@ -192,7 +192,7 @@ class collecting_accesses:
         self.previous: TraceFn | None = None
 
     def __enter__(self) -> None:
-        from racecheck.backends.threads.tracer import access_of, points
+        from racecheck.operations import access_of, points
 
         log, actor = self.log, self.actor
         self.previous = sys.gettrace()

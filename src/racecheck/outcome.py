@@ -46,10 +46,15 @@ class Report:
     #: True when the exploration stopped before its budget because the strategy
     #: kept repeating itself (racecheck.saturation); the notes say what it measured
     saturated: bool = False
+    #: True only when every non-equivalent interleaving ran with no bound and
+    #: every conflict was observed (strategy "dpor"): a proof for this program
+    verified: bool = False
 
     def __str__(self) -> str:
         done = "exhausted the bounded space" if self.exhausted else "no failure"
-        if self.saturated and not self.exhausted:
+        if self.verified:
+            done = "verified"
+        elif self.saturated and not self.exhausted:
             done = "no failure; saturated, stopped early (see the notes)"
         lines = [
             f"racecheck: {self.schedules_run} schedules ({self.strategy}, seed {self.seed},"

@@ -13,16 +13,13 @@ import re
 import traceback
 from typing import TYPE_CHECKING, Any
 
-from racecheck.linetrace import LineSink, collecting_lines
+from racecheck.failure import Failure, ResourceNames
 from racecheck.sources import is_user_file, source_line
 from racecheck.trace import ActorInfo, FailurePoint, SourceLine, Step, Trace
 
 if TYPE_CHECKING:
     import asyncio
 
-    from racecheck.engine import Failure
-
-_ASYNCIO_DIR = os.path.dirname(str(__import__("asyncio").__file__))
 _DEFAULT_NAME = re.compile(r"^(Task|Thread)-\d+")
 _DEFAULT_NAME_ANYWHERE = re.compile(r"\bTask-\d+\b")
 
@@ -42,15 +39,13 @@ class Recorder:
         #: and the KEEP_LAST latest (``_tail``, once the head is full)
         self.count = 0
         self._tail: collections.deque[Step] = collections.deque(maxlen=KEEP_LAST)
-        self.names: Any = None  # ResourceNames, created on first use
+        self.names: ResourceNames | None = None  # created on first use
         self._hidden: set[int] = set()
         #: asyncio's process-wide task names -> the trace's ("Task-12" -> "Task-5")
         self.renamed: dict[str, str] = {}
 
-    def resources(self) -> Any:
+    def resources(self) -> ResourceNames:
         if self.names is None:
-            from racecheck.backends.asyncio_waits import ResourceNames
-
             self.names = ResourceNames()
         return self.names
 
@@ -77,46 +72,6 @@ class Recorder:
             self.steps.append(step)
         else:
             self._tail.append(step)
-
-    # -- asyncio -----------------------------------------------------------
-    def task_step(
-        self, actor: int, task: asyncio.Task[Any], handle: asyncio.Handle, preempted: bool
-    ) -> None:
-        from racecheck.backends.asyncio_waits import describe_wait
-
-        if actor not in self.actors and actor not in self._hidden:
-            coro = task.get_coro()
-            code = getattr(coro, "cr_code", None)
-            if code is not None and code.co_filename.startswith(_ASYNCIO_DIR):
-                # asyncio's own housekeeping (Runner shutdown): not part of the story.
-                self._hidden.add(actor)
-                handle._run()
-                return
-            self.actor(actor, task_display_name(task, actor), "task")
-            if task.get_name() != task_label(task, actor):
-                self.renamed[task.get_name()] = task_label(task, actor)
-        elif actor not in self.actors:
-            handle._run()
-            return
-        sink = LineSink()
-        with collecting_lines(sink):
-            handle._run()
-        if task.done():
-            if task.cancelled():
-                operation = "cancelled"
-            elif task._exception is not None:
-                # Not task.exception(): that would mark it retrieved, and an
-                # unretrieved exception is itself a failure racecheck reports.
-                operation = f"raised {type(task._exception).__name__}"
-            else:
-                operation = "returned"
-            resource = None
-        else:
-            operation, resource, _ = describe_wait(task, self.resources())
-        if resource is None and sink.touched is not None:
-            resource = self.resources().name(sink.touched)
-        accesses = tuple(dict.fromkeys(sink.accesses))
-        self.add_step(actor, sink.lines, operation, resource, preempted, accesses)
 
     # -- the end -----------------------------------------------------------
     def finish(self, failure: Failure | None) -> Trace:

@@ -120,18 +120,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 #: a new cycle fails, and so does a listed knot that grows a member. Untie one
 #: and its entry must go (an entry that no longer matches a cycle fails too).
 KNOWN_KNOTS: dict[frozenset[str], str] = {
-    frozenset(
-        {
-            "racecheck.backends.asyncio_waits",
-            "racecheck.backends.threads.primitives",
-            "racecheck.backends.threads.runtime",
-            "racecheck.backends.threads.tracer",
-            "racecheck.engine",
-            "racecheck.linetrace",
-            "racecheck.recorder",
-        }
-    ): "the trace recorder reaches into the backends' wait descriptions and the"
-    " threads tracer; the line tracer chains through the threads tracer",
     frozenset({"racecheck.explore", "racecheck.sharding", "racecheck.strategies.hypothesis"}): (
         "two other exploration loops (a shard's, hypothesis's) reuse explore's"
         " failure handling, and explore dispatches to them"

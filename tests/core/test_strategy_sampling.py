@@ -158,10 +158,11 @@ def test_pos_observe_redraws_the_actors_that_race() -> None:
     pos = POSChooser(seed=3)
     pos.begin(2)
     pos.choose([1, 2, 3], 1)
-    pos.observe(2, ["w:balance"])
-    pos.observe(3, ["r:other"])
+    balance, other = (7, "balance", True, "attr"), (8, "other", False, "attr")
+    pos.observe(0, 2, [balance], [1, 2, 3])
+    pos.observe(1, 3, [other], [1, 2, 3])
     before = dict(pos._priority)
-    pos.observe(1, ["r:balance"])  # races with actor 2's write, not with actor 3
+    pos.observe(2, 1, [(7, "balance", False, "attr")], [1, 2, 3])  # races with 2, not 3
     assert pos._priority[2] != before[2]
     assert pos._priority[3] == before[3]
     pos.end([(3, 0)], False, 3)

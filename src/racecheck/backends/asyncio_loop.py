@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from racecheck.backends.asyncio_waits import record_task_step
 from racecheck.detect import detecting
 from racecheck.engine import Controller, Failure, RunAborted
 from racecheck.linetrace import collecting_accesses
@@ -249,7 +250,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         """Run one task step, recording it for a trace or for coverage when asked to."""
         controller = self._rc_controller
         if controller.recorder is not None and not controller.aborting:
-            controller.recorder.task_step(actor, task, handle, preempted)
+            record_task_step(controller.recorder, actor, task, handle, preempted)
         elif controller.accesses is not None:
             with collecting_accesses(controller.accesses, actor):
                 handle._run()

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from racecheck.failure import ResourceNames
 from racecheck.sources import is_user_file, source_line
 from racecheck.trace import SourceLine
+
+if TYPE_CHECKING:
+    from racecheck.recorder import Recorder
 
 _OPERATIONS = {
     "Lock.acquire": "acquire",
@@ -28,30 +32,6 @@ _OPERATIONS = {
     "Barrier.wait": "wait at",
     "sleep": "sleep",
 }
-
-
-class ResourceNames:
-    """Stable, readable names for objects ("Lock#1") in order of first mention."""
-
-    def __init__(self) -> None:
-        self._names: dict[int, str] = {}
-        self._counts: dict[str, int] = {}
-        self._keep: list[Any] = []
-
-    def name(self, obj: Any) -> str:
-        key = id(obj)
-        found = self._names.get(key)
-        if found is None:
-            where = getattr(obj, "_rc_where", None)  # a lock made before the run
-            if isinstance(where, str) and where:
-                found = self._names[key] = where
-                self._keep.append(obj)
-                return found
-            kind = type(obj).__name__
-            self._counts[kind] = n = self._counts.get(kind, 0) + 1
-            found = self._names[key] = f"{kind}#{n}"
-            self._keep.append(obj)  # ids stay unique while named
-        return found
 
 
 def coroutine_frames(task: asyncio.Task[Any]) -> list[Any]:
@@ -137,3 +117,56 @@ def describe_deadlock(
 def _coro_name(task: asyncio.Task[Any]) -> str:
     coro = task.get_coro()
     return getattr(coro, "__qualname__", type(coro).__name__)
+
+
+_ASYNCIO_DIR = os.path.dirname(str(asyncio.__file__))
+
+
+def record_task_step(
+    recorder: Recorder,
+    actor: int,
+    task: asyncio.Task[Any],
+    handle: asyncio.Handle,
+    preempted: bool,
+) -> None:
+    """Run one task step under line collection and hand it to ``recorder``.
+
+    Lives with the asyncio backend (not in the recorder) so that the recorder
+    stays backend-neutral and imports point downward.
+    """
+    from racecheck.linetrace import LineSink, collecting_lines
+    from racecheck.recorder import task_display_name, task_label
+
+    if actor not in recorder.actors and actor not in recorder._hidden:
+        coro = task.get_coro()
+        code = getattr(coro, "cr_code", None)
+        if code is not None and code.co_filename.startswith(_ASYNCIO_DIR):
+            # asyncio's own housekeeping (Runner shutdown): not part of the story.
+            recorder._hidden.add(actor)
+            handle._run()
+            return
+        recorder.actor(actor, task_display_name(task, actor), "task")
+        if task.get_name() != task_label(task, actor):
+            recorder.renamed[task.get_name()] = task_label(task, actor)
+    elif actor not in recorder.actors:
+        handle._run()
+        return
+    sink = LineSink()
+    with collecting_lines(sink):
+        handle._run()
+    if task.done():
+        if task.cancelled():
+            operation = "cancelled"
+        elif task._exception is not None:
+            # Not task.exception(): that would mark it retrieved, and an
+            # unretrieved exception is itself a failure racecheck reports.
+            operation = f"raised {type(task._exception).__name__}"
+        else:
+            operation = "returned"
+        resource = None
+    else:
+        operation, resource, _ = describe_wait(task, recorder.resources())
+    if resource is None and sink.touched is not None:
+        resource = recorder.resources().name(sink.touched)
+    accesses = tuple(dict.fromkeys(sink.accesses))
+    recorder.add_step(actor, sink.lines, operation, resource, preempted, accesses)

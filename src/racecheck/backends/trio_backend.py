@@ -763,7 +763,7 @@ class _TrioRun:
         if recorder is not None:
             names = recorder.resources()
         else:
-            from racecheck.backends.asyncio_waits import ResourceNames
+            from racecheck.failure import ResourceNames
 
             names = ResourceNames()
         lines = [

@@ -99,6 +99,8 @@ class detecting:
         self.feed: _StepFeed | None = None
 
     def __enter__(self) -> None:
+        if self.detector.access_log is not None:
+            self.detector.access_log.running(self.actor)
         feed = _StepFeed(self.detector, sys.gettrace())
         feed.actor, feed.hb, feed.active = self.actor, self.hb, True
         self.feed = feed

@@ -222,6 +222,10 @@ class Detector:
         self.steps: dict[int, int] = {}
         self.stamped_by: dict[int, tuple[int, int]] = {}
         self.woken: dict[int, tuple[int, int] | None] = {}
+        #: racecheck.accesses.StepLog fed every access and hand-off (DPOR); with
+        #: ``record_only`` the detector only feeds it and never reports
+        self.access_log: Any = None
+        self.record_only = False
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -241,6 +245,8 @@ class Detector:
         self.signals[hb][hb] = clock[hb]
 
     def release(self, hb: int, obj: Any, signal: bool = True) -> None:
+        if self.access_log is not None:
+            self.access_log.sync(obj)
         clock = self._clock(hb)
         entry = self.sync.get(id(obj))
         if entry is None:
@@ -251,6 +257,8 @@ class Detector:
         self._tick(hb)
 
     def acquire(self, hb: int, obj: Any, signal: bool = True) -> None:
+        if self.access_log is not None:
+            self.access_log.sync(obj)
         entry = self.sync.get(id(obj))
         if entry is not None:
             _join(self._clock(hb), entry[1])
@@ -731,6 +739,10 @@ class Detector:
         stale_only: bool = False,
         slot: bool = False,
     ) -> None:
+        if self.access_log is not None:
+            self.access_log.touch(obj, key, write, action == "iterated")
+            if self.record_only:
+                return
         if action is None:
             action = "wrote" if write else "read"
         oid = id(obj)

@@ -53,6 +53,9 @@ class RunRecord:
     #: "scenario" (racecheck run: scenario × variant) or "pytest" (``scenario`` is
     #: the test's node id, ``variant`` is "test"): the reports lay each out its way
     origin: str = "scenario"
+    #: Report.verified, and the note that says what was verified (strategy "dpor")
+    verified: bool = False
+    verified_note: str = ""
 
 
 def write_reports(

@@ -7,7 +7,17 @@ from typing import Any
 from racecheck.errors import UsageError
 from racecheck.strategies.base import BaseChooser, Chooser
 
-STRATEGIES = ("auto", "pct", "pct-random", "pos", "surw", "random", "exhaustive", "hypothesis")
+STRATEGIES = (
+    "auto",
+    "pct",
+    "pct-random",
+    "pos",
+    "surw",
+    "random",
+    "exhaustive",
+    "dpor",
+    "hypothesis",
+)
 
 
 def make_chooser(name: str, *, seed: int, options: dict[str, Any]) -> Chooser:
@@ -46,6 +56,16 @@ def make_chooser(name: str, *, seed: int, options: dict[str, Any]) -> Chooser:
             return ExhaustiveChooser(preemption_bound=None if bound is None else int(bound))
         except (TypeError, ValueError) as exc:
             raise UsageError(f"preemption_bound: {exc}") from None
+    if name == "dpor":
+        from racecheck.strategies.dpor import DPORChooser
+
+        bound = options.pop("bound", None)
+        if isinstance(bound, bool) or not (bound is None or isinstance(bound, int)):
+            raise UsageError(f"bound must be a whole number of delays or None, not {bound!r}")
+        try:
+            return DPORChooser(bound=bound)
+        except ValueError as exc:
+            raise UsageError(f"bound: {exc}") from None
     raise UsageError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
 
 

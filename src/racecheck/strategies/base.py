@@ -9,9 +9,12 @@ one strategy drive every backend, and a new strategy touch nothing else.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from racecheck.schedule import Decision
+
+if TYPE_CHECKING:
+    from racecheck.accesses import Access
 
 
 class Chooser(Protocol):
@@ -29,6 +32,16 @@ class Chooser(Protocol):
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
         """The schedule finished: ``decisions`` is what it did, in ``steps`` steps."""
+
+    def observe(
+        self, step: int, actor: int, accesses: Sequence[Access], enabled: Sequence[int]
+    ) -> None:
+        """A step finished (only when the run records accesses: see racecheck.accesses).
+
+        ``step`` counts every step of the run from 0, ``actor`` ran it from a
+        state where ``enabled`` could run (natural order first), and
+        ``accesses`` is what it touched.
+        """
 
     def has_more(self) -> bool:
         """False when the strategy has nothing left to try (exhaustive search)."""
@@ -50,6 +63,11 @@ class BaseChooser:
         pass
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
+        pass
+
+    def observe(
+        self, step: int, actor: int, accesses: Sequence[Access], enabled: Sequence[int]
+    ) -> None:
         pass
 
     def has_more(self) -> bool:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from racecheck.accesses import Access
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser, Chooser
 from racecheck.strategies.exhaustive import ExhaustiveChooser, NondeterminismError
@@ -167,11 +168,12 @@ class PortfolioChooser(BaseChooser):
             self._drop(self.current, "the target is not deterministic")
             return 0
 
-    def observe(self, actor: int, accesses: Sequence[str]) -> None:
-        """Per-step access information, for the members that use it (POS)."""
-        observe = getattr(self.members[self.current][1], "observe", None)
-        if observe is not None and not self._failed_member:
-            observe(actor, accesses)
+    def observe(
+        self, step: int, actor: int, accesses: Sequence[Access], enabled: Sequence[int]
+    ) -> None:
+        """Per-step access information, for the members that use it (POS, DPOR)."""
+        if not self._failed_member:
+            self.members[self.current][1].observe(step, actor, accesses, enabled)
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
         index = self.current

@@ -17,11 +17,15 @@ waiting actor keeps a low priority until the running ones draw below it, so one
 actor can fall far behind another, the shape of starvation and ordering bugs a
 coin flip at every step dilutes exponentially.
 
-Access information, later. :meth:`observe` is the hook an engine with per-step
-access information can call (``actor`` ran a step that touched ``accesses``,
-each ``"r:name"``, ``"w:name"`` or ``"lock:name"``). With it, POS does what the
-paper does: every other actor whose last observed access conflicts with the
-step (same object, at least one write or lock) gets a fresh priority too.
+Access information. :meth:`observe` is the Chooser hook the engine calls
+after each step when the chooser asks for per-step accesses
+(``observes_accesses``; :mod:`racecheck.accesses`): ``actor`` ran a step that
+touched ``accesses``, each ``(object, key, is_write, kind)``. With it, POS
+does what the paper does: every other actor whose last observed access
+conflicts with the step (same object and key, at least one write; a
+synchronisation operation is a write) gets a fresh priority too. POS does not
+ask for them by default: recording accesses runs the race detector's feed on
+every step, which costs more than the better sampling gains on small programs.
 The last access of an actor stands in for its *next* one, which the engine
 cannot know before the step runs; a step usually touches what the actor's
 previous one did (the read and the write of a read-modify-write). Until the
@@ -35,21 +39,23 @@ schedule N is the same whatever ran before it.
 from __future__ import annotations
 
 import random as _random
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
+from racecheck.accesses import ANY, Access
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
 
 
-def _conflict(a: Iterable[str], b: Iterable[str]) -> bool:
-    """Do two sets of accesses touch one object, at least one of them writing?"""
-    mine: dict[str, bool] = {}
-    for access in a:
-        kind, _, name = access.partition(":")
-        mine[name] = mine.get(name, False) or kind != "r"
-    for access in b:
-        kind, _, name = access.partition(":")
-        if name in mine and (mine[name] or kind != "r"):
+def _conflict(a: Iterable[Access], b: Iterable[Access]) -> bool:
+    """Do two sets of accesses touch one location, at least one of them writing?"""
+    mine: dict[tuple[int, Hashable], bool] = {}
+    for obj, key, write, _ in a:
+        mine[(obj, key)] = mine.get((obj, key), False) or write
+    for obj, key, write, _ in b:
+        wrote = mine.get((obj, key))
+        if wrote is not None and (wrote or write):
+            return True
+        if (obj, ANY) in mine or (key == ANY and any(o == obj for o, _ in mine)):
             return True
     return False
 
@@ -64,7 +70,7 @@ class POSChooser(BaseChooser):
         self._priority: dict[int, float] = {}
         self._last: int | None = None
         #: actor -> the accesses of its last observed step (observe hook)
-        self._accesses: dict[int, tuple[str, ...]] = {}
+        self._accesses: dict[int, tuple[Access, ...]] = {}
         #: schedules where the engine reported accesses: the notes say which POS ran
         self.observed_runs = 0
         self._observed = False
@@ -97,7 +103,9 @@ class POSChooser(BaseChooser):
         self._last = candidates[best]
         return best
 
-    def observe(self, actor: int, accesses: Sequence[str]) -> None:
+    def observe(
+        self, step: int, actor: int, accesses: Sequence[Access], enabled: Sequence[int]
+    ) -> None:
         """``actor`` ran a step touching ``accesses``: re-draw it and whoever races with it."""
         if self._natural:
             return

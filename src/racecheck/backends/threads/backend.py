@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from racecheck.backends.threads import primitives
@@ -308,8 +309,11 @@ def _start(self: threading.Thread) -> None:
             return
         tracer = runtime.tracer  # type: ignore[attr-defined]
         tracer.enable_thread(runtime)
+        steplog = runtime.controller.steplog
+        watching = steplog.watching() if steplog is not None else nullcontext()
         try:
-            run()
+            with watching:  # DPOR: this thread's C calls and primitives (racecheck.accesses)
+                run()
         except RunAborted:
             pass
         except BaseException as exc:
@@ -399,6 +403,11 @@ class ThreadHost:
         if me is None:
             return 0
         self.runtime.point(me, "loop step")
+        if self.controller.steplog is not None:
+            self.controller.steplog.blind_spot(
+                "an event loop ran inside a thread: its task decisions leave the other threads"
+                " out, so the record of which actors could run (DPOR's) is partial there"
+            )
         if self.controller.detector is not None:
             self.detect_callback(loop, None)
         choice = self.controller.decide(candidates)

@@ -619,17 +619,3 @@ def sleep(seconds: float) -> None:
         runtime.point(me, "sleep(0)")
         return
     runtime.block(me, lambda: False, runtime.controller.now + seconds, f"sleep({seconds:g})")
-
-
-def describe_holder(resource: Any) -> str:
-    """ ", held by X" for a lock whose owner is known."""
-    owner = getattr(resource, "_owner", None)
-    if isinstance(owner, Actor):
-        return f" (held by {owner.name})"
-    ident = getattr(resource, "_owner_ident", None)
-    runtime = STATE.runtime
-    if ident is not None and runtime is not None:
-        actor = runtime.by_ident.get(ident)
-        if actor is not None:
-            return f" (held by {actor.name})"
-    return ""

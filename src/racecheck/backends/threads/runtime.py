@@ -288,6 +288,8 @@ class ThreadRuntime:
         """``me`` finished: hand the baton on without waiting for it back."""
         if self.recorder is not None and not self.controller.aborting:
             self._flush(me, "finished", None, False)
+        if self.controller.steplog is not None and me.thread is not None:
+            self.controller.steplog.sync(me.thread)  # DPOR: join and is_alive read this
         me.finished = True
         if me in self.live:
             self.live.remove(me)
@@ -350,9 +352,17 @@ class ThreadRuntime:
         self.abort_all()
 
     # -- reports ----------------------------------------------------------------
+    def _holder(self, resource: Any) -> str:
+        """ " (held by X)" for a lock whose owning actor is known."""
+        owner = getattr(resource, "_owner", None)
+        if isinstance(owner, Actor):
+            return f" (held by {owner.name})"
+        ident = getattr(resource, "_owner_ident", None)
+        actor = self.by_ident.get(ident) if ident is not None else None
+        return f" (held by {actor.name})" if actor is not None else ""
+
     def describe_deadlock(self) -> str:
-        from racecheck.backends.asyncio_waits import ResourceNames
-        from racecheck.backends.threads.primitives import describe_holder
+        from racecheck.failure import ResourceNames
 
         names = self.recorder.resources() if self.recorder is not None else ResourceNames()
         frames = sys._current_frames()
@@ -364,7 +374,7 @@ class ThreadRuntime:
             what = actor.waiting_for or "blocked"
             if actor.resource is not None:
                 what = f"{what} {names.name(actor.resource)}"
-            holder = describe_holder(actor.resource)
+            holder = self._holder(actor.resource)
             lines.append(f"  {actor.name} waits: {what}{holder} at {where}")
         return "\n".join(lines)
 

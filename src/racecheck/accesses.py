@@ -1,0 +1,618 @@
+"""What each step touched: the record partial-order reduction is built on.
+
+A *step* is what one actor runs between two scheduling decisions. DPOR
+(:mod:`racecheck.strategies.dpor`) may swap two adjacent steps of different
+actors only when they are independent, so the engine hands the strategy, after
+every step, the list of :data:`Access` records the step made. Every access is
+``(object, key, write)``:
+
+* ``object`` is an *ordinal*: objects are numbered in the order a run first
+  touches them, so a run's records compare exactly within the run. Across
+  runs (sleep sets compare a step of one run with a step of another) objects
+  are compared by type name only: two objects of one type may be taken for
+  one (more conflicts, never fewer). Numbering by first touch cannot carry
+  across runs: racecheck's own machinery (a thread pool made on first use)
+  touches objects in the first run that later runs do not.
+* ``key`` is an attribute name, a container item or :data:`ANY` (the whole
+  object: iteration, ``len``, a C method that may change anything in it).
+  Keys that are objects are reduced to their type, which merges keys but never
+  separates equal ones.
+* three pseudo-objects: :data:`OPAQUE` (the step did something racecheck
+  cannot place, so it conflicts with every step), :data:`ACTOR` (an actor's
+  own state, with the actor id as key: whether it is enabled).
+
+Where the records come from, for every backend alike:
+
+* the race detector's feed (:mod:`racecheck.detect`): attribute, global,
+  closure and container accesses in traced code, and the hand-offs of
+  racecheck's thread primitives (lock, event, queue, semaphore, start/join);
+* :class:`StepLog.watching`, a profile hook on each thread that runs actors:
+  the operations of asyncio's and trio's primitives (lock, event, condition,
+  semaphore, queue, channel), called from anywhere; and every C call made
+  *from traced code* (``deque.append``, ``dict.update``, ``random.random``),
+  which counts as a write to the object it is bound to unless it is known to
+  only read;
+* the engine: a step that changes whether another actor is enabled (wakes,
+  starts or blocks it) writes that actor's :data:`ACTOR` key, and every step
+  of an actor reads its own.
+
+What cannot be observed is not guessed: untraced library code called from
+traced code, module-level C functions whose effect on their arguments is
+unknown, and the backend's own blind spots are collected in
+:attr:`StepLog.blind` (the run is then never reported as verified), or make
+the step :data:`OPAQUE` (sound, only slower). See docs/architecture.md, "DPOR
+and what verified means".
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from types import (
+    BuiltinFunctionType,
+    CoroutineType,
+    FrameType,
+    FunctionType,
+    MethodType,
+    ModuleType,
+)
+from typing import Any, Protocol
+
+from racecheck.sources import is_user_file
+
+#: (object ordinal, key, write, the object's type name)
+Access = tuple[int, Hashable, bool, str]
+
+#: the whole object: conflicts with every key of it
+ANY: Hashable = ("<any>",)
+#: a container's shape (its size, its set of keys, what iteration yields): the
+#: detector's whole-container location. Item stores write it, ``len`` and
+#: iteration read it; unlike ANY it leaves the other keys alone (a store to
+#: ``d["a"]`` does not touch ``d["b"]``). Mutating methods are C calls, which
+#: write ANY.
+SHAPE: Hashable = ("<shape>",)
+#: the detector's names for the whole container and for its emptiness
+_WHOLE = "*"
+_NONEMPTY = ("nonempty",)
+
+
+def _holds(container: Any, key: Any) -> bool:
+    """Does a store to ``container[key]`` leave its shape alone (an existing slot)?"""
+    try:
+        if isinstance(container, dict):
+            return bool(dict.__contains__(container, key))
+        return isinstance(container, list) and isinstance(key, int)  # lists never grow so
+    except Exception:
+        return False
+
+
+#: pseudo-object: the step did something that cannot be placed
+OPAQUE = -1
+#: pseudo-object: an actor's own state (key: the actor id)
+ACTOR = -2
+#: the sync key of a primitive (lock, event, queue ...)
+SYNC: Hashable = ("<sync>",)
+
+
+class Observer(Protocol):
+    """Whoever is told about each finished step (a chooser: strategies.base)."""
+
+    def observe(
+        self, step: int, actor: int, accesses: Sequence[Access], enabled: Sequence[int]
+    ) -> None: ...
+
+
+_SCALARS = (str, int, float, bool, bytes, type(None), complex)
+_IMMUTABLE = (str, bytes, int, float, bool, complex, tuple, frozenset, range, type(None))
+
+#: C methods that only read the object they are bound to
+_READ_ONLY = frozenset(
+    {
+        "get",
+        "keys",
+        "values",
+        "items",
+        "copy",
+        "count",
+        "index",
+        "__contains__",
+        "__len__",
+        "__getitem__",
+        "__iter__",
+        "__reversed__",
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__hash__",
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__sizeof__",
+        "__reduce_ex__",
+        "issubset",
+        "issuperset",
+        "isdisjoint",
+        "union",
+        "intersection",
+        "difference",
+        "symmetric_difference",
+        "done",
+        "cancelled",
+        "result",
+        "exception",
+        "get_name",
+        "get_coro",
+        "get_loop",
+        "get_context",
+        "cancelling",
+        "is_set",
+        "locked",
+        "qsize",
+        "empty",
+        "full",
+        "fileno",
+    }
+)
+
+#: module-level C functions that touch no object they are given in a way
+#: another actor could see (they read it, or build something new)
+_PURE_FUNCTIONS = frozenset(
+    {
+        "abs",
+        "all",
+        "any",
+        "ascii",
+        "bin",
+        "callable",
+        "chr",
+        "divmod",
+        "format",
+        "getattr",
+        "hasattr",
+        "hash",
+        "hex",
+        "id",
+        "isinstance",
+        "issubclass",
+        "iter",
+        "len",
+        "max",
+        "min",
+        "oct",
+        "ord",
+        "pow",
+        "print",
+        "repr",
+        "round",
+        "sorted",
+        "sum",
+        "vars",
+        "dir",
+        "locals",
+        "globals",
+        "__build_class__",
+        "__import__",
+        # asyncio's C helpers that only read the running loop's state
+        "current_task",
+        "get_running_loop",
+        "get_event_loop",
+        "_get_running_loop",
+        "_enter_task",
+        "_leave_task",
+        "_register_task",
+        "_unregister_task",
+        "_swap_current_task",
+        "all_tasks",
+        # math, time (virtual), operator: pure
+        "sqrt",
+        "floor",
+        "ceil",
+        "monotonic",
+        "perf_counter",
+        "time",
+        "itemgetter",
+        "attrgetter",
+        "dumps",
+        "loads",
+        "getpid",
+        "get_ident",
+        "_getframe",
+        "exc_info",
+        "exception",
+    }
+)
+
+#: stdlib modules whose Python code, called from traced code, only reads what
+#: it is given or builds new objects (or does I/O racecheck does not model)
+_QUIET_STDLIB = frozenset(
+    {
+        "abc",
+        "asyncio",  # its primitives are recorded as sync operations, see _SYNC_TYPES
+        "collections",
+        "contextlib",
+        "contextvars",
+        "copy",
+        "dataclasses",
+        "enum",
+        "functools",
+        "inspect",
+        "json",
+        "linecache",
+        "logging",
+        "operator",
+        "re",
+        "reprlib",
+        "string",
+        "textwrap",
+        "threading",  # under the threads backend its primitives are racecheck's
+        "queue",
+        "traceback",
+        "types",
+        "typing",
+        "uuid",
+        "warnings",
+        "weakref",
+        "_weakrefset",
+        "dis",
+        "tokenize",
+        "posixpath",
+        "genericpath",
+        "os",
+        "codecs",
+        "encodings",
+        "datetime",
+        "_collections_abc",
+        "_py_abc",
+        "sre_compile",
+        "sre_parse",
+        "concurrent",
+        "selectors",
+        "heapq",
+        "bisect",
+        "numbers",
+        "decimal",
+        "fractions",
+        "statistics",
+        "pprint",
+    }
+)
+
+_RACECHECK_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _runtime_dirs() -> tuple[str, ...]:
+    import asyncio
+
+    dirs = [os.path.dirname(os.path.abspath(asyncio.__file__)) + os.sep]
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("trio")
+        if spec is not None and spec.origin:
+            dirs.append(os.path.dirname(os.path.abspath(spec.origin)) + os.sep)
+    except (ImportError, ValueError):
+        pass
+    return tuple(dirs)
+
+
+#: where the runtimes' primitives live (asyncio, trio): their methods' calls are sync operations
+_RUNTIME_DIRS = _runtime_dirs()
+_THREADS_DIR = os.path.join(_RACECHECK_DIR, "backends", "threads") + os.sep
+#: racecheck's controlled thread primitives: every method call on one is a sync operation
+_OWN_PRIMITIVES = (_THREADS_DIR + "primitives.py", _THREADS_DIR + "adopt.py")
+#: threading.Thread's methods as the threads backend patches them
+_THREAD_METHODS = frozenset(("_start", "_join", "_is_alive"))
+_FOREIGN, _OWN = 1, 2
+
+
+def _runtime_kind(code: Any) -> int:
+    """0: not a primitive's code; _FOREIGN: asyncio/trio (check the type); _OWN: racecheck's."""
+    if not code.co_argcount:
+        return 0
+    filename = code.co_filename
+    if filename in _OWN_PRIMITIVES:
+        return _OWN
+    if filename == _THREADS_DIR + "backend.py" and code.co_name in _THREAD_METHODS:
+        return _OWN
+    if filename.startswith(_RUNTIME_DIRS):
+        return _FOREIGN
+    return 0
+
+
+def _sync_types() -> tuple[type, ...]:
+    """The primitives whose every operation is a sync access on the object."""
+    import asyncio
+
+    kinds: list[type] = [
+        asyncio.Lock,
+        asyncio.Event,
+        asyncio.Condition,
+        asyncio.Semaphore,
+        asyncio.Queue,
+        asyncio.Barrier if sys.version_info >= (3, 11) else asyncio.Lock,
+    ]
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        for name in (
+            "Lock",
+            "StrictFIFOLock",
+            "Event",
+            "Semaphore",
+            "Condition",
+            "CapacityLimiter",
+            "MemorySendChannel",
+            "MemoryReceiveChannel",
+        ):
+            kind = getattr(trio, name, None)
+            if isinstance(kind, type):
+                kinds.append(kind)
+        lowlevel = getattr(trio, "lowlevel", None)
+        parking = getattr(lowlevel, "ParkingLot", None)
+        if isinstance(parking, type):
+            kinds.append(parking)
+    return tuple(kinds)
+
+
+class StepLog:
+    """The accesses of the step in progress, and of the run so far, for one run.
+
+    The engine opens a step at every decision (:meth:`begin`) and closes it
+    (:meth:`close`), handing the records to the chooser's ``observe``.
+    """
+
+    def __init__(self) -> None:
+        self.ordinals: dict[int, int] = {}
+        self._keep: list[Any] = []  # objects stay alive, so ids are never reused
+        self.current: list[Access] = []
+        #: why this run may hold steps whose conflicts were not seen (never verified then)
+        self.blind: dict[str, None] = {}
+        self.actor: int | None = None
+        self.enabled: tuple[int, ...] = ()
+        self.step = 0
+        #: actor -> containers it started iterating (each later step of it reads them)
+        self.iterating: dict[int, dict[Access, None]] = {}
+        #: a whole-container write waiting for the item store that follows it
+        self._shape: Access | None = None
+        self._sync = _sync_types()
+        self._user: dict[Any, bool] = {}
+        self._runtime_code: dict[Any, int] = {}
+        self._verdict: dict[Any, str | None] = {}
+
+    # -- the feeds -------------------------------------------------------------------
+    def ordinal(self, obj: Any) -> int:
+        key = id(obj)
+        found = self.ordinals.get(key)
+        if found is None:
+            found = self.ordinals[key] = len(self.ordinals)
+            self._keep.append(obj)
+        return found
+
+    def stable(self, key: Any) -> Hashable:
+        """A key that means the same in every run: scalars as they are, objects by type."""
+        if isinstance(key, _SCALARS):
+            return key
+        if type(key) is tuple:
+            return tuple(self.stable(part) for part in key)
+        return ("<key of type>", type(key).__qualname__)
+
+    def touch(self, obj: Any, key: Any, write: bool, iterating: bool = False) -> None:
+        """An attribute, item or whole-object access in traced code (the detector's feed).
+
+        ``iterating``: a ``for`` loop started over ``obj``. The loop goes on
+        reading it in the actor's later steps, where no access is reported,
+        so every later step of the actor reads it too (conservatively, to the
+        actor's end).
+        """
+        ordinal = self.ordinal(obj)
+        pending = self._shape
+        if pending is not None:
+            self._shape = None
+            if not (pending[0] == ordinal and write and _holds(obj, key)):
+                self.current.append(pending)  # a store that may add a key: the shape changes
+        kind = type(obj).__qualname__
+        if key == _WHOLE:
+            if write:
+                # An item store writes the whole container first: whether it
+                # changes the shape depends on the key, which comes next.
+                self._shape = (ordinal, SHAPE, True, kind)
+                return
+            # iteration, a copy, len: they read every item, not only the shape
+            access: Access = (ordinal, ANY, False, kind)
+        elif key == _NONEMPTY:
+            access = (ordinal, SHAPE, write, kind)
+        else:
+            access = (ordinal, self.stable(key), write, kind)
+        self.current.append(access)
+        if iterating and self.actor is not None:
+            self.iterating.setdefault(self.actor, {})[(access[0], ANY, False, access[3])] = None
+
+    def sync(self, obj: Any) -> None:
+        """An operation on a synchronisation primitive: a write to it."""
+        if obj is not None:
+            self.current.append((self.ordinal(obj), SYNC, True, type(obj).__qualname__))
+
+    def opaque(self) -> None:
+        """The step did something that cannot be placed: it conflicts with everything."""
+        self.current.append((OPAQUE, ANY, True, ""))
+
+    def running(self, actor: int) -> None:
+        """A task step of ``actor`` starts (the detector's feed says so).
+
+        A step is what runs between two decisions, and belongs to the actor
+        chosen at the first. A backend that runs several actors between two
+        decisions (trio orders a whole batch at once) breaks that: the
+        accesses cannot be told apart, so nothing is verified.
+        """
+        if self.actor is not None and actor != self.actor:
+            self.blind_spot(
+                "several actors ran between two scheduling decisions (trio orders a whole"
+                " batch at once), so their accesses could not be told apart"
+            )
+
+    def blind_spot(self, why: str) -> None:
+        self.blind[why] = None
+
+    # -- steps -----------------------------------------------------------------------
+    def begin(self, chooser: Observer, enabled: Sequence[int]) -> None:
+        """A decision: the step in progress ends here, the next one starts."""
+        self.close(chooser)
+        self.enabled = tuple(enabled)
+
+    def close(self, chooser: Observer) -> None:
+        """Hand the finished step (if any) to the chooser."""
+        if self._shape is not None:
+            self.current.append(self._shape)
+            self._shape = None
+        actor = self.actor
+        if actor is not None:
+            self.actor = None
+            accesses, self.current = tuple(self.current), []
+            loops = self.iterating.get(actor)
+            if loops:
+                accesses += tuple(loops)
+            chooser.observe(self.step, actor, accesses, self.enabled)
+            self.step += 1
+        else:
+            # What ran before the first decision ran alone: nothing to reorder.
+            self.current = []
+
+    # -- the profile hook --------------------------------------------------------------
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """Watch the calling thread: primitives' operations and C calls from traced code."""
+        previous = sys.getprofile()
+        hook = self._hook(previous)
+        sys.setprofile(hook)
+        try:
+            yield
+        finally:
+            if sys.getprofile() is hook:
+                sys.setprofile(previous)
+            else:
+                self.blind_spot(
+                    "the profile hook was replaced during the run (by the code under test or"
+                    " a tool): C calls after that point were not seen"
+                )
+
+    def _is_user(self, code: Any) -> bool:
+        found = self._user.get(code)
+        if found is None:
+            found = self._user[code] = is_user_file(code.co_filename)
+        return found
+
+    def _hook(self, previous: Any) -> Any:
+        sync_types = self._sync
+        is_user = self._is_user
+        runtime_code = self._runtime_code
+
+        def hook(frame: FrameType, event: str, arg: Any) -> None:
+            if previous is not None:
+                previous(frame, event, arg)
+            if event == "c_call":
+                if is_user(frame.f_code):
+                    self._c_call(arg)
+            elif event == "call":
+                code = frame.f_code
+                runtime = runtime_code.get(code)
+                if runtime is None:
+                    runtime = runtime_code[code] = _runtime_kind(code)
+                if runtime:
+                    owner = frame.f_locals.get("self")
+                    if owner is not None and (runtime == _OWN or isinstance(owner, sync_types)):
+                        self.sync(getattr(owner, "_state", owner))  # trio channels share one
+                        return
+                caller = frame.f_back
+                if caller is not None and is_user(caller.f_code) and not is_user(frame.f_code):
+                    self._entered_library(frame)
+
+        return hook
+
+    def _c_call(self, function: Any) -> None:
+        owner = getattr(function, "__self__", None)
+        name = getattr(function, "__name__", "")
+        if owner is None or isinstance(owner, ModuleType):
+            if name in _PURE_FUNCTIONS:
+                return
+            # A module-level C function may change what it is given
+            # (heapq.heappush, bisect.insort): nothing says what, so
+            # the step conflicts with everything.
+            self.opaque()
+            return
+        if isinstance(owner, type) or isinstance(owner, _IMMUTABLE):
+            return
+        if name == "cancel":
+            self.opaque()  # changes what another actor's next step does
+            return
+        self.current.append(
+            (self.ordinal(owner), ANY, name not in _READ_ONLY, type(owner).__qualname__)
+        )
+
+    def _entered_library(self, frame: FrameType) -> None:
+        code = frame.f_code
+        if code in self._verdict:
+            verdict = self._verdict[code]
+        else:
+            verdict = self._verdict[code] = _library_verdict(code.co_filename, code.co_name)
+        if verdict is not None:
+            self.blind_spot(verdict)
+            return
+        if code.co_filename.startswith(_RACECHECK_DIR):
+            return  # racecheck's own patches: their effects are recorded where they happen
+        # Quiet stdlib code may still change what it is handed (Counter.update,
+        # a cached_property filling an instance): each argument is written.
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        if not names:
+            return
+        values = frame.f_locals
+        for name in names:
+            value = values.get(name)
+            if value is None or isinstance(value, _PASSIVE):
+                continue
+            self.current.append((self.ordinal(value), ANY, True, type(value).__qualname__))
+
+
+#: arguments a call cannot change (or whose change is no shared state)
+_PASSIVE = (
+    *_IMMUTABLE,
+    type,
+    ModuleType,
+    FunctionType,
+    MethodType,
+    CoroutineType,
+    BuiltinFunctionType,
+)
+
+
+def _library_verdict(filename: str, function: str) -> str | None:
+    """None when code in ``filename`` is known to touch nothing shared unseen; else why not."""
+    if filename.startswith(_RACECHECK_DIR) or filename.startswith("<"):
+        return None  # racecheck's own primitives, generated code (dataclass __init__)
+    module = _module_of(filename)
+    top = module.split(".", 1)[0]
+    if top in _QUIET_STDLIB or top in ("trio", "_pytest", "pytest", "pluggy"):
+        return None
+    where = module or os.path.basename(filename)
+    return (
+        f"untraced code ran from traced code ({where}.{function}): what it touched was not"
+        " seen, so interleavings that differ only there may not have been told apart"
+        " (trace_packages= traces it)"
+    )
+
+
+def _module_of(filename: str) -> str:
+    """The dotted module name of ``filename`` as sys.path would import it (best effort)."""
+    best = ""
+    path = os.path.abspath(filename)
+    for entry in sys.path:
+        root = os.path.abspath(entry or ".") + os.sep
+        if path.startswith(root) and len(root) > len(best):
+            best = root
+    rest = path[len(best) :] if best else os.path.basename(path)
+    rest = rest[: -len(".py")] if rest.endswith(".py") else rest
+    parts = [p for p in rest.split(os.sep) if p and p != "__init__"]
+    return ".".join(parts)

@@ -1,0 +1,400 @@
+"""Dynamic partial-order reduction: one schedule per Mazurkiewicz trace.
+
+Two schedules that differ only in the order of *independent* steps (steps that
+touch nothing in common) reach the same state; running both is waste. This is
+source-DPOR with sleep sets (Abdulla, Aronis, Jonsson, Sagonas, POPL 2014),
+stateless: every schedule is a fresh run of the target from the start.
+
+* A run follows a prefix of forced choices, then takes the first enabled actor
+  that is not asleep (natural order first).
+* After each step the engine hands over what the step touched
+  (:mod:`racecheck.accesses`). At the end of the run, happens-before is built
+  from program order and conflicts (same object and key, one side writes).
+  For every *race* — two conflicting steps of different actors with nothing
+  ordered between them — DPOR adds to the state before the first step an
+  actor that starts the reversed order (an *initial* of the steps not ordered
+  after the first, followed by the second's actor), unless one already is
+  there. This set is a source set: every trace has a representative.
+* Sleep sets: after an actor's branch at a state was explored, that actor
+  sleeps in its siblings' branches until a step conflicts with what it would
+  do next. A run whose every enabled actor sleeps is redundant; it is run to
+  its end (a run cannot be cut short) but not analysed, and counted apart.
+
+With no bound the search ends when every state's source set was explored: for
+a terminating program whose every conflict was observed, every reachable
+final state and every failure was reached — **verified**. The claim is only
+as good as the observed conflicts: a run where untraced code ran, a C call
+could not be placed, or the backend reports a blind spot is never verified
+(``verified`` stays False and the notes say why).
+
+``bound=N`` keeps to schedules with at most N *delays* (choices other than the
+natural order). Reduction and a bound do not compose into a guarantee (a trace
+may have its only representative beyond the bound), so a bounded search
+reports what it covered and is never "verified".
+
+Within a run objects are told apart exactly; a sleeping actor's step, recorded
+in an earlier run, is compared with this run's steps by type of object (see
+:mod:`racecheck.accesses`): conservative, never missing a conflict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+from racecheck.accesses import ACTOR, ANY, OPAQUE, Access
+from racecheck.schedule import Decision
+from racecheck.strategies.base import BaseChooser
+from racecheck.strategies.exhaustive import NondeterminismError
+
+#: object (ordinal within a run, type name across runs) -> key -> written?
+Index = dict[Hashable, dict[Hashable, bool]]
+
+
+@dataclass
+class _Event:
+    actor: int
+    accesses: tuple[Access, ...]
+    #: by object, exact within the run
+    index: Index = field(default_factory=dict)
+    #: by type of object, to compare with another run's step (sleep sets)
+    typed: Index = field(default_factory=dict)
+    opaque: bool = False
+    final: bool = False
+
+    def finalise(self, enabled_before: Sequence[int], enabled_after: Sequence[int]) -> None:
+        """Add the actor-state accesses: who this step woke, started or blocked."""
+        if self.final:
+            return
+        self.final = True
+        extra: list[Access] = [(ACTOR, self.actor, False, "")]
+        changed = set(enabled_before) ^ set(enabled_after)
+        changed.discard(self.actor)
+        extra += [(ACTOR, actor, True, "") for actor in sorted(changed)]
+        self.accesses = (*self.accesses, *extra)
+        self.index = _index(self.accesses, typed=False)
+        self.typed = _index(self.accesses, typed=True)
+        self.opaque = OPAQUE in self.index
+
+
+def _index(accesses: Sequence[Access], typed: bool) -> Index:
+    index: Index = {}
+    for obj, key, write, kind in accesses:
+        place: Hashable = kind if typed and obj >= 0 else obj
+        keys = index.get(place)
+        if keys is None:
+            keys = index[place] = {}
+        keys[key] = keys.get(key, False) or write
+    return index
+
+
+def _keys_conflict(a: dict[Hashable, bool], b: dict[Hashable, bool]) -> bool:
+    any_a = a.get(ANY)
+    if any_a is not None and (any_a or any(b.values())):
+        return True
+    any_b = b.get(ANY)
+    if any_b is not None and (any_b or any(a.values())):
+        return True
+    for key, write in a.items():
+        other = b.get(key)
+        if other is not None and (write or other):
+            return True
+    return False
+
+
+def _conflict(a: Index, b: Index) -> bool:
+    if OPAQUE in a or OPAQUE in b:
+        return True
+    if len(a) > len(b):
+        a, b = b, a
+    for obj, keys in a.items():
+        other = b.get(obj)
+        if other is not None and _keys_conflict(keys, other):
+            return True
+    return False
+
+
+@dataclass
+class _Node:
+    """A state of the current path: what could run, what ran, what is left."""
+
+    enabled: tuple[int, ...]
+    actor: int
+    #: delays (non-natural choices) on the path before this state
+    delays: int
+    backtrack: set[int] = field(default_factory=set)
+    #: actors explored from here, with the step each took
+    done: dict[int, _Event] = field(default_factory=dict)
+    #: actors asleep here, with the step each would take
+    sleep: dict[int, _Event] = field(default_factory=dict)
+
+
+class DPORChooser(BaseChooser):
+    """Source-DPOR with sleep sets, behind the ordinary chooser interface."""
+
+    name = "dpor"
+    #: tells the exploration to record each step's accesses (racecheck.accesses)
+    observes_accesses = True
+
+    def __init__(self, bound: int | None = None) -> None:
+        if bound is not None and bound < 0:
+            raise ValueError("bound must be at least 0")
+        self.bound = bound
+        self.path: list[_Node] = []
+        self.events: list[_Event] = []
+        self._enabled: list[tuple[int, ...]] = []
+        self._blocked = False
+        self._next_sleep: dict[int, _Event] = {}
+        self._done = False
+        self._gave_up: str | None = None
+        #: runs that were a new trace, and runs a sleep set made redundant
+        self.traces = 0
+        self.redundant = 0
+        #: alternatives never run because another schedule of the same trace did
+        self.pruned = 0
+        #: reversals the bound kept out
+        self.beyond_bound = 0
+        #: why some run may hold conflicts that were not seen (then never verified)
+        self.blind: dict[str, None] = {}
+
+    # -- a run ---------------------------------------------------------------------------
+    def begin(self, run: int) -> None:
+        self.events = []
+        self._enabled = []
+        self._blocked = False
+        self._next_sleep = {}
+
+    def choose(self, candidates: Sequence[int], step: int) -> int:
+        position = len(self.events)
+        if position < len(self.path):
+            wanted = self.path[position].actor
+            if wanted not in candidates:
+                raise NondeterminismError(
+                    f"step {position + 1}: actor {wanted} is not enabled as it was in an"
+                    " earlier run: the target depends on something racecheck does not control"
+                )
+            return list(candidates).index(wanted)
+        if self._blocked:
+            return 0
+        self._settle(candidates)
+        awake = [i for i, actor in enumerate(candidates) if actor not in self._next_sleep]
+        if not awake:
+            self._blocked = True  # every continuation from here was explored already
+            return 0
+        return awake[0]
+
+    def observe(
+        self, step: int, actor: int, accesses: Sequence[Access], enabled: Sequence[int]
+    ) -> None:
+        if self._blocked:
+            return
+        enabled = tuple(enabled)
+        position = len(self.events)
+        self._settle(enabled)
+        if position < len(self.path):
+            node = self.path[position]
+            if node.actor != actor or node.enabled != enabled:
+                raise NondeterminismError(
+                    f"step {position + 1} ran another actor, or from another set of enabled"
+                    " actors, than in an earlier run: the target depends on something"
+                    " racecheck does not control"
+                )
+        else:
+            if actor in self._next_sleep:
+                self._blocked = True  # the only way on is a sleeping actor
+                return
+            previous = self.path[-1] if self.path else None
+            delays = 0
+            if previous is not None:
+                delays = previous.delays + (previous.enabled.index(previous.actor) != 0)
+            node = _Node(enabled, actor, delays, {actor}, {}, dict(self._next_sleep))
+            self.path.append(node)
+        event = _Event(actor, tuple(accesses))
+        self.events.append(event)
+        self._enabled.append(enabled)
+        node.backtrack.add(actor)
+
+    def _settle(self, enabled_now: Sequence[int]) -> None:
+        """The previous step's effect on who is enabled is known now: finish it."""
+        if not self.events:
+            return
+        event = self.events[-1]
+        if event.final:
+            return
+        event.finalise(self._enabled[-1], enabled_now)
+        node = self.path[len(self.events) - 1]
+        node.done[event.actor] = event
+        asleep = {**node.sleep, **{a: e for a, e in node.done.items() if a != event.actor}}
+        self._next_sleep = {
+            actor: sleeper
+            for actor, sleeper in asleep.items()
+            if not _conflict(sleeper.typed, event.typed)
+        }
+
+    def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
+        if self.events and not self.events[-1].final:
+            self._settle(())
+        if self._blocked:
+            self.redundant += 1
+        else:
+            self.traces += 1
+        self._add_backtracks()
+        self._next_prefix()
+
+    # -- the analysis ---------------------------------------------------------------------
+    def _add_backtracks(self) -> None:
+        events = self.events
+        hb = [0] * len(events)
+        last_of: dict[int, int] = {}
+        last_opaque: int | None = None
+        #: (object, key) -> (last write, {actor: its last read since})
+        state: dict[tuple[Hashable, Hashable], tuple[int | None, dict[int, int]]] = {}
+        keys_of: dict[Hashable, set[Hashable]] = {}
+        for j, event in enumerate(events):
+            actor = event.actor
+            conflicting: set[int] = set()
+            if event.opaque:
+                conflicting.update(k for a, k in last_of.items() if a != actor)
+            elif last_opaque is not None and events[last_opaque].actor != actor:
+                conflicting.add(last_opaque)
+            for obj, keys in event.index.items():
+                if obj == OPAQUE:
+                    continue
+                known = keys_of.setdefault(obj, set())
+                for key, write in keys.items():
+                    places = list(known) if key == ANY else [key, ANY]
+                    for place in places:
+                        found = state.get((obj, place))
+                        if found is None:
+                            continue
+                        last_write, reads = found
+                        if last_write is not None and events[last_write].actor != actor:
+                            conflicting.add(last_write)
+                        if write:
+                            conflicting.update(r for a, r in reads.items() if a != actor)
+            for obj, keys in event.index.items():
+                if obj == OPAQUE:
+                    continue
+                known = keys_of[obj]
+                for key, write in keys.items():
+                    known.add(key)
+                    if write:
+                        state[(obj, key)] = (j, {})
+                    else:
+                        found = state.get((obj, key))
+                        if found is None:
+                            state[(obj, key)] = (None, {actor: j})
+                        else:
+                            found[1][actor] = j
+            predecessors = set(conflicting)
+            own = last_of.get(actor)
+            if own is not None:
+                predecessors.add(own)
+            before = 0
+            cover = 0
+            for p in predecessors:
+                before |= hb[p] | (1 << p)
+                cover |= hb[p]
+            hb[j] = before
+            for i in sorted(conflicting):
+                if not (cover >> i) & 1:
+                    self._reverse(i, j, hb)
+            last_of[actor] = j
+            if event.opaque:
+                last_opaque = j
+
+    def _reverse(self, i: int, j: int, hb: list[int]) -> None:
+        """Make sure some actor that starts the reversal of race (i, j) is tried at state i."""
+        node = self.path[i]
+        if len(node.enabled) < 2:
+            return
+        events = self.events
+        later = [k for k in range(i + 1, j) if not (hb[k] >> i) & 1]
+        later.append(j)
+        initials: list[int] = []
+        seen: set[int] = set()
+        inside = 0
+        for k in later:
+            actor = events[k].actor
+            if actor not in seen and not hb[k] & inside:
+                initials.append(actor)
+            seen.add(actor)
+            inside |= 1 << k
+        possible = [actor for actor in node.enabled if actor in initials]
+        if not possible:
+            return  # the second step could not have run first: not a reversible race
+        if any(actor in node.backtrack or actor in node.sleep for actor in possible):
+            return
+        preferred = events[j].actor
+        actor = preferred if preferred in possible else possible[0]
+        if self.bound is not None:
+            cost = node.delays + (node.enabled.index(actor) != 0)
+            if cost > self.bound:
+                self.beyond_bound += 1
+                return
+        node.backtrack.add(actor)
+
+    def _next_prefix(self) -> None:
+        path = self.path
+        # The analysed run may have ended before the path did (a redundant run):
+        # deeper states belong to no run any more.
+        del path[len(self.events) :]
+        while path:
+            node = path[-1]
+            todo = [
+                actor
+                for actor in node.enabled
+                if actor in node.backtrack and actor not in node.done and actor not in node.sleep
+            ]
+            if todo:
+                node.actor = todo[0]
+                return
+            self.pruned += len(node.enabled) - len(node.done)
+            path.pop()
+        self._done = True
+
+    # -- what it covered -------------------------------------------------------------------
+    def has_more(self) -> bool:
+        return not self._done
+
+    @property
+    def exhausted(self) -> bool:
+        """The search ended (within its bound), and saw every conflict it compared."""
+        return self._done and not self.blind
+
+    @property
+    def verified(self) -> bool:
+        """Every trace of the program ran, and every conflict was observed."""
+        return self._done and self.bound is None and not self.blind
+
+    def notes(self, schedules_run: int) -> list[str]:
+        cut = (
+            f"; {self.redundant} run{'s' if self.redundant != 1 else ''} ended in a state"
+            " whose continuations were all explored (sleep sets)"
+            if self.redundant
+            else ""
+        )
+        blind = "; ".join(self.blind)
+        if self.verified:
+            return [
+                f"verified: all {self.traces} non-equivalent interleavings explored"
+                f" ({self.pruned} pruned){cut}"
+            ]
+        if self._done and self.bound is None:
+            return [
+                f"dpor: all {self.traces} interleavings racecheck could tell apart ran"
+                f" ({self.pruned} pruned){cut}; not verified: {blind}"
+            ]
+        if self._done:
+            return [
+                f"dpor: all {self.traces} non-equivalent interleavings with at most"
+                f" {self.bound} delays from the natural order explored ({self.pruned} pruned,"
+                f" {self.beyond_bound} reversals beyond the bound skipped){cut}; not verified:"
+                " a bound leaves schedules out, and reduction under a bound can leave out"
+                " some within it" + (f"; also {blind}" if blind else "")
+            ]
+        return [
+            f"dpor: the budget ran out after {self.traces} non-equivalent interleavings"
+            f" ({schedules_run} schedules){cut}; not verified: the space was not covered"
+            + (f"; also {blind}" if blind else "")
+        ]
