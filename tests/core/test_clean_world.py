@@ -402,3 +402,48 @@ def test_garbage_that_outlived_its_run_is_collected_before_the_next() -> None:
 
     report = racecheck.check(target, strategy="random", schedules=50)
     assert report.schedules_run == 50
+
+
+async def _never_started() -> None:
+    await asyncio.sleep(0)
+
+
+def _loop_left_with_work_by_a_failing_run() -> None:
+    """A thread's event loop gets a task it never runs; the main thread then fails."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    tasks: list[asyncio.Task[None]] = []
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        tasks.append(loop.create_task(_never_started()))
+        ready.set()
+
+    worker = threading.Thread(target=serve)
+    worker.start()
+    ready.wait()
+    worker.join()
+    raise AssertionError("the run fails with the loop still holding its task")
+
+
+def test_a_failing_runs_abandoned_event_loop_leaves_no_warnings() -> None:
+    """A loop made in a run and left behind by its failure is closed by racecheck.
+
+    Its never-started tasks would otherwise warn "coroutine ... was never
+    awaited" (and the loop "unclosed event loop") whenever the failure is
+    dropped: noise about racecheck's abort, in some later test's output.
+    """
+    import warnings
+
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(_loop_left_with_work_by_a_failing_run, schedules=3, minimize=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del found
+        gc.collect()
+    noise = [
+        str(w.message)
+        for w in caught
+        if "never awaited" in str(w.message) or "unclosed event loop" in str(w.message)
+    ]
+    assert noise == []

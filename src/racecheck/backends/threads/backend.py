@@ -147,6 +147,7 @@ class ThreadsBackend:
         runtime.tracer = self.tracer  # type: ignore[attr-defined]
         runtime.pool = self.pool  # type: ignore[attr-defined]
         runtime.used_workers = set()  # type: ignore[attr-defined]
+        runtime.loops = []  # type: ignore[attr-defined]
         STATE.runtime = runtime
         root = runtime.adopt_root("main")
         if controller.detector is not None:
@@ -176,6 +177,7 @@ class ThreadsBackend:
             runtime.exit(root)
             runtime.wait_done()
             _reap(runtime)
+            _discard_abandoned_loops(runtime)
             STATE.runtime = None
             self._tally_visibility(runtime)
 
@@ -378,7 +380,38 @@ def _new_event_loop() -> asyncio.AbstractEventLoop:
     runtime = STATE.runtime
     if runtime is None or runtime.me() is None:
         return asyncio.SelectorEventLoop()
-    return new_loop(ThreadHost(runtime))
+    loop = new_loop(ThreadHost(runtime))
+    runtime.loops.append(loop)  # type: ignore[attr-defined]
+    return loop
+
+
+def _discard_abandoned_loops(runtime: ThreadRuntime) -> None:
+    """Close the event loops a failed run made and left open.
+
+    racecheck aborted the run, so whatever those loops still hold can never
+    run: a task that never started would warn "coroutine ... was never
+    awaited", and the loop "unclosed event loop", whenever the failure that
+    holds them is dropped, in some later test's output, about racecheck's
+    abort rather than the user's code. A run that passed keeps its loops as
+    the target left them.
+    """
+    loops = getattr(runtime, "loops", ())
+    if runtime.controller.failure is None:
+        return
+    for loop in loops:
+        if loop.is_closed() or loop.is_running():
+            continue
+        try:
+            for task in asyncio.all_tasks(loop):
+                task._log_destroy_pending = False  # type: ignore[attr-defined]
+                coro = task.get_coro()
+                if inspect.iscoroutine(coro) and (
+                    inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
+                ):
+                    coro.close()
+            loop.close()
+        except Exception:  # a loop in a state racecheck cannot tidy: leave it
+            continue
 
 
 class ThreadHost:
