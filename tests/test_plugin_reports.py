@@ -8,6 +8,7 @@ test_report_browser.py, which reuses :data:`TESTS` and :func:`make_report`.
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -86,6 +87,9 @@ def test_the_html_has_swimlanes_and_a_table_of_test_ids(report: Path) -> None:
     # node ids break after their separators, not in the middle of a word
     assert "test_bank.py::<wbr>TestAccountWithAVeryLongClassNameThatMustWrapInsideItsCell" in html
     assert ">test<" not in html, "a 'test' variant column"
+    # a test fails or passes: the header does not speak of scenario expectations
+    assert re.search(r"\d+ of \d+ tests failed", html), html[:2000]
+    assert "expectation" not in html
 
 
 def test_junit_names_each_test_case_by_its_node_id(report: Path) -> None:
