@@ -335,11 +335,11 @@ def render_html(records: Sequence[RunRecord], created: datetime) -> str:
     failed = sum(not r.ok for r in records)
     if all(r.origin == "pytest" for r in records) and records:
         # marked tests pass or fail; "expectations" belong to scenario variants
-        tests = _plural(len(records), "test")
+        counted = _plural(len(records), "test")
         if failed:
-            status = f'<span class="status bad">{failed} of {tests} failed</span>'
+            status = f'<span class="status bad">{failed} of {counted} failed</span>'
         else:
-            status = f'<span class="status ok">all {tests} passed</span>'
+            status = f'<span class="status ok">all {counted} passed</span>'
     else:
         expectations = _plural(len(records), "expectation")
         if failed:

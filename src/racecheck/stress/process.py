@@ -39,7 +39,7 @@ from typing import Any
 
 from racecheck.errors import UsageError
 from racecheck.stress.report import StressReport
-from racecheck.stress.runner import MAX_HANGS, Tally, threading_mode
+from racecheck.stress.runner import MAX_HANGS, Tally
 
 #: seconds a worker may take to start and import the target
 STARTUP = 60.0
@@ -324,20 +324,11 @@ def run_in_processes(
     progress: Callable[[int, int, int], None] | None = None,
 ) -> StressReport:
     ref = ref_of(target)
-    free, mode = threading_mode()
-    report = StressReport(
-        label=label,
-        backend="asyncio" if is_async else "threads",
-        runs=0,
-        runs_requested=runs,
-        parallel=parallel,
-        timeout=timeout,
-        seconds=0.0,
-        seed=seed,
-        threading_mode=mode,
-        free_threaded=free,
+    from racecheck.stress.runner import describe_jitter, new_report
+
+    report = new_report(
+        is_async=is_async, runs=runs, parallel=parallel, timeout=timeout, seed=seed, label=label
     )
-    from racecheck.stress.runner import describe_jitter
 
     report.jitter = describe_jitter(is_async, lines_on=True)
     report.notes.append(

@@ -200,6 +200,25 @@ class Tally:
         group.count += n
 
 
+def new_report(
+    *, is_async: bool, runs: int, parallel: int, timeout: float, seed: int, label: str
+) -> StressReport:
+    """An empty report for a campaign, naming the build's threading mode."""
+    free, mode = threading_mode()
+    return StressReport(
+        label=label,
+        backend="asyncio" if is_async else "threads",
+        runs=0,
+        runs_requested=runs,
+        parallel=parallel,
+        timeout=timeout,
+        seconds=0.0,
+        seed=seed,
+        threading_mode=mode,
+        free_threaded=free,
+    )
+
+
 class Campaign:
     """One call of :func:`racecheck.stress`: the runs, their tallies, the groups."""
 
@@ -220,18 +239,8 @@ class Campaign:
         self.timeout = timeout
         self.rng = random.Random(seed)
         self.jitter = Jitter(self.rng.getrandbits(64))
-        free, mode = threading_mode()
-        self.report = StressReport(
-            label=label,
-            backend="asyncio" if is_async else "threads",
-            runs=0,
-            runs_requested=runs,
-            parallel=parallel,
-            timeout=timeout,
-            seconds=0.0,
-            seed=seed,
-            threading_mode=mode,
-            free_threaded=free,
+        self.report = new_report(
+            is_async=is_async, runs=runs, parallel=parallel, timeout=timeout, seed=seed, label=label
         )
         self.tally = Tally(self.report)
         #: called after every run with (hung, the failures of that run); the
