@@ -135,6 +135,8 @@ class DPORChooser(BaseChooser):
     name = "dpor"
     #: tells the exploration to record each step's accesses (racecheck.accesses)
     observes_accesses = True
+    #: systematic: never repeats an interleaving, so saturation does not apply to it
+    samples = False
 
     def __init__(self, bound: int | None = None) -> None:
         if bound is not None and bound < 0:
