@@ -9,10 +9,11 @@ schedule number wins, which is the one a single run would have reported,
 token included. A missing or repeated slice is an input error: without every
 slice, no one can say which failure came first.
 
-The merged report is written in every format (JSON, JUnit, HTML). Traces are
-not carried by ``racecheck.json`` in a form that can be read back, so the
-merged HTML shows the replay command of a failure, not its swimlane; replaying
-the token draws it.
+The merged report is written in every format (JSON, JUnit, HTML). The winning
+slice's trace is read back from its ``racecheck.json``, so the merged HTML
+draws the same swimlane a single run would. A trace that cannot be read back
+(an edited or foreign file) costs only the drawing: the record keeps its
+verdict and token, and replaying the token draws the trace again.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from typing import Any
 
 from racecheck.errors import UsageError
 from racecheck.report import RunRecord
+from racecheck.report.json_report import trace_from_dict
 from racecheck.sharding import Merged, ShardResult, merge
+from racecheck.trace import Trace
 
 
 def read_slice(path: str | Path) -> list[dict[str, Any]]:
@@ -62,10 +65,20 @@ def _record(data: dict[str, Any]) -> RunRecord:
     coverage = data.get("coverage") or {}
     values.setdefault("distinct_schedules", coverage.get("distinct_schedules", 0))
     values.setdefault("distinct_orderings", coverage.get("distinct_orderings", 0))
+    values["trace"] = _trace(data.get("trace"))
     try:
         return RunRecord(**values)
     except TypeError as exc:
         raise UsageError(f"malformed record {data.get('scenario')!r}: {exc}") from None
+
+
+def _trace(data: object) -> Trace | None:
+    if not isinstance(data, dict):
+        return None
+    try:
+        return trace_from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def merge_slices(paths: Sequence[str | Path]) -> list[tuple[RunRecord, Merged | None]]:
