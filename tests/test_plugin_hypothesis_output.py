@@ -86,3 +86,14 @@ def test_the_explanation_does_not_point_at_racecheck(output: str) -> None:
     package = racecheck.__file__.rsplit("/", 1)[0]
     explanation = output.split("Explanation:", 1)[1] if "Explanation:" in output else ""
     assert package not in explanation, explanation
+
+
+def test_the_explanation_filter_does_not_outlive_the_test(pytester: pytest.Pytester) -> None:
+    """racecheck's quiet-explanation pattern is hypothesis state: it goes when the test ends."""
+    from hypothesis.internal import scrutineer
+
+    before = scrutineer.UNHELPFUL_LOCATIONS
+    pytester.makepyfile(test_h=TEST)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:asyncio")
+    result.assert_outcomes(failed=1)
+    assert scrutineer.UNHELPFUL_LOCATIONS == before

@@ -75,7 +75,8 @@ def _note(text: str) -> None:
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
-_registered = False
+#: the pattern racecheck added to hypothesis's filter, until it is taken out again
+_added: str | None = None
 
 
 def _quiet_explanations() -> None:
@@ -85,12 +86,14 @@ def _quiet_explanations() -> None:
     failure handling (the traced replay, the recorder) is such code, and says
     nothing about the bug. hypothesis drops its own and the stdlib's lines and
     anything matching ``UNHELPFUL_LOCATIONS``: racecheck's package is added
-    there, once. It only filters what is reported; no behaviour changes.
+    there. It only filters what is reported; no behaviour changes. The
+    explanation is printed after the last example, outside any call of ours,
+    so the pattern stays until :func:`restore_explanations` (the pytest plugin
+    calls it when the test ends).
     """
-    global _registered
-    if _registered:
+    global _added
+    if _added is not None:
         return
-    _registered = True
     try:
         from hypothesis.internal import scrutineer
     except ImportError:
@@ -100,6 +103,19 @@ def _quiet_explanations() -> None:
     locations = getattr(scrutineer, "UNHELPFUL_LOCATIONS", None)
     if isinstance(locations, tuple) and pattern not in locations:
         scrutineer.UNHELPFUL_LOCATIONS = (*locations, pattern)
+        _added = pattern
+
+
+def restore_explanations() -> None:
+    """Take racecheck's pattern out of hypothesis's filter: nothing we patch outlives a test."""
+    global _added
+    if _added is None:
+        return
+    from hypothesis.internal import scrutineer
+
+    locations = getattr(scrutineer, "UNHELPFUL_LOCATIONS", ())
+    scrutineer.UNHELPFUL_LOCATIONS = tuple(p for p in locations if p != _added)
+    _added = None
 
 
 __all__ = ["interleave"]

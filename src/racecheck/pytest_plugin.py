@@ -36,6 +36,7 @@ import contextlib
 import inspect
 import os
 import shlex
+import sys
 import warnings
 from collections.abc import Callable, Generator
 from pathlib import Path
@@ -348,6 +349,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     if isinstance(item, pytest.Function) and item.get_closest_marker("racecheck") is not None:
         item.stash[_ORIGINAL_OBJ] = item.obj
     return (yield)
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    # racecheck.hypothesis filters hypothesis's explanation for the test that used it.
+    quiet = sys.modules.get("racecheck.hypothesis")
+    if quiet is not None:
+        quiet.restore_explanations()
 
 
 def _test_function(item: pytest.Function) -> Callable[..., Any]:
