@@ -44,6 +44,23 @@ class RunAborted(BaseException):
     """
 
 
+class NeedsBackend(BaseException):
+    """The target needs another backend than the one the exploration picked.
+
+    Raised (through ``Controller.internal_error``) when a run does something
+    its backend can only run in a reduced form: an ``async def`` target that
+    hands work to an executor needs the threads backend, which schedules the
+    executor's threads line by line. The exploration starts over on
+    ``backend`` before any schedule counts, so no verdict rests on the
+    reduced form.
+    """
+
+    def __init__(self, backend: str, why: str) -> None:
+        super().__init__(backend, why)
+        self.backend = backend
+        self.why = why
+
+
 #: decisions a run may still take while it unwinds after a failure
 TEARDOWN_STEPS = 20_000
 

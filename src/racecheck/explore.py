@@ -28,7 +28,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from racecheck.engine import Backend, Controller, Failure, in_exploration, run_supervised
+from racecheck.engine import (
+    Backend,
+    Controller,
+    Failure,
+    NeedsBackend,
+    in_exploration,
+    run_supervised,
+)
 from racecheck.errors import DivergenceError, Interrupted, StateLeakError, UsageError, one_line
 from racecheck.outcome import RaceFound, Report
 from racecheck.saturation import DEFAULT_WINDOW, SaturationWatch
@@ -99,6 +106,8 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         trace_packages = [trace_packages]
     trace_paths = _trace_paths(target, trace_packages)
     replay_options: dict[str, Any] = {}
+    #: the asyncio backend by default, not by name: executor work may move it to threads
+    defaulted = backend_name is None
     if backend_name is None:
         backend_name = "asyncio" if is_async_target(target) else "threads"
     backend: Backend
@@ -111,11 +120,12 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
             raise UsageError("the asyncio backend schedules task steps; granularity must be 'task'")
         from racecheck.backends.asyncio_backend import AsyncioBackend
 
-        backend = AsyncioBackend(target)
+        backend = AsyncioBackend(target, executor_needs_threads=defaulted)
     elif backend_name == "threads":
         from racecheck.backends.threads.backend import ThreadsBackend
 
-        backend = ThreadsBackend(target, granularity=granularity or "access")
+        runs = _on_its_own_loop(target) if is_async_target(target) else target
+        backend = ThreadsBackend(runs, granularity=granularity or "access")
     elif backend_name == "trio":
         if not is_async_target(target):
             raise UsageError("backend='trio' needs an async def target")
@@ -166,6 +176,25 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         target=target,
         replay_options=replay_options,
     )
+
+
+def _on_its_own_loop(target: Callable[[], Any]) -> Callable[[], Any]:
+    """An ``async def`` target for the threads backend: ``asyncio.run`` it, as a script would.
+
+    The loop is then one of the run's threads' loops (the mixed model), and
+    executor work runs on real threads the backend schedules line by line.
+    """
+    import asyncio
+
+    def run_on_its_own_loop() -> Any:
+        return asyncio.run(target())
+
+    for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
+        try:
+            setattr(run_on_its_own_loop, attr, getattr(target, attr))
+        except (AttributeError, TypeError):
+            pass
+    return run_on_its_own_loop
 
 
 def _trace_paths(target: Callable[[], Any], trace_packages: Any) -> tuple[str, ...]:
@@ -460,7 +489,26 @@ class Found:
 def explore(
     target: Callable[[], Any], *, strategy: str, schedules: int, seed: int, options: dict[str, Any]
 ) -> Report:
-    options = dict(options)
+    try:
+        return _explore_on_backend(
+            target, strategy=strategy, schedules=schedules, seed=seed, options=dict(options)
+        )
+    except NeedsBackend as needs:
+        # Before any schedule counted: the whole exploration starts over.
+        report = _explore_on_backend(
+            target,
+            strategy=strategy,
+            schedules=schedules,
+            seed=seed,
+            options={**options, "backend": needs.backend},
+        )
+        report.notes = [f"ran on the {needs.backend} backend: {needs.why}", *report.notes]
+        return report
+
+
+def _explore_on_backend(
+    target: Callable[[], Any], *, strategy: str, schedules: int, seed: int, options: dict[str, Any]
+) -> Report:
     settings = _settings(target, options)
     if isinstance(schedules, bool) or not isinstance(schedules, int) or schedules < 1:
         raise UsageError(f"schedules must be a positive integer, not {schedules!r}")
@@ -936,7 +984,7 @@ def replay_token(target: Callable[[], Any], token: str, *, options: dict[str, An
         # The token knows the backend it was recorded on: an async target
         # replays a trio token on trio without being told.
         recorded = Schedule.decode(token).backend
-        if recorded in ("asyncio", "trio"):
+        if recorded in ("asyncio", "trio", "threads"):
             options["backend"] = recorded
     settings = _settings(target, options)
     options.pop("strategy", None)

@@ -76,6 +76,10 @@ _THREAD_FIXED = {
 #: fixed programs whose loop waits for a real thread: never verifiable
 _WAITS_OUTSIDE = {"threadsafe_wakeup_fixed", "threadsafe_wakeup_then_race_fixed"}
 
+#: fixed programs with executor work: it runs on controlled threads, so the
+#: loop runs inside a thread, which DPOR's record does not cover yet
+_EXECUTOR_THREADS = {"lost_update_to_thread_fixed", "lost_update_run_in_executor_fixed"}
+
 
 def _buggy() -> list[Any]:
     params = [
@@ -95,7 +99,7 @@ def _fixed() -> list[Any]:
     params = [
         pytest.param(target, id=f"asyncio-{target.__name__}")
         for target in asyncio_bugs.FIXED
-        if target.__name__ not in _WAITS_OUTSIDE
+        if target.__name__ not in _WAITS_OUTSIDE | _EXECUTOR_THREADS
     ]
     params += [
         pytest.param(target, id=f"threads-{target.__name__}")
@@ -130,9 +134,10 @@ def test_dpor_verifies_the_fixed_version(target: Callable[[], Any]) -> None:
     assert "verified" in str(report)
 
 
-@pytest.mark.parametrize("name", sorted(_WAITS_OUTSIDE))
+@pytest.mark.parametrize("name", sorted(_WAITS_OUTSIDE | _EXECUTOR_THREADS))
 def test_a_loop_waiting_for_a_real_thread_is_never_verified(name: str) -> None:
-    report = racecheck.check(getattr(asyncio_bugs, name), strategy="dpor", schedules=SCHEDULES)
+    # the blind spot shows in the first run; a smaller budget says as much
+    report = racecheck.check(getattr(asyncio_bugs, name), strategy="dpor", schedules=300)
     assert not report.verified
     assert not any(note.startswith("verified") for note in report.notes), report.notes
 

@@ -169,11 +169,6 @@ def test_token_found_after_first_use_init_replays_in_a_fresh_process(tmp_path: P
     assert "FAILS AGAIN" in replayed.stdout, replayed.stdout + replayed.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the asyncio backend runs executor work inline on the loop thread: a worker"
-    " that waits for the loop blocks it (StuckError); janus' sync_q.get() does this",
-)
 def test_executor_work_that_waits_for_the_loop_is_scheduled(tmp_path: Path) -> None:
     done = run_script(tmp_path, EXECUTOR_WAITS_FOR_LOOP)
     assert "StuckError" not in done.stderr, done.stderr

@@ -36,9 +36,14 @@ class AsyncioBackend:
     name = "asyncio"
     granularity = "task"
 
-    def __init__(self, target: Callable[[], Any]) -> None:
+    def __init__(self, target: Callable[[], Any], executor_needs_threads: bool = False) -> None:
         self.target = target
         self.runs_waiting_outside = 0
+        #: executor work asks for the threads backend (racecheck.engine.NeedsBackend);
+        #: off when the asyncio backend was asked for by name, or a token recorded on it
+        self.executor_needs_threads = executor_needs_threads
+        #: runs whose executor work ran inline, as one atomic step (see blind_spots)
+        self.runs_with_inline_executor_work = 0
 
     @property
     def scheduling_limit(self) -> str | None:
@@ -50,6 +55,17 @@ class AsyncioBackend:
             " (call_soon_threadsafe from a real thread, a socket); when that work arrives"
             " was not explored"
         )
+
+    def blind_spots(self) -> list[str]:
+        """Why a green exploration may have missed races inside executor work."""
+        if not self.runs_with_inline_executor_work:
+            return []
+        return [
+            "executor work (to_thread/run_in_executor) ran inline on the loop's thread, as one"
+            " step: its races with the loop's tasks and with other executor work were not"
+            " explored (backend='asyncio' was asked for; the default runs such work on"
+            " controlled threads)"
+        ]
 
     def install(self) -> None:
         self._loop: ControlledLoop | None = None
@@ -80,7 +96,7 @@ class AsyncioBackend:
         return loop
 
     def run_once(self, controller: Controller) -> None:
-        host = StandaloneHost(controller)
+        host = StandaloneHost(controller, self.executor_needs_threads)
         loop = self._loop_for(host)
         raiser: int | None = 1
         try:
@@ -117,6 +133,8 @@ class AsyncioBackend:
             # self-pipe writes: call_soon_threadsafe, from a thread racecheck does not run
             if host.waited_outside or loop._rc_wakeups:
                 self.runs_waiting_outside += 1
+            if loop._rc_ran_executor_work:
+                self.runs_with_inline_executor_work += 1
             if self._loop is not loop or loop.is_closed() or not loop._rc_reusable():
                 if self._loop is loop:
                     self._loop = None

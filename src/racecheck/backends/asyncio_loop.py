@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from racecheck.backends.asyncio_waits import record_task_step
 from racecheck.detect import detecting
-from racecheck.engine import Controller, Failure, RunAborted
+from racecheck.engine import Controller, Failure, NeedsBackend, RunAborted
 from racecheck.linetrace import collecting_accesses
 from racecheck.recorder import task_label
 
@@ -60,6 +60,10 @@ class RacecheckTask(asyncio.Task):
 class LoopHost(Protocol):
     controller: Controller
     records_steps: bool
+    #: executor work may run on real threads: the host controls them
+    schedules_threads: bool
+    #: without such threads, executor work asks for the threads backend (NeedsBackend)
+    executor_needs_threads: bool
 
     def choose_task(self, loop: ControlledLoop, candidates: list[int]) -> int: ...
 
@@ -111,6 +115,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         #: wakes a loop idle in select(), besides its own timers
         self._rc_wakeups = 0
         self._rc_serials = iter(range(1 << 40, 1 << 41))
+        #: executor work ran inline, atomically (a standalone loop has no threads)
+        self._rc_ran_executor_work = False
 
     def _rc_forget(self) -> None:
         """End a run: drop what it left queued, as ``close`` would, and its tasks."""
@@ -304,12 +310,30 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     def run_in_executor(  # type: ignore[override]
         self, executor: Any, func: Callable[..., Any], *args: Any
     ) -> asyncio.Future[Any]:
-        """Run executor work as a task of its own, inline on the loop's thread.
+        """Executor work: a real thread when the host schedules threads, else a task.
 
-        A real thread pool would put the work outside racecheck's control (and
-        make "nothing runnable" ambiguous). As a task, the work is an actor the
-        strategy schedules like any other, and it can never be a false deadlock.
+        Hosted by the threads backend, the work runs on the executor's real
+        threads, which that backend controls line by line like any other
+        thread: races inside the work, and work that waits for the loop (a
+        ``threading.Condition`` the loop notifies), behave as they do for real.
+        A standalone loop has no threads to schedule; there the work is a task
+        of its own, inline on the loop's thread and atomic, so the exploration
+        hands such a target to the threads backend (see ``racecheck.explore``).
         """
+        if self._rc_host.schedules_threads:
+            return super().run_in_executor(executor, func, *args)
+        controller = self._rc_controller
+        if self._rc_host.executor_needs_threads:
+            # Inline, the work would be one atomic step: its races with the
+            # loop's tasks (and a worker waiting for the loop) could not
+            # happen. Start over on the threads backend instead.
+            if not controller.aborting:
+                controller.internal_error = NeedsBackend(
+                    "threads", "executor work (to_thread/run_in_executor) runs on threads"
+                )
+                controller.aborting = True
+            return self.create_future()  # the run is unwinding: it never resolves
+        self._rc_ran_executor_work = True
         name = getattr(func, "__qualname__", None) or type(func).__name__
         return self.create_task(_inline(func, args), name=f"executor · {name}")
 
@@ -379,9 +403,12 @@ class StandaloneHost:
 
     #: task steps are the actors' turns (hosted loops leave that to the thread tracer)
     records_steps = True
+    #: no threads to schedule: executor work runs inline, as a task
+    schedules_threads = False
 
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: Controller, executor_needs_threads: bool = False) -> None:
         self.controller = controller
+        self.executor_needs_threads = executor_needs_threads
         self._ids = iter(range(1, 1 << 30))
         #: the loop waited for work from outside the run (a real thread's
         #: call_soon_threadsafe, a socket): its timing was not racecheck's choice

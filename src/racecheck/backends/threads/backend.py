@@ -88,11 +88,15 @@ class ThreadsBackend:
             (asyncio, "new_event_loop", _new_event_loop),
             (asyncio.events, "new_event_loop", _new_event_loop),
         ]
-        futures_thread = sys.modules.get("concurrent.futures.thread")
-        if futures_thread is not None:
-            # Created at import, before patching: would be a real lock held
-            # across scheduling points inside ThreadPoolExecutor.submit.
-            patches.append((futures_thread, "_global_shutdown_lock", primitives.Lock()))
+        # Imported now, not lazily by the first ThreadPoolExecutor (asyncio's
+        # default executor): made inside a run, its module-level lock would be
+        # that run's object, and the first exploration would differ from the
+        # next ones (a token found in one would not replay in the other).
+        import concurrent.futures.thread as futures_thread
+
+        # Created at import, before patching: would be a real lock held
+        # across scheduling points inside ThreadPoolExecutor.submit.
+        patches.append((futures_thread, "_global_shutdown_lock", primitives.Lock()))
         for owner, name, value in patches:
             self._saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
             setattr(owner, name, value)
@@ -261,8 +265,11 @@ def _init(self: threading.Thread, *args: Any, **kwargs: Any) -> None:
     _ORIGINAL_INIT(self, *args, **kwargs)
     runtime = STATE.runtime
     if runtime is not None:
-        runtime.primitive_count += 1
-        self._racecheck_hash = (1 << 40) + runtime.primitive_count  # type: ignore[attr-defined]
+        # A counter of its own: locks are numbered only when something asks
+        # for their name (the detector, DPOR's record), which must not move
+        # a thread's hash and with it the order a set of threads is joined in.
+        runtime.threads_made += 1
+        self._racecheck_hash = (1 << 40) + runtime.threads_made  # type: ignore[attr-defined]
 
 
 def _hash(self: threading.Thread) -> int:
@@ -423,6 +430,9 @@ class ThreadHost:
     """
 
     records_steps = False  # the loop thread's tracer sees the lines and accesses
+    #: executor work runs on real threads, controlled like the others
+    schedules_threads = True
+    executor_needs_threads = False
 
     def __init__(self, runtime: ThreadRuntime) -> None:
         self.runtime = runtime

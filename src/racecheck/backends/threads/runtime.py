@@ -113,6 +113,8 @@ class ThreadRuntime:
         self.root_finished = False
         self.next_id = 1
         self.primitive_count = 0
+        #: threads made in this run, for their hash (backend._init)
+        self.threads_made = 0
         #: why the run cannot go on by itself, for the watchdog's message
         self.stuck_reason: str | None = None
 
