@@ -139,3 +139,40 @@ def test_a_token_found_while_recording_accesses_replays_plainly(strategy: str) -
         with pytest.raises(racecheck.RaceFound) as again:
             racecheck.replay(lost_update_around_to_thread, found.value.schedule)
         assert again.value.kind == found.value.kind
+
+
+def test_a_marked_async_test_with_executor_work_fails_and_its_token_replays(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_workers="""
+        import asyncio
+        import pytest
+
+
+        @pytest.mark.racecheck(schedules=500)
+        async def test_two_workers():
+            counter = {"n": 0}
+
+            def bump():
+                for _ in range(2):
+                    seen = counter["n"]
+                    counter["n"] = seen + 1
+
+            await asyncio.gather(asyncio.to_thread(bump), asyncio.to_thread(bump))
+            assert counter["n"] == 4, counter
+        """
+    )
+    first = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:asyncio")
+    first.assert_outcomes(failed=1)
+    text = first.stdout.str()
+    token = next(
+        word
+        for word in text.replace("=", " ").replace("'", " ").split()
+        if word.startswith("rc1:threads:")
+    )
+    again = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:asyncio", f"--racecheck-replay={token}"
+    )
+    again.assert_outcomes(failed=1)
+    assert "counter" in again.stdout.str()
