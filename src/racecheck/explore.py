@@ -36,7 +36,14 @@ from racecheck.engine import (
     in_exploration,
     run_supervised,
 )
-from racecheck.errors import DivergenceError, Interrupted, StateLeakError, UsageError, one_line
+from racecheck.errors import (
+    DivergenceError,
+    Interrupted,
+    StateLeakError,
+    StuckError,
+    UsageError,
+    one_line,
+)
 from racecheck.outcome import RaceFound, Report
 from racecheck.saturation import DEFAULT_WINDOW, SaturationWatch
 from racecheck.schedule import Decision, Schedule, fingerprint, python_tag
@@ -70,6 +77,8 @@ class Settings:
     target: Callable[[], Any] | None = field(default=None, repr=False)
     #: the options that change the schedule, as given, for the printed replay hint
     replay_options: dict[str, Any] = field(default_factory=dict)
+    #: an async target on the default backend: executor work is explored on threads too
+    free_backend: bool = False
 
 
 def default_label(target: Callable[[], Any]) -> str:
@@ -106,8 +115,7 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         trace_packages = [trace_packages]
     trace_paths = _trace_paths(target, trace_packages)
     replay_options: dict[str, Any] = {}
-    #: the asyncio backend by default, not by name: executor work may move it to threads
-    defaulted = backend_name is None
+    free_backend = backend_name is None and is_async_target(target)
     if backend_name is None:
         backend_name = "asyncio" if is_async_target(target) else "threads"
     backend: Backend
@@ -120,7 +128,7 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
             raise UsageError("the asyncio backend schedules task steps; granularity must be 'task'")
         from racecheck.backends.asyncio_backend import AsyncioBackend
 
-        backend = AsyncioBackend(target, executor_needs_threads=defaulted)
+        backend = AsyncioBackend(target)
     elif backend_name == "threads":
         from racecheck.backends.threads.backend import ThreadsBackend
 
@@ -175,6 +183,7 @@ def _settings(target: Callable[[], Any], options: dict[str, Any]) -> Settings:
         leak_check=_flag(options, "leak_check", True),
         target=target,
         replay_options=replay_options,
+        free_backend=free_backend,
     )
 
 
@@ -489,12 +498,27 @@ class Found:
 def explore(
     target: Callable[[], Any], *, strategy: str, schedules: int, seed: int, options: dict[str, Any]
 ) -> Report:
+    """Explore ``target``; an ``async def`` target with executor work also on threads.
+
+    The asyncio backend runs executor work (``to_thread``, ``run_in_executor``)
+    inline, as one task step: exact about the loop's task orders, blind to
+    races *inside* the work. The threads backend runs it on threads it
+    schedules line by line, but makes timers that fall due together enter
+    the loop together, so some task orders the asyncio backend reaches stay
+    out of its reach. Neither covers the other, so a target free to pick its
+    backend that used an executor, and passed, is explored on threads too
+    (the budget split in halves; the report names both). Work that waits for
+    the loop it runs on (a janus-style hand-off) cannot run inline at all:
+    that stall moves the exploration to threads at once.
+    """
+    from racecheck.backends.asyncio_backend import INLINE_EXECUTOR_WORK
+
+    free = "backend" not in options and is_async_target(target)
     try:
-        return _explore_on_backend(
+        report = _explore_on_backend(
             target, strategy=strategy, schedules=schedules, seed=seed, options=dict(options)
         )
     except NeedsBackend as needs:
-        # Before any schedule counted: the whole exploration starts over.
         report = _explore_on_backend(
             target,
             strategy=strategy,
@@ -504,6 +528,50 @@ def explore(
         )
         report.notes = [f"ran on the {needs.backend} backend: {needs.why}", *report.notes]
         return report
+    if (
+        free
+        and INLINE_EXECUTOR_WORK in report.warnings
+        and "shard" not in options
+        and strategy != "hypothesis"
+        and not report.interrupted
+    ):
+        on_threads = _explore_on_backend(
+            target,
+            strategy=strategy,
+            schedules=max(1, schedules - report.schedules_run),
+            seed=seed,
+            options={**options, "backend": "threads"},
+        )
+        return _asyncio_then_threads(report, on_threads)
+    return report
+
+
+def _asyncio_then_threads(first: Report, then: Report) -> Report:
+    """One report for the two explorations of a target with executor work (see explore)."""
+    from racecheck.backends.asyncio_backend import INLINE_EXECUTOR_WORK
+
+    return Report(
+        schedules_run=first.schedules_run + then.schedules_run,
+        # each side's claim covers what that backend can make, not the other's
+        exhausted=False,
+        strategy=then.strategy,
+        seed=then.seed,
+        backend="asyncio+threads",
+        seconds=first.seconds + then.seconds,
+        distinct_schedules=first.distinct_schedules + then.distinct_schedules,
+        distinct_orderings=max(first.distinct_orderings, then.distinct_orderings),
+        notes=[
+            f"executor work ran inline on the asyncio backend ({first.schedules_run}"
+            f" schedules), then on threads the threads backend schedules"
+            f" ({then.schedules_run} schedules)",
+            *(f"asyncio: {note}" for note in first.notes),
+            *(f"threads: {note}" for note in then.notes),
+        ],
+        warnings=list(
+            dict.fromkeys(w for w in (*first.warnings, *then.warnings) if w != INLINE_EXECUTOR_WORK)
+        ),
+        saturated=first.saturated and then.saturated,
+    )
 
 
 def _explore_on_backend(
@@ -561,6 +629,16 @@ def _explore_on_backend(
             outcome = _supervise(session, work)
         except KeyboardInterrupt:
             raise interrupted(session, strategy, seed) from None
+        except StuckError:
+            if settings.free_backend and getattr(
+                settings.backend, "stalled_in_executor_work", False
+            ):
+                raise NeedsBackend(
+                    "threads",
+                    "executor work waited for the event loop it was run inline on, which"
+                    " stalled that loop; on threads it runs beside the loop",
+                ) from None
+            raise
     if isinstance(outcome, Found):
         member = getattr(chooser, "found_by", None)  # the portfolio names its member
         raise _race_found(session, outcome, f"{strategy}: {member}" if member else strategy, seed)
@@ -621,9 +699,16 @@ def _explore(
     settings = session.settings
     run = 0
     session.budget = schedules
+    halve = settings.free_backend and isinstance(
+        getattr(settings.backend, "runs_with_inline_executor_work", None), int
+    )
     while run < schedules and not session.interrupted:
         run += 1
         controller = session.run(chooser, run)
+        if halve and settings.backend.runs_with_inline_executor_work:  # type: ignore[attr-defined]
+            # The other half goes to the threads backend (see explore).
+            halve = False
+            schedules = max(run, (schedules + 1) // 2)
         session.explored = run
         decisions = tuple(controller.decisions)
         seen.add(hash(decisions))

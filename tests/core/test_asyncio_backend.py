@@ -212,11 +212,13 @@ def test_executors_and_threadsafe_callbacks_are_not_deadlocks() -> None:
         assert await future == 42
         helper.join()
 
-    # By default executor work moves the exploration to the threads backend,
-    # which controls the executor's threads and the helper thread too.
+    # By default executor work is explored inline on the asyncio backend, then
+    # again on the threads backend, which controls the executor's threads and
+    # the helper thread too.
     report = racecheck.check(uses_threads, schedules=30)
-    assert report.backend == "threads"
-    assert report.notes[0].startswith("ran on the threads backend: executor work")
+    assert report.backend == "asyncio+threads"
+    assert report.notes[0].startswith("executor work ran inline on the asyncio backend")
+    assert not report.warnings
     # Asked for by name, the asyncio backend runs executor work inline, and says
     # what that leaves out: races inside the executor work.
     report = racecheck.check(uses_threads, schedules=30, backend="asyncio")

@@ -1,11 +1,13 @@
-"""Executor work (``asyncio.to_thread``, ``run_in_executor``) runs on real, controlled threads.
+"""Executor work (``asyncio.to_thread``, ``run_in_executor``) is explored on real threads too.
 
-The asyncio backend once ran executor work inline on the loop's thread, as
-one atomic step. That hid every race *inside* the work (a lost update between
-two ``to_thread`` calls passed in every schedule, silently) and turned a
-worker that waits for the loop (janus' ``sync_q.get()``) into a false
-deadlock. Executor work is now a thread racecheck schedules line by line,
-next to the loop's tasks.
+The asyncio backend runs executor work inline on the loop's thread, as one
+atomic step. Alone, that hid every race *inside* the work (a lost update
+between two ``to_thread`` calls passed in every schedule, silently) and
+turned a worker that waits for the loop (janus' ``sync_q.get()``) into a
+stall. An ``async def`` target that uses an executor is now explored on the
+threads backend as well, where the work is a thread racecheck schedules line
+by line next to the loop's tasks; a stall inside inline work moves the
+exploration there at once.
 """
 
 from __future__ import annotations
@@ -106,8 +108,9 @@ def test_locked_workers_are_clean() -> None:
 
 @pytest.mark.parametrize("target", [worker_waits_for_the_loop, sync_target_running_a_loop])
 def test_a_worker_that_waits_for_the_loop_is_no_deadlock(target: object) -> None:
-    report = racecheck.check(target, schedules=100, watchdog=10)  # type: ignore[arg-type]
+    report = racecheck.check(target, schedules=100, watchdog=2)  # type: ignore[arg-type]
     assert report.schedules_run > 1
+    assert report.backend == "threads"
 
 
 def test_executor_results_and_errors_come_back() -> None:

@@ -494,3 +494,24 @@ def target():
 """,
     )
     check(module.target, schedules=100)
+
+
+class _ModuleIsAProperty:
+    """Some libraries give their classes a computed ``__module__``."""
+
+    __module__ = property(lambda self: "somewhere")  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+def test_a_class_whose_module_is_not_a_string_is_walked_past() -> None:
+    import racecheck
+
+    shared = _ModuleIsAProperty()
+
+    def target() -> None:
+        shared.value += 1
+
+    report = racecheck.check(target, schedules=3)
+    assert report.schedules_run >= 1

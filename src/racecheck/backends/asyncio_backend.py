@@ -31,19 +31,24 @@ from racecheck.backends.asyncio_loop import (
 from racecheck.engine import Controller, Failure, RunAborted
 from racecheck.errors import UsageError
 
+#: the warning of an exploration whose executor work ran inline only
+INLINE_EXECUTOR_WORK = (
+    "executor work (to_thread/run_in_executor) ran inline on the loop's thread, as one"
+    " step: its races with the loop's tasks and with other executor work were not explored"
+    " here (backend='threads' runs it on threads it schedules line by line)"
+)
+
 
 class AsyncioBackend:
     name = "asyncio"
     granularity = "task"
 
-    def __init__(self, target: Callable[[], Any], executor_needs_threads: bool = False) -> None:
+    def __init__(self, target: Callable[[], Any]) -> None:
         self.target = target
         self.runs_waiting_outside = 0
-        #: executor work asks for the threads backend (racecheck.engine.NeedsBackend);
-        #: off when the asyncio backend was asked for by name, or a token recorded on it
-        self.executor_needs_threads = executor_needs_threads
         #: runs whose executor work ran inline, as one atomic step (see blind_spots)
         self.runs_with_inline_executor_work = 0
+        self._stalled_in_work = False
 
     @property
     def scheduling_limit(self) -> str | None:
@@ -60,18 +65,21 @@ class AsyncioBackend:
         """Why a green exploration may have missed races inside executor work."""
         if not self.runs_with_inline_executor_work:
             return []
-        return [
-            "executor work (to_thread/run_in_executor) ran inline on the loop's thread, as one"
-            " step: its races with the loop's tasks and with other executor work were not"
-            " explored (backend='asyncio' was asked for; the default runs such work on"
-            " controlled threads)"
-        ]
+        return [INLINE_EXECUTOR_WORK]
+
+    @property
+    def stalled_in_executor_work(self) -> bool:
+        """The run is stuck inside inline executor work (it waits for the loop it blocks)."""
+        loop = getattr(self, "_loop", None)
+        return self._stalled_in_work or (loop is not None and loop._rc_in_executor_work)
 
     def install(self) -> None:
         self._loop: ControlledLoop | None = None
 
     def uninstall(self) -> None:
         loop, self._loop = getattr(self, "_loop", None), None
+        # The supervisor gives up on a stalled run before it uninstalls: remember where.
+        self._stalled_in_work |= loop is not None and loop._rc_in_executor_work
         # Still running: the supervisor gave up on a stuck explorer, whose
         # run_once closes the loop if it ever unwinds (it is no longer ours).
         if loop is not None and not loop.is_closed() and not loop.is_running():
@@ -96,7 +104,7 @@ class AsyncioBackend:
         return loop
 
     def run_once(self, controller: Controller) -> None:
-        host = StandaloneHost(controller, self.executor_needs_threads)
+        host = StandaloneHost(controller)
         loop = self._loop_for(host)
         raiser: int | None = 1
         try:

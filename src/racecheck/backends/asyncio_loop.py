@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from racecheck.backends.asyncio_waits import record_task_step
 from racecheck.detect import detecting
-from racecheck.engine import Controller, Failure, NeedsBackend, RunAborted
+from racecheck.engine import Controller, Failure, RunAborted
 from racecheck.linetrace import collecting_accesses
 from racecheck.recorder import task_label
 
@@ -62,8 +62,6 @@ class LoopHost(Protocol):
     records_steps: bool
     #: executor work may run on real threads: the host controls them
     schedules_threads: bool
-    #: without such threads, executor work asks for the threads backend (NeedsBackend)
-    executor_needs_threads: bool
 
     def choose_task(self, loop: ControlledLoop, candidates: list[int]) -> int: ...
 
@@ -117,6 +115,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._rc_serials = iter(range(1 << 40, 1 << 41))
         #: executor work ran inline, atomically (a standalone loop has no threads)
         self._rc_ran_executor_work = False
+        #: inline executor work is running right now (a stall there is the work's)
+        self._rc_in_executor_work = False
 
     def _rc_forget(self) -> None:
         """End a run: drop what it left queued, as ``close`` would, and its tasks."""
@@ -322,20 +322,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         """
         if self._rc_host.schedules_threads:
             return super().run_in_executor(executor, func, *args)
-        controller = self._rc_controller
-        if self._rc_host.executor_needs_threads:
-            # Inline, the work would be one atomic step: its races with the
-            # loop's tasks (and a worker waiting for the loop) could not
-            # happen. Start over on the threads backend instead.
-            if not controller.aborting:
-                controller.internal_error = NeedsBackend(
-                    "threads", "executor work (to_thread/run_in_executor) runs on threads"
-                )
-                controller.aborting = True
-            return self.create_future()  # the run is unwinding: it never resolves
         self._rc_ran_executor_work = True
         name = getattr(func, "__qualname__", None) or type(func).__name__
-        return self.create_task(_inline(func, args), name=f"executor · {name}")
+        return self.create_task(_inline(self, func, args), name=f"executor · {name}")
 
 
 class DetectingLoop(ControlledLoop):
@@ -382,8 +371,15 @@ def host_next_id(host: LoopHost) -> Callable[[], int]:
     return counter.__next__
 
 
-async def _inline(func: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-    return func(*args)
+async def _inline(loop: ControlledLoop, func: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    # Work that waits for the loop blocks it here for good; the watchdog's
+    # StuckError then says so, and an exploration free to pick its backend
+    # starts over on threads (racecheck.explore).
+    loop._rc_in_executor_work = True
+    try:
+        return func(*args)
+    finally:
+        loop._rc_in_executor_work = False
 
 
 def _record_callback_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -406,9 +402,8 @@ class StandaloneHost:
     #: no threads to schedule: executor work runs inline, as a task
     schedules_threads = False
 
-    def __init__(self, controller: Controller, executor_needs_threads: bool = False) -> None:
+    def __init__(self, controller: Controller) -> None:
         self.controller = controller
-        self.executor_needs_threads = executor_needs_threads
         self._ids = iter(range(1, 1 << 30))
         #: the loop waited for work from outside the run (a real thread's
         #: call_soon_threadsafe, a socket): its timing was not racecheck's choice

@@ -106,6 +106,12 @@ _SKIPPED_MODULES = (
 _USER_PACKAGES = ("racecheck.reference", "racecheck.bench")
 
 
+def _module_name(cls: Any) -> str:
+    """A class's module, or "" where a library made ``__module__`` something else (a property)."""
+    module = getattr(cls, "__module__", "")
+    return module if isinstance(module, str) else ""
+
+
 @functools.lru_cache(maxsize=8192)
 def _skipped(module_name: str) -> bool:
     if module_name.startswith(_USER_PACKAGES):
@@ -493,7 +499,8 @@ class Adoption:
             todo.append((obj.args, where))
             todo.append((obj.keywords, where))
         elif isinstance(obj, type):
-            if _skipped(getattr(obj, "__module__", "") or "") or obj.__module__ == "builtins":
+            module = _module_name(obj)
+            if _skipped(module) or module == "builtins":
                 return
             for key, value in list(vars(obj).items()):
                 here = (obj.__qualname__, f".{key}")
@@ -513,7 +520,7 @@ class Adoption:
 
     def _visit_instance(self, obj: Any, where: Where, todo: deque[tuple[Any, Where]]) -> None:
         cls = type(obj)
-        module = getattr(cls, "__module__", "") or ""
+        module = _module_name(cls)
         # threading's own Condition/Semaphore/Event/Barrier made earlier are
         # walked: their raw locks are what a controlled thread would block on
         if module == "builtins" or (_skipped(module) and module != "threading"):

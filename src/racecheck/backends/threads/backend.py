@@ -432,7 +432,6 @@ class ThreadHost:
     records_steps = False  # the loop thread's tracer sees the lines and accesses
     #: executor work runs on real threads, controlled like the others
     schedules_threads = True
-    executor_needs_threads = False
 
     def __init__(self, runtime: ThreadRuntime) -> None:
         self.runtime = runtime
