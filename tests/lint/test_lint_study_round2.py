@@ -309,3 +309,101 @@ def test_a_limit_the_act_overshoots_by_itself_is_a_warning() -> None:
 )
 def test_bounds_the_act_keeps_stay_errors(source: str) -> None:
     assert errors(source) == ["RC102"]
+
+
+# Found on the held-out packages (docs/lint.md), after the rules above were fixed.
+
+# aiomysql: every public query method calls ``_execute_command``, whose own
+# check-then-act was reported once per caller (15 times) instead of once.
+CHECK_IN_A_CALLEE = """
+class Connection:
+    async def _execute_command(self, sql):
+        if self._result is not None:
+            while self._result.has_next:
+                await self.next_result()
+            self._result = None
+        self._send(sql)
+
+    async def next_result(self):
+        await self._read_query_result()
+
+    async def _read_query_result(self):
+        self._result = None
+        result = Result(self)
+        await result.read()
+        self._result = result
+
+    async def _read_ok_packet(self):
+        packet = await self._read_packet()
+        self.server_status = packet.status
+
+    async def commit(self):
+        await self._execute_command("COMMIT")
+        await self._read_ok_packet()
+
+    async def rollback(self):
+        await self._execute_command("ROLLBACK")
+        await self._read_ok_packet()
+"""
+
+
+def test_a_check_and_act_inside_one_callee_are_reported_once_in_the_callee() -> None:
+    found = [(f.line, f.code) for f in lint(CHECK_IN_A_CALLEE) if f.severity == "error"]
+    assert found == [(4, "RC102")]
+
+
+def test_a_callee_check_acted_on_by_the_caller_is_reported_at_the_caller() -> None:
+    # the callee's loop re-checks, but the caller awaits again before it acts
+    source = """
+    class Pool:
+        async def _wait_for_room(self):
+            while self.opened >= self.max_size:
+                await self._released.wait()
+
+        async def acquire(self):
+            await self._wait_for_room()
+            conn = await self._connect()
+            self.opened += 1
+            return conn
+    """
+    found = [(f.line, f.code) for f in lint(source) if f.severity == "error"]
+    assert found == [(8, "RC102")]
+
+
+# aiomysql's ``_SAConnectionContextManager.__anext__``: the value comes from
+# awaiting an awaitable stored on the object. A coroutine can be awaited once (the
+# second task fails), a future or task gives every awaiter the same result: both
+# tasks store the same thing. It is the fix RC102 recommends.
+STORED_AWAITABLE = """
+class ContextManager:
+    def __init__(self, coro):
+        self._coro = coro
+        self._obj = None
+
+    async def __aenter__(self):
+        if self._obj is None:
+            self._obj = await self._coro
+        return self._obj
+"""
+
+
+def test_awaiting_a_stored_awaitable_gives_every_task_the_same_value() -> None:
+    assert errors(STORED_AWAITABLE) == []
+
+
+def test_awaiting_a_fresh_call_still_fires() -> None:
+    assert errors(STORED_AWAITABLE.replace("await self._coro", "await self._make()")) == ["RC102"]
+
+
+def test_awaiting_a_future_this_call_made_still_fires() -> None:
+    # aiosqlite's ``_connect``: each caller makes its own future, so each opens a connection
+    source = """
+    class Connection:
+        async def _connect(self):
+            if self._connection is None:
+                future = self._loop.create_future()
+                self._tx.put_nowait((future, self._connector))
+                self._connection = await future
+            return self
+    """
+    assert errors(source) == ["RC102"]

@@ -432,11 +432,13 @@ def _check_then_act(module: Module, events: list[Event]) -> Iterator[Finding]:
             c.kind == "check" and c.key == act.key and c.via is act.via for c in events
         ):
             continue  # the callee checks for itself: reported there, not at every caller
+        if _same_result(act):
+            continue  # every task awaits one stored awaitable: they all store the same value
         governing = [c for c in checks if c.key == act.key and reaches(c, act) and _governs(c, act)]
         if not governing:
             continue
         test = max(governing, key=lambda e: e.order)
-        if (id(where(test)), act.key) in reported:
+        if (id(where(test)), act.key) in reported or _inside_callee(test, act):
             continue
         suspend = _gap(test, act, awaits, entries=entries)
         if suspend is None:
@@ -474,6 +476,32 @@ def _check_then_act(module: Module, events: list[Event]) -> Iterator[Finding]:
                 "another task can pass the same check meanwhile",
                 end=where(act),
             )
+
+
+def _inside_callee(first: Event, last: Event) -> bool:
+    """Are both events inside one inlined call? Then the callee reports them, once.
+
+    The callee is a coroutine (an await lies between the two) and is checked on
+    its own; repeating the finding at each of its callers says nothing new
+    (aiomysql's ``_execute_command`` has fifteen).
+    """
+    return bool(first.frames) and last.frames[: len(first.frames)] == first.frames
+
+
+def _same_result(act: Event) -> bool:
+    """``self._obj = await self._coro``: the value awaited is one shared awaitable.
+
+    A coroutine can be awaited once (a second task fails at the await); a
+    future or a task hands every awaiter the same result. Either way no task
+    stores a value of its own: this is the "store a future before the first
+    await" fix that RC102's text recommends. An awaitable this call made (``await
+    future`` of a local, ``await self._load()``) is per call, and stays checked.
+    """
+    value = act.operand
+    if act.kind != "write" or act.detail == "augmented" or not isinstance(value, ast.Await):
+        return False
+    awaited = value.value
+    return isinstance(awaited, ast.Attribute) and dotted(awaited) is not None
 
 
 def _reuse_guard(test: Event, act: Event) -> bool:
@@ -539,6 +567,8 @@ def _lost_update(module: Module, events: list[Event]) -> Iterator[Finding]:
         if not reads or id(where(write)) in reported:
             continue
         read = max(reads, key=lambda e: e.order)
+        if _inside_callee(read, write):
+            continue
         suspend = _gap(read, write, awaits, entries=entries)
         if suspend is None:
             continue

@@ -85,7 +85,9 @@ class Event:
     #: a check: the slots whose being set makes the ``if`` raise (``if self._con is not
     #: None: raise``), i.e. a single-use method's guard against being used again
     reuse: frozenset[str] = frozenset()
-    operand: ast.expr | None = None  # what an augmented write adds (`self.n += operand`)
+    #: a write's value; for an augmented write, what it adds (`self.n += operand`)
+    operand: ast.expr | None = None
+    frames: tuple[int, ...] = ()  # the inlined calls the event is inside, outermost first
 
 
 def reaches(a: Event, b: Event) -> bool:
@@ -204,6 +206,7 @@ class Flow:
             looping=self._whiles > 0,
             busy=frozenset(self._busy),
             loops=tuple(self._loops),
+            frames=tuple(frame.id for frame in self._frames[1:]),
             **extra,  # type: ignore[arg-type]
         )
         self.events.append(event)
@@ -628,7 +631,7 @@ class Flow:
         if isinstance(target, ast.Attribute):
             attr = self._self_key(target)
             if attr is not None:
-                self._emit("write", attr, target, sources=sources, percall=percall)
+                self._emit("write", attr, target, sources=sources, percall=percall, operand=value)
                 return
             self._expr(target.value)
             base = self.key_of(target.value)
