@@ -118,6 +118,22 @@ def test_a_fail_fast_section_does_not_excuse_state_written_before_it() -> None:
     assert errors(source) == ["RC101"]
 
 
+def test_a_fail_fast_section_entered_only_on_some_runs_is_no_guard() -> None:
+    # a second task that skips the section acts while the first is suspended in it
+    source = EXCLUSIVE_SECTION.replace(
+        "async def add_listener(self, channel, callback):",
+        "async def add_listener(self, channel, callback, remote=True):",
+    ).replace(
+        """        if channel not in self._listeners:
+            await self.fetch("LISTEN " + channel)""",
+        """        if channel not in self._listeners:
+            if remote:
+                with self._section:
+                    await self._protocol.query("LISTEN " + channel)""",
+    )
+    assert errors(source) == ["RC102"]
+
+
 # asyncpg's cursors: ``CursorFactory.__aiter__`` returns a new ``CursorIterator``
 # for each ``async for``, so only that loop ever calls its ``__anext__``.
 PER_LOOP_ITERATOR = """
