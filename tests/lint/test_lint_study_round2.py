@@ -134,6 +134,33 @@ def test_a_fail_fast_section_entered_only_on_some_runs_is_no_guard() -> None:
     assert errors(source) == ["RC102"]
 
 
+def test_a_read_modify_write_around_a_fail_fast_section() -> None:
+    # RC103: the second task reads the stale count, then fails at the section
+    source = """
+    class _Busy:
+        def __enter__(self):
+            if self._held:
+                raise RuntimeError("busy")
+            self._held = True
+
+        def __exit__(self, *exc):
+            self._held = False
+
+
+    class Counter:
+        def __init__(self):
+            self._busy = _Busy()
+
+        async def bump(self):
+            seen = self.count
+            with self._busy:
+                await self._io()
+            self.count = seen + 1
+    """
+    assert errors(source) == []
+    assert errors(source.replace("with self._busy:", "with self._timer:")) == ["RC103"]
+
+
 # asyncpg's cursors: ``CursorFactory.__aiter__`` returns a new ``CursorIterator``
 # for each ``async for``, so only that loop ever calls its ``__anext__``.
 PER_LOOP_ITERATOR = """
