@@ -24,7 +24,15 @@ from collections.abc import Iterator
 
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
-from racecheck.lint.module import ClassInfo, Module, is_locklike, iter_own
+from racecheck.lint.module import (
+    ClassInfo,
+    FunctionNode,
+    Module,
+    dotted,
+    is_locklike,
+    iter_own,
+    params,
+)
 from racecheck.lint.report import at, line_of, show, where
 
 
@@ -37,9 +45,10 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
         for func in module.function_nodes
         if isinstance(func, ast.AsyncFunctionDef)
     }
+    owned = _owned(module)
     for func in module.function_nodes:
-        if not isinstance(func, ast.AsyncFunctionDef):
-            continue
+        if not isinstance(func, ast.AsyncFunctionDef) or id(func) in owned:
+            continue  # owned: only one task ever holds the object it runs on
         info = module.class_of(func)
         if info is not None:
             if id(info) not in locked:
@@ -70,15 +79,119 @@ def _slot_or_tracked(key: str) -> bool:
 
 
 def _gap(
-    first: Event, last: Event, awaits: list[Event], middle: Event | None = None
+    first: Event,
+    last: Event,
+    awaits: list[Event],
+    middle: Event | None = None,
+    entries: list[Event] | None = None,
 ) -> Event | None:
-    """An await that runs after ``first`` and before ``last`` with no lock held across all."""
+    """An await that runs after ``first`` and before ``last`` with no lock held across all.
+
+    With ``entries`` (the fail-fast sections entered), an await inside a section
+    that every run from ``first`` to ``last`` enters after ``first`` is no gap:
+    a second task that passed ``first`` meanwhile fails at the section's entry,
+    before it reaches ``last``. That excuses a check (RC102) or a read (RC103)
+    made before the section, never a write (RC101): the second task has already
+    overwritten the attribute when it fails.
+    """
     for suspend in awaits:
         if reaches(first, suspend) and reaches(suspend, last):
             held = (first, suspend, last) if middle is None else (first, suspend, middle, last)
-            if not common_lock(*held):
-                return suspend
+            if common_lock(*held):
+                continue
+            if entries and _refused(first, suspend, last, entries):
+                continue
+            return suspend
     return None
+
+
+def _refused(first: Event, suspend: Event, last: Event, entries: list[Event]) -> bool:
+    for entry in entries:
+        region = int(entry.key.split(":", 1)[1])
+        if (
+            region in suspend.busy
+            and reaches(first, entry)
+            and set(entry.path) <= set(last.path)  # not entered only on some runs
+            and set(entry.loops) <= set(last.loops)  # nor in a loop that may not run
+        ):
+            return True
+    return False
+
+
+def _owned(module: Module) -> set[int]:
+    """Coroutine methods that only ever run on an object one task holds.
+
+    Two shapes, each judged from every use of the name in the module:
+
+    * the ``__anext__`` of a class that the module only builds as the return
+      value of an ``__aiter__`` (a fresh iterator for each ``async for``, which
+      is the only caller of its ``__anext__``): asyncpg's ``CursorIterator``;
+    * a private method (``_init``) whose every use is a call on an object the
+      calling function has just built, in a local of its own (``cursor =
+      Cursor(...)``; ``await cursor._init()``): nobody else holds the object
+      yet. asyncpg's ``Cursor._init``.
+
+    A class (or method) named anywhere else - handed on, subclassed, called on
+    ``self`` or on an attribute - may be shared, and stays checked.
+    """
+    privates = {
+        func.name
+        for func in module.function_nodes
+        if isinstance(func, ast.AsyncFunctionDef)
+        and func.name.startswith("_")
+        and not func.name.endswith("__")
+        and module.class_of(func) is not None
+    }
+    iterators = {name for name, info in module.classes.items() if "__anext__" in info.methods}
+    if not privates and not iterators:
+        return set()
+    scope_of: dict[int, FunctionNode] = {}
+    for func in module.function_nodes:
+        for node in iter_own(func):
+            scope_of[id(node)] = func
+    returned = {
+        id(node.value)
+        for func in module.function_nodes
+        if func.name == "__aiter__"
+        for node in iter_own(func)
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call)
+    }
+    called = {
+        id(node.func): node
+        for node in module.nodes
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    made: dict[int, frozenset[str]] = {}  # function -> its locals bound only to `C(...)`
+    built: dict[str, list[bool]] = {}  # iterator class -> per use: an __aiter__'s return value?
+    fresh: dict[str, list[bool]] = {}  # private method -> per use: on an object just built?
+    for node in module.nodes:
+        if isinstance(node, ast.Name) and node.id in iterators:
+            call = called.get(id(node))
+            built.setdefault(node.id, []).append(call is not None and id(call) in returned)
+        elif isinstance(node, ast.Attribute) and node.attr in privates:
+            scope = scope_of.get(id(node))
+            on = node.value
+            if isinstance(on, ast.Name) and scope is not None:
+                if id(scope) not in made:
+                    made[id(scope)] = _fresh_locals(module, scope)
+                ok = on.id in made[id(scope)]
+            else:
+                ok = (
+                    isinstance(on, ast.Call)
+                    and isinstance(on.func, ast.Name)
+                    and on.func.id in module.classes
+                )
+            fresh.setdefault(node.attr, []).append(ok)
+    owned: set[int] = set()
+    for cls_name, uses in built.items():  # every use is a construction an __aiter__ returns
+        anext = module.classes[cls_name].methods.get("__anext__")
+        if anext is not None and uses and all(uses):
+            owned.add(id(anext))
+    for func in module.function_nodes:
+        uses = fresh.get(func.name, [])
+        if func.name in privates and uses and all(uses):
+            owned.add(id(func))
+    return owned
 
 
 def _awaited_under_lock(module: Module, info: ClassInfo) -> set[str]:
@@ -304,6 +417,7 @@ def _once_writes(events: list[Event], awaits: list[Event]) -> list[Event]:
 
 def _check_then_act(module: Module, events: list[Event]) -> Iterator[Finding]:
     awaits = [e for e in events if e.kind == "await"]
+    entries = [e for e in events if e.kind == "enter"]
     checks = [e for e in events if e.kind == "check" and _tracked(e.key)]
     reported: set[tuple[int, str]] = set()
     once = _once_writes(events, awaits)
@@ -318,29 +432,126 @@ def _check_then_act(module: Module, events: list[Event]) -> Iterator[Finding]:
             c.kind == "check" and c.key == act.key and c.via is act.via for c in events
         ):
             continue  # the callee checks for itself: reported there, not at every caller
+        if _same_result(act):
+            continue  # every task awaits one stored awaitable: they all store the same value
         governing = [c for c in checks if c.key == act.key and reaches(c, act) and _governs(c, act)]
         if not governing:
             continue
         test = max(governing, key=lambda e: e.order)
-        if (id(where(test)), act.key) in reported:
+        if (id(where(test)), act.key) in reported or _inside_callee(test, act):
             continue
-        suspend = _gap(test, act, awaits)
+        suspend = _gap(test, act, awaits, entries=entries)
         if suspend is None:
             continue
         reported.add((id(where(test)), act.key))
-        yield at(
-            module,
-            where(test),
-            "RC102",
-            f"check of `{show(act.key)}` here and the action it guards ({line_of(act)}) are "
-            f"split by an await ({line_of(suspend)}); another task can pass the same check "
-            "meanwhile",
-            end=where(act),
-        )
+        split = f"({line_of(act)}) are split by an await ({line_of(suspend)})"
+        if _reuse_guard(test, act):
+            yield at(
+                module,
+                where(test),
+                "RC102",
+                f"check of `{show(act.key)}` here raises when the method was used already, "
+                f"but it and the action it guards {split}: two concurrent calls both pass "
+                "this single-use check, and the misuse it exists to report goes unnoticed",
+                end=where(act),
+                severity="warning",
+            )
+        elif _soft_limit(test, act):
+            yield at(
+                module,
+                where(test),
+                "RC102",
+                f"limit check of `{show(act.key)}` here and the growth it guards {split}: "
+                "concurrent calls each overshoot the limit by one step, which a single "
+                "call already does (the check does not count what is added)",
+                end=where(act),
+                severity="warning",
+            )
+        else:
+            yield at(
+                module,
+                where(test),
+                "RC102",
+                f"check of `{show(act.key)}` here and the action it guards {split}; "
+                "another task can pass the same check meanwhile",
+                end=where(act),
+            )
+
+
+def _inside_callee(first: Event, last: Event) -> bool:
+    """Are both events inside one inlined call? Then the callee reports them, once.
+
+    The callee is a coroutine (an await lies between the two) and is checked on
+    its own; repeating the finding at each of its callers says nothing new
+    (aiomysql's ``_execute_command`` has fifteen).
+    """
+    return bool(first.frames) and last.frames[: len(first.frames)] == first.frames
+
+
+def _same_result(act: Event) -> bool:
+    """``self._obj = await self._coro``: the value awaited is one shared awaitable.
+
+    A coroutine can be awaited once (a second task fails at the await); a
+    future or a task hands every awaiter the same result. Either way no task
+    stores a value of its own: this is the "store a future before the first
+    await" fix that RC102's text recommends. An awaitable this call made (``await
+    future`` of a local, ``await self._load()``) is per call, and stays checked.
+    """
+    value = act.operand
+    if act.kind != "write" or act.detail == "augmented" or not isinstance(value, ast.Await):
+        return False
+    awaited = value.value
+    return isinstance(awaited, ast.Attribute) and dotted(awaited) is not None
+
+
+def _reuse_guard(test: Event, act: Event) -> bool:
+    """``if self._con is not None: raise ...``, then ``self._con = ...``: a single-use method.
+
+    The method refuses a second call once the slot is filled, so by its own
+    contract it runs once (or once at a time) per object; only callers who
+    break that contract race, and what they lose is the error that would have
+    told them. A real bug, on weaker evidence than a check that correct callers
+    pass concurrently: a warning.
+    """
+    return act.kind == "write" and act.detail != "augmented" and act.key in test.reuse
+
+
+#: mutators that add any number of elements at once
+_BULK = frozenset({"extend", "extendleft", "update"})
+
+
+def _soft_limit(test: Event, act: Event) -> bool:
+    """A size limit that the act exceeds by itself: ``len(self.buf) >= n``, then ``extend(data)``.
+
+    A unit step (``+= 1``, ``append``) after ``self.opened < self.max_size``
+    keeps the bound, and a concurrent caller breaks it: the canonical bug. An
+    act that adds an amount the check does not mention overshoots the limit on
+    one task alone, so the limit is a soft one and concurrency only adds one
+    more step per task (anyio's ``receive_until``): a warning.
+    """
+    if test.detail != "capacity":
+        return False
+    amount: ast.AST | None = None
+    if act.kind == "mutate" and act.detail in _BULK and isinstance(act.node, ast.Call):
+        amount = act.node.args[0] if act.node.args else None
+    elif act.kind == "write" and act.detail == "augmented":
+        amount = act.operand
+    if amount is None or isinstance(amount, ast.Constant):
+        return False
+    return not _refs(amount) & _refs(test.node)
+
+
+def _refs(node: ast.AST) -> set[str]:
+    """Names and attribute chains in ``node``: ``{"self.used", "n"}`` for ``self.used + n``."""
+    found = {
+        d for n in ast.walk(node) if isinstance(n, ast.Name | ast.Attribute) and (d := dotted(n))
+    }
+    return {d for d in found if not any(other.startswith(d + ".") for other in found)}
 
 
 def _lost_update(module: Module, events: list[Event]) -> Iterator[Finding]:
     awaits = [e for e in events if e.kind == "await"]
+    entries = [e for e in events if e.kind == "enter"]
     by_order = {e.order: e for e in events}
     reported: set[int] = set()
     for write in events:
@@ -356,7 +567,9 @@ def _lost_update(module: Module, events: list[Event]) -> Iterator[Finding]:
         if not reads or id(where(write)) in reported:
             continue
         read = max(reads, key=lambda e: e.order)
-        suspend = _gap(read, write, awaits)
+        if _inside_callee(read, write):
+            continue
+        suspend = _gap(read, write, awaits, entries=entries)
         if suspend is None:
             continue
         reported.add(id(where(write)))
@@ -369,3 +582,30 @@ def _lost_update(module: Module, events: list[Event]) -> Iterator[Finding]:
             "tasks meanwhile are lost",
             end=where(write),
         )
+
+
+def _fresh_locals(module: Module, func: FunctionNode) -> frozenset[str]:
+    """Locals of ``func`` that every binding sets to a new instance of a module class."""
+    constructed: dict[str, int] = {}
+    stores: dict[str, int] = {}
+    for node in iter_own(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            for name in node.names:
+                stores[name] = stores.get(name, 0) + 2  # never counts as fresh
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id in module.classes
+        ):
+            name = node.targets[0].id
+            constructed[name] = constructed.get(name, 0) + 1
+    return frozenset(
+        name
+        for name, count in constructed.items()
+        if stores.get(name) == count and name not in params(func)
+    )

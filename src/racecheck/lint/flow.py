@@ -79,6 +79,15 @@ class Event:
     end: int = 0  # a check: the order just after its if-statement
     looping: bool = False  # inside a `while` loop of the analysed function
     tolerant: bool = False  # a mutation that does not rely on the key: pop(k, default)
+    #: fail-fast sections held (a second task entering one fails instead of waiting)
+    busy: frozenset[int] = frozenset()
+    loops: tuple[int, ...] = ()  # the loop statements (any frame) the event is inside
+    #: a check: the slots whose being set makes the ``if`` raise (``if self._con is not
+    #: None: raise``), i.e. a single-use method's guard against being used again
+    reuse: frozenset[str] = frozenset()
+    #: a write's value; for an augmented write, what it adds (`self.n += operand`)
+    operand: ast.expr | None = None
+    frames: tuple[int, ...] = ()  # the inlined calls the event is inside, outermost first
 
 
 def reaches(a: Event, b: Event) -> bool:
@@ -154,6 +163,8 @@ class Flow:
         self._order = itertools.count()
         self._path: list[Arm] = []
         self._locks: list[tuple[int, bool]] = []
+        self._busy: list[int] = []
+        self._loops: list[int] = []
         self._frames: list[_Frame] = []
         self._site: ast.AST = func
         self._whiles = 0
@@ -193,6 +204,9 @@ class Flow:
             frozenset(region for region, is_sync in self._locks if is_sync),
             via=self._top.func if self._depth else None,
             looping=self._whiles > 0,
+            busy=frozenset(self._busy),
+            loops=tuple(self._loops),
+            frames=tuple(frame.id for frame in self._frames[1:]),
             **extra,  # type: ignore[arg-type]
         )
         self.events.append(event)
@@ -295,6 +309,7 @@ class Flow:
             for event in self.events[start:]:
                 if event.kind == "write" and not event.detail:
                     event.detail = "augmented"  # `+= 1` after a capacity check is the act
+                    event.operand = stmt.value
         elif isinstance(stmt, ast.Delete):
             for target in stmt.targets:
                 self._store(target, None, frozenset())
@@ -303,7 +318,9 @@ class Flow:
         elif isinstance(stmt, ast.While):
             self._expr(stmt.test)
             self._whiles += self._depth == 0
+            self._loops.append(id(stmt))
             self._block(stmt.body)
+            self._loops.pop()
             self._whiles -= self._depth == 0
             if not _breaks(stmt.body):
                 # The loop is left only when its test, evaluated after the body's last
@@ -318,7 +335,9 @@ class Flow:
             if isinstance(stmt, ast.AsyncFor):
                 self._emit("await", "", stmt)
             self._store(stmt.target, None, frozenset())
+            self._loops.append(id(stmt))
             self._block(stmt.body)
+            self._loops.pop()
             if isinstance(stmt, ast.AsyncFor):
                 self._emit("await", "", stmt)
             self._block(stmt.orelse)
@@ -347,6 +366,10 @@ class Flow:
         scope = (self._top.id, id(stmt))
         guard = self._depth == 0 and (terminates(stmt.body) or terminates(stmt.orelse))
         members = set(self.membership_keys(stmt.test))
+        bounds = set(self.bound_keys(stmt.test))
+        reuse = (
+            frozenset(self._set_keys(stmt.test)) if ending(stmt.body) == "raise" else frozenset()
+        )
         checks = [
             self._emit(
                 "check",
@@ -354,7 +377,8 @@ class Flow:
                 stmt.test,
                 guard=guard,
                 scope=scope,
-                detail="membership" if key in members else "",
+                detail="membership" if key in members else "capacity" if key in bounds else "",
+                reuse=reuse,
             )
             for key in sorted(set(self.checked_keys(stmt.test)))
         ]
@@ -366,19 +390,29 @@ class Flow:
 
     def _with(self, stmt: ast.With | ast.AsyncWith) -> None:
         is_async = isinstance(stmt, ast.AsyncWith)
-        pushed = 0
+        pushed = busy = 0
         for item in stmt.items:
             self._expr(item.context_expr)
             if is_async:
                 self._emit("await", "", item.context_expr)  # __aenter__ may suspend
-            if is_locklike(item.context_expr) or self._locking_helper(item.context_expr):
+            if not is_async and self._fail_fast(item.context_expr):
+                # entered without suspending, and refuses a second task: the second
+                # one fails here instead of waiting (asyncpg's exclusive section)
+                region = next(self._ids)
+                self._emit("enter", f"busy:{region}", item.context_expr)
+                self._busy.append(region)
+                self._locks.append((region, False))
+                busy += 1
+            elif is_locklike(item.context_expr) or self._locking_helper(item.context_expr):
                 self._locks.append((next(self._ids), not is_async))
                 pushed += 1
             if item.optional_vars is not None:
                 self._store(item.optional_vars, None, frozenset())
         self._block(stmt.body)
-        for _ in range(pushed):
+        for _ in range(pushed + busy):
             self._locks.pop()
+        for _ in range(busy):
+            self._busy.pop()
         if is_async:
             self._emit("await", "", stmt)  # __aexit__ may suspend too
 
@@ -398,6 +432,46 @@ class Flow:
             and any(is_locklike(item.context_expr) for item in node.items)
             for node in ast.walk(helper)
         )
+
+    def _fail_fast(self, expr: ast.expr) -> bool:
+        """``with self._section:`` where the section's class refuses a second entry."""
+        if not isinstance(expr, ast.Attribute) or self._self_key(expr) is None:
+            return False
+        if self.klass is None:
+            return False
+        return expr.attr in self.module.fail_fast_attrs(self.klass)
+
+    def _set_keys(self, test: ast.expr) -> Iterator[str]:
+        """Slots that ``test`` is true for when they are set: ``self.x is not None``, ``self.x``."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+            for value in test.values:
+                yield from self._set_keys(value)
+        elif isinstance(test, ast.Compare) and len(test.ops) == 1:
+            right = test.comparators[0]
+            if (
+                isinstance(test.ops[0], ast.IsNot | ast.NotEq)
+                and isinstance(right, ast.Constant)
+                and right.value is None
+                and isinstance(test.left, ast.Attribute)
+            ):
+                key = self._self_key(test.left)
+                if key is not None:
+                    yield key
+        elif isinstance(test, ast.Attribute):
+            key = self._self_key(test)
+            if key is not None:
+                yield key
+
+    def bound_keys(self, test: ast.expr) -> Iterator[str]:
+        """The keys a condition compares with ``<``/``>``: ``len(self.q) >= self.maxsize``."""
+        if isinstance(test, ast.BoolOp):
+            for value in test.values:
+                yield from self.bound_keys(value)
+        elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            yield from self.bound_keys(test.operand)
+        elif isinstance(test, ast.Compare) and len(test.ops) == 1:
+            if isinstance(test.ops[0], ast.Lt | ast.LtE | ast.Gt | ast.GtE):
+                yield from self.checked_keys(test)
 
     def membership_keys(self, test: ast.expr) -> Iterator[str]:
         """The containers a condition tests only for membership (``k in self.d``)."""
@@ -437,9 +511,11 @@ class Flow:
             ):
                 yield from self._tested(test.left)
             elif isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE):
-                # `self.opened < self.max_size`, `self.tokens > 0`: a capacity check
-                yield from self._tested(test.left)
-                yield from self._tested(right)
+                # `self.opened < self.max_size`, `self.tokens > 0`: a capacity check;
+                # `self.used + n <= self.limit` counts what the caller adds
+                for side in (test.left, right):
+                    for term in _terms(side):
+                        yield from self._tested(term)
         else:
             yield from self._tested(test)
 
@@ -555,7 +631,7 @@ class Flow:
         if isinstance(target, ast.Attribute):
             attr = self._self_key(target)
             if attr is not None:
-                self._emit("write", attr, target, sources=sources, percall=percall)
+                self._emit("write", attr, target, sources=sources, percall=percall, operand=value)
                 return
             self._expr(target.value)
             base = self.key_of(target.value)
@@ -789,6 +865,15 @@ def _substitute(expr: ast.expr, name: str, by: ast.expr | None) -> ast.expr:
         return expr
     result: ast.expr = Replace().visit(copy.deepcopy(expr))
     return result
+
+
+def _terms(expr: ast.expr) -> Iterator[ast.expr]:
+    """The operands of a sum or difference: ``self.used`` and ``n`` in ``self.used + n``."""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add | ast.Sub):
+        yield from _terms(expr.left)
+        yield from _terms(expr.right)
+    else:
+        yield expr
 
 
 def _breaks(body: list[ast.stmt]) -> bool:

@@ -193,6 +193,7 @@ class ClassInfo:
     node: ast.ClassDef
     bases: list[str]
     methods: dict[str, FunctionNode] = field(default_factory=dict)
+    fail_fast: frozenset[str] | None = None  # memo of Module.fail_fast_attrs
 
 
 @dataclass
@@ -390,6 +391,56 @@ class Module:
                                 found.setdefault(attr, (kind, node))
         return found
 
+    @cached_property
+    def fail_fast_classes(self) -> frozenset[str]:
+        """Classes whose ``__enter__`` refuses a second entry instead of waiting.
+
+        ``if self._held: raise ...`` then ``self._held = ...``: asyncpg's
+        ``_Atomic``, trio's ``ConflictDetector``. A synchronous ``__enter__``
+        cannot suspend between its test and its set, so in one event loop the
+        second task to enter fails at once: the "busy" pattern, the fix for a
+        connection that must not run two operations at a time.
+        """
+        found = set()
+        for name, info in self.classes.items():
+            enter = info.methods.get("__enter__")
+            if not isinstance(enter, ast.FunctionDef):
+                continue
+            me = self.self_name(enter)
+            flags: set[str] = set()
+            for stmt in enter.body:
+                if isinstance(stmt, ast.If) and _ends_in_raise(stmt.body) and not stmt.orelse:
+                    flags |= {
+                        attr
+                        for node in ast.walk(stmt.test)
+                        if (attr := self_attr(node, me)) is not None
+                    }
+                elif isinstance(stmt, ast.Assign) and flags:
+                    if any(self_attr(t, me) in flags for t in stmt.targets):
+                        found.add(name)
+                        break
+        return frozenset(found)
+
+    def fail_fast_attrs(self, info: ClassInfo) -> frozenset[str]:
+        """``self.<attr>`` names the class binds to an instance of a fail-fast class."""
+        if info.fail_fast is not None:
+            return info.fail_fast
+        attrs: set[str] = set()
+        if self.fail_fast_classes:
+            for method in self.all_methods(info).values():
+                me = self.self_name(method)
+                for node in iter_own(method):
+                    if (
+                        isinstance(node, ast.Assign)
+                        and isinstance(node.value, ast.Call)
+                        and last_name(node.value.func) in self.fail_fast_classes
+                    ):
+                        attrs.update(
+                            attr for t in node.targets if (attr := self_attr(t, me)) is not None
+                        )
+        info.fail_fast = frozenset(attrs)
+        return info.fail_fast
+
     def class_of(self, node: ast.AST) -> ClassInfo | None:
         return self.owner.get(id(node))
 
@@ -414,6 +465,10 @@ class Module:
             names |= local_names(parent)
             parent = self._parents.get(id(parent))
         return frozenset(names - local_names(func))
+
+
+def _ends_in_raise(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], ast.Raise)
 
 
 def functions_in(tree: ast.AST) -> Iterator[FunctionNode]:
