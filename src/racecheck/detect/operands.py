@@ -17,6 +17,7 @@ dictionaries only, never through properties or ``__getattr__``.
 from __future__ import annotations
 
 import dis
+import itertools
 import sys
 from dataclasses import dataclass
 from types import CodeType
@@ -135,9 +136,20 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
     def peek(depth: int) -> Sym:
         return stack[-depth] if len(stack) >= depth else None
 
-    for instr in dis.get_instructions(code):
+    listing = list(dis.get_instructions(code))
+    awaits = _await_loops(listing)
+    #: an await's SEND target -> the stack below the awaitable when the await began
+    below_await: dict[int, list[Sym]] = {}
+    for instr in listing:
         if instr.is_jump_target:
-            stack = [None] * len(stack)  # merged from several paths: values unknown
+            kept = below_await.pop(instr.offset, None) if instr.offset in awaits else None
+            if kept is not None:
+                # An await resumes with the stack it left: only the awaited value is new
+                stack = kept + [None] * _AFTER_SEND
+            elif instr.offset not in awaits:
+                stack = [None] * len(stack)  # merged from several paths: values unknown
+        if instr.opname == "SEND" and isinstance(instr.argval, int):
+            below_await[instr.argval] = stack[:-2]
         name = instr.opname
         arg = instr.arg or 0
         argval = instr.argval
@@ -231,6 +243,58 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
         if name in _NO_FALLTHROUGH:
             stack = []
     return out
+
+
+#: what an await leaves on the stack at its SEND's target, above what it found:
+#: the result (3.11), or the awaitable and the result (3.12+, popped by END_SEND)
+_AFTER_SEND = 2 if _PY312 else 1
+
+
+def _await_loops(listing: list[dis.Instruction]) -> frozenset[int]:
+    """Jump targets of ``await`` loops only, where the stack below the awaitable survives.
+
+    An ``await`` (and ``yield from``, ``async with``, ``async for``) is a loop:
+    SEND, YIELD_VALUE, RESUME, a jump back to the SEND; SEND jumps out to its
+    target when the awaitable is done (3.12+ also from CLEANUP_THROW, after a
+    throw). None of those paths touches the stack below the awaitable, so the
+    operands pushed before ``x.total += await f()`` are still known after it.
+    A target that any other jump (or an exception handler) reaches is a real
+    merge and is left unknown.
+    """
+    sources: dict[int, list[dis.Instruction]] = {}
+    previous: dict[int, dis.Instruction] = {}
+    for before, instr in itertools.pairwise(listing):
+        previous[instr.offset] = before
+    for instr in listing:
+        if instr.opcode in dis.hasjrel or instr.opcode in dis.hasjabs:
+            if isinstance(instr.argval, int):
+                sources.setdefault(instr.argval, []).append(instr)
+    loops: set[int] = set()
+    by_offset = {instr.offset: instr for instr in listing}
+    for target, jumps in sources.items():
+        instr = by_offset.get(target)
+        if instr is None:
+            continue
+        if instr.opname == "SEND":
+            if all(j.opname == "JUMP_BACKWARD_NO_INTERRUPT" for j in jumps):
+                loops.add(target)
+            continue
+        sends = [j for j in jumps if j.opname == "SEND"]
+        throws = [
+            j
+            for j in jumps
+            if j.opname.startswith("JUMP_BACKWARD")
+            and getattr(previous.get(j.offset), "opname", "") == "CLEANUP_THROW"
+        ]
+        falls_in = previous.get(target)
+        if (
+            len(sends) == 1
+            and len(sends) + len(throws) == len(jumps)
+            and (falls_in is None or falls_in.opname in _NO_FALLTHROUGH)
+        ):
+            loops.add(target)
+    # an exception handler's target is a jump target no jump names: never trusted
+    return frozenset(loops)
 
 
 _TRUTH_TESTS = frozenset(
