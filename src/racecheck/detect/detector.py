@@ -222,6 +222,11 @@ class Detector:
         self.steps: dict[int, int] = {}
         self.stamped_by: dict[int, tuple[int, int]] = {}
         self.woken: dict[int, tuple[int, int] | None] = {}
+        #: trio: who (actor, step) made each actor runnable, until its next step;
+        #: threads: who (thread, critical section) last signalled each sync object
+        self.next_waker: dict[int, tuple[int, int] | None] = {}
+        self.signallers: dict[int, tuple[int, int]] = {}
+        self.fresh_wake: set[int] = set()
         #: racecheck.accesses.StepLog fed every access and hand-off (DPOR); with
         #: ``record_only`` the detector only feeds it and never reports
         self.access_log: Any = None
@@ -254,6 +259,8 @@ class Detector:
         _join(entry[1], clock)
         if signal:
             _join(entry[2], self.signals[hb])
+            # threads: a signal sent from a critical section hands over what it decided
+            self.signallers[id(obj)] = (hb, self.steps.get(hb, 0))
         self._tick(hb)
 
     def acquire(self, hb: int, obj: Any, signal: bool = True) -> None:
@@ -264,6 +271,11 @@ class Detector:
             _join(self._clock(hb), entry[1])
             if signal:
                 _join(self.signals[hb], entry[2])
+                signaller = self.signallers.get(id(obj))
+                if signaller is not None and signaller[0] != hb:
+                    # acting on the signaller's decision in its next critical section
+                    self.woken[hb] = signaller
+                    self.fresh_wake.add(hb)
 
     def fork(self, parent: int, child: int) -> None:
         clock = self._clock(parent)
@@ -280,6 +292,14 @@ class Detector:
     def lock_acquired(self, hb: int, lock: Any, name: str) -> None:
         self.acquire(hb, lock, signal=False)
         self.held.setdefault(hb, []).append(name)
+        # threads: each critical section is a step; a check and a signal made in
+        # one are a decision handed over (the stale hand-off rule), acted on by the
+        # woken thread before or in its first critical section after the wake-up
+        self.steps[hb] = self.steps.get(hb, 0) + 1
+        if hb in self.fresh_wake:
+            self.fresh_wake.discard(hb)
+        elif self.woken.get(hb) is not None:
+            self.woken[hb] = None
 
     def lock_released(self, hb: int, lock: Any, name: str) -> None:
         held = self.held.get(hb)
@@ -309,6 +329,16 @@ class Detector:
             _join(self.clocks[actor], stamped[1])
             _join(self.signals[actor], stamped[1])
         self.current = actor
+
+    # trio: a task made runnable (``reschedule``) inside another task's step was woken
+    # by that step; one made runnable by trio's run loop (a deadline, I/O) by nobody
+    def woke(self, waker: int | None, actor: int) -> None:
+        self.next_waker[actor] = None if waker is None else (waker, self.steps.get(waker, 0))
+
+    def begin_step(self, actor: int) -> None:
+        """trio: ``actor`` starts a step, on behalf of whoever made it runnable."""
+        self.steps[actor] = self.steps.get(actor, 0) + 1
+        self.woken[actor] = self.next_waker.pop(actor, None)
 
     def begin_callback(self, handle: Any) -> None:
         self.stamped_by.pop(id(handle), None)
@@ -807,10 +837,9 @@ class Detector:
                     and not _same(value_of(), view.value)
                 ):
                     self.pending.append((actor, location, view, remote, site, target))
-        if not self.happens_before:
-            if write and self._stale_handoff(shadow, site, actor, target):
-                return
-            self._remember(shadow, site, actor, write)
+        if write and self.woken and self._stale_handoff(shadow, site, actor, target):
+            return
+        self._remember(shadow, site, actor, write)
         if self.happens_before:
             if write:
                 decided = self.decisions.pop(view_key, None) if self.decisions else None
