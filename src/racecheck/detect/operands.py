@@ -272,10 +272,10 @@ def _await_loops(listing: list[dis.Instruction]) -> frozenset[int]:
     loops: set[int] = set()
     by_offset = {instr.offset: instr for instr in listing}
     for target, jumps in sources.items():
-        instr = by_offset.get(target)
-        if instr is None:
+        landing = by_offset.get(target)
+        if landing is None:
             continue
-        if instr.opname == "SEND":
+        if landing.opname == "SEND":
             if all(j.opname == "JUMP_BACKWARD_NO_INTERRUPT" for j in jumps):
                 loops.add(target)
             continue
