@@ -260,3 +260,114 @@ def test_fixed_version_has_no_finding(backend: str, name: str, target: Callable[
         target, detect=True, schedules=150, seed=0, watchdog=30, **_options(backend)
     )
     assert report.schedules_run >= 1
+
+
+class Conns:
+    def __init__(self) -> None:
+        self.active: list[int] = [1, 2]
+        self.scores: dict[int, int] = {1: 0, 2: 0}
+        self.closed: list[int] = []
+
+    async def close_all(self) -> None:
+        for conn in self.active:  # a list: no RuntimeError, an element is skipped or repeated
+            await asyncio.sleep(0)
+            self.closed.append(conn)
+
+    async def close_all_copy(self) -> None:
+        for conn in list(self.active):
+            await asyncio.sleep(0)
+            self.closed.append(conn)
+
+    async def open(self, conn: int) -> None:
+        await asyncio.sleep(0)
+        self.active.insert(0, conn)
+
+    async def rescore_all(self) -> None:
+        for conn in self.scores:
+            await asyncio.sleep(0)
+            self.closed.append(conn)
+
+    async def bump(self, conn: int) -> None:
+        await asyncio.sleep(0)
+        self.scores[conn] = self.scores.get(conn, 0) + 1  # an existing key: no resize
+
+
+async def list_iterated_across_an_await() -> None:
+    conns = Conns()
+    await asyncio.gather(conns.close_all(), conns.open(3))
+
+
+async def copy_iterated_across_an_await() -> None:
+    conns = Conns()
+    await asyncio.gather(conns.close_all_copy(), conns.open(3))
+
+
+async def values_updated_while_iterating_keys() -> None:
+    conns = Conns()
+    await asyncio.gather(conns.rescore_all(), conns.bump(1))
+
+
+def test_iteration_across_an_await_against_a_mutation_is_flagged() -> None:
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(list_iterated_across_an_await, detect=True, schedules=100, seed=0)
+    finding = info.value.cause.finding  # type: ignore[union-attr]
+    assert finding.pattern == "iterated while mutated"
+    first, between, last = finding.accesses
+    assert first.target == last.target == "self.active"
+    assert (first.action, last.action) == ("iterated", "kept iterating")
+    assert ".insert()" in between.action and between.actor != first.actor
+
+
+@pytest.mark.parametrize(
+    "target",
+    [copy_iterated_across_an_await, values_updated_while_iterating_keys],
+    ids=lambda t: t.__name__,
+)
+def test_iterating_a_copy_or_updating_values_is_clean(target: Callable[[], Any]) -> None:
+    report = racecheck.check(target, detect=True, schedules=100, seed=0)
+    assert report.schedules_run >= 1
+
+
+def queue_checked_then_taken(fixed: bool) -> Callable[[], None]:
+    def target() -> None:
+        import queue
+        import threading
+
+        jobs: queue.Queue[int] = queue.Queue()
+        for i in range(2):
+            jobs.put(i)
+        done: list[int] = []
+
+        def worker() -> None:
+            if fixed:
+                while True:
+                    try:
+                        done.append(jobs.get_nowait())  # one call: check and take
+                    except queue.Empty:
+                        return
+            while not jobs.empty():
+                try:
+                    done.append(jobs.get(timeout=1))
+                except queue.Empty:
+                    return  # the check above was stale: another worker took the job
+
+        threads = [threading.Thread(target=worker) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    return target
+
+
+def test_queue_empty_then_get_is_a_stale_check() -> None:
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(queue_checked_then_taken(False), detect=True, schedules=300, seed=0)
+    finding = info.value.cause.finding  # type: ignore[union-attr]
+    assert finding.accesses[0].action == "checked" and finding.accesses[0].target == "jobs"
+    assert ".get()" in finding.accesses[-1].action
+
+
+def test_queue_taken_in_one_call_is_clean() -> None:
+    report = racecheck.check(queue_checked_then_taken(True), detect=True, schedules=300, seed=0)
+    assert report.schedules_run >= 1

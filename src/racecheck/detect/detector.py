@@ -227,6 +227,11 @@ class Detector:
         self.next_waker: dict[int, tuple[int, int] | None] = {}
         self.signallers: dict[int, tuple[int, int]] = {}
         self.fresh_wake: set[int] = set()
+        #: type -> whether it is a queue whose emptiness test and take the detector reads
+        self.queues: dict[type, bool] = {}
+        #: asyncio/trio ``for`` loops over a container: (frame, GET_ITER offset) ->
+        #: (container, its WHOLE seq then, its size then, the iterating site, label)
+        self.loops: dict[tuple[FrameType, int], tuple[Any, int, Any, _Site, str]] = {}
         #: racecheck.accesses.StepLog fed every access and hand-off (DPOR); with
         #: ``record_only`` the detector only feeds it and never reports
         self.access_log: Any = None
@@ -404,6 +409,10 @@ class Detector:
         if op in _VARIABLES:
             self._variable(frame, recipe.name, op, actor, hb)
             return
+        if op == "next":
+            if not self.happens_before and self.loops:
+                self._loop_continues(frame, recipe.name, actor, hb)
+            return
         f_locals = frame.f_locals
         base = evaluate(recipe.base, frame, f_locals)
         if base is MISSING:
@@ -426,6 +435,9 @@ class Detector:
                 return
             self._item(frame, actor, hb, base, key, op == "write", label)
             return
+        if op == "call" and recipe.name in _QUEUE_METHODS and self._queue(base):
+            self._queue_call(frame, actor, hb, base, recipe.name, label)
+            return
         if not self._plain(base):
             return
         if op == "truth":
@@ -447,9 +459,13 @@ class Detector:
             return
         if op == "iterate" or op == "scan-arg":
             self._whole(frame, actor, hb, base, False, label, "iterated")
+            if op == "iterate" and not self.happens_before and not self.found:
+                self._loop_began(frame, actor, base, label)
             return
         if op == "call":
             kind, _ = CONTAINER_METHODS[recipe.name]
+            if kind == "queue":
+                return  # a queue's method on something that is not a queue
             element = evaluate(recipe.key, frame, f_locals) if recipe.key is not None else MISSING
             self._method(frame, actor, hb, base, kind, recipe.name, element, label)
 
@@ -489,6 +505,82 @@ class Detector:
             write,
             f"{label}.{name}",
             value_of=lambda: namespace.get(name, MISSING),
+        )
+
+    def _loop_began(self, frame: FrameType, actor: int, base: Any, label: str) -> None:
+        """A ``for`` loop over a container began: remember what it saw (asyncio, trio)."""
+        location = (id(base), WHOLE)
+        view = self.views.get((actor, location))
+        if view is not None:
+            self.loops[(frame, frame.f_lasti)] = (base, view.seq, view.value, view.site, label)
+
+    def _loop_continues(self, frame: FrameType, began: int, actor: int, hb: int) -> None:
+        """The loop takes its next element: did another task resize the container meanwhile?
+
+        Across an ``await`` in the loop's body, another task's insert or removal
+        makes a set or dict raise "changed size during iteration", and makes a
+        list skip or repeat an element without a word: iteration against
+        mutation, the single-threaded form of the data race. Storing a value
+        under an existing key (same size) is not one.
+        """
+        entry = self.loops.get((frame, began))
+        if entry is None:
+            return
+        base, seq, size, site, label = entry
+        shadow = self.shadows.get((id(base), WHOLE))
+        if shadow is None or shadow.seq <= seq:
+            return
+        others = [w for s, w in shadow.history if s > seq and w.actor != actor]
+        if not others:
+            return
+        if all(w.action == "wrote" for w in others) and _builtin_of(base).__len__(base) == size:
+            return  # values stored under keys it already had
+        now = _Site(
+            actor,
+            hb,
+            self._clock(hb)[hb],
+            "kept iterating",
+            frame,
+            frame.f_lineno,
+            tuple(self.held.get(hb, ())),
+        )
+        self.loops.pop((frame, began), None)
+        self._report("atomicity-violation", "iterated while mutated", label, site, others[-1], now)
+
+    def _queue(self, base: Any) -> bool:
+        """``queue.Queue`` and its kin, ``asyncio.Queue``, or racecheck's ``SimpleQueue``."""
+        cls = type(base)
+        known = self.queues.get(cls)
+        if known is None:
+            known = self.queues[cls] = any(
+                klass.__module__ in _QUEUE_MODULES and klass.__name__.endswith("Queue")
+                for klass in _TYPE_MRO(cls)
+            )
+        return known
+
+    def _queue_call(
+        self, frame: FrameType, actor: int, hb: int, base: Any, method: str, label: str
+    ) -> None:
+        """``q.empty()``/``q.qsize()`` test a queue's emptiness; ``q.get()`` acts on it.
+
+        The queue's own lock makes each call atomic, not the pair: ``while not
+        q.empty(): q.get()`` takes the item another consumer may have taken in
+        between (a blocked ``get``, or ``queue.Empty`` after its timeout). The
+        size is read off the queue's buffer, never through its locked methods.
+        """
+        taking = method in ("get", "get_nowait")
+        self._touch(
+            frame,
+            actor,
+            hb,
+            base,
+            NONEMPTY,
+            taking,
+            label,
+            lambda: _queue_size(base) > 0,
+            f"called .{method}() on" if taking else "checked",
+            atomic=True,
+            stale_only=True,
         )
 
     def _plain(self, base: Any) -> bool:
@@ -992,6 +1084,26 @@ class Detector:
             source_line(filename, site.lineno) if frame is not None else "",
             site.locks,
         )
+
+
+_QUEUE_METHODS = frozenset(("empty", "qsize", "get", "get_nowait"))
+_QUEUE_MODULES = frozenset(("queue", "asyncio.queues", "racecheck.backends.threads.primitives"))
+
+
+def _queue_size(queue: Any) -> int:
+    """Items in a queue's buffer (``queue``, ``_queue`` or ``_items``), with no lock taken."""
+    try:
+        namespace = object.__getattribute__(queue, "__dict__")
+    except AttributeError:
+        return 0
+    for name in ("queue", "_queue", "_items"):
+        buffer = namespace.get(name)
+        if buffer is not None:
+            try:
+                return len(buffer)
+            except TypeError:
+                continue
+    return 0
 
 
 def _slots_changed(base: Any, kind: str, element: Any) -> tuple[Any, ...]:

@@ -55,6 +55,10 @@ CONTAINER_METHODS: dict[str, tuple[str, bool]] = {
     "intersection_update": ("mutate", False),
     "symmetric_difference_update": ("mutate", False),
     "get": ("get", True),
+    # queues (queue.Queue, asyncio.Queue): an emptiness test, and a take
+    "empty": ("queue", False),
+    "qsize": ("queue", False),
+    "get_nowait": ("queue", False),
     "keys": ("scan", False),
     "values": ("scan", False),
     "items": ("scan", False),
@@ -97,7 +101,8 @@ SCANNING_BUILTINS = frozenset(
 class Recipe:
     """One access instruction: what it does and how to find its operands."""
 
-    #: "read" | "write" attribute/item; "contains"; "iterate"; "call" (container
+    #: "read" | "write" attribute/item; "contains"; "iterate"; "next" (a later step
+    #: of a ``for`` loop, ``name``: the offset of the GET_ITER that began it); "call" (container
     #: method or scanning builtin); "truth" (a branch on a container's emptiness);
     #: "global-read"/"global-write"; "deref-read"/"deref-write"
     op: str
@@ -140,7 +145,7 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
     awaits = _await_loops(listing)
     #: an await's SEND target -> the stack below the awaitable when the await began
     below_await: dict[int, list[Sym]] = {}
-    for instr in listing:
+    for index, instr in enumerate(listing):
         if instr.is_jump_target:
             kept = below_await.pop(instr.offset, None) if instr.offset in awaits else None
             if kept is not None:
@@ -209,6 +214,10 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             (base,) = pop()
             out[instr.offset] = Recipe("iterate", base)
             stack.append(None)
+            following = listing[index + 1] if index + 1 < len(listing) else None
+            if following is not None and following.opname == "FOR_ITER":
+                # each later step of this loop: ``name`` is the GET_ITER that began it
+                out[following.offset] = Recipe("next", base, instr.offset)
         elif name in ("CALL", "CALL_KW"):
             argc = arg
             extra = 1 if name == "CALL_KW" else 0
