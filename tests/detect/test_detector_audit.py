@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import types
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -370,4 +372,47 @@ def test_queue_empty_then_get_is_a_stale_check() -> None:
 
 def test_queue_taken_in_one_call_is_clean() -> None:
     report = racecheck.check(queue_checked_then_taken(True), detect=True, schedules=300, seed=0)
+    assert report.schedules_run >= 1
+
+
+class Bars:
+    """tqdm's shape: a class-level WeakSet of live bars, iterated to find a free slot."""
+
+    lock = threading.Lock()
+
+    instances: weakref.WeakSet[Bars]
+
+    def __init__(self, locked: bool) -> None:
+        with Bars.lock:
+            Bars.instances.add(self)
+        if locked:
+            with Bars.lock:
+                self.pos = len([bar for bar in Bars.instances if bar is not self])
+        else:
+            self.pos = len([bar for bar in Bars.instances if bar is not self])
+
+
+def bars_from_threads(locked: bool) -> Callable[[], None]:
+    def target() -> None:
+        Bars.instances = weakref.WeakSet()
+        keep: list[Bars] = []
+        threads = [threading.Thread(target=lambda: keep.append(Bars(locked))) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    return target
+
+
+def test_weakset_iterated_while_another_thread_adds_is_a_data_race() -> None:
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(bars_from_threads(False), detect=True, schedules=100, seed=0)
+    assert info.value.kind == "data-race", info.value
+    message = str(info.value.cause)
+    assert "iterated Bars.instances" in message and ".add()" in message
+
+
+def test_weakset_iterated_under_the_lock_is_clean() -> None:
+    report = racecheck.check(bars_from_threads(True), detect=True, schedules=100, seed=0)
     assert report.schedules_run >= 1

@@ -54,6 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import CodeType, FrameType, FunctionType, ModuleType
 from typing import Any
+from weakref import WeakSet
 
 from racecheck.detect.operands import (
     CONTAINER_METHODS,
@@ -148,6 +149,7 @@ class _Site:
     atomic: bool = False  # a single C-level container operation
     caller: FrameType | None = None  # who called ``frame`` (a property's user)
     offset: int = -1  # the instruction, to tell a deciding read from a displayed one
+    slot: bool = False  # a container write of one key or element (not a clear, an extend)
 
 
 @dataclass
@@ -171,6 +173,7 @@ class _View:
     seq: int
     site: _Site
     value: Any
+    slot: bool = False  # a write of one key or element of a container (its WHOLE view)
 
 
 class Detector:
@@ -417,6 +420,10 @@ class Detector:
         base = evaluate(recipe.base, frame, f_locals)
         if base is MISSING:
             return
+        if type(base) is WeakSet and op != "read" and op != "write":
+            base = _weak_data(base)  # a WeakSet's contents are its set of references
+            if base is MISSING:
+                return
         label = render(recipe.base)
         if op == "read" or op == "write":
             if recipe.namespace:
@@ -886,6 +893,7 @@ class Detector:
             atomic,
             frame.f_back,
             frame.f_lasti,
+            slot,
         )
         view_key = (actor, location)
         view = self.views.get(view_key)
@@ -925,6 +933,8 @@ class Detector:
                     view.kind == "w"
                     and not stale_only  # re-testing emptiness after one's own pop is a loop
                     and not write
+                    # one's own element is still there after another's element went in
+                    and not (view.slot and remote.slot)
                     and not self._waited_for(remote, hb)
                     and not _same(value_of(), view.value)
                 ):
@@ -944,7 +954,7 @@ class Detector:
             if self._hb_check(shadow, site, clock, write, target, key is WHOLE):
                 return
             (shadow.writes if write else shadow.reads)[hb] = site
-        new_view = _View("w" if write else "r", shadow.seq + write, site, MISSING)
+        new_view = _View("w" if write else "r", shadow.seq + write, site, MISSING, slot)
         if write:
             shadow.seq += 1
             shadow.last_writer = site
@@ -1084,6 +1094,21 @@ class Detector:
             source_line(filename, site.lineno) if frame is not None else "",
             site.locks,
         )
+
+
+def _weak_data(base: Any) -> Any:
+    """A ``WeakSet``'s own ``set`` (of references): iterated, added to, removed from.
+
+    tqdm keeps its bars in one (``tqdm._instances``), iterated in one thread
+    while another adds to it. Anything else comes back unchanged.
+    """
+    if type(base) is not WeakSet:
+        return base
+    try:
+        data = object.__getattribute__(base, "__dict__").get("data")
+    except AttributeError:
+        return MISSING
+    return data if type(data) is set else MISSING
 
 
 _QUEUE_METHODS = frozenset(("empty", "qsize", "get", "get_nowait"))

@@ -452,6 +452,8 @@ def evaluate(sym: Sym, frame: Any, f_locals: dict[str, Any] | None = None) -> An
 
 def instance_attribute(obj: Any, name: str) -> Any:
     """``obj.name`` from the instance (or module) dictionary only: no user code runs."""
+    if isinstance(obj, type):
+        return _class_attribute(obj, name)
     try:
         namespace = object.__getattribute__(obj, "__dict__")
     except AttributeError:
@@ -459,6 +461,26 @@ def instance_attribute(obj: Any, name: str) -> Any:
     if type(namespace) is not dict:
         return dict(namespace).get(name, _MISSING) if isinstance(namespace, dict) else _MISSING
     return namespace.get(name, _MISSING)
+
+
+# type's own descriptors: a metaclass cannot intercept them
+_TYPE_DICT = type.__dict__["__dict__"].__get__
+_TYPE_MRO = type.__dict__["__mro__"].__get__
+
+
+def _class_attribute(cls: type, name: str) -> Any:
+    """``Cls.name`` (``Registry.cache``, ``cls._instances``) along the MRO, as stored.
+
+    A descriptor (method, property, classmethod) would compute the value, so it
+    is not read: only plain class-level state (a dict, a set, a counter).
+    """
+    for klass in _TYPE_MRO(cls):
+        value = _TYPE_DICT(klass).get(name, _MISSING)
+        if value is not _MISSING:
+            if any("__get__" in _TYPE_DICT(k) for k in _TYPE_MRO(type(value))):
+                return _MISSING
+            return value
+    return _MISSING
 
 
 MISSING = _MISSING
