@@ -416,3 +416,57 @@ def test_weakset_iterated_while_another_thread_adds_is_a_data_race() -> None:
 def test_weakset_iterated_under_the_lock_is_clean() -> None:
     report = racecheck.check(bars_from_threads(True), detect=True, schedules=100, seed=0)
     assert report.schedules_run >= 1
+
+
+class Singleton:
+    """filelock 3.29.5's shape: a class-level WeakValueDictionary keyed by ``str(path)``."""
+
+    instances: weakref.WeakValueDictionary[str, Singleton]
+    guard = threading.Lock()
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @classmethod
+    def make(cls, path: str) -> Singleton:
+        instance = cls.instances.get(str(path))
+        if instance:
+            return instance
+        instance = cls(path)
+        cls.instances[str(path)] = instance
+        return instance
+
+    @classmethod
+    def make_locked(cls, path: str) -> Singleton:
+        with cls.guard:
+            return cls.make(path)
+
+
+def singletons_from_threads(method: str) -> Callable[[], None]:
+    def target() -> None:
+        Singleton.instances = weakref.WeakValueDictionary()
+        made: list[Singleton] = []
+        make = getattr(Singleton, method)
+        threads = [
+            threading.Thread(target=lambda: made.append(make("/tmp/x.lock"))) for _ in range(2)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    return target
+
+
+def test_weak_value_dictionary_get_then_store_across_threads_is_flagged() -> None:
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(singletons_from_threads("make"), detect=True, schedules=100, seed=0)
+    assert info.value.kind in DETECTOR_KINDS, info.value
+    assert "instances['/tmp/x.lock']" in str(info.value.cause)
+
+
+def test_weak_value_dictionary_under_a_lock_is_clean() -> None:
+    report = racecheck.check(
+        singletons_from_threads("make_locked"), detect=True, schedules=100, seed=0
+    )
+    assert report.schedules_run >= 1

@@ -54,7 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import CodeType, FrameType, FunctionType, ModuleType
 from typing import Any
-from weakref import WeakSet
+from weakref import WeakSet, WeakValueDictionary
 
 from racecheck.detect.operands import (
     CONTAINER_METHODS,
@@ -420,8 +420,10 @@ class Detector:
         base = evaluate(recipe.base, frame, f_locals)
         if base is MISSING:
             return
-        if type(base) is WeakSet and op != "read" and op != "write":
-            base = _weak_data(base)  # a WeakSet's contents are its set of references
+        if type(base) in _WEAK and (recipe.name is None or (op != "read" and op != "write")):
+            if recipe.namespace:
+                return
+            base = _weak_data(base)  # its contents: a set of references, a dict of them
             if base is MISSING:
                 return
         label = render(recipe.base)
@@ -1096,19 +1098,23 @@ class Detector:
         )
 
 
-def _weak_data(base: Any) -> Any:
-    """A ``WeakSet``'s own ``set`` (of references): iterated, added to, removed from.
+_WEAK = (WeakSet, WeakValueDictionary)
 
-    tqdm keeps its bars in one (``tqdm._instances``), iterated in one thread
-    while another adds to it. Anything else comes back unchanged.
+
+def _weak_data(base: Any) -> Any:
+    """A ``WeakSet``'s own ``set`` of references, a ``WeakValueDictionary``'s ``dict``.
+
+    Their methods are the standard library's (not traced): the detector keys
+    their contents by the builtin container behind them, whose keys (for a
+    ``WeakValueDictionary``) are the user's own. tqdm keeps its bars in a
+    ``WeakSet`` (``tqdm._instances``), filelock its singletons in a
+    ``WeakValueDictionary`` keyed by path.
     """
-    if type(base) is not WeakSet:
-        return base
     try:
         data = object.__getattribute__(base, "__dict__").get("data")
     except AttributeError:
         return MISSING
-    return data if type(data) is set else MISSING
+    return data if type(data) in (set, dict) else MISSING
 
 
 _QUEUE_METHODS = frozenset(("empty", "qsize", "get", "get_nowait"))

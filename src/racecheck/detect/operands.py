@@ -29,7 +29,8 @@ _PY312 = sys.version_info >= (3, 12)
 #: a symbolic stack value: ("local", name) | ("global", name) | ("deref", name) |
 #: ("const", value) | ("attr", base, name) | ("item", base, key) |
 #: ("method", receiver, name) | ("ns", obj, via) (obj's ``__dict__``, via the
-#: ``vars`` builtin when ``via`` is set) | NULL | None (unknown)
+#: ``vars`` builtin when ``via`` is set) | ("conv", str-or-int, value) | NULL |
+#: None (unknown)
 Sym = tuple[Any, ...] | None
 NULL: tuple[str] = ("null",)
 
@@ -374,6 +375,10 @@ def _call_result(callable_slots: list[Sym], args: list[Sym]) -> Sym:
     slot = _global_slot(callable_slots)
     if slot is not None and slot[1] == "vars" and len(args) == 1:
         return ("ns", args[0], slot)
+    if slot is not None and slot[1] in ("str", "int") and len(args) == 1 and args[0] is not None:
+        # a key spelled ``str(path)``: rebuilt when the argument is already a plain
+        # str or int (filelock keys its singletons so); nothing else is converted
+        return ("conv", slot, args[0])
     return None
 
 
@@ -438,6 +443,12 @@ def evaluate(sym: Sym, frame: Any, f_locals: dict[str, Any] | None = None) -> An
         if base is _MISSING:
             return _MISSING
         return instance_attribute(base, sym[2])
+    if tag == "conv":
+        convert = evaluate(sym[1], frame, f_locals)
+        value = evaluate(sym[2], frame, f_locals)
+        if (convert is str or convert is int) and type(value) in (str, int):
+            return convert(value)  # exact builtin types: no __str__ or __int__ of theirs runs
+        return _MISSING
     if tag == "item":
         base = evaluate(sym[1], frame, f_locals)
         key = evaluate(sym[2], frame, f_locals)
