@@ -19,7 +19,7 @@ import types
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -470,3 +470,45 @@ def test_weak_value_dictionary_under_a_lock_is_clean() -> None:
         singletons_from_threads("make_locked"), detect=True, schedules=100, seed=0
     )
     assert report.schedules_run >= 1
+
+
+class Kept:
+    """A weak singleton cache made once, never cleared: each run must start with it empty."""
+
+    instances: ClassVar[weakref.WeakValueDictionary[str, Kept]] = weakref.WeakValueDictionary()
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @classmethod
+    def make(cls, path: str) -> Kept:
+        instance = cls.instances.get(str(path))
+        if instance:
+            return instance
+        instance = cls(path)
+        cls.instances[str(path)] = instance
+        return instance
+
+
+def kept_singletons() -> None:
+    made: list[Kept] = []
+    threads = [
+        threading.Thread(target=lambda: made.append(Kept.make("/tmp/y.lock"))) for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def test_the_detector_keeps_no_object_of_a_run_alive() -> None:
+    """Kept alive by the detector, one run's singleton made every later run hit the cache:
+    the race was found once and its replay then ran clean (a state leak of racecheck's own)."""
+    for seed in (0, 1):
+        with pytest.raises(racecheck.RaceFound) as info:
+            racecheck.check(kept_singletons, detect=True, schedules=100, seed=seed)
+        assert info.value.kind in DETECTOR_KINDS, info.value
+        with pytest.raises(racecheck.RaceFound) as again:
+            racecheck.replay(kept_singletons, info.value.schedule, detect=True)
+        assert str(again.value.cause) == str(info.value.cause)
+    assert not Kept.instances

@@ -378,9 +378,34 @@ class Detector:
             pass  # an object the detector cannot read must never break the code under test
 
     def finish(self) -> None:
-        """The run ended: W–W–R reads still pending were not part of an update."""
+        """The run ended: W–W–R reads still pending were not part of an update.
+
+        Then the shadow state lets go of the run's objects (and the frames
+        whose locals hold them), so that they die with the run: a library
+        keeping its instances in a weak mapping (filelock's singletons, tqdm's
+        bars) must start the next schedule as empty as it would without the
+        detector. Kept alive, one run's singleton made every later run take
+        the cache hit, and the race never showed again.
+        """
         if not self.found:
             self._switched(-1, settle=True)
+        self._forget()
+
+    def _forget(self) -> None:
+        for table in (
+            self.shadows,
+            self.views,
+            self.keep,
+            self.stamps,
+            self.sync,
+            self.cells,
+            self.decisions,
+            self.loops,
+            self.signallers,
+        ):
+            table.clear()
+        self.pending.clear()
+        self.unsettled.clear()
 
     def _switched(self, actor: int, settle: bool = False) -> None:
         """Another actor runs: pending W–W–R reads were not the start of an update.
@@ -1083,6 +1108,9 @@ class Detector:
         self.found = True
         accesses = tuple(self._describe(site, target) for site in sites)
         self.on_finding(Finding(kind, pattern, accesses), sites[-1].actor)
+        # the finding is text now; the run's objects must not outlive it (the replay
+        # of this failure starts right after, and must find weak caches empty)
+        self._forget()
 
     def _describe(self, site: _Site, target: str) -> Access:
         frame = site.frame
