@@ -142,7 +142,7 @@ THREADS: dict[str, tuple[str, str]] = {
     "abba_timeout": (OUT, "deadlock (lock order, with timeouts)"),
     "lock_held_while_joining": (OUT, "deadlock"),
     "bounded_queue_under_lock": (OUT, "deadlock"),
-    "queue_empty_then_get": (OUT, "deadlock"),
+    "queue_empty_then_get": (IN, "check-then-act (empty() then get()), a hang"),
     "swallowed_event_set": (OUT, "lost wake-up"),
     "swallowed_event_set_timeout": (OUT, "lost wake-up"),
     "forgot_sentinel": (OUT, "deadlock"),
