@@ -128,15 +128,17 @@ async def trio_rw_fixed() -> None:
     await trio_rw_users(TrioRWLockFixed())
 
 
-async def trio_condition_recheck() -> None:
-    """The correct trio idiom: a woken waiter checks again (``while``), then acts."""
+async def trio_condition_users(recheck: bool) -> None:
     cond = trio.Condition()
     state = {"free": 1}
 
     async def user() -> None:
         async with cond:
-            while state["free"] == 0:
-                await cond.wait()
+            if recheck:
+                while state["free"] == 0:
+                    await cond.wait()
+            elif state["free"] == 0:
+                await cond.wait()  # woken, it takes the slot without checking again
             state["free"] -= 1
         await trio.sleep(0)
         async with cond:
@@ -146,6 +148,15 @@ async def trio_condition_recheck() -> None:
     async with trio.open_nursery() as nursery:
         for _ in range(3):
             nursery.start_soon(user)
+
+
+async def trio_condition_if() -> None:
+    await trio_condition_users(recheck=False)
+
+
+async def trio_condition_recheck() -> None:
+    """The correct trio idiom: a woken waiter checks again (``while``), then acts."""
+    await trio_condition_users(recheck=True)
 
 
 # -- threads ------------------------------------------------------------------------------
@@ -249,3 +260,71 @@ def thread_event_recheck() -> None:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+class ThreadFifoLock:
+    """anyio 4.13's Lock shape on threads: the woken waiter leaves the queue only later."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: str | None = None
+        self._waiters: deque[tuple[str, threading.Event]] = deque()
+
+    def acquire(self, me: str) -> None:
+        with self._lock:
+            if self._owner is None and not self._waiters:
+                self._owner = me
+                return
+            item = (me, threading.Event())
+            self._waiters.append(item)
+        item[1].wait()
+        with self._lock:
+            self._waiters.remove(item)  # the woken waiter leaves the queue only now
+
+    def release(self) -> None:
+        with self._lock:
+            for name, event in self._waiters:
+                self._owner = name
+                event.set()
+                return
+            self._owner = None
+
+
+class ThreadFifoLockFixed(ThreadFifoLock):
+    def acquire(self, me: str) -> None:
+        with self._lock:
+            if self._owner is None and not self._waiters:
+                self._owner = me
+                return
+            item = (me, threading.Event())
+            self._waiters.append(item)
+        item[1].wait()  # release() took the entry out
+
+    def release(self) -> None:
+        with self._lock:
+            if self._waiters:
+                name, event = self._waiters.popleft()  # the hand-off takes the entry out
+                self._owner = name
+                event.set()
+                return
+            self._owner = None
+
+
+def thread_fifo_users(lock: ThreadFifoLock) -> None:
+    def user(name: str) -> None:
+        lock.acquire(name)
+        lock.release()
+
+    threads = [threading.Thread(target=user, args=(n,)) for n in "abcd"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def thread_fifo_buggy() -> None:
+    thread_fifo_users(ThreadFifoLock())
+
+
+def thread_fifo_fixed() -> None:
+    thread_fifo_users(ThreadFifoLockFixed())

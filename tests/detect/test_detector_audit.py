@@ -512,3 +512,73 @@ def test_the_detector_keeps_no_object_of_a_run_alive() -> None:
             racecheck.replay(kept_singletons, info.value.schedule, detect=True)
         assert str(again.value.cause) == str(info.value.cause)
     assert not Kept.instances
+
+
+class Pool:
+    """The canonical numeric check-then-act: the check, an await, then ``+= 1``."""
+
+    def __init__(self) -> None:
+        self.opened = 0
+        self.max_size = 1
+        self.lock = asyncio.Lock()
+
+    async def _connect(self) -> None:
+        await asyncio.sleep(0)
+
+    async def get(self) -> None:
+        if self.opened < self.max_size:
+            await self._connect()
+            self.opened += 1  # re-reads opened, but the decision was made above
+
+    async def get_rechecked(self) -> None:
+        while self.opened < self.max_size:
+            await self._connect()
+            if self.opened < self.max_size:  # checked again after the await
+                self.opened += 1
+            return
+
+    async def get_locked(self) -> None:
+        async with self.lock:
+            await self.get()
+
+    async def release(self) -> None:
+        await asyncio.sleep(0)
+        if self.opened:
+            self.opened -= 1
+            await asyncio.sleep(0)
+            self.opened += 1  # its own write came first: not acting on the check above
+
+
+def pool_users(method: str) -> Callable[[], Any]:
+    async def target() -> None:
+        pool = Pool()
+        await asyncio.gather(*(getattr(pool, method)() for _ in range(2)))
+
+    return target
+
+
+async def pool_counter_churn() -> None:
+    pool = Pool()
+    pool.opened = 1
+    await asyncio.gather(pool.release(), pool.release())
+
+
+def test_numeric_check_then_increment_after_an_await_is_a_stale_check() -> None:
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(pool_users("get"), detect=True, schedules=100, seed=0)
+    finding = info.value.cause.finding  # type: ignore[union-attr]
+    assert finding.pattern == "stale check"
+    check, between, act = finding.accesses
+    assert "if self.opened < self.max_size" in check.line
+    assert "self.opened += 1" in act.line and between.actor != act.actor
+
+
+@pytest.mark.parametrize("method", ["get_rechecked", "get_locked"])
+def test_numeric_check_rechecked_or_locked_is_clean(method: str) -> None:
+    report = racecheck.check(pool_users(method), detect=True, schedules=100, seed=0)
+    assert report.schedules_run >= 1
+
+
+def test_own_write_between_the_check_and_the_act_is_not_a_stale_check() -> None:
+    report = racecheck.check(pool_counter_churn, detect=True, schedules=100, seed=0)
+    assert report.schedules_run >= 1

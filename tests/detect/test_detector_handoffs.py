@@ -45,10 +45,15 @@ def test_trio_handoff_carrying_the_state_or_rechecking_is_clean(target: Any) -> 
 
 def test_thread_rw_lock_two_writers_inside_is_a_stale_handoff() -> None:
     finding = _finding(models.thread_rw_buggy, 300)
-    assert finding.pattern == "stale hand-off"
     check, between, act = finding.accesses
     assert check.target == act.target == "self._w_state"
     assert "self._w_state += 1" in act.line
+    if finding.pattern == "stale check":
+        # the woken writer's own check before its wait, a third thread's write, its act
+        assert check.actor == act.actor != between.actor
+        assert "if self._w_state == 0" in check.line
+        return
+    assert finding.pattern == "stale hand-off"
     assert len({check.actor, between.actor, act.actor}) == 3
 
 
@@ -66,3 +71,27 @@ def test_trio_handoff_token_replays_to_the_same_finding() -> None:
     with pytest.raises(racecheck.RaceFound) as again:
         racecheck.replay(models.trio_rw_buggy, info.value.schedule, detect=True)
     assert str(again.value.cause) == str(info.value.cause)
+
+
+def test_trio_condition_waited_with_if_is_flagged() -> None:
+    """Three users, one slot: woken by ``notify``, a waiter that does not check again
+    takes a slot a newcomer took in between (``if`` where ``while`` belongs)."""
+    finding = _finding(models.trio_condition_if, 300, backend="trio")
+    assert finding.accesses[-1].target == "state['free']"
+    assert finding.pattern in ("stale check", "stale hand-off", "lost update")
+
+
+def test_thread_fifo_lock_waiter_left_queued_is_a_stale_handoff() -> None:
+    """Every access holds the lock's own lock (ordered): only the hand-off rule sees it."""
+    finding = _finding(models.thread_fifo_buggy, 300)
+    assert finding.pattern == "stale hand-off"
+    decided, meanwhile, acted = finding.accesses
+    assert {a.target for a in finding.accesses} == {"self._waiters"}
+    assert "for name, event in self._waiters" in decided.line
+    assert ".append()" in meanwhile.action and "remove" in acted.line
+    assert len({decided.actor, meanwhile.actor, acted.actor}) == 3
+
+
+def test_thread_fifo_lock_popping_in_release_is_clean() -> None:
+    report = racecheck.check(models.thread_fifo_fixed, detect=True, schedules=300, seed=0)
+    assert report.schedules_run >= 1

@@ -968,6 +968,12 @@ class Detector:
                     self.pending.append((actor, location, view, remote, site, target))
         if write and self.woken and self._stale_handoff(shadow, site, actor, target):
             return
+        if (
+            write
+            and shadow.checks
+            and self._stale_decision(shadow, site, actor, frame, target, slot)
+        ):
+            return
         self._remember(shadow, site, actor, write)
         if self.happens_before:
             if write:
@@ -1029,6 +1035,49 @@ class Detector:
                 del history[0]
         elif _use(site) == "branch":
             shadow.checks[actor] = (site, shadow.seq, self.steps.get(actor, 0))
+
+    def _stale_decision(
+        self,
+        shadow: _Shadow,
+        site: _Site,
+        actor: int,
+        frame: FrameType,
+        target: str,
+        slot: bool,
+    ) -> bool:
+        """The first write after one's own check acts on it, whatever was read in between.
+
+        ``if self.opened < self.max_size:`` ... ``await self._connect()`` ...
+        ``self.opened += 1``: the ``+=`` reads ``opened`` again, but only to
+        add one; the decision to open was made by the check, and another task
+        opened in between. The same for a woken ``Condition`` waiter that
+        checked with ``if`` before waiting. Reported when the check (a read
+        that decided a branch) is still in scope, another actor wrote since,
+        this actor has not written the location since its check (then this
+        write is not the act the check decided), and has not checked again.
+        """
+        mine = shadow.checks.get(actor)
+        if mine is None or mine[1] >= shadow.seq:
+            return False
+        check, seen, _ = mine
+        if slot and check.action not in ("measured", "checked"):
+            return False  # a sweep over a snapshot of the keys, then one key stored
+        since = [w for seq, w in shadow.history if seq > seen]
+        if not since or any(w.actor == actor for w in since):
+            return False
+        # The waker's own write (a release handing over) is left to the hand-off
+        # rule, which names the third task that wrote in between, if any.
+        woke = self.woken.get(actor)
+        waker = woke[0] if woke is not None else None
+        others = [w for w in since if w.actor != waker]
+        if not others:
+            return False
+        if len(since) == len(shadow.history) and shadow.seq - seen > len(since):
+            return False  # the history no longer reaches back to the check: unknown
+        if not _read_in_scope(check, frame):
+            return False
+        self._report("atomicity-violation", "stale check", target, check, others[-1], site)
+        return True
 
     def _stale_handoff(self, shadow: _Shadow, site: _Site, actor: int, target: str) -> bool:
         """A task woken by a hand-off acts on the waker's decision after a third party wrote.
