@@ -391,6 +391,9 @@ class Session:
             with controller.steplog.watching():
                 self.settings.backend.run_once(controller)
             _steps_done(controller, chooser)
+        if controller.detector is not None and controller.failure is None:
+            # before the collection below: the detector lets go of the run's objects
+            controller.detector.finish()
         if controller.failure is not None and recorder is None:
             # The failure's traceback holds the failing run's frames, and their
             # locals hold that run's objects: a library cache keyed weakly on
@@ -405,8 +408,6 @@ class Session:
             # an earlier run left behind (tqdm's monitor thread), and a bar
             # still alive in tqdm's weak set changes the next run's path.
             gc.collect()
-        if controller.detector is not None and controller.failure is None:
-            controller.detector.finish()
         self.runs += 1
         if run == 1 and recorder is None and self.first is None:
             self.first = tuple(controller.decisions)

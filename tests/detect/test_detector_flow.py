@@ -296,9 +296,15 @@ import handoff_models  # noqa: E402
 )
 def test_stale_hand_off_is_flagged_without_assertions(target: Any, state: str) -> None:
     finding = detect(target, schedules=200)
-    assert finding.pattern == "stale hand-off", finding
     decided, meanwhile, acted = finding.accesses
     assert {a.target for a in finding.accesses} == {state}, finding
+    if finding.pattern == "stale check":
+        # the woken writer's own check before it waited, a third task's write, its act
+        # (found in a schedule where the waker's decision was not the one acted on)
+        assert decided.actor == acted.actor != meanwhile.actor, finding
+        assert "self._w_state += 1" in acted.line
+        return
+    assert finding.pattern == "stale hand-off", finding
     assert len({decided.actor, meanwhile.actor, acted.actor}) == 3
     assert (
         "release" in decided.line

@@ -990,10 +990,18 @@ class _StepDetector:
             detector = run.controller.detector
             if actor not in detector.names:
                 detector.names[actor] = run.name_of(task)
+            detector.begin_step(actor)
             self.detecting = detecting(detector, actor)
             self.detecting.__enter__()
         if self.inner is not None:
             self.inner.before_task_step(task)
+
+    def task_scheduled(self, task: Any) -> None:
+        """Who made ``task`` runnable: the hand-off rule's waker (None: trio's run loop)."""
+        actor = self.run.actors.get(task)
+        if actor:
+            waker = self.detecting.actor if self.detecting is not None else None
+            self.run.controller.detector.woke(waker, actor)
 
     def after_task_step(self, task: Any) -> None:
         if self.inner is not None:

@@ -54,6 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import CodeType, FrameType, FunctionType, ModuleType
 from typing import Any
+from weakref import WeakSet, WeakValueDictionary
 
 from racecheck.detect.operands import (
     CONTAINER_METHODS,
@@ -148,6 +149,7 @@ class _Site:
     atomic: bool = False  # a single C-level container operation
     caller: FrameType | None = None  # who called ``frame`` (a property's user)
     offset: int = -1  # the instruction, to tell a deciding read from a displayed one
+    slot: bool = False  # a container write of one key or element (not a clear, an extend)
 
 
 @dataclass
@@ -171,6 +173,7 @@ class _View:
     seq: int
     site: _Site
     value: Any
+    slot: bool = False  # a write of one key or element of a container (its WHOLE view)
 
 
 class Detector:
@@ -222,6 +225,16 @@ class Detector:
         self.steps: dict[int, int] = {}
         self.stamped_by: dict[int, tuple[int, int]] = {}
         self.woken: dict[int, tuple[int, int] | None] = {}
+        #: trio: who (actor, step) made each actor runnable, until its next step;
+        #: threads: who (thread, critical section) last signalled each sync object
+        self.next_waker: dict[int, tuple[int, int] | None] = {}
+        self.signallers: dict[int, tuple[int, int]] = {}
+        self.fresh_wake: set[int] = set()
+        #: type -> whether it is a queue whose emptiness test and take the detector reads
+        self.queues: dict[type, bool] = {}
+        #: asyncio/trio ``for`` loops over a container: (frame, GET_ITER offset) ->
+        #: (container, its WHOLE seq then, its size then, the iterating site, label)
+        self.loops: dict[tuple[FrameType, int], tuple[Any, int, Any, _Site, str]] = {}
         #: racecheck.accesses.StepLog fed every access and hand-off (DPOR); with
         #: ``record_only`` the detector only feeds it and never reports
         self.access_log: Any = None
@@ -254,6 +267,8 @@ class Detector:
         _join(entry[1], clock)
         if signal:
             _join(entry[2], self.signals[hb])
+            # threads: a signal sent from a critical section hands over what it decided
+            self.signallers[id(obj)] = (hb, self.steps.get(hb, 0))
         self._tick(hb)
 
     def acquire(self, hb: int, obj: Any, signal: bool = True) -> None:
@@ -264,6 +279,11 @@ class Detector:
             _join(self._clock(hb), entry[1])
             if signal:
                 _join(self.signals[hb], entry[2])
+                signaller = self.signallers.get(id(obj))
+                if signaller is not None and signaller[0] != hb:
+                    # acting on the signaller's decision in its next critical section
+                    self.woken[hb] = signaller
+                    self.fresh_wake.add(hb)
 
     def fork(self, parent: int, child: int) -> None:
         clock = self._clock(parent)
@@ -280,6 +300,14 @@ class Detector:
     def lock_acquired(self, hb: int, lock: Any, name: str) -> None:
         self.acquire(hb, lock, signal=False)
         self.held.setdefault(hb, []).append(name)
+        # threads: each critical section is a step; a check and a signal made in
+        # one are a decision handed over (the stale hand-off rule), acted on by the
+        # woken thread before or in its first critical section after the wake-up
+        self.steps[hb] = self.steps.get(hb, 0) + 1
+        if hb in self.fresh_wake:
+            self.fresh_wake.discard(hb)
+        elif self.woken.get(hb) is not None:
+            self.woken[hb] = None
 
     def lock_released(self, hb: int, lock: Any, name: str) -> None:
         held = self.held.get(hb)
@@ -309,6 +337,16 @@ class Detector:
             _join(self.clocks[actor], stamped[1])
             _join(self.signals[actor], stamped[1])
         self.current = actor
+
+    # trio: a task made runnable (``reschedule``) inside another task's step was woken
+    # by that step; one made runnable by trio's run loop (a deadline, I/O) by nobody
+    def woke(self, waker: int | None, actor: int) -> None:
+        self.next_waker[actor] = None if waker is None else (waker, self.steps.get(waker, 0))
+
+    def begin_step(self, actor: int) -> None:
+        """trio: ``actor`` starts a step, on behalf of whoever made it runnable."""
+        self.steps[actor] = self.steps.get(actor, 0) + 1
+        self.woken[actor] = self.next_waker.pop(actor, None)
 
     def begin_callback(self, handle: Any) -> None:
         self.stamped_by.pop(id(handle), None)
@@ -340,9 +378,34 @@ class Detector:
             pass  # an object the detector cannot read must never break the code under test
 
     def finish(self) -> None:
-        """The run ended: W–W–R reads still pending were not part of an update."""
+        """The run ended: W–W–R reads still pending were not part of an update.
+
+        Then the shadow state lets go of the run's objects (and the frames
+        whose locals hold them), so that they die with the run: a library
+        keeping its instances in a weak mapping (filelock's singletons, tqdm's
+        bars) must start the next schedule as empty as it would without the
+        detector. Kept alive, one run's singleton made every later run take
+        the cache hit, and the race never showed again.
+        """
         if not self.found:
             self._switched(-1, settle=True)
+        self._forget()
+
+    def _forget(self) -> None:
+        for table in (
+            self.shadows,
+            self.views,
+            self.keep,
+            self.stamps,
+            self.sync,
+            self.cells,
+            self.decisions,
+            self.loops,
+            self.signallers,
+        ):
+            table.clear()
+        self.pending.clear()
+        self.unsettled.clear()
 
     def _switched(self, actor: int, settle: bool = False) -> None:
         """Another actor runs: pending W–W–R reads were not the start of an update.
@@ -374,10 +437,20 @@ class Detector:
         if op in _VARIABLES:
             self._variable(frame, recipe.name, op, actor, hb)
             return
+        if op == "next":
+            if not self.happens_before and self.loops:
+                self._loop_continues(frame, recipe.name, actor, hb)
+            return
         f_locals = frame.f_locals
         base = evaluate(recipe.base, frame, f_locals)
         if base is MISSING:
             return
+        if type(base) in _WEAK and (recipe.name is None or (op != "read" and op != "write")):
+            if recipe.namespace:
+                return
+            base = _weak_data(base)  # its contents: a set of references, a dict of them
+            if base is MISSING:
+                return
         label = render(recipe.base)
         if op == "read" or op == "write":
             if recipe.namespace:
@@ -395,6 +468,9 @@ class Detector:
             if key is MISSING:
                 return
             self._item(frame, actor, hb, base, key, op == "write", label)
+            return
+        if op == "call" and recipe.name in _QUEUE_METHODS and self._queue(base):
+            self._queue_call(frame, actor, hb, base, recipe.name, label)
             return
         if not self._plain(base):
             return
@@ -417,9 +493,13 @@ class Detector:
             return
         if op == "iterate" or op == "scan-arg":
             self._whole(frame, actor, hb, base, False, label, "iterated")
+            if op == "iterate" and not self.happens_before and not self.found:
+                self._loop_began(frame, actor, base, label)
             return
         if op == "call":
             kind, _ = CONTAINER_METHODS[recipe.name]
+            if kind == "queue":
+                return  # a queue's method on something that is not a queue
             element = evaluate(recipe.key, frame, f_locals) if recipe.key is not None else MISSING
             self._method(frame, actor, hb, base, kind, recipe.name, element, label)
 
@@ -459,6 +539,82 @@ class Detector:
             write,
             f"{label}.{name}",
             value_of=lambda: namespace.get(name, MISSING),
+        )
+
+    def _loop_began(self, frame: FrameType, actor: int, base: Any, label: str) -> None:
+        """A ``for`` loop over a container began: remember what it saw (asyncio, trio)."""
+        location = (id(base), WHOLE)
+        view = self.views.get((actor, location))
+        if view is not None:
+            self.loops[(frame, frame.f_lasti)] = (base, view.seq, view.value, view.site, label)
+
+    def _loop_continues(self, frame: FrameType, began: int, actor: int, hb: int) -> None:
+        """The loop takes its next element: did another task resize the container meanwhile?
+
+        Across an ``await`` in the loop's body, another task's insert or removal
+        makes a set or dict raise "changed size during iteration", and makes a
+        list skip or repeat an element without a word: iteration against
+        mutation, the single-threaded form of the data race. Storing a value
+        under an existing key (same size) is not one.
+        """
+        entry = self.loops.get((frame, began))
+        if entry is None:
+            return
+        base, seq, size, site, label = entry
+        shadow = self.shadows.get((id(base), WHOLE))
+        if shadow is None or shadow.seq <= seq:
+            return
+        others = [w for s, w in shadow.history if s > seq and w.actor != actor]
+        if not others:
+            return
+        if all(w.action == "wrote" for w in others) and _builtin_of(base).__len__(base) == size:
+            return  # values stored under keys it already had
+        now = _Site(
+            actor,
+            hb,
+            self._clock(hb)[hb],
+            "kept iterating",
+            frame,
+            frame.f_lineno,
+            tuple(self.held.get(hb, ())),
+        )
+        self.loops.pop((frame, began), None)
+        self._report("atomicity-violation", "iterated while mutated", label, site, others[-1], now)
+
+    def _queue(self, base: Any) -> bool:
+        """``queue.Queue`` and its kin, ``asyncio.Queue``, or racecheck's ``SimpleQueue``."""
+        cls = type(base)
+        known = self.queues.get(cls)
+        if known is None:
+            known = self.queues[cls] = any(
+                klass.__module__ in _QUEUE_MODULES and klass.__name__.endswith("Queue")
+                for klass in _TYPE_MRO(cls)
+            )
+        return known
+
+    def _queue_call(
+        self, frame: FrameType, actor: int, hb: int, base: Any, method: str, label: str
+    ) -> None:
+        """``q.empty()``/``q.qsize()`` test a queue's emptiness; ``q.get()`` acts on it.
+
+        The queue's own lock makes each call atomic, not the pair: ``while not
+        q.empty(): q.get()`` takes the item another consumer may have taken in
+        between (a blocked ``get``, or ``queue.Empty`` after its timeout). The
+        size is read off the queue's buffer, never through its locked methods.
+        """
+        taking = method in ("get", "get_nowait")
+        self._touch(
+            frame,
+            actor,
+            hb,
+            base,
+            NONEMPTY,
+            taking,
+            label,
+            lambda: _queue_size(base) > 0,
+            f"called .{method}() on" if taking else "checked",
+            atomic=True,
+            stale_only=True,
         )
 
     def _plain(self, base: Any) -> bool:
@@ -764,6 +920,7 @@ class Detector:
             atomic,
             frame.f_back,
             frame.f_lasti,
+            slot,
         )
         view_key = (actor, location)
         view = self.views.get(view_key)
@@ -803,14 +960,21 @@ class Detector:
                     view.kind == "w"
                     and not stale_only  # re-testing emptiness after one's own pop is a loop
                     and not write
+                    # one's own element is still there after another's element went in
+                    and not (view.slot and remote.slot)
                     and not self._waited_for(remote, hb)
                     and not _same(value_of(), view.value)
                 ):
                     self.pending.append((actor, location, view, remote, site, target))
-        if not self.happens_before:
-            if write and self._stale_handoff(shadow, site, actor, target):
-                return
-            self._remember(shadow, site, actor, write)
+        if write and self.woken and self._stale_handoff(shadow, site, actor, target):
+            return
+        if (
+            write
+            and shadow.checks
+            and self._stale_decision(shadow, site, actor, frame, target, slot)
+        ):
+            return
+        self._remember(shadow, site, actor, write)
         if self.happens_before:
             if write:
                 decided = self.decisions.pop(view_key, None) if self.decisions else None
@@ -823,7 +987,7 @@ class Detector:
             if self._hb_check(shadow, site, clock, write, target, key is WHOLE):
                 return
             (shadow.writes if write else shadow.reads)[hb] = site
-        new_view = _View("w" if write else "r", shadow.seq + write, site, MISSING)
+        new_view = _View("w" if write else "r", shadow.seq + write, site, MISSING, slot)
         if write:
             shadow.seq += 1
             shadow.last_writer = site
@@ -871,6 +1035,49 @@ class Detector:
                 del history[0]
         elif _use(site) == "branch":
             shadow.checks[actor] = (site, shadow.seq, self.steps.get(actor, 0))
+
+    def _stale_decision(
+        self,
+        shadow: _Shadow,
+        site: _Site,
+        actor: int,
+        frame: FrameType,
+        target: str,
+        slot: bool,
+    ) -> bool:
+        """The first write after one's own check acts on it, whatever was read in between.
+
+        ``if self.opened < self.max_size:`` ... ``await self._connect()`` ...
+        ``self.opened += 1``: the ``+=`` reads ``opened`` again, but only to
+        add one; the decision to open was made by the check, and another task
+        opened in between. The same for a woken ``Condition`` waiter that
+        checked with ``if`` before waiting. Reported when the check (a read
+        that decided a branch) is still in scope, another actor wrote since,
+        this actor has not written the location since its check (then this
+        write is not the act the check decided), and has not checked again.
+        """
+        mine = shadow.checks.get(actor)
+        if mine is None or mine[1] >= shadow.seq:
+            return False
+        check, seen, _ = mine
+        if slot and check.action not in ("measured", "checked"):
+            return False  # a sweep over a snapshot of the keys, then one key stored
+        since = [w for seq, w in shadow.history if seq > seen]
+        if not since or any(w.actor == actor for w in since):
+            return False
+        # The waker's own write (a release handing over) is left to the hand-off
+        # rule, which names the third task that wrote in between, if any.
+        woke = self.woken.get(actor)
+        waker = woke[0] if woke is not None else None
+        others = [w for w in since if w.actor != waker]
+        if not others:
+            return False
+        if len(since) == len(shadow.history) and shadow.seq - seen > len(since):
+            return False  # the history no longer reaches back to the check: unknown
+        if not _read_in_scope(check, frame):
+            return False
+        self._report("atomicity-violation", "stale check", target, check, others[-1], site)
+        return True
 
     def _stale_handoff(self, shadow: _Shadow, site: _Site, actor: int, target: str) -> bool:
         """A task woken by a hand-off acts on the waker's decision after a third party wrote.
@@ -950,6 +1157,9 @@ class Detector:
         self.found = True
         accesses = tuple(self._describe(site, target) for site in sites)
         self.on_finding(Finding(kind, pattern, accesses), sites[-1].actor)
+        # the finding is text now; the run's objects must not outlive it (the replay
+        # of this failure starts right after, and must find weak caches empty)
+        self._forget()
 
     def _describe(self, site: _Site, target: str) -> Access:
         frame = site.frame
@@ -963,6 +1173,45 @@ class Detector:
             source_line(filename, site.lineno) if frame is not None else "",
             site.locks,
         )
+
+
+_WEAK = (WeakSet, WeakValueDictionary)
+
+
+def _weak_data(base: Any) -> Any:
+    """A ``WeakSet``'s own ``set`` of references, a ``WeakValueDictionary``'s ``dict``.
+
+    Their methods are the standard library's (not traced): the detector keys
+    their contents by the builtin container behind them, whose keys (for a
+    ``WeakValueDictionary``) are the user's own. tqdm keeps its bars in a
+    ``WeakSet`` (``tqdm._instances``), filelock its singletons in a
+    ``WeakValueDictionary`` keyed by path.
+    """
+    try:
+        data = object.__getattribute__(base, "__dict__").get("data")
+    except AttributeError:
+        return MISSING
+    return data if type(data) in (set, dict) else MISSING
+
+
+_QUEUE_METHODS = frozenset(("empty", "qsize", "get", "get_nowait"))
+_QUEUE_MODULES = frozenset(("queue", "asyncio.queues", "racecheck.backends.threads.primitives"))
+
+
+def _queue_size(queue: Any) -> int:
+    """Items in a queue's buffer (``queue``, ``_queue`` or ``_items``), with no lock taken."""
+    try:
+        namespace = object.__getattribute__(queue, "__dict__")
+    except AttributeError:
+        return 0
+    for name in ("queue", "_queue", "_items"):
+        buffer = namespace.get(name)
+        if buffer is not None:
+            try:
+                return len(buffer)
+            except TypeError:
+                continue
+    return 0
 
 
 def _slots_changed(base: Any, kind: str, element: Any) -> tuple[Any, ...]:

@@ -17,6 +17,7 @@ dictionaries only, never through properties or ``__getattr__``.
 from __future__ import annotations
 
 import dis
+import itertools
 import sys
 from dataclasses import dataclass
 from types import CodeType
@@ -28,7 +29,8 @@ _PY312 = sys.version_info >= (3, 12)
 #: a symbolic stack value: ("local", name) | ("global", name) | ("deref", name) |
 #: ("const", value) | ("attr", base, name) | ("item", base, key) |
 #: ("method", receiver, name) | ("ns", obj, via) (obj's ``__dict__``, via the
-#: ``vars`` builtin when ``via`` is set) | NULL | None (unknown)
+#: ``vars`` builtin when ``via`` is set) | ("conv", str-or-int, value) | NULL |
+#: None (unknown)
 Sym = tuple[Any, ...] | None
 NULL: tuple[str] = ("null",)
 
@@ -54,6 +56,10 @@ CONTAINER_METHODS: dict[str, tuple[str, bool]] = {
     "intersection_update": ("mutate", False),
     "symmetric_difference_update": ("mutate", False),
     "get": ("get", True),
+    # queues (queue.Queue, asyncio.Queue): an emptiness test, and a take
+    "empty": ("queue", False),
+    "qsize": ("queue", False),
+    "get_nowait": ("queue", False),
     "keys": ("scan", False),
     "values": ("scan", False),
     "items": ("scan", False),
@@ -96,7 +102,8 @@ SCANNING_BUILTINS = frozenset(
 class Recipe:
     """One access instruction: what it does and how to find its operands."""
 
-    #: "read" | "write" attribute/item; "contains"; "iterate"; "call" (container
+    #: "read" | "write" attribute/item; "contains"; "iterate"; "next" (a later step
+    #: of a ``for`` loop, ``name``: the offset of the GET_ITER that began it); "call" (container
     #: method or scanning builtin); "truth" (a branch on a container's emptiness);
     #: "global-read"/"global-write"; "deref-read"/"deref-write"
     op: str
@@ -135,9 +142,20 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
     def peek(depth: int) -> Sym:
         return stack[-depth] if len(stack) >= depth else None
 
-    for instr in dis.get_instructions(code):
+    listing = list(dis.get_instructions(code))
+    awaits = _await_loops(listing)
+    #: an await's SEND target -> the stack below the awaitable when the await began
+    below_await: dict[int, list[Sym]] = {}
+    for index, instr in enumerate(listing):
         if instr.is_jump_target:
-            stack = [None] * len(stack)  # merged from several paths: values unknown
+            kept = below_await.pop(instr.offset, None) if instr.offset in awaits else None
+            if kept is not None:
+                # An await resumes with the stack it left: only the awaited value is new
+                stack = kept + [None] * _AFTER_SEND
+            elif instr.offset not in awaits:
+                stack = [None] * len(stack)  # merged from several paths: values unknown
+        if instr.opname == "SEND" and isinstance(instr.argval, int):
+            below_await[instr.argval] = stack[:-2]
         name = instr.opname
         arg = instr.arg or 0
         argval = instr.argval
@@ -197,6 +215,10 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             (base,) = pop()
             out[instr.offset] = Recipe("iterate", base)
             stack.append(None)
+            following = listing[index + 1] if index + 1 < len(listing) else None
+            if following is not None and following.opname == "FOR_ITER":
+                # each later step of this loop: ``name`` is the GET_ITER that began it
+                out[following.offset] = Recipe("next", base, instr.offset)
         elif name in ("CALL", "CALL_KW"):
             argc = arg
             extra = 1 if name == "CALL_KW" else 0
@@ -231,6 +253,58 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
         if name in _NO_FALLTHROUGH:
             stack = []
     return out
+
+
+#: what an await leaves on the stack at its SEND's target, above what it found:
+#: the result (3.11), or the awaitable and the result (3.12+, popped by END_SEND)
+_AFTER_SEND = 2 if _PY312 else 1
+
+
+def _await_loops(listing: list[dis.Instruction]) -> frozenset[int]:
+    """Jump targets of ``await`` loops only, where the stack below the awaitable survives.
+
+    An ``await`` (and ``yield from``, ``async with``, ``async for``) is a loop:
+    SEND, YIELD_VALUE, RESUME, a jump back to the SEND; SEND jumps out to its
+    target when the awaitable is done (3.12+ also from CLEANUP_THROW, after a
+    throw). None of those paths touches the stack below the awaitable, so the
+    operands pushed before ``x.total += await f()`` are still known after it.
+    A target that any other jump (or an exception handler) reaches is a real
+    merge and is left unknown.
+    """
+    sources: dict[int, list[dis.Instruction]] = {}
+    previous: dict[int, dis.Instruction] = {}
+    for before, instr in itertools.pairwise(listing):
+        previous[instr.offset] = before
+    for instr in listing:
+        if instr.opcode in dis.hasjrel or instr.opcode in dis.hasjabs:
+            if isinstance(instr.argval, int):
+                sources.setdefault(instr.argval, []).append(instr)
+    loops: set[int] = set()
+    by_offset = {instr.offset: instr for instr in listing}
+    for target, jumps in sources.items():
+        landing = by_offset.get(target)
+        if landing is None:
+            continue
+        if landing.opname == "SEND":
+            if all(j.opname == "JUMP_BACKWARD_NO_INTERRUPT" for j in jumps):
+                loops.add(target)
+            continue
+        sends = [j for j in jumps if j.opname == "SEND"]
+        throws = [
+            j
+            for j in jumps
+            if j.opname.startswith("JUMP_BACKWARD")
+            and getattr(previous.get(j.offset), "opname", "") == "CLEANUP_THROW"
+        ]
+        falls_in = previous.get(target)
+        if (
+            len(sends) == 1
+            and len(sends) + len(throws) == len(jumps)
+            and (falls_in is None or falls_in.opname in _NO_FALLTHROUGH)
+        ):
+            loops.add(target)
+    # an exception handler's target is a jump target no jump names: never trusted
+    return frozenset(loops)
 
 
 _TRUTH_TESTS = frozenset(
@@ -301,6 +375,10 @@ def _call_result(callable_slots: list[Sym], args: list[Sym]) -> Sym:
     slot = _global_slot(callable_slots)
     if slot is not None and slot[1] == "vars" and len(args) == 1:
         return ("ns", args[0], slot)
+    if slot is not None and slot[1] in ("str", "int") and len(args) == 1 and args[0] is not None:
+        # a key spelled ``str(path)``: rebuilt when the argument is already a plain
+        # str or int (filelock keys its singletons so); nothing else is converted
+        return ("conv", slot, args[0])
     return None
 
 
@@ -365,6 +443,12 @@ def evaluate(sym: Sym, frame: Any, f_locals: dict[str, Any] | None = None) -> An
         if base is _MISSING:
             return _MISSING
         return instance_attribute(base, sym[2])
+    if tag == "conv":
+        convert = evaluate(sym[1], frame, f_locals)
+        value = evaluate(sym[2], frame, f_locals)
+        if (convert is str or convert is int) and type(value) in (str, int):
+            return convert(value)  # exact builtin types: no __str__ or __int__ of theirs runs
+        return _MISSING
     if tag == "item":
         base = evaluate(sym[1], frame, f_locals)
         key = evaluate(sym[2], frame, f_locals)
@@ -379,6 +463,8 @@ def evaluate(sym: Sym, frame: Any, f_locals: dict[str, Any] | None = None) -> An
 
 def instance_attribute(obj: Any, name: str) -> Any:
     """``obj.name`` from the instance (or module) dictionary only: no user code runs."""
+    if isinstance(obj, type):
+        return _class_attribute(obj, name)
     try:
         namespace = object.__getattribute__(obj, "__dict__")
     except AttributeError:
@@ -386,6 +472,26 @@ def instance_attribute(obj: Any, name: str) -> Any:
     if type(namespace) is not dict:
         return dict(namespace).get(name, _MISSING) if isinstance(namespace, dict) else _MISSING
     return namespace.get(name, _MISSING)
+
+
+# type's own descriptors: a metaclass cannot intercept them
+_TYPE_DICT = type.__dict__["__dict__"].__get__
+_TYPE_MRO = type.__dict__["__mro__"].__get__
+
+
+def _class_attribute(cls: type, name: str) -> Any:
+    """``Cls.name`` (``Registry.cache``, ``cls._instances``) along the MRO, as stored.
+
+    A descriptor (method, property, classmethod) would compute the value, so it
+    is not read: only plain class-level state (a dict, a set, a counter).
+    """
+    for klass in _TYPE_MRO(cls):
+        value = _TYPE_DICT(klass).get(name, _MISSING)
+        if value is not _MISSING:
+            if any("__get__" in _TYPE_DICT(k) for k in _TYPE_MRO(type(value))):
+                return _MISSING
+            return value
+    return _MISSING
 
 
 MISSING = _MISSING
