@@ -46,6 +46,7 @@ and what verified means".
 
 from __future__ import annotations
 
+import builtins
 import os
 import sys
 from collections.abc import Hashable, Iterator, Sequence
@@ -60,6 +61,7 @@ from types import (
 )
 from typing import Any, Protocol
 
+from racecheck.detect.operands import MISSING, evaluate, recipes
 from racecheck.sources import is_user_file
 
 #: (object ordinal, key, write, the object's type name)
@@ -94,6 +96,16 @@ OPAQUE = -1
 ACTOR = -2
 #: the sync key of a primitive (lock, event, queue ...)
 SYNC: Hashable = ("<sync>",)
+#: a lock's availability: written by whatever takes it (an acquire), read by an
+#: acquire that found it taken and blocked. A release leaves it alone: see STUTTER.
+TAKEN: Hashable = ("<taken>",)
+#: pseudo-object: the step ended blocked in an operation whose wait is a mere
+#: stutter (an acquire of a held lock, a join of a running thread). Whoever
+#: ends the wait (the release, the thread's end) and the blocked attempt are
+#: left unordered: with the end first, the attempt would simply have
+#: succeeded, which is the waiter's next step anyway. Its own enabled state
+#: is then not read (strategies.dpor), only what made it wait (TAKEN).
+STUTTER = -3
 
 
 class Observer(Protocol):
@@ -307,18 +319,130 @@ _THREADS_DIR = os.path.join(_RACECHECK_DIR, "backends", "threads") + os.sep
 _OWN_PRIMITIVES = (_THREADS_DIR + "primitives.py", _THREADS_DIR + "adopt.py")
 #: threading.Thread's methods as the threads backend patches them
 _THREAD_METHODS = frozenset(("_start", "_join", "_is_alive"))
-_FOREIGN, _OWN = 1, 2
+#: how a call is recorded: not a primitive; asyncio/trio (a write if the type is
+#: one of theirs); racecheck's own, as a write when called, a read when called,
+#: not at all, or when it returns (see _own_mode)
+_FOREIGN, _OWN, _OWN_READ, _OWN_SKIP, _OWN_AFTER, _OWN_AROUND, _BLOCK = 1, 2, 3, 4, 5, 6, 7
+
+#: racecheck's own primitives' methods that only look at the primitive
+_OWN_READS = frozenset(
+    {
+        "locked",
+        "_is_owned",
+        "is_set",
+        "isSet",
+        "empty",
+        "qsize",
+        "parties",
+        "n_waiting",
+        "broken",
+        "held_elsewhere",
+        "_free",
+        "_reentered",
+        "_holder",
+        "__repr__",
+        "_is_alive",
+    }
+)
+#: methods that touch no state of their own: they make a primitive nobody else
+#: holds yet, or only call another primitive method (which records itself)
+_OWN_SKIPS = frozenset(
+    {
+        "__init__",
+        "Lock.__exit__",
+        "RLock.__exit__",
+        "Condition.__enter__",
+        "Condition.__exit__",
+        "Condition._release_save",
+        "Condition._acquire_restore",
+        "Condition.wait_for",
+        "Condition.notify_all",
+        "Semaphore.__exit__",
+        "_Adopted.release",
+        "_Adopted.__exit__",
+    }
+)
+#: methods whose first act is a scheduling point: what they do to the
+#: primitive happens in the step after it, so that is where it is recorded (at
+#: the return). Recorded when called, it would sit in the step before the
+#: point, which does nothing to the primitive, and make that step conflict with
+#: every other operation on it for nothing.
+_OWN_AFTERS = frozenset(
+    {
+        "Lock.acquire",
+        "RLock.acquire",
+        "RLock._acquire_restore",
+        "Condition.notify",
+        "Semaphore.acquire",
+        "Event.wait",
+        "Barrier.wait",
+        "SimpleQueue.put",
+        "SimpleQueue.get",
+        "_Adopted.acquire",
+        "_Adopted._acquire_controlled",
+        "AdoptedSemLock.acquire",
+        "AdoptedRLock._acquire_restore",
+        "_join",
+    }
+)
+#: the modes recorded (again) when the call returns
+_AT_RETURN = (_OWN_AFTER, _OWN_AROUND)
+#: methods that change the primitive both before they block and after
+_OWN_AROUNDS = frozenset({"Condition.wait"})
+#: an ``acquire`` that returned False changed nothing: it only looked
+_ACQUIRES = frozenset({"acquire", "_acquire_controlled"})
+#: operations that take a lock (or a semaphore's unit) when they return
+_TAKES = frozenset({"acquire", "_acquire_controlled", "_acquire_restore"})
+#: where a wait is a stutter: blocked on a lock or a semaphore, whose
+#: availability only an acquire takes away
+_STUTTER_ACQUIRES = frozenset(
+    {
+        "Lock.acquire",
+        "RLock.acquire",
+        "Semaphore.acquire",
+        "_Adopted._acquire_controlled",
+        "AdoptedRLock._acquire_restore",
+    }
+)
+
+
+def _own_mode(code: Any) -> int:
+    """How a call of racecheck's own primitive code is recorded.
+
+    Why not every call as a write, when it starts: a step is what runs between
+    two scheduling points, and most operations start with one. The step
+    before the point only *calls* the operation; the lock is taken (or the
+    item got) after it. A record there is in the wrong step: the calling step
+    would conflict with every other operation on the primitive for nothing.
+    An attempt that blocks has no return in its step: the runtime's ``block``
+    records it as a read of the primitive (it saw the lock held), so it
+    conflicts with the acquire that made it wait, and DPOR tries the order
+    where it got there first.
+    """
+    name = code.co_name
+    qualname = getattr(code, "co_qualname", name)
+    if name in _OWN_READS:
+        return _OWN_READ
+    if name in _OWN_SKIPS or qualname in _OWN_SKIPS:
+        return _OWN_SKIP
+    if qualname in _OWN_AFTERS:
+        return _OWN_AFTER
+    if qualname in _OWN_AROUNDS:
+        return _OWN_AROUND
+    return _OWN
 
 
 def _runtime_kind(code: Any) -> int:
-    """0: not a primitive's code; _FOREIGN: asyncio/trio (check the type); _OWN: racecheck's."""
+    """0: not a primitive's code; _FOREIGN: asyncio/trio (check the type); else _own_mode."""
     if not code.co_argcount:
         return 0
     filename = code.co_filename
     if filename in _OWN_PRIMITIVES:
-        return _OWN
+        return _own_mode(code)
     if filename == _THREADS_DIR + "backend.py" and code.co_name in _THREAD_METHODS:
-        return _OWN
+        return _own_mode(code)
+    if filename == _THREADS_DIR + "runtime.py" and code.co_name == "block":
+        return _BLOCK
     if filename.startswith(_RUNTIME_DIRS):
         return _FOREIGN
     return 0
@@ -515,29 +639,72 @@ class StepLog:
                 previous(frame, event, arg)
             if event == "c_call":
                 if is_user(frame.f_code):
-                    self._c_call(arg)
+                    self._c_call(arg, frame)
             elif event == "call":
                 code = frame.f_code
                 runtime = runtime_code.get(code)
                 if runtime is None:
                     runtime = runtime_code[code] = _runtime_kind(code)
                 if runtime:
+                    if runtime >= _OWN:
+                        if runtime == _BLOCK:
+                            self._blocking(frame)
+                        elif runtime != _OWN_SKIP and runtime != _OWN_AFTER:
+                            owner = frame.f_locals.get("self")
+                            if owner is not None:
+                                self._own(owner, runtime != _OWN_READ)
+                        return
                     owner = frame.f_locals.get("self")
-                    if owner is not None and (runtime == _OWN or isinstance(owner, sync_types)):
+                    if owner is not None and isinstance(owner, sync_types):
                         self.sync(getattr(owner, "_state", owner))  # trio channels share one
                         return
                 caller = frame.f_back
                 if caller is not None and is_user(caller.f_code) and not is_user(frame.f_code):
                     self._entered_library(frame)
+            elif event == "return" and runtime_code.get(frame.f_code) in _AT_RETURN:
+                owner = frame.f_locals.get("self")
+                if owner is not None:
+                    name = frame.f_code.co_name
+                    looked = arg is False and name in _ACQUIRES
+                    self._own(owner, not looked and name != "_join")
+                    if not looked and name in _TAKES:
+                        kind = type(owner).__qualname__
+                        self.current.append((self.ordinal(owner), TAKEN, True, kind))
 
         return hook
 
-    def _c_call(self, function: Any) -> None:
+    def _blocking(self, frame: FrameType) -> None:
+        """The runtime's ``block``: the step is about to wait (or to find it need not)."""
+        caller = frame.f_back
+        waits_in = getattr(caller.f_code, "co_qualname", "") if caller is not None else ""
+        resource = frame.f_locals.get("resource")
+        if waits_in in _STUTTER_ACQUIRES and resource is not None:
+            # it saw the lock taken: ordered against whoever took it
+            kind = type(resource).__qualname__
+            self.current.append((self.ordinal(resource), TAKEN, False, kind))
+            self.current.append((STUTTER, 0, False, ""))
+        elif waits_in == "_join":
+            self.current.append((STUTTER, 0, False, ""))  # a thread never runs again
+        elif resource is not None:
+            self._own(resource, False)  # it saw the primitive unavailable
+
+    def _own(self, obj: Any, write: bool) -> None:
+        """An operation on one of racecheck's thread primitives (or a Thread): a sync access."""
+        self.current.append((self.ordinal(obj), SYNC, write, type(obj).__qualname__))
+
+    def _c_call(self, function: Any, frame: FrameType) -> None:
         owner = getattr(function, "__self__", None)
         name = getattr(function, "__name__", "")
         if owner is None or isinstance(owner, ModuleType):
             if name in _PURE_FUNCTIONS:
                 return
+            if name in _ADVANCING and owner is builtins:
+                advanced = _argument_of(frame, name)
+                if advanced is not MISSING:
+                    if not isinstance(advanced, _IMMUTABLE):
+                        kind = type(advanced).__qualname__
+                        self.current.append((self.ordinal(advanced), ANY, True, kind))
+                    return
             # A module-level C function may change what it is given
             # (heapq.heappush, bisect.insort): nothing says what, so
             # the step conflicts with everything.
@@ -574,6 +741,25 @@ class StepLog:
             if value is None or isinstance(value, _PASSIVE):
                 continue
             self.current.append((self.ordinal(value), ANY, True, type(value).__qualname__))
+
+
+#: builtins that change the one object they are handed (an iterator they
+#: advance): a write to it, when the call's operand can be rebuilt
+_ADVANCING = frozenset({"next"})
+
+
+def _argument_of(frame: FrameType, name: str) -> Any:
+    """The first argument of the builtin ``name`` that ``frame`` is calling, or MISSING.
+
+    A profile hook sees the function of a C call, not its arguments; the
+    detector's operand recipes rebuild them from the instructions that pushed
+    them (plain loads only, never running user code). Anything else is MISSING
+    and the caller stays conservative.
+    """
+    recipe = recipes(frame.f_code).get(frame.f_lasti)
+    if recipe is None or recipe.op != "scan-arg" or recipe.name != name:
+        return MISSING
+    return evaluate(recipe.base, frame)
 
 
 #: arguments a call cannot change (or whose change is no shared state)

@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-from racecheck.accesses import ACTOR, ANY, OPAQUE, Access
+from racecheck.accesses import ACTOR, ANY, OPAQUE, STUTTER, Access
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
 from racecheck.strategies.exhaustive import NondeterminismError
@@ -67,7 +67,11 @@ class _Event:
         if self.final:
             return
         self.final = True
-        extra: list[Access] = [(ACTOR, self.actor, False, "")]
+        extra: list[Access] = []
+        if not (self.actor not in enabled_after and any(a[0] == STUTTER for a in self.accesses)):
+            # A step that ended in a stutter wait (accesses.STUTTER) is not
+            # ordered against whoever ends the wait; every other step is.
+            extra.append((ACTOR, self.actor, False, ""))
         changed = set(enabled_before) ^ set(enabled_after)
         changed.discard(self.actor)
         extra += [(ACTOR, actor, True, "") for actor in sorted(changed)]
