@@ -47,6 +47,7 @@ and what verified means".
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import os
 import sys
 from collections.abc import Hashable, Iterator, Sequence
@@ -99,6 +100,13 @@ SYNC: Hashable = ("<sync>",)
 #: a lock's availability: written by whatever takes it (an acquire), read by an
 #: acquire that found it taken and blocked. A release leaves it alone: see STUTTER.
 TAKEN: Hashable = ("<taken>",)
+#: a thread's end, as a ``join`` that returned because the thread had ended
+#: reads it: an order, never a race. That join cannot have returned before the
+#: end; run first, it would have blocked (a STUTTER), so DPOR never tries to
+#: reverse the two (strategies.dpor, ORDER_ONLY).
+ENDED: Hashable = ("<ended>",)
+#: keys whose conflicts order steps without being races
+ORDER_ONLY = frozenset({ENDED})
 #: pseudo-object: the step ended blocked in an operation whose wait is a mere
 #: stutter (an acquire of a held lock, a join of a running thread). Whoever
 #: ends the wait (the release, the thread's end) and the blocked attempt are
@@ -560,6 +568,12 @@ class StepLog:
         if obj is not None:
             self.current.append((self.ordinal(obj), SYNC, True, type(obj).__qualname__))
 
+    def ended(self, thread: Any) -> None:
+        """A thread's last step: ``is_alive`` (SYNC) and a finished ``join`` (ENDED) read it."""
+        ordinal, kind = self.ordinal(thread), type(thread).__qualname__
+        self.current.append((ordinal, SYNC, True, kind))
+        self.current.append((ordinal, ENDED, True, kind))
+
     def opaque(self) -> None:
         """The step did something that cannot be placed: it conflicts with everything."""
         self.current.append((OPAQUE, ANY, True, ""))
@@ -665,13 +679,25 @@ class StepLog:
                 owner = frame.f_locals.get("self")
                 if owner is not None:
                     name = frame.f_code.co_name
+                    if name == "_join":
+                        self._joined(owner, frame)
+                        return
                     looked = arg is False and name in _ACQUIRES
-                    self._own(owner, not looked and name != "_join")
+                    self._own(owner, not looked)
                     if not looked and name in _TAKES:
                         kind = type(owner).__qualname__
                         self.current.append((self.ordinal(owner), TAKEN, True, kind))
 
         return hook
+
+    def _joined(self, thread: Any, frame: FrameType) -> None:
+        """A ``join`` returns: the thread ended (ENDED), or its timeout ran out (a read)."""
+        target = frame.f_locals.get("target")
+        kind = type(thread).__qualname__
+        if target is not None and getattr(target, "finished", False):
+            self.current.append((self.ordinal(thread), ENDED, False, kind))
+        else:
+            self.current.append((self.ordinal(thread), SYNC, False, kind))
 
     def _blocking(self, frame: FrameType) -> None:
         """The runtime's ``block``: the step is about to wait (or to find it need not)."""
@@ -771,6 +797,10 @@ _PASSIVE = (
     MethodType,
     CoroutineType,
     BuiltinFunctionType,
+    # the markers a dataclass's generated __init__ takes as defaults: stateless,
+    # shared by every instance, so "written" by every construction
+    type(dataclasses.MISSING),
+    type(getattr(dataclasses, "_HAS_DEFAULT_FACTORY", dataclasses.MISSING)),
 )
 
 
