@@ -514,6 +514,8 @@ class StepLog:
         self._user: dict[Any, bool] = {}
         self._runtime_code: dict[Any, int] = {}
         self._verdict: dict[Any, str | None] = {}
+        #: frames of running point-first operations -> the step that called them
+        self._called_in: dict[Any, int] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -663,7 +665,11 @@ class StepLog:
                     if runtime >= _OWN:
                         if runtime == _BLOCK:
                             self._blocking(frame)
-                        elif runtime != _OWN_SKIP and runtime != _OWN_AFTER:
+                        elif runtime == _OWN_AFTER:
+                            # which step called it: the step where it returns began at
+                            # its point only if that is a later one (see _point_passed)
+                            self._called_in[frame] = self.step
+                        elif runtime != _OWN_SKIP:
                             owner = frame.f_locals.get("self")
                             if owner is not None:
                                 self._own(owner, runtime != _OWN_READ)
@@ -677,10 +683,12 @@ class StepLog:
                     self._entered_library(frame)
             elif event == "return" and runtime_code.get(frame.f_code) in _AT_RETURN:
                 owner = frame.f_locals.get("self")
+                passed = self._point_passed(frame)
+                self._called_in.pop(frame, None)
                 if owner is not None:
                     name = frame.f_code.co_name
                     if name == "_join":
-                        self._joined(owner, frame)
+                        self._joined(owner, frame, passed)
                         return
                     looked = arg is False and name in _ACQUIRES
                     self._own(owner, not looked)
@@ -690,11 +698,23 @@ class StepLog:
 
         return hook
 
-    def _joined(self, thread: Any, frame: FrameType) -> None:
+    def _point_passed(self, frame: FrameType | None) -> bool:
+        """Did the operation running in ``frame`` pass its scheduling point as a step boundary?
+
+        Only then does the current step begin at the operation: with one
+        actor left, a point is no decision and the step holds whatever the
+        actor ran before it, which another order could have run earlier. The
+        rules that say "this step could not have run before" (ENDED,
+        STUTTER) hold only for a step that begins at the operation.
+        """
+        called = self._called_in.get(frame) if frame is not None else None
+        return called is not None and called != self.step
+
+    def _joined(self, thread: Any, frame: FrameType, passed: bool) -> None:
         """A ``join`` returns: the thread ended (ENDED), or its timeout ran out (a read)."""
         target = frame.f_locals.get("target")
         kind = type(thread).__qualname__
-        if target is not None and getattr(target, "finished", False):
+        if passed and target is not None and getattr(target, "finished", False):
             self.current.append((self.ordinal(thread), ENDED, False, kind))
         else:
             self.current.append((self.ordinal(thread), SYNC, False, kind))
@@ -704,13 +724,18 @@ class StepLog:
         caller = frame.f_back
         waits_in = getattr(caller.f_code, "co_qualname", "") if caller is not None else ""
         resource = frame.f_locals.get("resource")
+        passed = self._point_passed(caller)
         if waits_in in _STUTTER_ACQUIRES and resource is not None:
             # it saw the lock taken: ordered against whoever took it
             kind = type(resource).__qualname__
             self.current.append((self.ordinal(resource), TAKEN, False, kind))
-            self.current.append((STUTTER, 0, False, ""))
+            if passed:
+                self.current.append((STUTTER, 0, False, ""))
+            else:
+                self._own(resource, False)
         elif waits_in == "_join":
-            self.current.append((STUTTER, 0, False, ""))  # a thread never runs again
+            if passed:
+                self.current.append((STUTTER, 0, False, ""))  # a thread never runs again
         elif resource is not None:
             self._own(resource, False)  # it saw the primitive unavailable
 
