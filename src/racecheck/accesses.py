@@ -28,10 +28,12 @@ Where the records come from, for every backend alike:
   racecheck's thread primitives (lock, event, queue, semaphore, start/join);
 * :class:`StepLog.watching`, a profile hook on each thread that runs actors:
   the operations of asyncio's and trio's primitives (lock, event, condition,
-  semaphore, queue, channel), called from anywhere; and every C call made
-  *from traced code* (``deque.append``, ``dict.update``, ``random.random``),
-  which counts as a write to the object it is bound to unless it is known to
-  only read;
+  semaphore, queue, channel), called from anywhere; racecheck's own thread
+  primitives, each in the step where it takes effect (see :func:`_own_mode`:
+  an operation that starts with a scheduling point is recorded when it
+  returns); and every C call made *from traced code* (``deque.append``,
+  ``dict.update``, ``random.random``), which counts as a write to the object
+  it is bound to unless it is known to only read;
 * the engine: a step that changes whether another actor is enabled (wakes,
   starts or blocks it) writes that actor's :data:`ACTOR` key, and every step
   of an actor reads its own.
@@ -514,6 +516,7 @@ class StepLog:
         self._user: dict[Any, bool] = {}
         self._runtime_code: dict[Any, int] = {}
         self._verdict: dict[Any, str | None] = {}
+        self._observer: Observer | None = None
         #: frames of running point-first operations -> the step that called them
         self._called_in: dict[Any, int] = {}
 
@@ -600,8 +603,19 @@ class StepLog:
     # -- steps -----------------------------------------------------------------------
     def begin(self, chooser: Observer, enabled: Sequence[int]) -> None:
         """A decision: the step in progress ends here, the next one starts."""
+        self._observer = chooser
         self.close(chooser)
         self.enabled = tuple(enabled)
+
+    def _boundary_alone(self) -> None:
+        """A step boundary the runtime did not make: the actor runs alone, so it is the
+        only one enabled (a decision with one candidate, which no strategy sees)."""
+        actor, chooser = self.actor, self._observer
+        if actor is None or chooser is None:
+            return
+        self.close(chooser)
+        self.actor = actor
+        self.enabled = (actor,)
 
     def close(self, chooser: Observer) -> None:
         """Hand the finished step (if any) to the chooser."""
@@ -669,6 +683,8 @@ class StepLog:
                             # which step called it: the step where it returns began at
                             # its point only if that is a later one (see _point_passed)
                             self._called_in[frame] = self.step
+                            if code.co_name == "_join":
+                                self._join_alone(frame)
                         elif runtime != _OWN_SKIP:
                             owner = frame.f_locals.get("self")
                             if owner is not None:
@@ -697,6 +713,19 @@ class StepLog:
                         self.current.append((self.ordinal(owner), TAKEN, True, kind))
 
         return hook
+
+    def _join_alone(self, frame: FrameType) -> None:
+        """A join by the last live actor: its point is no decision, so make it a boundary.
+
+        Otherwise the join would return in a step that holds what the actor
+        ran before it, which the joined thread's steps do race with, and the
+        join could only be recorded as a race with the thread's end: a
+        reversal that merely blocks the join first (one more trace each).
+        """
+        runtime = getattr(frame.f_locals.get("self"), "__dict__", {}).get("_racecheck_runtime")
+        live = getattr(runtime, "live", None)
+        if live is not None and len(live) == 1:
+            self._boundary_alone()
 
     def _point_passed(self, frame: FrameType | None) -> bool:
         """Did the operation running in ``frame`` pass its scheduling point as a step boundary?
