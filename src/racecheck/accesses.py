@@ -517,6 +517,8 @@ class StepLog:
         self._runtime_code: dict[Any, int] = {}
         self._verdict: dict[Any, str | None] = {}
         self._observer: Observer | None = None
+        #: what the chooser raised at a step boundary made inside the target (_boundary_alone)
+        self._deferred: BaseException | None = None
         #: frames of running point-first operations -> the step that called them
         self._called_in: dict[Any, int] = {}
 
@@ -607,18 +609,29 @@ class StepLog:
         self.close(chooser)
         self.enabled = tuple(enabled)
 
+    def _raise_deferred(self) -> None:
+        error, self._deferred = self._deferred, None
+        if error is not None:
+            raise error
+
     def _boundary_alone(self) -> None:
         """A step boundary the runtime did not make: the actor runs alone, so it is the
         only one enabled (a decision with one candidate, which no strategy sees)."""
         actor, chooser = self.actor, self._observer
         if actor is None or chooser is None:
             return
-        self.close(chooser)
+        try:
+            self.close(chooser)
+        except BaseException as exc:
+            # Raised here it would surface in the target's own code, as if the
+            # target had failed: the engine gets it at the next decision instead.
+            self._deferred = exc
         self.actor = actor
         self.enabled = (actor,)
 
     def close(self, chooser: Observer) -> None:
         """Hand the finished step (if any) to the chooser."""
+        self._raise_deferred()
         if self._shape is not None:
             self.current.append(self._shape)
             self._shape = None
