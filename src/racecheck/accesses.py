@@ -28,10 +28,12 @@ Where the records come from, for every backend alike:
   racecheck's thread primitives (lock, event, queue, semaphore, start/join);
 * :class:`StepLog.watching`, a profile hook on each thread that runs actors:
   the operations of asyncio's and trio's primitives (lock, event, condition,
-  semaphore, queue, channel), called from anywhere; and every C call made
-  *from traced code* (``deque.append``, ``dict.update``, ``random.random``),
-  which counts as a write to the object it is bound to unless it is known to
-  only read;
+  semaphore, queue, channel), called from anywhere; racecheck's own thread
+  primitives, each in the step where it takes effect (see :func:`_own_mode`:
+  an operation that starts with a scheduling point is recorded when it
+  returns); and every C call made *from traced code* (``deque.append``,
+  ``dict.update``, ``random.random``), which counts as a write to the object
+  it is bound to unless it is known to only read;
 * the engine: a step that changes whether another actor is enabled (wakes,
   starts or blocks it) writes that actor's :data:`ACTOR` key, and every step
   of an actor reads its own.
@@ -46,6 +48,8 @@ and what verified means".
 
 from __future__ import annotations
 
+import builtins
+import dataclasses
 import os
 import sys
 from collections.abc import Hashable, Iterator, Sequence
@@ -60,6 +64,7 @@ from types import (
 )
 from typing import Any, Protocol
 
+from racecheck.detect.operands import MISSING, evaluate, recipes
 from racecheck.sources import is_user_file
 
 #: (object ordinal, key, write, the object's type name)
@@ -94,6 +99,23 @@ OPAQUE = -1
 ACTOR = -2
 #: the sync key of a primitive (lock, event, queue ...)
 SYNC: Hashable = ("<sync>",)
+#: a lock's availability: written by whatever takes it (an acquire), read by an
+#: acquire that found it taken and blocked. A release leaves it alone: see STUTTER.
+TAKEN: Hashable = ("<taken>",)
+#: a thread's end, as a ``join`` that returned because the thread had ended
+#: reads it: an order, never a race. That join cannot have returned before the
+#: end; run first, it would have blocked (a STUTTER), so DPOR never tries to
+#: reverse the two (strategies.dpor, ORDER_ONLY).
+ENDED: Hashable = ("<ended>",)
+#: keys whose conflicts order steps without being races
+ORDER_ONLY = frozenset({ENDED})
+#: pseudo-object: the step ended blocked in an operation whose wait is a mere
+#: stutter (an acquire of a held lock, a join of a running thread). Whoever
+#: ends the wait (the release, the thread's end) and the blocked attempt are
+#: left unordered: with the end first, the attempt would simply have
+#: succeeded, which is the waiter's next step anyway. Its own enabled state
+#: is then not read (strategies.dpor), only what made it wait (TAKEN).
+STUTTER = -3
 
 
 class Observer(Protocol):
@@ -307,18 +329,130 @@ _THREADS_DIR = os.path.join(_RACECHECK_DIR, "backends", "threads") + os.sep
 _OWN_PRIMITIVES = (_THREADS_DIR + "primitives.py", _THREADS_DIR + "adopt.py")
 #: threading.Thread's methods as the threads backend patches them
 _THREAD_METHODS = frozenset(("_start", "_join", "_is_alive"))
-_FOREIGN, _OWN = 1, 2
+#: how a call is recorded: not a primitive; asyncio/trio (a write if the type is
+#: one of theirs); racecheck's own, as a write when called, a read when called,
+#: not at all, or when it returns (see _own_mode)
+_FOREIGN, _OWN, _OWN_READ, _OWN_SKIP, _OWN_AFTER, _OWN_AROUND, _BLOCK = 1, 2, 3, 4, 5, 6, 7
+
+#: racecheck's own primitives' methods that only look at the primitive
+_OWN_READS = frozenset(
+    {
+        "locked",
+        "_is_owned",
+        "is_set",
+        "isSet",
+        "empty",
+        "qsize",
+        "parties",
+        "n_waiting",
+        "broken",
+        "held_elsewhere",
+        "_free",
+        "_reentered",
+        "_holder",
+        "__repr__",
+        "_is_alive",
+    }
+)
+#: methods that touch no state of their own: they make a primitive nobody else
+#: holds yet, or only call another primitive method (which records itself)
+_OWN_SKIPS = frozenset(
+    {
+        "__init__",
+        "Lock.__exit__",
+        "RLock.__exit__",
+        "Condition.__enter__",
+        "Condition.__exit__",
+        "Condition._release_save",
+        "Condition._acquire_restore",
+        "Condition.wait_for",
+        "Condition.notify_all",
+        "Semaphore.__exit__",
+        "_Adopted.release",
+        "_Adopted.__exit__",
+    }
+)
+#: methods whose first act is a scheduling point: what they do to the
+#: primitive happens in the step after it, so that is where it is recorded (at
+#: the return). Recorded when called, it would sit in the step before the
+#: point, which does nothing to the primitive, and make that step conflict with
+#: every other operation on it for nothing.
+_OWN_AFTERS = frozenset(
+    {
+        "Lock.acquire",
+        "RLock.acquire",
+        "RLock._acquire_restore",
+        "Condition.notify",
+        "Semaphore.acquire",
+        "Event.wait",
+        "Barrier.wait",
+        "SimpleQueue.put",
+        "SimpleQueue.get",
+        "_Adopted.acquire",
+        "_Adopted._acquire_controlled",
+        "AdoptedSemLock.acquire",
+        "AdoptedRLock._acquire_restore",
+        "_join",
+    }
+)
+#: the modes recorded (again) when the call returns
+_AT_RETURN = (_OWN_AFTER, _OWN_AROUND)
+#: methods that change the primitive both before they block and after
+_OWN_AROUNDS = frozenset({"Condition.wait"})
+#: an ``acquire`` that returned False changed nothing: it only looked
+_ACQUIRES = frozenset({"acquire", "_acquire_controlled"})
+#: operations that take a lock (or a semaphore's unit) when they return
+_TAKES = frozenset({"acquire", "_acquire_controlled", "_acquire_restore"})
+#: where a wait is a stutter: blocked on a lock or a semaphore, whose
+#: availability only an acquire takes away
+_STUTTER_ACQUIRES = frozenset(
+    {
+        "Lock.acquire",
+        "RLock.acquire",
+        "Semaphore.acquire",
+        "_Adopted._acquire_controlled",
+        "AdoptedRLock._acquire_restore",
+    }
+)
+
+
+def _own_mode(code: Any) -> int:
+    """How a call of racecheck's own primitive code is recorded.
+
+    Why not every call as a write, when it starts: a step is what runs between
+    two scheduling points, and most operations start with one. The step
+    before the point only *calls* the operation; the lock is taken (or the
+    item got) after it. A record there is in the wrong step: the calling step
+    would conflict with every other operation on the primitive for nothing.
+    An attempt that blocks has no return in its step: the runtime's ``block``
+    records it as a read of the primitive (it saw the lock held), so it
+    conflicts with the acquire that made it wait, and DPOR tries the order
+    where it got there first.
+    """
+    name = code.co_name
+    qualname = getattr(code, "co_qualname", name)
+    if name in _OWN_READS:
+        return _OWN_READ
+    if name in _OWN_SKIPS or qualname in _OWN_SKIPS:
+        return _OWN_SKIP
+    if qualname in _OWN_AFTERS:
+        return _OWN_AFTER
+    if qualname in _OWN_AROUNDS:
+        return _OWN_AROUND
+    return _OWN
 
 
 def _runtime_kind(code: Any) -> int:
-    """0: not a primitive's code; _FOREIGN: asyncio/trio (check the type); _OWN: racecheck's."""
+    """0: not a primitive's code; _FOREIGN: asyncio/trio (check the type); else _own_mode."""
     if not code.co_argcount:
         return 0
     filename = code.co_filename
     if filename in _OWN_PRIMITIVES:
-        return _OWN
+        return _own_mode(code)
     if filename == _THREADS_DIR + "backend.py" and code.co_name in _THREAD_METHODS:
-        return _OWN
+        return _own_mode(code)
+    if filename == _THREADS_DIR + "runtime.py" and code.co_name == "block":
+        return _BLOCK
     if filename.startswith(_RUNTIME_DIRS):
         return _FOREIGN
     return 0
@@ -382,6 +516,11 @@ class StepLog:
         self._user: dict[Any, bool] = {}
         self._runtime_code: dict[Any, int] = {}
         self._verdict: dict[Any, str | None] = {}
+        self._observer: Observer | None = None
+        #: what the chooser raised at a step boundary made inside the target (_boundary_alone)
+        self._deferred: BaseException | None = None
+        #: frames of running point-first operations -> the step that called them
+        self._called_in: dict[Any, int] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -436,6 +575,12 @@ class StepLog:
         if obj is not None:
             self.current.append((self.ordinal(obj), SYNC, True, type(obj).__qualname__))
 
+    def ended(self, thread: Any) -> None:
+        """A thread's last step: ``is_alive`` (SYNC) and a finished ``join`` (ENDED) read it."""
+        ordinal, kind = self.ordinal(thread), type(thread).__qualname__
+        self.current.append((ordinal, SYNC, True, kind))
+        self.current.append((ordinal, ENDED, True, kind))
+
     def opaque(self) -> None:
         """The step did something that cannot be placed: it conflicts with everything."""
         self.current.append((OPAQUE, ANY, True, ""))
@@ -460,11 +605,33 @@ class StepLog:
     # -- steps -----------------------------------------------------------------------
     def begin(self, chooser: Observer, enabled: Sequence[int]) -> None:
         """A decision: the step in progress ends here, the next one starts."""
+        self._observer = chooser
         self.close(chooser)
         self.enabled = tuple(enabled)
 
+    def _raise_deferred(self) -> None:
+        error, self._deferred = self._deferred, None
+        if error is not None:
+            raise error
+
+    def _boundary_alone(self) -> None:
+        """A step boundary the runtime did not make: the actor runs alone, so it is the
+        only one enabled (a decision with one candidate, which no strategy sees)."""
+        actor, chooser = self.actor, self._observer
+        if actor is None or chooser is None:
+            return
+        try:
+            self.close(chooser)
+        except BaseException as exc:
+            # Raised here it would surface in the target's own code, as if the
+            # target had failed: the engine gets it at the next decision instead.
+            self._deferred = exc
+        self.actor = actor
+        self.enabled = (actor,)
+
     def close(self, chooser: Observer) -> None:
         """Hand the finished step (if any) to the chooser."""
+        self._raise_deferred()
         if self._shape is not None:
             self.current.append(self._shape)
             self._shape = None
@@ -515,29 +682,122 @@ class StepLog:
                 previous(frame, event, arg)
             if event == "c_call":
                 if is_user(frame.f_code):
-                    self._c_call(arg)
+                    self._c_call(arg, frame)
             elif event == "call":
                 code = frame.f_code
                 runtime = runtime_code.get(code)
                 if runtime is None:
                     runtime = runtime_code[code] = _runtime_kind(code)
                 if runtime:
+                    if runtime >= _OWN:
+                        if runtime == _BLOCK:
+                            self._blocking(frame)
+                        elif runtime == _OWN_AFTER:
+                            # which step called it: the step where it returns began at
+                            # its point only if that is a later one (see _point_passed)
+                            self._called_in[frame] = self.step
+                            if code.co_name == "_join":
+                                self._join_alone(frame)
+                        elif runtime != _OWN_SKIP:
+                            owner = frame.f_locals.get("self")
+                            if owner is not None:
+                                self._own(owner, runtime != _OWN_READ)
+                        return
                     owner = frame.f_locals.get("self")
-                    if owner is not None and (runtime == _OWN or isinstance(owner, sync_types)):
+                    if owner is not None and isinstance(owner, sync_types):
                         self.sync(getattr(owner, "_state", owner))  # trio channels share one
                         return
                 caller = frame.f_back
                 if caller is not None and is_user(caller.f_code) and not is_user(frame.f_code):
                     self._entered_library(frame)
+            elif event == "return" and runtime_code.get(frame.f_code) in _AT_RETURN:
+                owner = frame.f_locals.get("self")
+                passed = self._point_passed(frame)
+                self._called_in.pop(frame, None)
+                if owner is not None:
+                    name = frame.f_code.co_name
+                    if name == "_join":
+                        self._joined(owner, frame, passed)
+                        return
+                    looked = arg is False and name in _ACQUIRES
+                    self._own(owner, not looked)
+                    if not looked and name in _TAKES:
+                        kind = type(owner).__qualname__
+                        self.current.append((self.ordinal(owner), TAKEN, True, kind))
 
         return hook
 
-    def _c_call(self, function: Any) -> None:
+    def _join_alone(self, frame: FrameType) -> None:
+        """A join by the last live actor: its point is no decision, so make it a boundary.
+
+        Otherwise the join would return in a step that holds what the actor
+        ran before it, which the joined thread's steps do race with, and the
+        join could only be recorded as a race with the thread's end: a
+        reversal that merely blocks the join first (one more trace each).
+        """
+        runtime = getattr(frame.f_locals.get("self"), "__dict__", {}).get("_racecheck_runtime")
+        live = getattr(runtime, "live", None)
+        if live is not None and len(live) == 1:
+            self._boundary_alone()
+
+    def _point_passed(self, frame: FrameType | None) -> bool:
+        """Did the operation running in ``frame`` pass its scheduling point as a step boundary?
+
+        Only then does the current step begin at the operation: with one
+        actor left, a point is no decision and the step holds whatever the
+        actor ran before it, which another order could have run earlier. The
+        rules that say "this step could not have run before" (ENDED,
+        STUTTER) hold only for a step that begins at the operation.
+        """
+        called = self._called_in.get(frame) if frame is not None else None
+        return called is not None and called != self.step
+
+    def _joined(self, thread: Any, frame: FrameType, passed: bool) -> None:
+        """A ``join`` returns: the thread ended (ENDED), or its timeout ran out (a read)."""
+        target = frame.f_locals.get("target")
+        kind = type(thread).__qualname__
+        if passed and target is not None and getattr(target, "finished", False):
+            self.current.append((self.ordinal(thread), ENDED, False, kind))
+        else:
+            self.current.append((self.ordinal(thread), SYNC, False, kind))
+
+    def _blocking(self, frame: FrameType) -> None:
+        """The runtime's ``block``: the step is about to wait (or to find it need not)."""
+        caller = frame.f_back
+        waits_in = getattr(caller.f_code, "co_qualname", "") if caller is not None else ""
+        resource = frame.f_locals.get("resource")
+        passed = self._point_passed(caller)
+        if waits_in in _STUTTER_ACQUIRES and resource is not None:
+            # it saw the lock taken: ordered against whoever took it
+            kind = type(resource).__qualname__
+            self.current.append((self.ordinal(resource), TAKEN, False, kind))
+            if passed:
+                self.current.append((STUTTER, 0, False, ""))
+            else:
+                self._own(resource, False)
+        elif waits_in == "_join":
+            if passed:
+                self.current.append((STUTTER, 0, False, ""))  # a thread never runs again
+        elif resource is not None:
+            self._own(resource, False)  # it saw the primitive unavailable
+
+    def _own(self, obj: Any, write: bool) -> None:
+        """An operation on one of racecheck's thread primitives (or a Thread): a sync access."""
+        self.current.append((self.ordinal(obj), SYNC, write, type(obj).__qualname__))
+
+    def _c_call(self, function: Any, frame: FrameType) -> None:
         owner = getattr(function, "__self__", None)
         name = getattr(function, "__name__", "")
         if owner is None or isinstance(owner, ModuleType):
             if name in _PURE_FUNCTIONS:
                 return
+            if name in _ADVANCING and owner is builtins:
+                advanced = _argument_of(frame, name)
+                if advanced is not MISSING:
+                    if not isinstance(advanced, _IMMUTABLE):
+                        kind = type(advanced).__qualname__
+                        self.current.append((self.ordinal(advanced), ANY, True, kind))
+                    return
             # A module-level C function may change what it is given
             # (heapq.heappush, bisect.insort): nothing says what, so
             # the step conflicts with everything.
@@ -576,6 +836,25 @@ class StepLog:
             self.current.append((self.ordinal(value), ANY, True, type(value).__qualname__))
 
 
+#: builtins that change the one object they are handed (an iterator they
+#: advance): a write to it, when the call's operand can be rebuilt
+_ADVANCING = frozenset({"next"})
+
+
+def _argument_of(frame: FrameType, name: str) -> Any:
+    """The first argument of the builtin ``name`` that ``frame`` is calling, or MISSING.
+
+    A profile hook sees the function of a C call, not its arguments; the
+    detector's operand recipes rebuild them from the instructions that pushed
+    them (plain loads only, never running user code). Anything else is MISSING
+    and the caller stays conservative.
+    """
+    recipe = recipes(frame.f_code).get(frame.f_lasti)
+    if recipe is None or recipe.op != "scan-arg" or recipe.name != name:
+        return MISSING
+    return evaluate(recipe.base, frame)
+
+
 #: arguments a call cannot change (or whose change is no shared state)
 _PASSIVE = (
     *_IMMUTABLE,
@@ -585,6 +864,10 @@ _PASSIVE = (
     MethodType,
     CoroutineType,
     BuiltinFunctionType,
+    # the markers a dataclass's generated __init__ takes as defaults: stateless,
+    # shared by every instance, so "written" by every construction
+    type(dataclasses.MISSING),
+    type(getattr(dataclasses, "_HAS_DEFAULT_FACTORY", dataclasses.MISSING)),
 )
 
 

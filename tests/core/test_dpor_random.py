@@ -15,8 +15,9 @@ generated source: code racecheck could not see would prove nothing).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,9 @@ from hypothesis import strategies as st
 import racecheck
 
 #: ("r", var) acc += state[var]; ("w", var, k) state[var] = acc + k;
-#: ("lock", ops) the ops under the program's one lock
+#: ("lock", ops) the ops under the program's one lock; threads only: ("lock2", ops)
+#: under a second lock, ("try", ops) under the first if acquire(False) got it,
+#: ("next",) acc += next(a shared counter)
 Op = tuple[Any, ...]
 VARS = ("x", "y", "z")
 
@@ -59,6 +62,28 @@ def programs(draw: Any, actors: int = 3, ops: int = 2) -> Program:
     return Program(variables, bodies)
 
 
+@st.composite
+def thread_programs(draw: Any, actors: int = 2, ops: int = 2) -> Program:
+    """Threads only: also a second lock, a try-acquire, and next() on a shared counter.
+
+    These are where the threads backend's conflict relation is most precise
+    (an acquire recorded where it takes effect, a blocked acquire as a
+    stutter, a failed attempt as a read, next() as a write to its iterator):
+    each must still tell apart every order that matters.
+    """
+    variables = draw(st.integers(1, 3))
+    simple = _simple(variables)
+    block = st.lists(simple, min_size=1, max_size=2).map(tuple)
+    op = st.one_of(
+        simple,
+        st.tuples(st.sampled_from(("lock", "lock2", "try")), block),
+        st.just(("next",)),
+    )
+    count = draw(st.integers(2, actors))
+    bodies = tuple(tuple(draw(st.lists(op, min_size=1, max_size=ops))) for _ in range(count))
+    return Program(variables, bodies)
+
+
 # -- the interpreters (traced like any user code) ----------------------------------------
 
 
@@ -77,14 +102,35 @@ async def _run_task(state: dict[str, int], ops: Sequence[Op], lock: asyncio.Lock
 
 
 def _run_thread(
-    state: dict[str, int], ops: Sequence[Op], lock: threading.Lock, out: list[int], me: int
+    state: dict[str, int],
+    ops: Sequence[Op],
+    locks: Sequence[threading.Lock],
+    out: list[int],
+    me: int,
+    counter: Iterator[int],
 ) -> None:
     acc = 0
     for op in ops:
         if op[0] == "lock":
-            with lock:
+            with locks[0]:
                 for inner in op[1]:
                     acc = _apply(state, inner, acc)
+        elif op[0] == "lock2":
+            with locks[1]:
+                for inner in op[1]:
+                    acc = _apply(state, inner, acc)
+        elif op[0] == "try":
+            # a failed attempt changes nothing, but what it saw is in acc
+            if locks[0].acquire(blocking=False):
+                try:
+                    for inner in op[1]:
+                        acc = _apply(state, inner, acc)
+                finally:
+                    locks[0].release()
+            else:
+                acc += 100
+        elif op[0] == "next":
+            acc += next(counter)
         else:
             acc = _apply(state, op, acc)
     out[me] = acc
@@ -122,10 +168,11 @@ def make_target(
 
     def thread_target() -> None:
         state = dict.fromkeys(names, 0)
-        lock = threading.Lock()
+        locks = (threading.Lock(), threading.Lock())
+        counter = itertools.count(1)
         accs = [0] * len(program.actors)
         workers = [
-            threading.Thread(target=_run_thread, args=(state, ops, lock, accs, i))
+            threading.Thread(target=_run_thread, args=(state, ops, locks, accs, i, counter))
             for i, ops in enumerate(program.actors)
         ]
         for worker in workers:
@@ -212,6 +259,23 @@ def test_dpor_matches_exhaustive_search_on_asyncio(program: Program, data: Any) 
 @given(program=programs(actors=2, ops=2), data=st.data())
 def test_dpor_reaches_every_sampled_state_on_threads(program: Program, data: Any) -> None:
     compare_sampled(program, 3000, data)
+
+
+@settings(_CI, max_examples=12)
+@given(program=thread_programs(actors=2, ops=2), data=st.data())
+def test_dpor_reaches_every_sampled_state_with_two_locks_try_and_next(
+    program: Program, data: Any
+) -> None:
+    compare_sampled(program, 3000, data)
+
+
+@pytest.mark.slow
+@_SLOW
+@given(program=thread_programs(actors=3, ops=2), data=st.data())
+def test_dpor_reaches_every_sampled_state_with_two_locks_try_and_next_larger(
+    program: Program, data: Any
+) -> None:
+    compare_sampled(program, 20_000, data)
 
 
 @pytest.mark.slow

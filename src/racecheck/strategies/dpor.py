@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-from racecheck.accesses import ACTOR, ANY, OPAQUE, Access
+from racecheck.accesses import ACTOR, ANY, OPAQUE, ORDER_ONLY, STUTTER, Access
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
 from racecheck.strategies.exhaustive import NondeterminismError
@@ -67,7 +67,11 @@ class _Event:
         if self.final:
             return
         self.final = True
-        extra: list[Access] = [(ACTOR, self.actor, False, "")]
+        extra: list[Access] = []
+        if not (self.actor not in enabled_after and any(a[0] == STUTTER for a in self.accesses)):
+            # A step that ended in a stutter wait (accesses.STUTTER) is not
+            # ordered against whoever ends the wait; every other step is.
+            extra.append((ACTOR, self.actor, False, ""))
         changed = set(enabled_before) ^ set(enabled_after)
         changed.discard(self.actor)
         extra += [(ACTOR, actor, True, "") for actor in sorted(changed)]
@@ -102,6 +106,22 @@ def _keys_conflict(a: dict[Hashable, bool], b: dict[Hashable, bool]) -> bool:
     return False
 
 
+def _actor_keys_conflict(a: dict[Hashable, bool], b: dict[Hashable, bool]) -> bool:
+    """An actor's enabled state: a change conflicts with the actor's own steps only.
+
+    Two steps that each changed whether actor p may run are ordered against
+    p's steps (which read it), not against each other: whether p may run is a
+    function of the state they leave, whose conflicts are recorded where they
+    happen. Ordering them against each other only multiplied the traces (two
+    threads ending while the main thread joins them one after the other).
+    """
+    for key, write in a.items():
+        other = b.get(key)
+        if other is not None and write != other:
+            return True
+    return False
+
+
 def _conflict(a: Index, b: Index) -> bool:
     if OPAQUE in a or OPAQUE in b:
         return True
@@ -109,8 +129,12 @@ def _conflict(a: Index, b: Index) -> bool:
         a, b = b, a
     for obj, keys in a.items():
         other = b.get(obj)
-        if other is not None and _keys_conflict(keys, other):
-            return True
+        if other is not None:
+            if obj == ACTOR:
+                if _actor_keys_conflict(keys, other):
+                    return True
+            elif _keys_conflict(keys, other):
+                return True
     return False
 
 
@@ -252,9 +276,13 @@ class DPORChooser(BaseChooser):
         #: (object, key) -> (last write, {actor: its last read since})
         state: dict[tuple[Hashable, Hashable], tuple[int | None, dict[int, int]]] = {}
         keys_of: dict[Hashable, set[Hashable]] = {}
+        #: actor -> the steps that changed whether it may run since its last step
+        actor_writes: dict[Hashable, list[int]] = {}
         for j, event in enumerate(events):
             actor = event.actor
             conflicting: set[int] = set()
+            #: earlier steps this one must follow but could not have run before (ORDER_ONLY)
+            ordered: set[int] = set()
             if event.opaque:
                 conflicting.update(k for a, k in last_of.items() if a != actor)
             elif last_opaque is not None and events[last_opaque].actor != actor:
@@ -270,8 +298,19 @@ class DPORChooser(BaseChooser):
                         if found is None:
                             continue
                         last_write, reads = found
+                        if obj == ACTOR:
+                            # see _actor_keys_conflict: changes of an actor's
+                            # enabled state are ordered against its steps only
+                            if write:
+                                conflicting.update(r for a, r in reads.items() if a != actor)
+                            else:
+                                conflicting.update(w for w in actor_writes.get(place, ()))
+                            continue
                         if last_write is not None and events[last_write].actor != actor:
-                            conflicting.add(last_write)
+                            if place in ORDER_ONLY and not write:
+                                ordered.add(last_write)
+                            else:
+                                conflicting.add(last_write)
                         if write:
                             conflicting.update(r for a, r in reads.items() if a != actor)
             for obj, keys in event.index.items():
@@ -280,6 +319,15 @@ class DPORChooser(BaseChooser):
                 known = keys_of[obj]
                 for key, write in keys.items():
                     known.add(key)
+                    if obj == ACTOR:
+                        # every change since the actor's last step, not only the last one
+                        if write:
+                            actor_writes.setdefault(key, []).append(j)
+                            state[(obj, key)] = (j, {})
+                        else:
+                            actor_writes[key] = []
+                            state[(obj, key)] = (None, {actor: j})
+                        continue
                     if write:
                         state[(obj, key)] = (j, {})
                     else:
@@ -288,7 +336,7 @@ class DPORChooser(BaseChooser):
                             state[(obj, key)] = (None, {actor: j})
                         else:
                             found[1][actor] = j
-            predecessors = set(conflicting)
+            predecessors = conflicting | ordered
             own = last_of.get(actor)
             if own is not None:
                 predecessors.add(own)
@@ -298,7 +346,7 @@ class DPORChooser(BaseChooser):
                 before |= hb[p] | (1 << p)
                 cover |= hb[p]
             hb[j] = before
-            for i in sorted(conflicting):
+            for i in sorted(conflicting - ordered):  # a step it could not precede: no race
                 if not (cover >> i) & 1:
                     self._reverse(i, j, hb)
             last_of[actor] = j

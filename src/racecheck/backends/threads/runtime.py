@@ -291,7 +291,7 @@ class ThreadRuntime:
         if self.recorder is not None and not self.controller.aborting:
             self._flush(me, "finished", None, False)
         if self.controller.steplog is not None and me.thread is not None:
-            self.controller.steplog.sync(me.thread)  # DPOR: join and is_alive read this
+            self.controller.steplog.ended(me.thread)  # DPOR: join and is_alive read this
         me.finished = True
         if me in self.live:
             self.live.remove(me)
