@@ -46,6 +46,13 @@ def traced(code: CodeType) -> bool:
     return code.co_name != "__del__" and is_user_file(code.co_filename)
 
 
+# Caches below are keyed by ``id(code)``, not by the code object: a code
+# object hashes by value (its bytecode, constants and names, recomputed at every
+# lookup), about 1 us on 3.12+, and these lookups run at every traced call and
+# scheduling point. Each entry keeps its code object alive, so the id cannot be
+# reused by another code object while the entry exists.
+
+
 def point_lines(code: CodeType) -> frozenset[int]:
     """Lines of ``code`` holding at least one access point (3.11's opcode filter)."""
     lines = _point_lines.get(code)
@@ -76,6 +83,8 @@ class MonitoringTracer:
         self.warnings: list[str] = []
         #: another sys.monitoring tool is active (coverage's sysmon core)
         self.shared = False
+        #: id(code) -> (code, its points): see :func:`_code_key`
+        self._tables: dict[int, tuple[CodeType, dict[int, str]]] = {}
 
     def install(self) -> None:
         self.warnings = []
@@ -116,6 +125,7 @@ class MonitoringTracer:
         for code in self.instrumented:
             monitoring.set_local_events(tool, code, 0)
         self.instrumented.clear()
+        self._tables.clear()
         events = monitoring.events
         for event in (events.PY_START, events.PY_RESUME, events.INSTRUCTION, events.LINE):
             monitoring.register_callback(tool, event, None)
@@ -172,7 +182,10 @@ class MonitoringTracer:
         return disable
 
     def _on_instruction(self, code: CodeType, offset: int) -> Any:
-        operation = points(code, self.granularity).get(offset)
+        entry = self._tables.get(id(code))
+        if entry is None:
+            entry = self._tables[id(code)] = (code, points(code, self.granularity))
+        operation = entry[1].get(offset)
         if operation is None and not (self.detecting and offset in recipes(code)):
             return sys.monitoring.DISABLE  # type: ignore[attr-defined]
         runtime = STATE.runtime
@@ -271,8 +284,10 @@ class SettraceTracer:
         self._threads: dict[int, tuple[Any, Any, list[Any], Any, str]] = {}
         #: what this exploration could not see (see :meth:`disable_thread`)
         self.warnings: list[str] = []
-        #: per code object: (points, lines holding one) for user code, None otherwise
-        self._infos: dict[CodeType, tuple[dict[int, str], frozenset[int] | None] | None] = {}
+        #: per id(code): (points, lines holding one) for user code, None otherwise
+        self._infos: dict[int, tuple[dict[int, str], frozenset[int] | None] | None] = {}
+        #: the code objects _infos describes, kept alive so their ids stay theirs
+        self._codes: list[CodeType] = []
 
     def install(self) -> None:
         # Actor threads are pooled workers that may predate the caller's
@@ -332,27 +347,30 @@ class SettraceTracer:
         live = runtime.live
         me = runtime.by_ident[get_ident()]
         infos = self._infos
+        codes = self._codes
         missing: Any = _MISSING
+        _id = id
 
         detecting = self.detecting
         #: coverage and the detector want every access, even of an actor running alone
         watch_alone = controller.accesses is not None or detecting
 
         def info_for(code: CodeType) -> tuple[dict[int, str], frozenset[int] | None] | None:
+            codes.append(code)
             if not traced(code):
-                infos[code] = None
+                infos[_id(code)] = None
                 return None
             hot = point_lines(code) if granularity == "access" else None
             if detecting and hot is not None:
                 hot = hot | detect_lines(code)
-            found = infos[code] = (points(code, granularity), hot)
+            found = infos[_id(code)] = (points(code, granularity), hot)
             return found
 
         def local(frame: FrameType, event: str, arg: Any) -> Any:
             if me.passthrough or me.finished:
                 return local
             if event == "opcode":
-                info = infos[frame.f_code]
+                info = infos[_id(frame.f_code)]
                 assert info is not None
                 operation = info[0].get(frame.f_lasti)
                 if operation is not None:
@@ -372,7 +390,7 @@ class SettraceTracer:
                         _detect(detector, frame, frame.f_code, frame.f_lasti, me)
             elif event == "line":
                 if by_opcode:
-                    hot = infos[frame.f_code][1]  # type: ignore[index]
+                    hot = infos[_id(frame.f_code)][1]  # type: ignore[index]
                     frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
                         len(live) > 1 or watch_alone
                     )
@@ -388,7 +406,7 @@ class SettraceTracer:
         if chain[0] is None:
 
             def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
-                info: Any = infos.get(frame.f_code, missing)
+                info: Any = infos.get(_id(frame.f_code), missing)
                 if info is missing:
                     info = info_for(frame.f_code)
                 if info is None:
@@ -408,7 +426,7 @@ class SettraceTracer:
             prev_local = None
             if previous is not None:
                 prev_local, chain[0] = chain_call(previous, chained_global, frame, arg)
-            info: Any = infos.get(frame.f_code, missing)
+            info: Any = infos.get(_id(frame.f_code), missing)
             if info is missing:
                 info = info_for(frame.f_code)
             if info is None:
