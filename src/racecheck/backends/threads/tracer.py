@@ -335,9 +335,10 @@ class SettraceTracer:
 
         sys.settrace calls it for *every* frame the thread enters, racecheck's
         own included, so the common case — not user code, no chained tracer —
-        is a single dict lookup. User frames share one local trace function;
-        opcode events are switched on per line, only on lines holding a point
-        and only while another actor is alive to switch to.
+        is a single dict lookup. Each user frame gets a local trace function
+        holding its code's tables; opcode events are switched on per line,
+        only on lines holding a point and only while another actor is alive
+        to switch to.
         """
         granularity = self.granularity
         by_opcode = granularity != "line"
@@ -366,41 +367,48 @@ class SettraceTracer:
             found = infos[_id(code)] = (points(code, granularity), hot)
             return found
 
-        def local(frame: FrameType, event: str, arg: Any) -> Any:
-            if me.passthrough or me.finished:
-                return local
-            if event == "opcode":
-                info = infos[_id(frame.f_code)]
-                assert info is not None
-                operation = info[0].get(frame.f_lasti)
-                if operation is not None:
-                    if controller.aborting:
-                        _teardown(controller)
-                    else:
-                        if len(live) > 1:  # alone, a point changes nothing: skip it
-                            point(me, operation)
-                        if recording:
-                            _note_access(me, operation)
-                        log = controller.accesses
-                        if log is not None:
-                            _log_access(log, me, operation)
-                if detecting and not controller.aborting:
-                    detector = controller.detector
-                    if detector is not None:
-                        _detect(detector, frame, frame.f_code, frame.f_lasti, me)
-            elif event == "line":
-                if by_opcode:
-                    hot = infos[_id(frame.f_code)][1]  # type: ignore[index]
-                    frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
-                        len(live) > 1 or watch_alone
-                    )
-                if recording and me.lines is not None:
-                    me.lines.append((frame.f_code.co_filename, frame.f_lineno))
-                if not by_opcode:
-                    if controller.aborting:
-                        _teardown(controller)
-                    else:
-                        point(me, "next line")
+        def make_local(table: dict[int, str], hot: frozenset[int] | None) -> Callable[..., Any]:
+            """The local trace function of one user frame, its code's tables at hand.
+
+            It returns None: CPython 3.11 installs only what the "call" event
+            returns and keeps a frame's local function when a later event
+            returns None, so the function need not name itself (which would
+            make a reference cycle per traced frame).
+            """
+
+            def local(frame: FrameType, event: str, arg: Any) -> None:
+                if me.passthrough or me.finished:
+                    return
+                if event == "opcode":
+                    operation = table.get(frame.f_lasti)
+                    if operation is not None:
+                        if controller.aborting:
+                            _teardown(controller)
+                        else:
+                            if len(live) > 1:  # alone, a point changes nothing: skip it
+                                point(me, operation)
+                            if recording:
+                                _note_access(me, operation)
+                            log = controller.accesses
+                            if log is not None:
+                                _log_access(log, me, operation)
+                    if detecting and not controller.aborting:
+                        detector = controller.detector
+                        if detector is not None:
+                            _detect(detector, frame, frame.f_code, frame.f_lasti, me)
+                elif event == "line":
+                    if by_opcode:
+                        frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
+                            len(live) > 1 or watch_alone
+                        )
+                    if recording and me.lines is not None:
+                        me.lines.append((frame.f_code.co_filename, frame.f_lineno))
+                    if not by_opcode:
+                        if controller.aborting:
+                            _teardown(controller)
+                        else:
+                            point(me, "next line")
+
             return local
 
         if chain[0] is None:
@@ -416,7 +424,7 @@ class SettraceTracer:
                     frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
                         len(live) > 1 or watch_alone
                     )
-                return local
+                return make_local(info[0], info[1])
 
             return global_trace
 
@@ -437,6 +445,7 @@ class SettraceTracer:
                     len(live) > 1 or watch_alone
                 )
             chained = [prev_local]
+            local = make_local(info[0], info[1])
 
             def both(frame: FrameType, event: str, arg: Any) -> Any:
                 inner = chained[0]
