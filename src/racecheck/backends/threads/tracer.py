@@ -194,19 +194,20 @@ class MonitoringTracer:
         me = runtime.by_ident.get(get_ident())
         if me is None or me.passthrough or me.finished:
             return None
-        if runtime.controller.aborting:
-            _teardown(runtime.controller)
+        controller = runtime.controller
+        if controller.aborting:
+            _teardown(controller)
             return None
         if operation is not None:
             runtime.point(me, operation)
-        detector = runtime.controller.detector
+        detector = controller.detector
         if detector is not None:
             _detect(detector, sys._getframe(1), code, offset, me)
         if operation is None:
             return None
         if me.lines is not None:  # after the point: the access happens in the step that follows
             _note_access(me, operation)
-        log = runtime.controller.accesses
+        log = controller.accesses
         if log is not None:
             _log_access(log, me, operation)
         return None
