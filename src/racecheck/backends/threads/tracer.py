@@ -46,10 +46,12 @@ def traced(code: CodeType) -> bool:
     return code.co_name != "__del__" and is_user_file(code.co_filename)
 
 
-# Caches below are keyed by ``id(code)``, not by the code object: a code
+# Caches below are keyed by ``id(code)``, not by the code object. A code
 # object hashes by value (its bytecode, constants and names, recomputed at every
 # lookup), about 1 us on 3.12+, and these lookups run at every traced call and
-# scheduling point. Each entry keeps its code object alive, so the id cannot be
+# scheduling point. And equality leaves the file out: the same function at the
+# same line in two files is one key by value, though only one of them may be
+# user code. Each entry keeps its code object alive, so the id cannot be
 # reused by another code object while the entry exists.
 
 
@@ -75,7 +77,9 @@ class MonitoringTracer:
     def __init__(self, granularity: str) -> None:
         self.granularity = granularity
         self.tool: int | None = None
-        self.instrumented: set[CodeType] = set()
+        #: id(code) -> code, for the user code objects given local events. By
+        #: id: an equal code object from another file is another code to trace.
+        self.instrumented: dict[int, CodeType] = {}
         self.recording = False
         #: the race detector needs instructions that are not scheduling points
         self.detecting = False
@@ -122,7 +126,7 @@ class MonitoringTracer:
             self.instrumented.clear()
             return
         monitoring.set_events(tool, 0)
-        for code in self.instrumented:
+        for code in self.instrumented.values():
             monitoring.set_local_events(tool, code, 0)
         self.instrumented.clear()
         self._tables.clear()
@@ -138,7 +142,7 @@ class MonitoringTracer:
         if self.tool is None:
             return
         monitoring = sys.monitoring  # type: ignore[attr-defined]
-        for code in self.instrumented:
+        for code in self.instrumented.values():
             monitoring.set_local_events(self.tool, code, self._local_events())
         monitoring.restart_events()
 
@@ -174,9 +178,9 @@ class MonitoringTracer:
 
     def _on_start(self, code: CodeType, offset: int) -> Any:
         disable = sys.monitoring.DISABLE  # type: ignore[attr-defined]
-        if code in self.instrumented or not traced(code):
+        if id(code) in self.instrumented or not traced(code):
             return disable
-        self.instrumented.add(code)
+        self.instrumented[id(code)] = code
         assert self.tool is not None
         sys.monitoring.set_local_events(self.tool, code, self._local_events())  # type: ignore[attr-defined]
         return disable
