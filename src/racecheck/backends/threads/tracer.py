@@ -87,7 +87,7 @@ class MonitoringTracer:
         self.warnings: list[str] = []
         #: another sys.monitoring tool is active (coverage's sysmon core)
         self.shared = False
-        #: id(code) -> (code, its points): see :func:`_code_key`
+        #: id(code) -> (code, its points): by id, see the note above point_lines
         self._tables: dict[int, tuple[CodeType, dict[int, str]]] = {}
 
     def install(self) -> None:
