@@ -125,7 +125,9 @@ class ThreadRuntime:
         return actor_id
 
     def new_actor(self, name: str, thread: threading.Thread | None, daemon: bool) -> Actor:
-        actor = Actor(self.allocate_id(), name, thread, daemon)
+        actor_id = self.next_id
+        self.next_id = actor_id + 1
+        actor = Actor(actor_id, name, thread, daemon)
         if self.recorder is not None:
             actor.lines = []
             self.recorder.actor(actor.id, name, "thread")
@@ -153,7 +155,15 @@ class ThreadRuntime:
         now = self.controller.now
         out = [me] if me is not None and me.enabled(now) else []
         for actor in self.live:
-            if actor is not me and actor.enabled(now):
+            # Actor.enabled, inlined: this runs at every blocking step.
+            if actor is me or actor.finished:
+                continue
+            waiting = actor.waiting
+            if (
+                waiting is None
+                or (actor.deadline is not None and now >= actor.deadline)
+                or waiting()
+            ):
                 out.append(actor)
         return out
 
@@ -209,17 +219,18 @@ class ThreadRuntime:
             return True
         me.waiting, me.deadline, me.waiting_for, me.resource = ready, deadline, operation, resource
         try:
+            # ready() was just False: the first round goes straight to the choice.
             while True:
-                if ready():
-                    return True
                 if deadline is not None and controller.now >= deadline:
                     return ready()
                 candidates = self._candidates(None)
-                if not candidates:
+                if candidates:
+                    choice = controller.decide([a.id for a in candidates])
+                    self._hand_over(me, candidates[choice], operation, resource, choice != 0)
+                else:
                     self._idle()
-                    continue
-                choice = controller.decide([a.id for a in candidates])
-                self._hand_over(me, candidates[choice], operation, resource, choice != 0)
+                if ready():
+                    return True
         finally:
             me.waiting, me.deadline, me.resource = None, None, None
 

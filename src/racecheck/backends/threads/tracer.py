@@ -46,6 +46,15 @@ def traced(code: CodeType) -> bool:
     return code.co_name != "__del__" and is_user_file(code.co_filename)
 
 
+# Caches below are keyed by ``id(code)``, not by the code object. A code
+# object hashes by value (its bytecode, constants and names, recomputed at every
+# lookup), about 1 us on 3.12+, and these lookups run at every traced call and
+# scheduling point. And equality leaves the file out: the same function at the
+# same line in two files is one key by value, though only one of them may be
+# user code. Each entry keeps its code object alive, so the id cannot be
+# reused by another code object while the entry exists.
+
+
 def point_lines(code: CodeType) -> frozenset[int]:
     """Lines of ``code`` holding at least one access point (3.11's opcode filter)."""
     lines = _point_lines.get(code)
@@ -68,7 +77,9 @@ class MonitoringTracer:
     def __init__(self, granularity: str) -> None:
         self.granularity = granularity
         self.tool: int | None = None
-        self.instrumented: set[CodeType] = set()
+        #: id(code) -> code, for the user code objects given local events. By
+        #: id: an equal code object from another file is another code to trace.
+        self.instrumented: dict[int, CodeType] = {}
         self.recording = False
         #: the race detector needs instructions that are not scheduling points
         self.detecting = False
@@ -76,6 +87,8 @@ class MonitoringTracer:
         self.warnings: list[str] = []
         #: another sys.monitoring tool is active (coverage's sysmon core)
         self.shared = False
+        #: id(code) -> (code, its points): by id, see the note above point_lines
+        self._tables: dict[int, tuple[CodeType, dict[int, str]]] = {}
 
     def install(self) -> None:
         self.warnings = []
@@ -113,9 +126,10 @@ class MonitoringTracer:
             self.instrumented.clear()
             return
         monitoring.set_events(tool, 0)
-        for code in self.instrumented:
+        for code in self.instrumented.values():
             monitoring.set_local_events(tool, code, 0)
         self.instrumented.clear()
+        self._tables.clear()
         events = monitoring.events
         for event in (events.PY_START, events.PY_RESUME, events.INSTRUCTION, events.LINE):
             monitoring.register_callback(tool, event, None)
@@ -128,7 +142,7 @@ class MonitoringTracer:
         if self.tool is None:
             return
         monitoring = sys.monitoring  # type: ignore[attr-defined]
-        for code in self.instrumented:
+        for code in self.instrumented.values():
             monitoring.set_local_events(self.tool, code, self._local_events())
         monitoring.restart_events()
 
@@ -164,15 +178,18 @@ class MonitoringTracer:
 
     def _on_start(self, code: CodeType, offset: int) -> Any:
         disable = sys.monitoring.DISABLE  # type: ignore[attr-defined]
-        if code in self.instrumented or not traced(code):
+        if id(code) in self.instrumented or not traced(code):
             return disable
-        self.instrumented.add(code)
+        self.instrumented[id(code)] = code
         assert self.tool is not None
         sys.monitoring.set_local_events(self.tool, code, self._local_events())  # type: ignore[attr-defined]
         return disable
 
     def _on_instruction(self, code: CodeType, offset: int) -> Any:
-        operation = points(code, self.granularity).get(offset)
+        entry = self._tables.get(id(code))
+        if entry is None:
+            entry = self._tables[id(code)] = (code, points(code, self.granularity))
+        operation = entry[1].get(offset)
         if operation is None and not (self.detecting and offset in recipes(code)):
             return sys.monitoring.DISABLE  # type: ignore[attr-defined]
         runtime = STATE.runtime
@@ -181,19 +198,20 @@ class MonitoringTracer:
         me = runtime.by_ident.get(get_ident())
         if me is None or me.passthrough or me.finished:
             return None
-        if runtime.controller.aborting:
-            _teardown(runtime.controller)
+        controller = runtime.controller
+        if controller.aborting:
+            _teardown(controller)
             return None
         if operation is not None:
             runtime.point(me, operation)
-        detector = runtime.controller.detector
+        detector = controller.detector
         if detector is not None:
             _detect(detector, sys._getframe(1), code, offset, me)
         if operation is None:
             return None
         if me.lines is not None:  # after the point: the access happens in the step that follows
             _note_access(me, operation)
-        log = runtime.controller.accesses
+        log = controller.accesses
         if log is not None:
             _log_access(log, me, operation)
         return None
@@ -271,8 +289,10 @@ class SettraceTracer:
         self._threads: dict[int, tuple[Any, Any, list[Any], Any, str]] = {}
         #: what this exploration could not see (see :meth:`disable_thread`)
         self.warnings: list[str] = []
-        #: per code object: (points, lines holding one) for user code, None otherwise
-        self._infos: dict[CodeType, tuple[dict[int, str], frozenset[int] | None] | None] = {}
+        #: per id(code): (points, lines holding one) for user code, None otherwise
+        self._infos: dict[int, tuple[dict[int, str], frozenset[int] | None] | None] = {}
+        #: the code objects _infos describes, kept alive so their ids stay theirs
+        self._codes: list[CodeType] = []
 
     def install(self) -> None:
         # Actor threads are pooled workers that may predate the caller's
@@ -320,9 +340,10 @@ class SettraceTracer:
 
         sys.settrace calls it for *every* frame the thread enters, racecheck's
         own included, so the common case — not user code, no chained tracer —
-        is a single dict lookup. User frames share one local trace function;
-        opcode events are switched on per line, only on lines holding a point
-        and only while another actor is alive to switch to.
+        is a single dict lookup. Each user frame gets a local trace function
+        holding its code's tables; opcode events are switched on per line,
+        only on lines holding a point and only while another actor is alive
+        to switch to.
         """
         granularity = self.granularity
         by_opcode = granularity != "line"
@@ -332,63 +353,73 @@ class SettraceTracer:
         live = runtime.live
         me = runtime.by_ident[get_ident()]
         infos = self._infos
+        codes = self._codes
         missing: Any = _MISSING
+        _id = id
 
         detecting = self.detecting
         #: coverage and the detector want every access, even of an actor running alone
         watch_alone = controller.accesses is not None or detecting
 
         def info_for(code: CodeType) -> tuple[dict[int, str], frozenset[int] | None] | None:
+            codes.append(code)
             if not traced(code):
-                infos[code] = None
+                infos[_id(code)] = None
                 return None
             hot = point_lines(code) if granularity == "access" else None
             if detecting and hot is not None:
                 hot = hot | detect_lines(code)
-            found = infos[code] = (points(code, granularity), hot)
+            found = infos[_id(code)] = (points(code, granularity), hot)
             return found
 
-        def local(frame: FrameType, event: str, arg: Any) -> Any:
-            if me.passthrough or me.finished:
-                return local
-            if event == "opcode":
-                info = infos[frame.f_code]
-                assert info is not None
-                operation = info[0].get(frame.f_lasti)
-                if operation is not None:
-                    if controller.aborting:
-                        _teardown(controller)
-                    else:
-                        if len(live) > 1:  # alone, a point changes nothing: skip it
-                            point(me, operation)
-                        if recording:
-                            _note_access(me, operation)
-                        log = controller.accesses
-                        if log is not None:
-                            _log_access(log, me, operation)
-                if detecting and not controller.aborting:
-                    detector = controller.detector
-                    if detector is not None:
-                        _detect(detector, frame, frame.f_code, frame.f_lasti, me)
-            elif event == "line":
-                if by_opcode:
-                    hot = infos[frame.f_code][1]  # type: ignore[index]
-                    frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
-                        len(live) > 1 or watch_alone
-                    )
-                if recording and me.lines is not None:
-                    me.lines.append((frame.f_code.co_filename, frame.f_lineno))
-                if not by_opcode:
-                    if controller.aborting:
-                        _teardown(controller)
-                    else:
-                        point(me, "next line")
+        def make_local(table: dict[int, str], hot: frozenset[int] | None) -> Callable[..., Any]:
+            """The local trace function of one user frame, its code's tables at hand.
+
+            It returns None: CPython 3.11 installs only what the "call" event
+            returns and keeps a frame's local function when a later event
+            returns None, so the function need not name itself (which would
+            make a reference cycle per traced frame).
+            """
+
+            def local(frame: FrameType, event: str, arg: Any) -> None:
+                if me.passthrough or me.finished:
+                    return
+                if event == "opcode":
+                    operation = table.get(frame.f_lasti)
+                    if operation is not None:
+                        if controller.aborting:
+                            _teardown(controller)
+                        else:
+                            if len(live) > 1:  # alone, a point changes nothing: skip it
+                                point(me, operation)
+                            if recording:
+                                _note_access(me, operation)
+                            log = controller.accesses
+                            if log is not None:
+                                _log_access(log, me, operation)
+                    if detecting and not controller.aborting:
+                        detector = controller.detector
+                        if detector is not None:
+                            _detect(detector, frame, frame.f_code, frame.f_lasti, me)
+                elif event == "line":
+                    if by_opcode:
+                        frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
+                            len(live) > 1 or watch_alone
+                        )
+                    if recording and me.lines is not None:
+                        me.lines.append((frame.f_code.co_filename, frame.f_lineno))
+                    if not by_opcode:
+                        if controller.aborting:
+                            _teardown(controller)
+                        else:
+                            point(me, "next line")
+
             return local
 
         if chain[0] is None:
 
             def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
-                info: Any = infos.get(frame.f_code, missing)
+                info: Any = infos.get(_id(frame.f_code), missing)
                 if info is missing:
                     info = info_for(frame.f_code)
                 if info is None:
@@ -398,7 +429,7 @@ class SettraceTracer:
                     frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
                         len(live) > 1 or watch_alone
                     )
-                return local
+                return make_local(info[0], info[1])
 
             return global_trace
 
@@ -408,7 +439,7 @@ class SettraceTracer:
             prev_local = None
             if previous is not None:
                 prev_local, chain[0] = chain_call(previous, chained_global, frame, arg)
-            info: Any = infos.get(frame.f_code, missing)
+            info: Any = infos.get(_id(frame.f_code), missing)
             if info is missing:
                 info = info_for(frame.f_code)
             if info is None:
@@ -419,6 +450,7 @@ class SettraceTracer:
                     len(live) > 1 or watch_alone
                 )
             chained = [prev_local]
+            local = make_local(info[0], info[1])
 
             def both(frame: FrameType, event: str, arg: Any) -> Any:
                 inner = chained[0]
