@@ -109,30 +109,50 @@ def _merge(
     merged = merge(results)
     seconds = max(o.record.seconds for o in outcomes)
     states = [o.state for o in outcomes]
+    limit = merged.coverage_limit
+    assert limit is not None
     if merged.winner is not None:
         win = outcomes[merged.winner]
-        distinct, orderings = merged_coverage(states, merged.schedules_run, win.state)
+        distinct, orderings = merged_coverage(states, limit, win.state)
         rec = replace(
             win.record,
             shard=None,
             seconds=seconds,
+            # a split exhaustive search's slice counts its own runs; the merge knows
+            # the single-process number (racecheck.sharding_tree)
+            schedules_run=merged.schedules_run,
             distinct_schedules=distinct,
             distinct_orderings=orderings,
         )
-        return rec, Rendered(win.rendered or "", win.strategy), None
+        text = renumber(win.rendered or "", win.record.schedules_run, merged.schedules_run)
+        return rec, Rendered(text, win.strategy), None
     first = outcomes[0].record
-    distinct, orderings = merged_coverage(states, merged.schedules_run, None)
+    distinct, orderings = merged_coverage(states, limit, None)
     warnings = list(dict.fromkeys(w for o in outcomes for w in o.record.warnings))
     rec = replace(
         first,
         shard=None,
         seconds=seconds,
         schedules_run=merged.schedules_run,
+        # shard 1 says it for a sequential search it ran whole; a split one, the merge
+        exhausted=first.exhausted or bool(merged.exhausted),
         distinct_schedules=distinct,
         distinct_orderings=orderings,
         warnings=warnings,
     )
     return rec, None, None
+
+
+def renumber(text: str, local: int, number: int) -> str:
+    """A slice's failure text with the single-process schedule number in its first line."""
+    if local == number:
+        return text
+
+    def count(n: int) -> str:
+        return f"found after {n} schedule{'s' if n != 1 else ''}"
+
+    head, newline, rest = text.partition("\n")
+    return head.replace(count(local), count(number), 1) + newline + rest
 
 
 def outcomes(

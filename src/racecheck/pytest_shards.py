@@ -288,11 +288,12 @@ class ShardsPlugin:
         if isinstance(record, dict):
             record["scenario"] = group
             record.pop("shard", None)  # the whole test now, not one slice of it
+            # a split exhaustive search's slice counts its own runs (racecheck.sharding_tree)
+            record["schedules_run"] = merged.schedules_run
             if merged.winner is None:
                 # A passing test's record carries coverage (a failing one's does not).
                 record["distinct_schedules"], record["distinct_orderings"] = distinct, orderings
-                record["schedules_run"] = merged.schedules_run
-                record["exhausted"] = merged.ended
+                record["exhausted"] = bool(merged.exhausted)
         self.summaries.append(f"{group}: {line}")
 
     @staticmethod
@@ -340,7 +341,7 @@ def _coverage(
         states.append(state)
     if merged.winner is not None:
         winner = states[merged.winner]
-    return merged_coverage(states, merged.schedules_run, winner)
+    return merged_coverage(states, merged.coverage_limit, winner)
 
 
 def _of(arrival: dict[str, Any]) -> dict[str, Any] | None:
