@@ -11,9 +11,16 @@ the merge says "exhausted".
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
 import threading
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -183,3 +190,156 @@ def test_dpor_says_it_runs_in_one_shard() -> None:
     report = racecheck.check(recorded, strategy="dpor", schedules=200, shard="2/2")
     assert report.schedules_run == 0
     assert any("DPOR" in note and "not split" in note for note in report.notes)
+
+
+# ---------------------------------------------------------------- the CLI
+
+SCENARIO = textwrap.dedent(
+    """
+    import asyncio
+    import racecheck
+
+
+    def make(n_c):
+        async def target():
+            log = []
+
+            async def worker(name, n):
+                for _ in range(n):
+                    log.append(name)
+                    await asyncio.sleep(0)
+
+            await asyncio.gather(worker("a", 4), worker("b", 4), worker("c", n_c))
+            assert "cccc" not in "".join(log)[:6], "".join(log)
+
+        return target
+
+
+    async def small():
+        async def worker():
+            for _ in range(2):
+                await asyncio.sleep(0)
+
+        await asyncio.gather(worker(), worker(), worker())
+
+
+    EXHAUSTIVE = {"strategy": "exhaustive"}
+    SCENARIO = racecheck.Scenario(
+        name="tree",
+        variants={
+            "buggy": racecheck.Variant(make(4), expect="race", options=EXHAUSTIVE),
+            "whole": racecheck.Variant(small, expect="safe", options=EXHAUSTIVE),
+            "cut": racecheck.Variant(make(3), expect="safe", options=EXHAUSTIVE),
+        },
+    )
+    """
+)
+
+
+def racecheck_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, RACECHECK_DB="none", PYTHONHASHSEED="0")
+    return subprocess.run(
+        [sys.executable, "-m", "racecheck", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def records(directory: Path) -> dict[str, dict[str, Any]]:
+    data = json.loads((directory / "racecheck.json").read_text())
+    return {r["variant"]: {k: v for k, v in r.items() if k != "seconds"} for r in data["records"]}
+
+
+TIMING = re.compile(r"\s+\d+\.\d\d$")
+
+
+def test_ci_slices_and_run_j_give_the_single_runs_records(tmp_path: Path) -> None:
+    (tmp_path / "scen_tree.py").write_text(SCENARIO)
+    common = ["run", "scen_tree.py", "--schedules", "7000"]
+    whole = racecheck_cli(*common, "--report-dir", "whole", cwd=tmp_path)
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    one = records(tmp_path / "whole")
+    assert one["buggy"]["verdict"] == "race" and one["buggy"]["schedules_run"] > 100
+    assert one["whole"]["exhausted"] and not one["cut"]["exhausted"]
+    for i in range(1, 5):
+        part = racecheck_cli(*common, "--shard", f"{i}/4", "--report-dir", f"s{i}", cwd=tmp_path)
+        assert part.returncode in (0, 1), part.stderr
+        assert not any(r["exhausted"] for r in records(tmp_path / f"s{i}").values())
+    merged = racecheck_cli("report", "merge", "s1", "s2", "s3", "s4", "-o", "m", cwd=tmp_path)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    together = records(tmp_path / "m")
+    for variant in one:
+        for key in ("verdict", "schedule", "schedules_run", "exhausted", "replay_command"):
+            assert together[variant][key] == one[variant][key], (variant, key)
+    # racecheck run -j: the same table and the same records, timings aside
+    many = racecheck_cli(*common, "-j", "2", "--report-dir", "many", cwd=tmp_path)
+    assert many.returncode == 0, many.stdout + many.stderr
+
+    def masked(text: str) -> list[str]:
+        return [TIMING.sub("", line) for line in text.splitlines() if "progress:" not in line]
+
+    assert masked(many.stdout.replace("many/", "whole/")) == masked(whole.stdout)
+    assert records(tmp_path / "many") == one
+
+
+# ---------------------------------------------------------------- pytest
+
+PYTEST_TESTS = """
+import asyncio
+import pytest
+
+
+@pytest.mark.racecheck(strategy="exhaustive", schedules=7000)
+async def test_buggy():
+    log = []
+
+    async def worker(name, n):
+        for _ in range(n):
+            log.append(name)
+            await asyncio.sleep(0)
+
+    await asyncio.gather(worker("a", 4), worker("b", 4), worker("c", 4))
+    assert "cccc" not in "".join(log)[:6]
+
+
+@pytest.mark.racecheck(strategy="exhaustive", schedules=7000)
+async def test_whole():
+    async def worker():
+        for _ in range(2):
+            await asyncio.sleep(0)
+
+    await asyncio.gather(worker(), worker(), worker())
+"""
+
+
+def test_pytest_shard_items_give_the_serial_verdicts(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("xdist")
+    monkeypatch.setenv("RACECHECK_DB", "none")
+    monkeypatch.setenv("PYTHONHASHSEED", "0")
+    pytester.makepyfile(test_tree=PYTEST_TESTS)
+    serial = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--racecheck-report-dir=one")
+    serial.assert_outcomes(passed=1, failed=1)
+    sharded = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--racecheck-shards=auto", "--racecheck-report-dir=two"
+    )
+    sharded.assert_outcomes(passed=1, failed=1)
+    at = re.search(r"race found after (\d+) schedules \(exhaustive", serial.stdout.str())
+    line = re.search(
+        r"test_buggy: 2 shards ran \d+ .*first failure at schedule (\d+)", sharded.stdout.str()
+    )
+    assert at and line and line.group(1) == at.group(1), sharded.stdout.str()
+
+    def by_test(directory: str) -> dict[str, dict[str, Any]]:
+        data = json.loads((pytester.path / directory / "racecheck.json").read_text())
+        return {r["scenario"]: r for r in data["records"]}
+
+    one, two = by_test("one"), by_test("two")
+    for nodeid, record in one.items():
+        for key in ("verdict", "schedule", "schedules_run", "exhausted", "coverage"):
+            assert two[nodeid].get(key) == record.get(key), (nodeid, key)
+    assert one["test_tree.py::test_whole"]["exhausted"]

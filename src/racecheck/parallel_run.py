@@ -124,8 +124,9 @@ def _merge(
             distinct_schedules=distinct,
             distinct_orderings=orderings,
         )
-        text = renumber(win.rendered or "", win.record.schedules_run, merged.schedules_run)
-        return rec, Rendered(text, win.strategy), None
+        # the table shows the failure's text without its first line, the one with
+        # the slice's own count: the record carries the merged number
+        return rec, Rendered(win.rendered or "", win.strategy), None
     first = outcomes[0].record
     distinct, orderings = merged_coverage(states, limit, None)
     warnings = list(dict.fromkeys(w for o in outcomes for w in o.record.warnings))
@@ -141,18 +142,6 @@ def _merge(
         warnings=warnings,
     )
     return rec, None, None
-
-
-def renumber(text: str, local: int, number: int) -> str:
-    """A slice's failure text with the single-process schedule number in its first line."""
-    if local == number:
-        return text
-
-    def count(n: int) -> str:
-        return f"found after {n} schedule{'s' if n != 1 else ''}"
-
-    head, newline, rest = text.partition("\n")
-    return head.replace(count(local), count(number), 1) + newline + rest
 
 
 def outcomes(

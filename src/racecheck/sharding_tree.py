@@ -114,7 +114,9 @@ class TreeState:
             depth=int(data.get("depth", 0)),
             sizes={(int(lv), int(o)): int(n) for lv, o, n in data.get("sizes", ())},
             counts={int(lv): int(n) for lv, n in data.get("counts", ())},
-            failure=None if failure is None else (int(failure[0]), int(failure[1]), int(failure[2])),
+            failure=None
+            if failure is None
+            else (int(failure[0]), int(failure[1]), int(failure[2])),
             last_level=None if last is None else int(last),
             clean=bool(data.get("clean", True)),
         )
@@ -290,15 +292,20 @@ def merge_tree(results: list[ShardResult]) -> Merged:
         if complete and total <= budget:
             clean = all(t.clean for t in trees.values())
             return Merged(
-                None, total, total_ran, True, exhausted=clean, coverage_limit=encode((end + 1, 0, 0))
+                None,
+                total,
+                total_ran,
+                True,
+                exhausted=clean,
+                coverage_limit=encode((end + 1, 0, 0)),
             )
     # The budget ran out first: the single process's last schedule is number ``budget``.
-    return Merged(None, budget, total_ran, False, coverage_limit=_key_at(budget, size, subtrees, levels))
+    return Merged(
+        None, budget, total_ran, False, coverage_limit=_key_at(budget, size, subtrees, levels)
+    )
 
 
-def _key_at(
-    target: int, size: Any, subtrees: Any, levels: list[int]
-) -> int | None:
+def _key_at(target: int, size: Any, subtrees: Any, levels: list[int]) -> int | None:
     """The key of the single process's schedule number ``target`` (for the coverage tally)."""
     done = 0
     for level in range(levels[0], levels[-1] + 1):
