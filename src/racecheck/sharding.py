@@ -15,12 +15,17 @@ is that schedule ``k`` of a seeded strategy is a pure function of (seed, k):
   All of its numbers therefore belong to shard 1, and the sampling members'
   numbers are dealt to whichever shard has the fewest so far, so every prefix
   of the sequence is spread evenly over the shards;
-* exhaustive (alone) and hypothesis are sequential searches: shard 1 runs them
-  whole and the other shards run nothing. The result is the same for any
-  shard count; only the speed-up is missing. Splitting the search by subtrees
-  would keep its failure but not its schedule number: the number of a
+* exhaustive (alone) is split by schedule prefix into subtrees dealt to the
+  shards (:mod:`racecheck.sharding_tree`). The single-process number of a
   schedule in one shard's subtree depends on the sizes of the other shards'
-  subtrees before it, which no shard knows until they have all run.
+  subtrees before it, which no shard knows until they have all run, so such a
+  shard numbers its runs by keys (level, subtree, position) whose order is the
+  single process's, and the merge turns the winning key into its number;
+* DPOR and hypothesis are sequential searches that are not split: shard 1 runs
+  them whole and the other shards run nothing. DPOR's backtrack points come
+  from the accesses of the schedules before, so no split fixed in advance is
+  the same search. The result is the same for any shard count; only the
+  speed-up is missing.
 
 All of this assumes a deterministic target, as replay does. On one that is
 not, the portfolio's systematic member drops out in shard 1 alone, and from
