@@ -343,3 +343,13 @@ def test_pytest_shard_items_give_the_serial_verdicts(
         for key in ("verdict", "schedule", "schedules_run", "exhausted", "coverage"):
             assert two[nodeid].get(key) == record.get(key), (nodeid, key)
     assert one["test_tree.py::test_whole"]["exhausted"]
+
+
+def test_a_malformed_subtree_entry_is_a_usage_error() -> None:
+    from racecheck.errors import UsageError
+
+    _, states, _ = split(recorded, 2, schedules=200)
+    data = [s.to_dict() for s in states]
+    data[1]["tree"]["sizes"] = [["x", 1]]
+    with pytest.raises(UsageError, match="malformed subtree entry"):
+        merge([ShardResult.from_dict(d, None) for d in data])

@@ -236,7 +236,10 @@ def merge_tree(results: list[ShardResult]) -> Merged:
                 f"shard {r.shard} did not split the exhaustive search by subtrees like the"
                 " others: merge the slices of one run"
             )
-        trees[r.shard.index] = TreeState.from_dict(r.tree)
+        try:
+            trees[r.shard.index] = TreeState.from_dict(r.tree)
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise UsageError(f"shard {r.shard}: malformed subtree entry: {exc}") from None
     budget = max(r.budget for r in results)
     total_ran = sum(r.ran for r in results)
 
