@@ -90,13 +90,29 @@ def test_a_failure_past_the_single_runs_budget_is_not_reported() -> None:
     assert (merged.winner, merged.schedules_run, merged.ended) == (None, budget, False)
 
 
+async def common_race() -> None:
+    """Fails whenever worker c runs twice in a row early on: many subtrees hold a failure."""
+    log: list[str] = []
+
+    async def worker(name: str) -> None:
+        for _ in range(3):
+            log.append(name)
+            await asyncio.sleep(0)
+
+    await asyncio.gather(worker("a"), worker("b"), worker("c"))
+    assert "cc" not in "".join(log)[:5]
+
+
 def test_each_slices_token_replays_on_its_own() -> None:
-    _, _, outcomes = split(three_workers, 4, schedules=3000)
-    tokens = [o.schedule for o in outcomes if isinstance(o, racecheck.RaceFound)]
-    assert len(tokens) >= 2
-    for token in tokens:
+    tokens: list[tuple[Callable[[], Any], str]] = []
+    for target in (three_workers, common_race):
+        for shards in (2, 4):
+            _, _, outcomes = split(target, shards, schedules=3000)
+            tokens += [(target, o.schedule) for o in outcomes if isinstance(o, racecheck.RaceFound)]
+    assert len(tokens) >= 4
+    for target, token in tokens:
         with pytest.raises(racecheck.RaceFound) as again:
-            racecheck.replay(three_workers, token)
+            racecheck.replay(target, token)
         assert again.value.schedule == token
 
 
