@@ -285,7 +285,8 @@ def explore_slice(
         from racecheck.strategies.exhaustive import ExhaustiveChooser
 
         assert isinstance(chooser, ExhaustiveChooser)
-        return explore_subtrees(session, chooser, schedules, state)
+        outcome: Report | Found = explore_subtrees(session, chooser, schedules, state, _found)
+        return outcome
     board = state.board
     state.orderings = session.coverage.orderings
     number = 0
@@ -494,9 +495,11 @@ def merge(results: Sequence[ShardResult]) -> Merged:
             " the first failure cannot be known without every slice"
         )
     if any(r.tree is not None for r in results):
+        from dataclasses import asdict
+
         from racecheck.sharding_tree import merge_tree
 
-        return merge_tree(list(results))
+        return Merged(**asdict(merge_tree(list(results))))
     ends = [r.ended_at for r in results if r.ended_at is not None]
     end = min(ends) if ends else None
     failing = [

@@ -51,15 +51,18 @@ prefix split fixed in advance is the same search. It runs whole in shard 1.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from racecheck.explore import Found, Session
     from racecheck.outcome import Report
     from racecheck.schedule import Decision
-    from racecheck.sharding import Merged, ShardResult, SliceState
     from racecheck.strategies.exhaustive import ExhaustiveChooser
+
+# The exploration's session, a shard's SliceState and ShardResult, and explore's
+# failure handling come in as arguments (typed Any): this module sits below
+# racecheck.sharding and racecheck.explore, which call it, and imports neither.
 
 #: how many subtrees per shard a block aims at (smaller blocks deal the work
 #: more evenly, and cost every shard one probe per subtree)
@@ -145,10 +148,18 @@ class TreeState:
 
 
 def explore_subtrees(
-    session: Session, chooser: ExhaustiveChooser, schedules: int, state: SliceState
-) -> Report | Found:
-    """One shard's part of an exhaustive search: every probe, and its own subtrees whole."""
-    from racecheck.explore import _found
+    session: Any,
+    chooser: ExhaustiveChooser,
+    schedules: int,
+    state: Any,
+    found: Callable[[Any, Any, tuple[Decision, ...], int], Any],
+) -> Report | Any:
+    """One shard's part of an exhaustive search: every probe, and its own subtrees whole.
+
+    ``session`` is the exploration's (racecheck.explore.Session), ``state`` the
+    shard's SliceState, and ``found`` explore's failure handling (shrink and
+    trace), which makes the Found this returns on a failure.
+    """
     from racecheck.outcome import Report
 
     settings = session.settings
@@ -184,8 +195,6 @@ def explore_subtrees(
             seen.add(hash(decisions))
             state.ran += 1
             if state.keep_runs:
-                from racecheck.sharding import _orderings
-
                 state.first_schedule.setdefault(hash(decisions), encode(key))
                 for ordering in _orderings(controller.accesses):
                     state.first_ordering.setdefault(ordering, encode(key))
@@ -202,7 +211,7 @@ def explore_subtrees(
             tree.failure = key
             if board is not None:
                 board.post_failure(encode(key))
-            return _found(session, controller.failure, decisions, runs)
+            return found(session, controller.failure, decisions, runs)
         cut = subtree_depth(decisions, depth)
         bumped = chooser.bump(decisions, None if owned else cut)
         if 0 <= bumped < cut:
@@ -222,7 +231,7 @@ def explore_subtrees(
     tree.clean = not warnings and not getattr(settings.backend, "scheduling_limit", None)
     state.covered = runs
     what = (
-        f"finished its part through {chooser.unit(level)} level {level}"
+        f"finished its part, up to {level} {chooser.unit(level)}"
         if tree.last_level is not None
         else "did not finish its part"
     )
@@ -247,10 +256,29 @@ def explore_subtrees(
     )
 
 
-def merge_tree(results: list[ShardResult]) -> Merged:
-    """The single-process verdict from the shards of a split exhaustive search."""
+def _orderings(accesses: Any) -> frozenset[Any]:
+    if not accesses:
+        return frozenset()
+    from racecheck.coverage import ordered_conflicts
+
+    return frozenset(ordered_conflicts(accesses))
+
+
+@dataclass
+class Verdict:
+    """What :func:`merge_tree` decides (racecheck.sharding.Merged's fields)."""
+
+    winner: int | None
+    schedules_run: int
+    total_ran: int
+    ended: bool
+    exhausted: bool | None = None
+    coverage_limit: int | None = None
+
+
+def merge_tree(results: list[Any]) -> Verdict:
+    """The single-process verdict from the shards (ShardResults) of a split exhaustive search."""
     from racecheck.errors import UsageError
-    from racecheck.sharding import Merged
 
     count = results[0].shard.count
     trees: dict[int, TreeState] = {}
@@ -304,7 +332,7 @@ def merge_tree(results: list[ShardResult]) -> Merged:
         at = number(key)
         if at is not None:
             winner = next(i for i, r in enumerate(results) if r.shard.index == index)
-            return Merged(winner, at, total_ran, False, coverage_limit=encode(key))
+            return Verdict(winner, at, total_ran, False, coverage_limit=encode(key))
     if all(t.last_level is not None for t in trees.values()):
         end = max(t.last_level for t in trees.values() if t.last_level is not None)
         total = 0
@@ -318,7 +346,7 @@ def merge_tree(results: list[ShardResult]) -> Merged:
                 total += s
         if complete and total <= budget:
             clean = all(t.clean for t in trees.values())
-            return Merged(
+            return Verdict(
                 None,
                 total,
                 total_ran,
@@ -327,7 +355,7 @@ def merge_tree(results: list[ShardResult]) -> Merged:
                 coverage_limit=encode((end + 1, 0, 0)),
             )
     # The budget ran out first: the single process's last schedule is number ``budget``.
-    return Merged(
+    return Verdict(
         None, budget, total_ran, False, coverage_limit=_key_at(budget, size, subtrees, levels)
     )
 
