@@ -111,8 +111,11 @@ def measure(
         "serial": serial,
         "parts": parts,
         "elapsed": elapsed,
-        "same": first is not None
-        and (merged.schedules_run, first["token"]) == (serial["failure"], serial["token"]),
+        "same": (first is None and serial["failure"] is None)
+        or (
+            first is not None
+            and (merged.schedules_run, first["token"]) == (serial["failure"], serial["token"])
+        ),
         "wall_ratio": serial["elapsed"] / elapsed,
         "cpu_ratio": serial["cpu"] / max(p["cpu"] for p in parts),
     }
