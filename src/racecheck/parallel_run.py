@@ -17,7 +17,10 @@ first, and what it says decides the row. The winner of a merged variant is
 saved to the database afterwards, as ``-j 1`` would.
 
 Workers are spawned, not forked: the parent may hold threads (a variant run
-here), and they import the scenario files themselves.
+here), and they import the scenario files themselves. Each starts a session of
+its own (:mod:`racecheck.worker_session`: Linux's autogroup would otherwise
+give K workers of one session the CPU share of one when anything else is
+busy), so Ctrl-C is passed on to them from here.
 """
 
 from __future__ import annotations
@@ -109,25 +112,34 @@ def _merge(
     merged = merge(results)
     seconds = max(o.record.seconds for o in outcomes)
     states = [o.state for o in outcomes]
+    limit = merged.coverage_limit
+    assert limit is not None
     if merged.winner is not None:
         win = outcomes[merged.winner]
-        distinct, orderings = merged_coverage(states, merged.schedules_run, win.state)
+        distinct, orderings = merged_coverage(states, limit, win.state)
         rec = replace(
             win.record,
             shard=None,
             seconds=seconds,
+            # a split exhaustive search's slice counts its own runs; the merge knows
+            # the single-process number (racecheck.sharding_tree)
+            schedules_run=merged.schedules_run,
             distinct_schedules=distinct,
             distinct_orderings=orderings,
         )
+        # the table shows the failure's text without its first line, the one with
+        # the slice's own count: the record carries the merged number
         return rec, Rendered(win.rendered or "", win.strategy), None
     first = outcomes[0].record
-    distinct, orderings = merged_coverage(states, merged.schedules_run, None)
+    distinct, orderings = merged_coverage(states, limit, None)
     warnings = list(dict.fromkeys(w for o in outcomes for w in o.record.warnings))
     rec = replace(
         first,
         shard=None,
         seconds=seconds,
         schedules_run=merged.schedules_run,
+        # shard 1 says it for a sequential search it ran whole; a split one, the merge
+        exhausted=first.exhausted or bool(merged.exhausted),
         distinct_schedules=distinct,
         distinct_orderings=orderings,
         warnings=warnings,
@@ -146,10 +158,15 @@ def outcomes(
     import multiprocessing
 
     from racecheck import cli
+    from racecheck.worker_session import interrupt, own_session
 
     db = cli._failure_db(layers)
     board = tempfile.mkdtemp(prefix="racecheck-run-")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    pool = ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=own_session,
+    )
     try:
         planned: list[tuple[Selection, str, list[Future[SliceOutcome]] | None]] = []
         for sel in selections:
@@ -175,6 +192,11 @@ def outcomes(
             if failure is not None and db is not None and rec.schedule:
                 db.failed(sel.scenario.label(variant), rec.schedule)
             yield rec, failure, error, False
+    except (KeyboardInterrupt, GeneratorExit):
+        # The workers left the terminal's session: Ctrl-C (or the caller giving up
+        # on the rest) reaches them from here, or shutdown would wait for them.
+        interrupt(list(getattr(pool, "_processes", None) or ()))
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(board, ignore_errors=True)

@@ -23,6 +23,12 @@ the slices' JSON reports are merged with ``racecheck report merge``.
 Shard items do not use the failure database: each shard would save the token
 of its own first failure, and the next run would replay a failure that is not
 the first one.
+
+With ``--racecheck-shards``, each local xdist worker starts a session of its
+own (:mod:`racecheck.worker_session`): under Linux's autogroup scheduling the
+workers of one session share one CPU share whenever anything else is busy,
+and the shards would give no wall-clock speed-up. The controller passes
+Ctrl-C on to them, since the terminal no longer does.
 """
 
 from __future__ import annotations
@@ -88,6 +94,10 @@ def configure(config: pytest.Config) -> None:
             )
     if shards is not None or one is not None:
         config.pluginmanager.register(ShardsPlugin(config), "racecheck-shards")
+    if shards is not None and hasattr(config, "workerinput"):
+        from racecheck.worker_session import own_session
+
+        own_session()
 
 
 def shard_count(config: pytest.Config) -> int:
@@ -157,12 +167,33 @@ class ShardsPlugin:
         #: group node id -> shard index -> what its report said
         self.arrived: dict[str, dict[int, dict[str, Any]]] = {}
         self.summaries: list[str] = []
+        #: local workers, which left the terminal's session (racecheck.worker_session)
+        self.worker_pids: list[int] = []
 
     # ------------------------------------------------------------ workers
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[_BOARD_INPUT] = self.board_dir
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodeready(self, node: Any) -> None:
+        gateway = getattr(node, "gateway", None)
+        spec = getattr(gateway, "spec", None)
+        if gateway is None or not getattr(spec, "popen", False) or getattr(spec, "via", None):
+            return  # a remote worker is not this machine's process
+        try:
+            # xdist asked for it when it set the worker up: cached, no round trip
+            self.worker_pids.append(int(gateway._rinfo().pid))
+        except Exception:  # an execnet without it: Ctrl-C waits for xdist's teardown
+            pass
+
+    def pytest_keyboard_interrupt(self) -> None:
+        if self.config.getoption("racecheck_shards", None) is not None:
+            from racecheck.worker_session import interrupt, wanted
+
+            if wanted():
+                interrupt(self.worker_pids)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(
@@ -288,11 +319,12 @@ class ShardsPlugin:
         if isinstance(record, dict):
             record["scenario"] = group
             record.pop("shard", None)  # the whole test now, not one slice of it
+            # a split exhaustive search's slice counts its own runs (racecheck.sharding_tree)
+            record["schedules_run"] = merged.schedules_run
             if merged.winner is None:
                 # A passing test's record carries coverage (a failing one's does not).
                 record["distinct_schedules"], record["distinct_orderings"] = distinct, orderings
-                record["schedules_run"] = merged.schedules_run
-                record["exhausted"] = merged.ended
+                record["exhausted"] = bool(merged.exhausted)
         self.summaries.append(f"{group}: {line}")
 
     @staticmethod
@@ -340,7 +372,7 @@ def _coverage(
         states.append(state)
     if merged.winner is not None:
         winner = states[merged.winner]
-    return merged_coverage(states, merged.schedules_run, winner)
+    return merged_coverage(states, merged.coverage_limit, winner)
 
 
 def _of(arrival: dict[str, Any]) -> dict[str, Any] | None:

@@ -15,12 +15,17 @@ is that schedule ``k`` of a seeded strategy is a pure function of (seed, k):
   All of its numbers therefore belong to shard 1, and the sampling members'
   numbers are dealt to whichever shard has the fewest so far, so every prefix
   of the sequence is spread evenly over the shards;
-* exhaustive (alone) and hypothesis are sequential searches: shard 1 runs them
-  whole and the other shards run nothing. The result is the same for any
-  shard count; only the speed-up is missing. Splitting the search by subtrees
-  would keep its failure but not its schedule number: the number of a
+* exhaustive (alone) is split by schedule prefix into subtrees dealt to the
+  shards (:mod:`racecheck.sharding_tree`). The single-process number of a
   schedule in one shard's subtree depends on the sizes of the other shards'
-  subtrees before it, which no shard knows until they have all run.
+  subtrees before it, which no shard knows until they have all run, so such a
+  shard numbers its runs by keys (level, subtree, position) whose order is the
+  single process's, and the merge turns the winning key into its number;
+* DPOR and hypothesis are sequential searches that are not split: shard 1 runs
+  them whole and the other shards run nothing. DPOR's backtrack points come
+  from the accesses of the schedules before, so no split fixed in advance is
+  the same search. The result is the same for any shard count; only the
+  speed-up is missing.
 
 All of this assumes a deterministic target, as replay does. On one that is
 not, the portfolio's systematic member drops out in shard 1 alone, and from
@@ -170,6 +175,8 @@ class SliceState:
     first_ordering: dict[Any, int] = field(default_factory=dict)
     #: the exploration's coverage tally, which goes on past the loop (shrinking)
     orderings: set[Any] | None = None
+    #: a split exhaustive search: what the merge needs (racecheck.sharding_tree.TreeState)
+    tree: Any = None
 
     def coverage_data(self) -> dict[str, Any]:
         """:attr:`first_schedule`, :attr:`first_ordering` and :attr:`orderings` as plain lists."""
@@ -186,7 +193,7 @@ class SliceState:
         self.orderings = {tuple(o) for o in data.get("after", ())}
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "index": self.shard.index,
             "count": self.shard.count,
             "ran": self.ran,
@@ -196,6 +203,9 @@ class SliceState:
             "budget": self.budget,
             "plan": self.plan,
         }
+        if self.tree is not None:
+            out["tree"] = self.tree.to_dict()
+        return out
 
 
 def slice_state(value: object) -> SliceState:
@@ -214,6 +224,7 @@ class Plan:
         self._loads = [0] * shard.count
         self._next = 1
         self._owners: dict[int, int] = {}
+        from racecheck.strategies.exhaustive import ExhaustiveChooser
         from racecheck.strategies.pct import PCTChooser
         from racecheck.strategies.portfolio import PortfolioChooser
         from racecheck.strategies.random import RandomChooser
@@ -225,6 +236,9 @@ class Plan:
             self.kind = "auto"
         elif isinstance(chooser, (RandomChooser, PCTChooser)):
             self.kind = "interleaved"
+        elif type(chooser) is ExhaustiveChooser:
+            # split by schedule prefix, numbered by keys (racecheck.sharding_tree)
+            self.kind = "subtrees"
         else:
             # A sequential search (exhaustive, and any strategy not known to
             # number its schedules independently): each schedule follows from
@@ -266,6 +280,13 @@ def explore_slice(
     state.plan, state.budget = plan.kind, schedules
     if plan.kind == "shard 1 only" and state.shard.index != 1:
         return idle_report(state, chooser.name, settings.backend.name)
+    if plan.kind == "subtrees":
+        from racecheck.sharding_tree import explore_subtrees
+        from racecheck.strategies.exhaustive import ExhaustiveChooser
+
+        assert isinstance(chooser, ExhaustiveChooser)
+        outcome: Report | Found = explore_subtrees(session, chooser, schedules, state, _found)
+        return outcome
     board = state.board
     state.orderings = session.coverage.orderings
     number = 0
@@ -378,6 +399,13 @@ def idle_report(state: SliceState, strategy: str, backend: str) -> Report:
         notes=[
             f"shard {state.shard}: {strategy} is a sequential search; shard 1 runs all of it"
             " and this shard runs nothing"
+            + (
+                # source-DPOR finds its backtrack points as it runs: no prefix
+                # split fixed in advance is the same search, so none is claimed
+                " (DPOR's backtrack points are found as it runs, so it is not split)"
+                if strategy == "dpor"
+                else ""
+            )
         ],
     )
 
@@ -398,12 +426,14 @@ class ShardResult:
     ended_at: int | None = None
     stopped: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: a split exhaustive search's subtree sizes and failure key (racecheck.sharding_tree)
+    tree: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], failure: int | None) -> ShardResult:
         try:
             shard = Shard(int(data["index"]), int(data["count"]))
-            return cls(
+            result = cls(
                 shard=shard,
                 ran=int(data.get("ran", 0)),
                 covered=int(data.get("covered", 0)),
@@ -414,6 +444,9 @@ class ShardResult:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"malformed shard entry {data!r}: {exc}") from None
+        if isinstance(data.get("tree"), dict):
+            result.tree = data["tree"]
+        return result
 
 
 @dataclass
@@ -427,6 +460,17 @@ class Merged:
     #: schedules the shards ran in all (schedule 1 counted once)
     total_ran: int
     ended: bool
+    #: the whole search ran and nothing was out of sight (None: as ``ended``)
+    exhausted: bool | None = None
+    #: the coverage tally counts runs numbered up to this (None: up to ``schedules_run``);
+    #: a split exhaustive search numbers its coverage by keys (racecheck.sharding_tree)
+    coverage_limit: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.exhausted is None:
+            self.exhausted = self.ended
+        if self.coverage_limit is None:
+            self.coverage_limit = self.schedules_run
 
 
 def merge(results: Sequence[ShardResult]) -> Merged:
@@ -450,6 +494,12 @@ def merge(results: Sequence[ShardResult]) -> Merged:
             f"missing shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} of {count}:"
             " the first failure cannot be known without every slice"
         )
+    if any(r.tree is not None for r in results):
+        from dataclasses import asdict
+
+        from racecheck.sharding_tree import merge_tree
+
+        return Merged(**asdict(merge_tree(list(results))))
     ends = [r.ended_at for r in results if r.ended_at is not None]
     end = min(ends) if ends else None
     failing = [

@@ -14,6 +14,13 @@ serial run's CPU time by the largest CPU time of one shard (the critical
 path): that is the speed-up K idle cores give, and it does not move with the
 load. Both runs must report the same schedule number and token; the bench
 says so. Nothing here is asserted by a test.
+
+Every process (the serial one too) starts a session of its own unless
+``--session inherit`` is given (:mod:`racecheck.worker_session`): with
+Linux's autogroup scheduling, processes of one session share one CPU share
+when anything else is busy, which hides the speed-up the shards give.
+``--strategy exhaustive`` times the exhaustive search split by subtrees
+(:mod:`racecheck.sharding_tree`) instead of the default portfolio.
 """
 
 from __future__ import annotations
@@ -45,11 +52,13 @@ async def rare_interleaving() -> None:
     assert not "".join(log).startswith(PATTERN), "".join(log)
 
 
-def _explore(schedules: int, shard: str | None, board: str | None) -> dict[str, Any]:
+def _explore(
+    schedules: int, shard: str | None, board: str | None, strategy: str = "auto"
+) -> dict[str, Any]:
     from racecheck.sharding import Board, SliceState, parse_shard
 
     os.environ.setdefault("RACECHECK_DB", "none")
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"strategy": strategy}
     state = None
     if shard is not None:
         state = SliceState(parse_shard(shard), None if board is None else Board(board, "bench"))
@@ -63,33 +72,50 @@ def _explore(schedules: int, shard: str | None, board: str | None) -> dict[str, 
     out["cpu"] = time.process_time() - cpu
     out["wall"] = time.perf_counter() - wall
     out["ran"] = state.ran if state is not None else out["failure"]
+    out["result"] = None if state is None else state.to_dict()
     return out
 
 
-def measure(shards: int, schedules: int) -> dict[str, Any]:
+def _start(own: bool) -> None:
+    if own:
+        from racecheck.worker_session import own_session
+
+        own_session()
+
+
+def measure(
+    shards: int, schedules: int, strategy: str = "auto", own: bool = True
+) -> dict[str, Any]:
+    from racecheck.sharding import ShardResult, merge
+
     context = multiprocessing.get_context("spawn")
-    with context.Pool(1) as pool:  # the serial run also in a fresh process: same imports
+    # the serial run also in a fresh process: same imports, same session rule
+    with context.Pool(1, initializer=_start, initargs=(own,)) as pool:
         start = time.perf_counter()
-        serial = pool.apply(_explore, (schedules, None, None))
+        serial = pool.apply(_explore, (schedules, None, None, strategy))
         serial["elapsed"] = time.perf_counter() - start
     board = tempfile.mkdtemp(prefix="racecheck-bench-")
     try:
-        with context.Pool(shards) as pool:
+        with context.Pool(shards, initializer=_start, initargs=(own,)) as pool:
             start = time.perf_counter()
             parts = pool.starmap(
-                _explore, [(schedules, f"{i}/{shards}", board) for i in range(1, shards + 1)]
+                _explore,
+                [(schedules, f"{i}/{shards}", board, strategy) for i in range(1, shards + 1)],
             )
             elapsed = time.perf_counter() - start
     finally:
         shutil.rmtree(board, ignore_errors=True)
-    found = [p for p in parts if p["failure"] is not None]
-    first = min(found, key=lambda p: p["failure"]) if found else None
+    merged = merge([ShardResult.from_dict(p["result"], p["failure"]) for p in parts])
+    first = None if merged.winner is None else parts[merged.winner]
     return {
         "serial": serial,
         "parts": parts,
         "elapsed": elapsed,
-        "same": first is not None
-        and (first["failure"], first["token"]) == (serial["failure"], serial["token"]),
+        "same": (first is None and serial["failure"] is None)
+        or (
+            first is not None
+            and (merged.schedules_run, first["token"]) == (serial["failure"], serial["token"])
+        ),
         "wall_ratio": serial["elapsed"] / elapsed,
         "cpu_ratio": serial["cpu"] / max(p["cpu"] for p in parts),
     }
@@ -99,12 +125,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m racecheck.bench.shards")
     parser.add_argument("--shards", type=int, default=2)
     parser.add_argument("--schedules", type=int, default=100_000)
+    parser.add_argument(
+        "--strategy", choices=["auto", "random", "pct", "exhaustive"], default="auto"
+    )
+    parser.add_argument(
+        "--session",
+        choices=["own", "inherit"],
+        default="own",
+        help="every process in a session of its own (default), or all in this one",
+    )
     args = parser.parse_args(argv)
     if args.shards < 1 or args.schedules < 1:
         parser.error("--shards and --schedules must be at least 1")
-    result = measure(args.shards, args.schedules)
+    before = os.getloadavg()[0]
+    result = measure(args.shards, args.schedules, args.strategy, args.session == "own")
     serial = result["serial"]
-    print(f"rare race ({PATTERN!r} first; auto strategy; load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"rare race ({PATTERN!r} first; {args.strategy} strategy; sessions: {args.session};"
+        f" load average {before:.1f} before, {os.getloadavg()[0]:.1f} after)"
+    )
     print(
         f"  serial     : failure at schedule {serial['failure']},"
         f" wall {serial['elapsed']:.2f} s, cpu {serial['cpu']:.2f} s"

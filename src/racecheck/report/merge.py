@@ -108,7 +108,12 @@ def merge_slices(paths: Sequence[str | Path]) -> list[tuple[RunRecord, Merged | 
         seconds = max(float(d.get("seconds", 0.0)) for d in slices)
         if merged.winner is not None:
             record = replace(
-                _record(slices[merged.winner]), seconds=seconds, distinct_schedules=distinct
+                _record(slices[merged.winner]),
+                # a split exhaustive search's slice counts its own runs; the merge
+                # knows the single-process number (racecheck.sharding_tree)
+                schedules_run=merged.schedules_run,
+                seconds=seconds,
+                distinct_schedules=distinct,
             )
         else:
             first = _record(slices[0])
@@ -116,7 +121,7 @@ def merge_slices(paths: Sequence[str | Path]) -> list[tuple[RunRecord, Merged | 
             record = replace(
                 first,
                 schedules_run=merged.schedules_run,
-                exhausted=merged.ended or any(bool(d.get("exhausted")) for d in slices),
+                exhausted=bool(merged.exhausted) or any(bool(d.get("exhausted")) for d in slices),
                 seconds=seconds,
                 distinct_schedules=distinct,
                 warnings=warnings,

@@ -73,16 +73,32 @@ class ExhaustiveChooser(BaseChooser):
         return 0
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
+        if self.bump(decisions) < 0:
+            self.next_level()
+
+    def bump(self, decisions: Sequence[Decision], below: int | None = None) -> int:
+        """Make the next prefix from the deepest decision that can take its next choice.
+
+        Only decisions before index ``below`` are considered when it is given:
+        a shard that does not own the subtree under the first ``below``
+        decisions steps over it (racecheck.sharding_tree). Returns the index
+        of the bumped decision, or -1 when none can be: the level is over.
+        """
         used = [0] * (len(decisions) + 1)
         for i, (_, choice) in enumerate(decisions):
             used[i + 1] = used[i] + (1 if choice else 0)
-        for i in range(len(decisions) - 1, -1, -1):
+        top = len(decisions) if below is None else min(below, len(decisions))
+        for i in range(top - 1, -1, -1):
             n, choice = decisions[i]
             if choice + 1 < n:
                 if used[i] + 1 <= self.preemption_bound:
                     self._prefix = [*decisions[:i], (n, choice + 1)]
-                    return
+                    return i
                 self._pruned = True
+        return -1
+
+    def next_level(self) -> None:
+        """The level's search is over: go one deeper if the bound cut something, else stop."""
         if self.limit is None and self._pruned:
             # The level is complete but the bound cut something: go one deeper.
             # Its DFS runs the shallower schedules again, a cost bounded by
@@ -99,6 +115,11 @@ class ExhaustiveChooser(BaseChooser):
     @property
     def exhausted(self) -> bool:
         return self._done
+
+    @property
+    def pruned(self) -> bool:
+        """The bound cut an alternative at the current level (so far)."""
+        return self._pruned
 
     @property
     def complete(self) -> bool:
