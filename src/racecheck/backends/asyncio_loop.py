@@ -235,14 +235,14 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             for position, handle in enumerate(ready):
                 if handle._cancelled:
                     continue
-                task = getattr(handle._callback, "__self__", None)
-                if not isinstance(task, _Task):
+                other = getattr(handle._callback, "__self__", None)
+                if not isinstance(other, _Task):
                     continue
-                actor = actor_of.get(id(task))
+                actor = actor_of.get(id(other))
                 if actor is None:
                     # First sight: hashing it here assigns its serial at the same
                     # point of the run as it always did.
-                    actor = actor_of[id(task)] = self._rc_ids[task] = self._rc_next_id()
+                    actor = actor_of[id(other)] = self._rc_ids[other] = self._rc_next_id()
                 elif actor in ids:  # a second handle of the same task
                     continue
                 positions.append(position)
