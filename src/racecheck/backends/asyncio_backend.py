@@ -28,6 +28,7 @@ from racecheck.backends.asyncio_loop import (
     StandaloneHost,
     new_loop,
 )
+from racecheck.detect.stepmon import release as release_step_monitor
 from racecheck.engine import Controller, Failure, RunAborted
 from racecheck.errors import UsageError
 
@@ -55,6 +56,7 @@ class AsyncioBackend:
         self._loop: ControlledLoop | None = None
 
     def uninstall(self) -> None:
+        release_step_monitor()  # the detector's sys.monitoring tool (3.12+), if a step took it
         loop, self._loop = getattr(self, "_loop", None), None
         # Still running: the supervisor gave up on a stuck explorer, whose
         # run_once closes the loop if it ever unwinds (it is no longer ours).

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from racecheck.backends.asyncio_waits import record_task_step
-from racecheck.detect import detecting
+from racecheck.detect.stepmon import step_feed
 from racecheck.engine import Controller, Failure, RunAborted
 from racecheck.linetrace import collecting_accesses
 from racecheck.recorder import task_label
@@ -267,7 +267,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         if actor not in detector.names:
             detector.names[actor] = task_label(task, actor)
         detector.begin_task_step(actor, handle)
-        with detecting(detector, actor, actor):
+        with step_feed(detector, actor, actor, recorded=controller.recorder is not None):
             self._rc_observe_step(actor, task, handle, choice != 0)
 
     def _rc_observe_step(
