@@ -104,6 +104,13 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         #: the engine's decide, when the host adds nothing to it (one Python call less a step)
         self._rc_decide = host.controller.decide if type(host) is StandaloneHost else None
         controller = host.controller
+        #: the detector's stamp on each scheduled handle (DetectingLoop): straight
+        #: to this run's detector when the host adds nothing to it
+        self._rc_stamp = (
+            controller.detector.stamp
+            if controller.detector is not None and type(host) is StandaloneHost
+            else host.detect_scheduled
+        )
         #: task steps run with nothing watching them: set per run, read per step
         self._rc_unobserved = not host.records_steps or (
             controller.detector is None
@@ -350,7 +357,7 @@ class DetectingLoop(ControlledLoop):
     def _call_soon(self, callback: Any, args: Any, context: Any) -> Any:
         handle = super()._call_soon(callback, args, context)  # type: ignore[misc]
         if self._rc_controller.detector is not None:
-            self._rc_host.detect_scheduled(handle)
+            self._rc_stamp(handle)
         return handle
 
     def call_at(  # type: ignore[override]
