@@ -235,10 +235,11 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             # task is alive in _rc_ids while the loop runs, so ids are not
             # reused), which keeps their __hash__ (a creation serial user code
             # may observe through set order) out of the scan; a task's second
-            # handle is caught by its actor number (a few candidates: a list
-            # search costs less than a set).
+            # handle is caught by its actor number (in a set: a list search
+            # made a decision quadratic in the ready tasks).
             positions: list[int] = []
             ids = []
+            seen: set[int] = set()
             for position, handle in enumerate(ready):
                 if handle._cancelled:
                     continue
@@ -250,8 +251,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                     # First sight: hashing it here assigns its serial at the same
                     # point of the run as it always did.
                     actor = actor_of[id(other)] = self._rc_ids[other] = self._rc_next_id()
-                elif actor in ids:  # a second handle of the same task
+                elif actor in seen:  # a second handle of the same task
                     continue
+                seen.add(actor)
                 positions.append(position)
                 ids.append(actor)
             choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
