@@ -28,6 +28,7 @@ from racecheck.backends.asyncio_loop import (
     StandaloneHost,
     new_loop,
 )
+from racecheck.detect.stepmon import release as release_step_monitor
 from racecheck.engine import Controller, Failure, RunAborted
 from racecheck.errors import UsageError
 
@@ -77,6 +78,7 @@ class AsyncioBackend:
         self._loop: ControlledLoop | None = None
 
     def uninstall(self) -> None:
+        release_step_monitor()  # the detector's sys.monitoring tool (3.12+), if a step took it
         loop, self._loop = getattr(self, "_loop", None), None
         # The supervisor gives up on a stalled run before it uninstalls: remember where.
         self._stalled_in_work |= loop is not None and loop._rc_in_executor_work

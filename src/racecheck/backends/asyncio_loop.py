@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from racecheck.backends.asyncio_waits import record_task_step
-from racecheck.detect import detecting
+from racecheck.detect.stepmon import step_feed
 from racecheck.engine import Controller, Failure, RunAborted
 from racecheck.linetrace import collecting_accesses
 from racecheck.recorder import task_label
@@ -105,6 +105,20 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._rc_records_steps = host.records_steps
         #: the engine's decide, when the host adds nothing to it (one Python call less a step)
         self._rc_decide = host.controller.decide if type(host) is StandaloneHost else None
+        controller = host.controller
+        #: the detector's stamp on each scheduled handle (DetectingLoop): straight
+        #: to this run's detector when the host adds nothing to it
+        self._rc_stamp = (
+            controller.detector.stamp
+            if controller.detector is not None and type(host) is StandaloneHost
+            else host.detect_scheduled
+        )
+        #: task steps run with nothing watching them: set per run, read per step
+        self._rc_unobserved = not host.records_steps or (
+            controller.detector is None
+            and controller.recorder is None
+            and controller.accesses is None
+        )
         self._rc_ids.clear()
         self._rc_actor_of.clear()
         self._rc_next_id = host_next_id(host)
@@ -130,19 +144,24 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def _rc_reusable(self) -> bool:
         """May the next run use this loop? Only if the last one left nothing on it
-        that :meth:`_rc_rebind` and :meth:`_rc_forget` do not reset."""
+        that :meth:`_rc_rebind` and :meth:`_rc_forget` do not reset.
+
+        Asked twice a schedule, so it reads the loop's fields rather than
+        calling its accessors (``is_closed``, ``get_debug``...): the same
+        answers, for a quarter of the cost.
+        """
         return (
-            not self.is_closed()
-            and not self.is_running()
+            not self._closed  # type: ignore[attr-defined]
+            and self._thread_id is None  # type: ignore[attr-defined]  # not running
             and not self._stopping
             and self._rc_wakeups == 0
             and self._exception_handler is _record_callback_error  # type: ignore[attr-defined]
-            and self.get_task_factory() is None
-            and self.get_debug() == self._rc_debug
+            and self._task_factory is None  # type: ignore[attr-defined]
+            and self._debug == self._rc_debug  # type: ignore[attr-defined]
             and not self._asyncgens  # type: ignore[attr-defined]
             and not self._asyncgens_shutdown_called  # type: ignore[attr-defined]
             and self._default_executor is None  # type: ignore[attr-defined]
-            and not getattr(self, "_executor_shutdown_called", False)
+            and not self._executor_shutdown_called  # type: ignore[attr-defined]
             and not getattr(self, "_signal_handlers", None)
             and len(self._selector.get_map()) <= 1
             and not self._rc_tasks_left
@@ -162,7 +181,12 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         if self.get_task_factory() is not None:  # the user's factory wins (eager tasks...)
             return super().create_task(coro, name=name, context=context)
         self._check_closed()
-        task = RacecheckTask(coro, loop=self, name=name, context=context)
+        # The serial is the task's hash, taken by asyncio's task registry
+        # inside Task.__init__ anyway: given up front, the first hash does not
+        # go through __hash__'s AttributeError.
+        task = RacecheckTask.__new__(RacecheckTask)
+        task._rc_hash = self._rc_task_serial()
+        task.__init__(coro, loop=self, name=name, context=context)  # type: ignore[misc]
         if task._source_traceback:  # type: ignore[attr-defined]
             del task._source_traceback[-1]  # type: ignore[attr-defined]
         return task
@@ -179,7 +203,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     def _run_once(self) -> None:
         ready = self._ready
         scheduled = self._scheduled
-        if scheduled and scheduled[0]._when <= self._rc_controller.now:
+        controller = self._rc_controller
+        if scheduled and scheduled[0]._when <= controller.now:
             self._rc_move_due_timers()
         while ready and ready[0]._cancelled:
             ready.popleft()
@@ -192,62 +217,78 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             # A plain callback (a future's done-callback, call_soon, a timer):
             # not an actor, runs in FIFO order.
             ready.popleft()
-            self._rc_controller.tick()
-            if self._rc_controller.detector is not None:
+            controller.tick()
+            if controller.detector is not None:
                 self._rc_host.detect_callback(self, head)
             head._run()
             return
-        # One pass over the ready queue, constant work per handle: the
-        # candidates are the distinct ready tasks in queue order. Tasks are
-        # told apart by id() (every task is alive in _rc_ids while the loop
-        # runs, so ids are not reused), which keeps their __hash__ (a creation
-        # serial user code may observe through set order) out of the scan.
-        tasks: list[asyncio.Task[Any]] = []
-        positions: list[int] = []
-        ids: list[int] = []
-        seen: set[int] = set()
         actor_of = self._rc_actor_of
-        for position, handle in enumerate(ready):
-            if handle._cancelled:
-                continue
-            task = getattr(handle._callback, "__self__", None)
-            if not isinstance(task, _Task):
-                continue
-            key = id(task)
-            if key in seen:
-                continue
-            seen.add(key)
+        decide = self._rc_decide
+        if len(ready) == 1:
+            # The head alone is ready (the most common case): one candidate, no scan.
+            key = id(owner)
             actor = actor_of.get(key)
             if actor is None:
-                # First sight: hashing it here assigns its serial at the same
-                # point of the run as it always did.
-                actor = actor_of[key] = self._rc_ids[task] = self._rc_next_id()
-            tasks.append(task)
-            positions.append(position)
-            ids.append(actor)
-        decide = self._rc_decide
-        choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
-        # Nothing is removed before the choice: a chooser that raises leaves
-        # the ready queue exactly as it was.
-        position = positions[choice]
-        handle = ready[position]
-        del ready[position]
-        if not self._rc_records_steps:
-            handle._run()  # a thread's loop: the thread's tracer watches the step
+                actor = actor_of[key] = self._rc_ids[owner] = self._rc_next_id()
+            ids = [actor]
+            choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
+            handle = head
+            task = owner
+            ready.popleft()  # after the choice: a chooser that raises leaves the queue as it was
+        else:
+            # One pass over the ready queue: the candidates are the distinct
+            # ready tasks in queue order. Tasks are told apart by id() (every
+            # task is alive in _rc_ids while the loop runs, so ids are not
+            # reused), which keeps their __hash__ (a creation serial user code
+            # may observe through set order) out of the scan; a task's second
+            # handle is caught by its actor number (in a set: a list search
+            # made a decision quadratic in the ready tasks).
+            positions: list[int] = []
+            ids = []
+            seen: set[int] = set()
+            for position, handle in enumerate(ready):
+                if handle._cancelled:
+                    continue
+                other = getattr(handle._callback, "__self__", None)
+                if not isinstance(other, _Task):
+                    continue
+                actor = actor_of.get(id(other))
+                if actor is None:
+                    # First sight: hashing it here assigns its serial at the same
+                    # point of the run as it always did.
+                    actor = actor_of[id(other)] = self._rc_ids[other] = self._rc_next_id()
+                elif actor in seen:  # a second handle of the same task
+                    continue
+                seen.add(actor)
+                positions.append(position)
+                ids.append(actor)
+            choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
+            # Nothing is removed before the choice: a chooser that raises leaves
+            # the ready queue exactly as it was.
+            position = positions[choice]
+            handle = ready[position]
+            del ready[position]
+            task = handle._callback.__self__
+        if self._rc_unobserved:
+            # Exploring (nothing to watch: the hot path), or a thread's loop
+            # (the thread's tracer watches the step).
+            handle._run()
             return
-        controller = self._rc_controller
         detector = controller.detector
-        if detector is None and controller.recorder is None and controller.accesses is None:
-            handle._run()  # exploring: nothing to watch, the hot path
-            return
-        actor, task = ids[choice], tasks[choice]
+        actor = ids[choice]
         if detector is None or controller.aborting:
             self._rc_observe_step(actor, task, handle, choice != 0)
             return
         if actor not in detector.names:
             detector.names[actor] = task_label(task, actor)
         detector.begin_task_step(actor, handle)
-        with detecting(detector, actor, actor):
+        if controller.recorder is None and controller.accesses is None:
+            # what _rc_observe_step would do, without one more call inside the
+            # step (on 3.11 each is a traced call event)
+            with step_feed(detector, actor, actor):
+                handle._run()
+            return
+        with step_feed(detector, actor, actor, recorded=controller.recorder is not None):
             self._rc_observe_step(actor, task, handle, choice != 0)
 
     def _rc_observe_step(
@@ -337,7 +378,7 @@ class DetectingLoop(ControlledLoop):
     def _call_soon(self, callback: Any, args: Any, context: Any) -> Any:
         handle = super()._call_soon(callback, args, context)  # type: ignore[misc]
         if self._rc_controller.detector is not None:
-            self._rc_host.detect_scheduled(handle)
+            self._rc_stamp(handle)
         return handle
 
     def call_at(  # type: ignore[override]

@@ -15,7 +15,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from racecheck.detect.detector import Access, Detector, Finding, RaceDetected
-from racecheck.detect.operands import detect_lines
+from racecheck.detect.operands import detect_lines, recipes
 from racecheck.linetrace import chain_call
 from racecheck.sources import is_user_file
 
@@ -145,28 +145,36 @@ class _StepFeed:
         if hot is None:
             return prev_local
         frame.f_trace_opcodes = frame.f_lineno in hot
-        return _FrameFeed(self, code, hot, prev_local)
+        return _FrameFeed(self, code, hot, recipes(code), prev_local)
 
 
 class _FrameFeed:
     """The local trace function of one user frame during a task step."""
 
-    __slots__ = ("code", "feed", "hot", "inner")
+    __slots__ = ("code", "feed", "hot", "inner", "table")
     #: the recorder's line collector forwards opcode events to a chained detector
     wants_opcodes = True
 
     def __init__(
-        self, feed: _StepFeed, code: Any, hot: frozenset[int], inner: TraceFn | None
+        self,
+        feed: _StepFeed,
+        code: Any,
+        hot: frozenset[int],
+        table: dict[int, Any],
+        inner: TraceFn | None,
     ) -> None:
         self.feed = feed
         self.code = code
         self.hot = hot
+        #: the code's access recipes: most instructions of a hot line have none,
+        #: and the detector would only look that up and return
+        self.table = table
         self.inner = inner
 
     def __call__(self, frame: FrameType, event: Any, arg: Any) -> Any:
         if event == "opcode":
             feed = self.feed
-            if feed.active:
+            if feed.active and frame.f_lasti in self.table:
                 feed.on_instruction(frame, self.code, frame.f_lasti, feed.actor, feed.hb)
         elif event == "line":
             # opcode events only on lines that hold an access: the rest is free

@@ -18,16 +18,32 @@ class RandomChooser(BaseChooser):
 
     def __init__(self, seed: int = 0) -> None:
         self._seed = seed
-        self._rng = _random.Random(seed)
+        self._run = 0
+        self._rng: _random.Random | None = _random.Random(seed)
         self._natural = False
 
     def begin(self, run: int) -> None:
         # One stream per schedule, derived from (seed, run): schedule N is the
         # same whatever happened in schedules 1..N-1 (xdist workers agree).
-        self._rng = _random.Random((self._seed << 32) ^ run)
+        # Seeded at the schedule's first real choice: seeding a Mersenne
+        # Twister costs about as much as a small asyncio schedule, and a
+        # schedule that never chooses (the natural first one, a run with one
+        # actor ready at a time) need not pay it.
+        self._run = run
+        self._rng = None
         self._natural = run == 1
 
     def choose(self, candidates: Sequence[int], step: int) -> int:
         if self._natural:
             return 0
-        return self._rng.randrange(len(candidates))
+        rng = self._rng
+        if rng is None:
+            rng = self._rng = _random.Random((self._seed << 32) ^ self._run)
+        # rng.randrange(n), written out (the same draws: Random._randbelow
+        # with getrandbits), without its argument checks
+        n = len(candidates)
+        k = n.bit_length()
+        r = rng.getrandbits(k)
+        while r >= n:
+            r = rng.getrandbits(k)
+        return r

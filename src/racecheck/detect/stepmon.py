@@ -1,0 +1,191 @@
+"""Python 3.12+: asyncio task steps fed to the race detector through ``sys.monitoring``.
+
+:class:`racecheck.detect.detecting` installs a ``sys.settrace`` function for
+each task step. On 3.12+ that is the slow road: ``sys.settrace`` is itself
+built on instrumentation, every Python call inside the step (asyncio's own
+``call_soon``, racecheck's hooks) becomes a Python-level call event, and
+every instruction of a line that holds an access an opcode event; a
+detected run cost 20-27x an undetected one.
+
+Here the events come from ``sys.monitoring`` instead, with the same
+instructions reaching :meth:`Detector.on_instruction`:
+
+- ``PY_START``/``PY_RESUME`` see each code object once (then ``DISABLE``):
+  user code with accesses gets local ``INSTRUCTION`` events, nothing else
+  gets any event again;
+- an ``INSTRUCTION`` event at an offset without an access recipe is
+  ``DISABLE``d for good, so each remaining event is an access the detector
+  reads, the same set the 3.11 road hands over (the lines holding a recipe,
+  instruction by instruction, filtered by recipe);
+- events outside a task step (a plain callback, the loop's own code) or on
+  another thread are ignored, as the per-step trace function never saw them.
+
+The tool id is claimed at the first detected step of an exploration and
+freed when the backend uninstalls (:func:`release`), so nothing outlives the
+exploration. No tool id free: the caller falls back to ``sys.settrace``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from types import CodeType
+from typing import Any
+
+from racecheck.detect.detector import Detector
+from racecheck.detect.operands import detect_lines, recipes
+from racecheck.sources import is_user_file
+
+AVAILABLE = sys.version_info >= (3, 12)
+
+_UNSEEN: Any = object()
+_get_ident = threading.get_ident
+
+
+class StepMonitor:
+    """The process's one monitoring tool for detected task steps."""
+
+    def __init__(self) -> None:
+        self.tool: int | None = None
+        self.instrumented: set[CodeType] = set()
+        #: another sys.monitoring tool is active (coverage's sysmon core)
+        self.shared = False
+        self.failed = False
+        #: the exploration's per-code cache of lines holding an access (Detector.hot_lines)
+        self.hot_lines: dict[Any, frozenset[int] | None] = {}
+        # the step being fed: set by :class:`monitored_step`
+        self.detector: Detector | None = None
+        self.actor = 0
+        self.hb = 0
+        self.thread = 0
+
+    def claim(self) -> bool:
+        """Take a tool id for this exploration; False when none is free."""
+        if self.tool is not None:
+            return True
+        if self.failed:
+            return False
+        monitoring = sys.monitoring  # type: ignore[attr-defined]
+        self.shared = any(monitoring.get_tool(tool) is not None for tool in range(6))
+        for tool in (3, 4, 5, 2):
+            if monitoring.get_tool(tool) is None:
+                monitoring.use_tool_id(tool, "racecheck-detect")
+                break
+        else:
+            self.failed = True
+            return False
+        self.tool = tool
+        events = monitoring.events
+        monitoring.register_callback(tool, events.PY_START, self._on_start)
+        monitoring.register_callback(tool, events.PY_RESUME, self._on_start)
+        monitoring.register_callback(tool, events.INSTRUCTION, self._on_instruction)
+        monitoring.register_callback(tool, events.LINE, _on_line)
+        monitoring.set_events(tool, events.PY_START | events.PY_RESUME)
+        monitoring.restart_events()
+        return True
+
+    def release(self) -> None:
+        """Give the tool id back: the exploration is over."""
+        self.failed = False
+        self.detector = None
+        self.hot_lines = {}
+        tool, self.tool = self.tool, None
+        if tool is None:
+            return
+        monitoring = sys.monitoring  # type: ignore[attr-defined]
+        if monitoring.get_tool(tool) != "racecheck-detect":
+            self.instrumented.clear()  # freed and taken by another tool: not ours to clear
+            return
+        monitoring.set_events(tool, 0)
+        for code in self.instrumented:
+            monitoring.set_local_events(tool, code, 0)
+        self.instrumented.clear()
+        events = monitoring.events
+        for event in (events.PY_START, events.PY_RESUME, events.INSTRUCTION, events.LINE):
+            monitoring.register_callback(tool, event, None)
+        monitoring.free_tool_id(tool)
+
+    def _on_start(self, code: CodeType, offset: int) -> Any:
+        disable = sys.monitoring.DISABLE  # type: ignore[attr-defined]
+        if code in self.instrumented:
+            return disable
+        hot_lines = self.hot_lines
+        hot = hot_lines.get(code, _UNSEEN)
+        if hot is _UNSEEN:
+            # the cache the settrace road fills: the same answer for the same code
+            hot = hot_lines[code] = detect_lines(code) if is_user_file(code.co_filename) else None
+        if hot:
+            self.instrumented.add(code)
+            events = sys.monitoring.events  # type: ignore[attr-defined]
+            wanted = events.INSTRUCTION
+            if self.shared:
+                # CPython 3.12/3.13 lose a line's first INSTRUCTION event once when
+                # another tool's LINE callback DISABLEs it (see threads.tracer):
+                # a LINE event of our own keeps the line instrumented.
+                wanted |= events.LINE
+            assert self.tool is not None
+            sys.monitoring.set_local_events(self.tool, code, wanted)  # type: ignore[attr-defined]
+        return disable
+
+    def _on_instruction(self, code: CodeType, offset: int) -> Any:
+        if offset not in recipes(code):
+            return sys.monitoring.DISABLE  # type: ignore[attr-defined]
+        detector = self.detector
+        if detector is None or _get_ident() != self.thread:
+            return None  # between steps, or another thread: the trace function never saw it
+        detector.on_instruction(sys._getframe(1), code, offset, self.actor, self.hb)
+        return None
+
+
+def _on_line(code: CodeType, line: int) -> Any:
+    return None  # on only to keep lines instrumented (see StepMonitor._on_start)
+
+
+MONITOR = StepMonitor()
+
+
+class monitored_step:
+    """``with monitored_step(detector, actor, hb):`` the 3.12+ twin of ``detecting``."""
+
+    __slots__ = ("actor", "detector", "hb")
+
+    def __init__(self, detector: Detector, actor: int, hb: int = 0) -> None:
+        self.detector = detector
+        self.actor = actor
+        self.hb = hb
+
+    def __enter__(self) -> None:
+        if self.detector.access_log is not None:
+            self.detector.access_log.running(self.actor)
+        monitor = MONITOR
+        monitor.actor, monitor.hb, monitor.thread = self.actor, self.hb, _get_ident()
+        monitor.hot_lines = self.detector.hot_lines
+        monitor.detector = self.detector
+
+    def __exit__(self, *exc: object) -> None:
+        MONITOR.detector = None
+
+
+def step_feed(detector: Detector, actor: int, hb: int = 0, *, recorded: bool = False) -> Any:
+    """The context that feeds one task step to ``detector``: monitoring when it can.
+
+    Not while a ``sys.settrace`` function runs (the trace recorder's line
+    collector in a ``recorded`` step, coverage's or a debugger's tracer): on
+    CPython 3.12 the steps of a traced replay then saw no INSTRUCTION event
+    at all, so the detector found nothing in the replay of its own finding.
+    Those steps take the settrace road, as every step did before.
+    """
+    if AVAILABLE and not recorded and sys.gettrace() is None and MONITOR.claim():
+        return monitored_step(detector, actor, hb)
+    from racecheck.detect import detecting
+
+    return detecting(detector, actor, hb)
+
+
+def release() -> None:
+    """End of an exploration: free the monitoring tool, if a step claimed it."""
+    if AVAILABLE:
+        MONITOR.release()
+
+
+__all__ = ["AVAILABLE", "MONITOR", "monitored_step", "release", "step_feed"]
