@@ -234,7 +234,14 @@ class DPORChooser(BaseChooser):
         event.finalise(self._enabled[-1], enabled_now)
         node = self.path[len(self.events) - 1]
         node.done[event.actor] = event
-        asleep = {**node.sleep, **{a: e for a, e in node.done.items() if a != event.actor}}
+        asleep = {
+            **node.sleep,
+            **{
+                a: e
+                for a, e in node.done.items()
+                if a != event.actor and self.order.may_sleep(node, a)
+            },
+        }
         self._next_sleep = {
             actor: sleeper
             for actor, sleeper in asleep.items()
