@@ -376,7 +376,7 @@ class Session:
                 happens_before=self.settings.backend.name == "threads",
                 hot_lines=self.hot_lines,
             )
-        if getattr(chooser, "observes_accesses", False):
+        if _observes_this_schedule(chooser):
             _record_accesses(controller, self.hot_lines)
         chooser.begin(run)
         self.current = controller
@@ -794,6 +794,18 @@ SHRINK_STEP_LIMIT_UP_TO = 20_000
 
 def _worth_shrinking(failure: Failure, max_steps: int) -> bool:
     return failure.kind != "step-limit" or max_steps <= SHRINK_STEP_LIMIT_UP_TO
+
+
+def _observes_this_schedule(chooser: Chooser) -> bool:
+    """Does the schedule about to begin record its accesses?
+
+    A chooser that uses them on some schedules only (the portfolio: on its
+    DPOR member's) says so per schedule, so the others keep their speed.
+    """
+    per_schedule = getattr(chooser, "observes_next_schedule", None)
+    if per_schedule is not None:
+        return bool(per_schedule())
+    return bool(getattr(chooser, "observes_accesses", False))
 
 
 def _record_accesses(controller: Controller, hot_lines: dict[Any, Any]) -> None:

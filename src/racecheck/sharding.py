@@ -254,7 +254,7 @@ class Plan:
         while self._next <= number:  # deal in order: every shard agrees
             k = self._next
             assert self.portfolio is not None
-            if self.portfolio.slot_member(k) == "exhaustive":
+            if self.portfolio.slot_sequential(k):  # exhaustive, dpor: shard 1
                 who = 0
             else:
                 who = min(range(self.count), key=lambda i: (self._loads[i], i))

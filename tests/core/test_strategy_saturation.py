@@ -92,7 +92,12 @@ def test_portfolio_members_hand_their_turns_on_then_stop() -> None:
     runs = itertools.count()
 
     async def nondeterministic() -> None:
+        done: list[int] = []
+
         async def work() -> None:
+            # a shared write: DPOR has an alternative to replay, and then sees
+            # the target change under it (one task fewer or more)
+            done.append(1)
             await asyncio.sleep(0)
 
         await asyncio.gather(*[work() for _ in range(next(runs) % 2 + 2)])
@@ -103,6 +108,8 @@ def test_portfolio_members_hand_their_turns_on_then_stop() -> None:
     assert "its remaining turns went to the other members" in text
     assert "every sampling member has saturated: stopped early" in text
     assert "(saturated)" in text  # listed among the dropped members
+    assert "dpor (the target is not deterministic)" in text
+    assert not report.verified
 
 
 def test_the_access_fingerprint_ignores_the_order_of_reads_between_writes() -> None:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from racecheck.accesses import ACTOR, ANY, OPAQUE, ORDER_ONLY, STUTTER, Access
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
+from racecheck.strategies.dpor_order import SearchOrder
 from racecheck.strategies.exhaustive import NondeterminismError
 
 #: object (ordinal within a run, type name across runs) -> key -> written?
@@ -182,6 +183,10 @@ class DPORChooser(BaseChooser):
         self.beyond_bound = 0
         #: why some run may hold conflicts that were not seen (then never verified)
         self.blind: dict[str, None] = {}
+        #: which pending state each run starts from (see racecheck.strategies.dpor_order)
+        self.order = SearchOrder(on_finished=self._finished)
+        #: this run started off the depth-first order: past its prefix, the last actor goes on
+        self._persist = False
 
     # -- a run ---------------------------------------------------------------------------
     def begin(self, run: int) -> None:
@@ -207,6 +212,11 @@ class DPORChooser(BaseChooser):
         if not awake:
             self._blocked = True  # every continuation from here was explored already
             return 0
+        if self._persist and self.events:
+            last = self.events[-1].actor
+            for index in awake:
+                if candidates[index] == last:
+                    return index
         return awake[0]
 
     def observe(
@@ -250,7 +260,14 @@ class DPORChooser(BaseChooser):
         event.finalise(self._enabled[-1], enabled_now)
         node = self.path[len(self.events) - 1]
         node.done[event.actor] = event
-        asleep = {**node.sleep, **{a: e for a, e in node.done.items() if a != event.actor}}
+        asleep = {
+            **node.sleep,
+            **{
+                a: e
+                for a, e in node.done.items()
+                if a != event.actor and self.order.may_sleep(node, a)
+            },
+        }
         self._next_sleep = {
             actor: sleeper
             for actor, sleeper in asleep.items()
@@ -389,19 +406,18 @@ class DPORChooser(BaseChooser):
         # The analysed run may have ended before the path did (a redundant run):
         # deeper states belong to no run any more.
         del path[len(self.events) :]
-        while path:
-            node = path[-1]
-            todo = [
-                actor
-                for actor in node.enabled
-                if actor in node.backtrack and actor not in node.done and actor not in node.sleep
-            ]
-            if todo:
-                node.actor = todo[0]
-                return
-            self.pruned += len(node.enabled) - len(node.done)
-            path.pop()
-        self._done = True
+        found = self.order.next(path)
+        if found is None:
+            self.path = []
+            self._done = True
+            return
+        prefix, self._persist = found
+        self.path = [node for node in prefix if isinstance(node, _Node)]
+
+    def _finished(self, node: object) -> None:
+        """A state left the search: the alternatives never run there were pruned."""
+        assert isinstance(node, _Node)
+        self.pruned += len(node.enabled) - len(node.done)
 
     # -- what it covered -------------------------------------------------------------------
     def has_more(self) -> bool:

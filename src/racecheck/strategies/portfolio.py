@@ -21,8 +21,31 @@ the best member's, whichever member that is, and needs no guess about which
 member suits the program. Rounds of one schedule, not blocks: a block of N
 would delay every member but the first by N schedules.
 
+DPOR (:mod:`racecheck.strategies.dpor`) takes two turns per round, the
+others one: about 2/9 of the budget. Why more than an equal share:
+
+* it is the only member that can end the exploration with a proof
+  ("verified"), and that takes one schedule per Mazurkiewicz trace of the
+  program; with an equal share (1/8) the default 1,000 schedules verify
+  programs of up to 125 traces, with 2/9 up to 222 (the classic fixed thread
+  programs need up to about 300);
+* none of its schedules repeats an earlier trace, while the samplers' often do;
+* the cost to the others is small: each sampling member goes from 1/8 to
+  1/9 of the schedules, so a bug it alone finds takes 12.5% more schedules.
+  The held-out classic suite (tests/core/test_portfolio_dpor.py) checks
+  that no classic bug moves past 2,000 schedules.
+
+Not more than that, because a DPOR schedule costs more: it records every
+step's accesses (the race detector's feed), several times the cost of a
+plain step on asyncio, and only DPOR's schedules pay it. The exploration
+asks the portfolio before each schedule (``observes_next_schedule``) and
+records accesses for DPOR's turns alone, so the other members keep their
+speed.
+
 Schedule 1 is the natural order, run by the systematic member; the sampling
-members skip their own natural-order schedule. Each member keeps its own
+members skip their own natural-order schedule. DPOR's first run is the
+natural order too: it watches schedule 1 (accesses recorded) instead of
+running it again. Each member keeps its own
 schedule numbering and random stream, so a member's schedules are the same
 whatever the others did, and any failing schedule replays from its decisions
 alone (a token holds decisions, not the strategy that chose them).
@@ -31,7 +54,10 @@ When the portfolio stops early:
 
 * a member that has covered the whole space (``complete``, or ``verified``
   for a reduction-based member such as DPOR) ends the exploration: more
-  sampled schedules could only repeat one it ran; the report is exhausted;
+  sampled schedules could only repeat one it ran; the report is exhausted,
+  and *verified* (with DPOR's note, "verified: all N non-equivalent
+  interleavings explored (M pruned)") only when DPOR ended it: DPOR that
+  finished but ran code it could not observe drops out and verifies nothing;
 * a sampling member that saturates (:mod:`racecheck.saturation`: its recent
   schedules added nothing new) drops out and its turns go to the others;
   when no member is left, the exploration stops and says so;
@@ -43,21 +69,37 @@ Adding a member is one line in :data:`MEMBERS`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from racecheck.accesses import Access
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser, Chooser
+from racecheck.strategies.dpor import DPORChooser
 from racecheck.strategies.exhaustive import ExhaustiveChooser, NondeterminismError
 from racecheck.strategies.pct import PCTChooser
 from racecheck.strategies.pos import POSChooser
 from racecheck.strategies.random import RandomChooser
 from racecheck.strategies.surw import SURWChooser
 
+
+class MemberDPOR(DPORChooser):
+    """DPOR as a portfolio member.
+
+    Its first run is the natural order, which the first member runs as
+    schedule 1: DPOR watches that schedule (its accesses are recorded for it)
+    instead of running it again. It is systematic, so saturation never
+    applies to it.
+    """
+
+    samples = False
+    profiles_natural_order = True
+
+
 #: (name, factory(seed)): the members, in turn order. A systematic member
 #: (``samples = False``) runs the natural order first; put it first.
 MEMBERS: tuple[tuple[str, Callable[[int], Chooser]], ...] = (
     ("exhaustive", lambda seed: ExhaustiveChooser()),
+    ("dpor", lambda seed: MemberDPOR()),
     ("random", lambda seed: RandomChooser(seed)),
     ("pos", lambda seed: POSChooser(seed)),
     ("surw", lambda seed: SURWChooser(seed)),
@@ -66,14 +108,46 @@ MEMBERS: tuple[tuple[str, Callable[[int], Chooser]], ...] = (
     ("pct depth 1-5", lambda seed: PCTChooser(seed + 2, depth="random")),
 )
 
+#: turns per round of the members that take more than one (see the module docstring)
+TURNS: dict[str, int] = {"dpor": 2}
+
+
+def rotation(names: Sequence[str], turns: Mapping[str, int]) -> list[int]:
+    """One round: member indices in turn order, a member's extra turns spread over it.
+
+    A member with ``w`` turns takes them at evenly spaced points of the round,
+    so the members between its turns wait no longer than in a plain round.
+    """
+    count = len(names)
+    keyed = [
+        ((index + k * count) / weight, index)
+        for index, name in enumerate(names)
+        for weight in [max(1, turns.get(name, 1))]
+        for k in range(weight)
+    ]
+    return [index for _, index in sorted(keyed)]
+
 
 def _samples(chooser: Chooser) -> bool:
     return bool(getattr(chooser, "samples", True))
 
 
+def _observes(chooser: Chooser) -> bool:
+    return bool(getattr(chooser, "observes_accesses", False))
+
+
+def _profiles(chooser: Chooser) -> bool:
+    return bool(getattr(chooser, "profiles_natural_order", False))
+
+
 def _covered_everything(chooser: Chooser) -> bool:
     """Did this member run (or verify) every schedule of the program?"""
     return bool(getattr(chooser, "complete", False) or getattr(chooser, "verified", False))
+
+
+def _unclaimed(note: str) -> str:
+    # Only the member that ended the exploration may say "verified".
+    return note.replace("verified: all", "dpor: all", 1) if note.startswith("verified") else note
 
 
 class PortfolioChooser(BaseChooser):
@@ -83,13 +157,23 @@ class PortfolioChooser(BaseChooser):
         self,
         seed: int = 0,
         members: Sequence[tuple[str, Callable[[int], Chooser]]] = MEMBERS,
+        turns: Mapping[str, int] | None = None,
     ) -> None:
         self.members: list[tuple[str, Chooser]] = [(name, make(seed)) for name, make in members]
-        self.active = list(range(len(self.members)))
+        if turns is None:  # a list of one's own: one turn each unless told
+            turns = TURNS if members is MEMBERS else {}
+        #: one round of turns (a member index per turn) while every member is in
+        self.round = rotation([name for name, _ in self.members], turns)
+        #: the round as it is now: dropped members' turns gone
+        self.active = list(self.round)
         #: schedules each member has run; a sampling member skips its own
-        #: natural-order schedule when a systematic member runs it
+        #: natural-order schedule when a systematic member runs it, and a
+        #: member that watches schedule 1 counts it as its own first
         has_systematic = any(not _samples(c) for _, c in self.members)
-        self.member_runs = [1 if has_systematic and _samples(c) else 0 for _, c in self.members]
+        self.member_runs = [
+            1 if index and ((has_systematic and _samples(c)) or _profiles(c)) else 0
+            for index, (_, c) in enumerate(self.members)
+        ]
         self._skipped = list(self.member_runs)
         self.turn = 0
         self.current = 0
@@ -110,6 +194,57 @@ class PortfolioChooser(BaseChooser):
             if not _samples(chooser):
                 return chooser
         return None
+
+    @property
+    def observes_accesses(self) -> bool:
+        """Some member uses per-step accesses: the exploration must be able to record them.
+
+        Whether one schedule records them is :meth:`observes_next_schedule`.
+        """
+        return any(_observes(chooser) for _, chooser in self.members)
+
+    def observes_next_schedule(self) -> bool:
+        """Does the schedule about to begin record accesses?
+
+        Only the schedules of a member that uses them (DPOR), and schedule 1
+        when such a member watches it: recording runs the detector's feed on
+        every step, several times the cost of a plain step, and the other
+        members must keep their speed.
+        """
+        if not self.active:
+            return False
+        index = self.active[self.turn % len(self.active)]
+        if _observes(self.members[index][1]):
+            return True
+        return self.turn == 0 and any(
+            _observes(chooser) and _profiles(chooser)
+            for i, (_, chooser) in enumerate(self.members)
+            if i != index
+        )
+
+    @property
+    def blind(self) -> dict[str, None] | None:
+        """What this schedule's access log could not see, for the member that reads it."""
+        for chooser in self._observers():
+            found = getattr(chooser, "blind", None)
+            if isinstance(found, dict):
+                return found
+        return None
+
+    def _observers(self) -> list[Chooser]:
+        """The members that receive this schedule's accesses."""
+        if self._failed_member:
+            return []
+        current = self.members[self.current][1]
+        found = [current] if _observes(current) else []
+        return found + [c for c in self._profiling if _observes(c)]
+
+    @property
+    def verified(self) -> bool:
+        """A reduction-based member covered every trace and saw every conflict (DPOR)."""
+        if self.completed_by is None:
+            return False
+        return bool(getattr(self.members[self.completed_by][1], "verified", False))
 
     @property
     def member(self) -> str:
@@ -151,7 +286,11 @@ class PortfolioChooser(BaseChooser):
 
     def slot_member(self, run: int) -> str:
         """The member that runs schedule ``run`` while every member is active."""
-        return self.members[(run - 1) % len(self.members)][0]
+        return self.members[self.round[(run - 1) % len(self.round)]][0]
+
+    def slot_sequential(self, run: int) -> bool:
+        """Does a systematic member (each schedule follows from its last) own slot ``run``?"""
+        return not _samples(self.members[self.round[(run - 1) % len(self.round)]][1])
 
     def choose(self, candidates: Sequence[int], step: int) -> int:
         if self._failed_member:
@@ -171,14 +310,28 @@ class PortfolioChooser(BaseChooser):
     def observe(
         self, step: int, actor: int, accesses: Sequence[Access], enabled: Sequence[int]
     ) -> None:
-        """Per-step access information, for the members that use it (POS, DPOR)."""
-        if not self._failed_member:
-            self.members[self.current][1].observe(step, actor, accesses, enabled)
+        """Per-step access information, for the members that use it (DPOR)."""
+        current = self.members[self.current][1]
+        for chooser in self._observers():
+            try:
+                chooser.observe(step, actor, accesses, enabled)
+            except NondeterminismError:
+                # As in choose: the run left the member's prefix. A watching
+                # member follows the natural order and cannot leave it.
+                if chooser is current:
+                    self._failed_member = True
+                    self._drop(self.current, "the target is not deterministic")
+                    return
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
         index = self.current
         for profiling in self._profiling:
             profiling.end(decisions, failed, steps)
+            at = next(i for i, (_, c) in enumerate(self.members) if c is profiling)
+            if _covered_everything(profiling):
+                self.completed_by = at  # schedule 1 was the only trace
+            if not profiling.has_more():
+                self._retire(at)
         self._profiling = []
         if failed:
             own = self.member_runs[index] - self._skipped[index]
@@ -194,8 +347,8 @@ class PortfolioChooser(BaseChooser):
             chooser.end(decisions, failed, steps)
             if _covered_everything(chooser):
                 self.completed_by = index
-            if not chooser.has_more() and index in self.active:
-                self.active.remove(index)
+            if not chooser.has_more():
+                self._retire(index)
 
     def saturated(self, member: str, note: str) -> bool:
         """Saturation hook: drop the member; True while others can go on."""
@@ -206,8 +359,12 @@ class PortfolioChooser(BaseChooser):
 
     def _drop(self, index: int, why: str) -> None:
         if index in self.active:
-            self.active.remove(index)
+            self._retire(index)
             self.dropped.append(f"{self.members[index][0]} ({why})")
+
+    def _retire(self, index: int) -> None:
+        """The member takes no more turns (all of them, if it had several)."""
+        self.active = [i for i in self.active if i != index]
 
     def has_more(self) -> bool:
         if self.completed_by is not None:
@@ -229,7 +386,7 @@ class PortfolioChooser(BaseChooser):
             notes.append(f"auto: {name} covered every schedule; the exploration stopped there")
             notes += chooser.notes(schedules_run)
         else:
-            notes += self._systematic_notes()
+            notes += self._systematic_notes() + self._reduction_notes()
         pct = [c for _, c in self.members if isinstance(c, PCTChooser)]
         if pct:
             depths = ", ".join(
@@ -251,6 +408,18 @@ class PortfolioChooser(BaseChooser):
             tell = getattr(chooser, "for_backend", None)
             if tell is not None:
                 tell(backend)
+
+    def _reduction_notes(self) -> list[str]:
+        """Where DPOR got to, when it did not end the exploration (never "verified")."""
+        notes: list[str] = []
+        for index, (name, chooser) in enumerate(self.members):
+            if not isinstance(chooser, DPORChooser):
+                continue
+            if any(dropped.startswith(f"{name} (") for dropped in self.dropped):
+                continue  # it covered nothing it can vouch for
+            own = self.member_runs[index] - self._skipped[index] + (1 if _profiles(chooser) else 0)
+            notes += [_unclaimed(note) for note in chooser.notes(own)]
+        return notes
 
     def _systematic_notes(self) -> list[str]:
         systematic = self.systematic
