@@ -61,6 +61,8 @@ class LoopHost(Protocol):
     controller: Controller
     records_steps: bool
 
+    # The index of the task to step; negative: none of these (the host chose a
+    # task queued while it waited), so the loop scans its ready queue again.
     def choose_task(self, loop: ControlledLoop, candidates: list[int]) -> int: ...
 
     def idle(self, loop: ControlledLoop) -> None: ...
@@ -221,6 +223,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             ids.append(actor)
         decide = self._rc_decide
         choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
+        if choice < 0:
+            return  # the host chose a task queued since the scan: it runs on the next pass
         # Nothing is removed before the choice: a chooser that raises leaves
         # the ready queue exactly as it was.
         position = positions[choice]
@@ -256,6 +260,32 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 handle._run()
         else:
             handle._run()
+
+    def _rc_ready_ids(self) -> list[int]:
+        """The ready tasks' actor ids, in the order ``_run_once``'s scan offers them.
+
+        For a host that decides from another thread while this loop's thread
+        waits at its task decision (the threads backend): what this loop
+        could run is part of every decision.
+        """
+        ids: list[int] = []
+        seen: set[int] = set()
+        actor_of = self._rc_actor_of
+        for handle in self._ready:
+            if handle._cancelled:
+                continue
+            task = getattr(handle._callback, "__self__", None)
+            if not isinstance(task, _Task):
+                continue
+            key = id(task)
+            if key in seen:
+                continue
+            seen.add(key)
+            actor = actor_of.get(key)
+            if actor is None:
+                actor = actor_of[key] = self._rc_ids[task] = self._rc_next_id()
+            ids.append(actor)
+        return ids
 
     def _rc_move_due_timers(self) -> bool:
         """Move timers due at the virtual now to the ready queue."""
