@@ -73,7 +73,9 @@ _THREAD_FIXED = {
     "timer_cancel_fixed",
 }
 
-#: fixed programs whose loop waits for a real thread: never verifiable
+#: fixed programs whose loop waits for a real thread: never verifiable on the
+#: asyncio backend, where that thread is no actor (run by a plain ``def`` on the
+#: threads backend they are: tests/core/test_dpor_loops.py)
 _WAITS_OUTSIDE = {"threadsafe_wakeup_fixed", "threadsafe_wakeup_then_race_fixed"}
 
 
