@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import os
 import sys
 from collections.abc import Hashable, Iterator, Sequence
@@ -871,6 +872,7 @@ _PASSIVE = (
 )
 
 
+@functools.lru_cache(maxsize=4096)  # a StepLog lives one run; the verdict does not change
 def _library_verdict(filename: str, function: str) -> str | None:
     """None when code in ``filename`` is known to touch nothing shared unseen; else why not."""
     if filename.startswith(_RACECHECK_DIR) or filename.startswith("<"):

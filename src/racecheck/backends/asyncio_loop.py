@@ -63,6 +63,8 @@ class LoopHost(Protocol):
     #: executor work may run on real threads: the host controls them
     schedules_threads: bool
 
+    # The index of the task to step; negative: none of these (the host chose a
+    # task queued while it waited), so the loop scans its ready queue again.
     def choose_task(self, loop: ControlledLoop, candidates: list[int]) -> int: ...
 
     def idle(self, loop: ControlledLoop) -> None: ...
@@ -232,6 +234,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 actor = actor_of[key] = self._rc_ids[owner] = self._rc_next_id()
             ids = [actor]
             choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
+            if choice < 0:
+                return  # the host chose a task queued since: it runs on the next pass
             handle = head
             task = owner
             ready.popleft()  # after the choice: a chooser that raises leaves the queue as it was
@@ -263,6 +267,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 positions.append(position)
                 ids.append(actor)
             choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
+            if choice < 0:
+                return  # the host chose a task queued since the scan: it runs on the next pass
             # Nothing is removed before the choice: a chooser that raises leaves
             # the ready queue exactly as it was.
             position = positions[choice]
@@ -303,6 +309,32 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 handle._run()
         else:
             handle._run()
+
+    def _rc_ready_ids(self) -> list[int]:
+        """The ready tasks' actor ids, in the order ``_run_once``'s scan offers them.
+
+        For a host that decides from another thread while this loop's thread
+        waits at its task decision (the threads backend): what this loop
+        could run is part of every decision.
+        """
+        ids: list[int] = []
+        seen: set[int] = set()
+        actor_of = self._rc_actor_of
+        for handle in self._ready:
+            if handle._cancelled:
+                continue
+            task = getattr(handle._callback, "__self__", None)
+            if not isinstance(task, _Task):
+                continue
+            key = id(task)
+            if key in seen:
+                continue
+            seen.add(key)
+            actor = actor_of.get(key)
+            if actor is None:
+                actor = actor_of[key] = self._rc_ids[task] = self._rc_next_id()
+            ids.append(actor)
+        return ids
 
     def _rc_move_due_timers(self) -> bool:
         """Move timers due at the virtual now to the ready queue."""

@@ -707,7 +707,16 @@ class Detector:
         if is_global:
             self._touch(frame, actor, hb, frame.f_globals, name, write, f"global {name}", value_of)
         else:
-            owner = self._cell(frame, name)
+            if self.record_only:
+                # Feeding DPOR only: every closure variable of this name is taken
+                # for one (more conflicts, never fewer), where telling activations
+                # apart costs a scan of the whole heap per access (_cell) and
+                # still drops an access it cannot place.
+                owner = _MERGED_CELLS.get(name)
+                if owner is None:
+                    owner = _MERGED_CELLS[name] = _MergedCell()
+            else:
+                owner = self._cell(frame, name)
             if owner is None:
                 return  # which activation's variable this is cannot be told: say nothing
             self._touch(frame, actor, hb, owner, ("cell", name), write, name, value_of)
@@ -1266,6 +1275,15 @@ def _callers_functions(frame: FrameType, code: CodeType) -> list[FunctionType]:
         for value in list(caller.f_locals.values())
         if type(value) is FunctionType and value.__code__ is code
     ]
+
+
+class _MergedCell:
+    """Stands for every closure variable of one name (see Detector._variable)."""
+
+    __slots__ = ()
+
+
+_MERGED_CELLS: dict[str, _MergedCell] = {}
 
 
 def _functions_running(code: CodeType) -> list[FunctionType]:

@@ -421,6 +421,12 @@ def _discard_abandoned_loops(runtime: ThreadRuntime) -> None:
             continue
 
 
+_UNSCHEDULED_LOOP = (
+    "an event loop ran on a thread racecheck does not schedule (or in racecheck's own"
+    " plumbing): its tasks ran in asyncio's order, unseen by the decisions"
+)
+
+
 class ThreadHost:
     """Host of an event loop running in a controlled thread (the mixed model).
 
@@ -441,43 +447,72 @@ class ThreadHost:
         return self.runtime.allocate_id()
 
     def choose_task(self, loop: Any, candidates: list[int]) -> int:
-        me = self.runtime.me()
+        runtime = self.runtime
+        me = runtime.me()
+        controller = self.controller
         if me is None:
+            if controller.steplog is not None:
+                controller.steplog.blind_spot(_UNSCHEDULED_LOOP)
             return 0
-        self.runtime.point(me, "loop step")
-        if self.controller.steplog is not None:
-            self.controller.steplog.blind_spot(
-                "an event loop ran inside a thread: its task decisions leave the other threads"
-                " out, so the record of which actors could run (DPOR's) is partial there"
-            )
-        if self.controller.detector is not None:
+        if controller.detector is not None:
             self.detect_callback(loop, None)
-        choice = self.controller.decide(candidates)
-        me.running_task = candidates[choice]  # its accesses are the task's, for coverage
-        return choice
+        pending = runtime.pending_task(me, candidates)
+        if pending is not None:
+            return pending  # chosen while this thread waited: already a decision
+        # One decision over this loop's ready tasks and every other enabled
+        # actor (see ThreadRuntime._offer): DPOR sees who could have run.
+        return runtime.loop_choice(me, loop, candidates)
 
     # The loop's tasks share its thread's clock; what crosses threads is
     # call_soon_threadsafe, acquired by the loop's next step or callback.
     def detect_scheduled(self, handle: Any) -> None:
-        pass
+        log = self.controller.steplog
+        if log is not None:
+            loop = handle._loop
+            if threading.get_ident() != loop._thread_id:
+                # Queued from another thread (call_soon, ensure_future, a
+                # cancel): what the loop's next steps run depends on when.
+                log.sync(loop)
 
     def detect_callback(self, loop: Any, handle: Any) -> None:
         me = self.runtime.me()
-        if me is not None:
-            self.controller.detector.acquire(me.id, loop)
+        if me is None:
+            return
+        detector = self.controller.detector
+        if detector.record_only:
+            # DPOR alone: the loop's thread reads its ready queue here. A read,
+            # so steps of the loop's own tasks stay independent of each other,
+            # and ordered against whatever another thread queued.
+            log = self.controller.steplog
+            if log is not None:
+                log.touch(loop, "*", False)
+            return
+        detector.acquire(me.id, loop)
 
     def detect_threadsafe_call(self, loop: Any) -> None:
         me = self.runtime.me()
-        if me is not None:
-            self.controller.detector.release(me.id, loop)
+        if me is None:
+            return
+        detector = self.controller.detector
+        if detector.record_only:
+            log = self.controller.steplog
+            if log is not None:
+                log.sync(loop)  # a write: ordered against the loop's reads of its queue
+            return
+        detector.release(me.id, loop)
 
     def idle(self, loop: Any) -> None:
         me = self.runtime.me()
         if me is None:
+            if self.controller.steplog is not None:
+                self.controller.steplog.blind_spot(_UNSCHEDULED_LOOP)
             loop._rc_poll_external(0.01)
             return
         if loop._stopping:
             return
+        # Idle, the thread is the loop's machinery again: woken, it runs
+        # callbacks, not the task that stepped last.
+        me.running_task = me.hosting_loop = None
         deadline = loop._rc_next_timer()
         # A real loop sleeps in select() here: only a self-pipe write
         # (call_soon_threadsafe) or a timer wakes it. A plain call_soon from
@@ -489,3 +524,5 @@ class ThreadHost:
         )
         loop._rc_poll_external(0)  # drain the self-pipe
         loop._rc_move_due_timers()
+        if self.controller.steplog is not None:
+            self.controller.steplog.touch(loop, "*", False)  # what woke it: see detect_callback

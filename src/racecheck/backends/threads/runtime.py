@@ -45,10 +45,13 @@ def describe_lock(resource: Any) -> str:
 class Actor:
     __slots__ = (
         "accesses",
+        "choosing",
+        "chosen_task",
         "daemon",
         "deadline",
         "finished",
         "gate",
+        "hosting_loop",
         "id",
         "ident",
         "lines",
@@ -84,8 +87,15 @@ class Actor:
         self.lines: list[tuple[str, int]] | None = None  # recording only
         self.accesses: list[str] = []  # recording only: "w:balance", "r:items"
         self.touched: Any = None  # recording only: the last primitive this step used
-        #: for a thread running an event loop: the task actor stepping now
+        #: for a thread running an event loop: the task actor stepping now (this
+        #: thread's identity in decisions until the loop's next task decision)
         self.running_task: int | None = None
+        #: the loop whose running_task that is
+        self.hosting_loop: Any = None
+        #: the loop this thread waits in at a task decision: it is offered as
+        #: that loop's ready tasks, and whoever picks one sets chosen_task
+        self.choosing: Any = None
+        self.chosen_task: int | None = None
 
     def enabled(self, now: float) -> bool:
         if self.finished:
@@ -125,9 +135,7 @@ class ThreadRuntime:
         return actor_id
 
     def new_actor(self, name: str, thread: threading.Thread | None, daemon: bool) -> Actor:
-        actor_id = self.next_id
-        self.next_id = actor_id + 1
-        actor = Actor(actor_id, name, thread, daemon)
+        actor = Actor(self.allocate_id(), name, thread, daemon)
         if self.recorder is not None:
             actor.lines = []
             self.recorder.actor(actor.id, name, "thread")
@@ -151,21 +159,83 @@ class ThreadRuntime:
         return actor
 
     # -- scheduling -----------------------------------------------------------
-    def _candidates(self, me: Actor | None) -> list[Actor]:
+    #
+    # A decision offers every enabled *actor*, and a thread that runs an event
+    # loop stands for the loop's tasks: while it waits at the loop's task
+    # decision it is offered as each ready task of that loop, and inside a
+    # task step as that task. So one decision covers the threads and the
+    # tasks of every loop alike, and the set it offers is the whole set of
+    # actors that could run (what DPOR's record of enabled actors needs).
+    def _offer(self, me: Actor | None) -> tuple[list[int], list[Actor]]:
+        """The enabled actors other than ``me``: ids, and the thread behind each."""
         now = self.controller.now
-        out = [me] if me is not None and me.enabled(now) else []
+        ids: list[int] = []
+        owners: list[Actor] = []
         for actor in self.live:
-            # Actor.enabled, inlined: this runs at every blocking step.
-            if actor is me or actor.finished:
-                continue
-            waiting = actor.waiting
-            if (
-                waiting is None
-                or (actor.deadline is not None and now >= actor.deadline)
-                or waiting()
-            ):
-                out.append(actor)
-        return out
+            if actor is not me and actor.enabled(now):
+                _identities(actor, ids, owners)
+        return ids, owners
+
+    @staticmethod
+    def _identity(me: Actor) -> int:
+        """The actor ``me`` stands for now: the task it is stepping, or the thread."""
+        task = me.running_task
+        if task is None:
+            return me.id
+        if not me.hosting_loop.is_running():  # the loop stopped: the thread goes on
+            me.running_task = me.hosting_loop = None
+            return me.id
+        return task
+
+    def loop_choice(self, me: Actor, loop: Any, tasks: list[int]) -> int:
+        """``me``'s event loop decides which ready task steps next; other threads too.
+
+        The index into ``tasks`` of the task to step, or -1 when another
+        thread picked a task of this loop that ``tasks`` does not hold yet
+        (queued from another thread while this one waited): the loop then
+        scans again and :meth:`pending_task` answers without a new decision.
+        """
+        controller = self.controller
+        if controller.aborting:
+            return controller.decide(tasks)
+        me.points += 1
+        ids = list(tasks)
+        owners = [me] * len(tasks)
+        if len(self.live) > 1:
+            others, behind = self._offer(me)
+            ids += others
+            owners += behind
+        choice = controller.decide(ids)
+        me.hosting_loop = loop
+        if choice < len(tasks):
+            me.running_task = tasks[choice]
+            return choice
+        chosen = owners[choice]
+        if chosen.choosing is not None:
+            chosen.chosen_task = ids[choice]
+        me.running_task = None
+        me.choosing = loop
+        try:
+            self._hand_over(me, chosen, "loop step", None, True)
+        finally:
+            me.choosing = None
+        task = me.chosen_task
+        if task is None:  # resumed by no one's choice: only an abort does that
+            raise RunAborted()
+        me.running_task = task
+        if task in tasks:
+            me.chosen_task = None
+            return tasks.index(task)
+        return -1
+
+    @staticmethod
+    def pending_task(me: Actor, tasks: list[int]) -> int | None:
+        """The index of a task chosen for ``me``'s loop before it could be offered here."""
+        task = me.chosen_task
+        if task is None or task not in tasks:
+            return None
+        me.chosen_task = None
+        return tasks.index(task)
 
     def point(
         self, me: Actor, operation: str | Callable[[], str] = "", resource: Any = None
@@ -185,7 +255,7 @@ class ThreadRuntime:
             return
         now = controller.now
         candidates = [me]
-        ids = [me.id]
+        ids = [me.id if me.running_task is None else self._identity(me)]
         for actor in live:
             if actor is me or actor.finished:
                 continue
@@ -195,11 +265,17 @@ class ThreadRuntime:
                 or (actor.deadline is not None and now >= actor.deadline)
                 or waiting()
             ):
-                candidates.append(actor)
-                ids.append(actor.id)
+                if actor.choosing is None and actor.running_task is None:
+                    candidates.append(actor)
+                    ids.append(actor.id)
+                else:
+                    _identities(actor, ids, candidates)
         choice = controller.decide(ids)
         if choice:
-            self._hand_over(me, candidates[choice], operation, resource, True)
+            chosen = candidates[choice]
+            if chosen.choosing is not None:
+                chosen.chosen_task = ids[choice]
+            self._hand_over(me, chosen, operation, resource, True)
         if resource is not None and self.recorder is not None:
             me.touched = resource  # for hand-off arrows, even when nobody waited
 
@@ -217,20 +293,24 @@ class ThreadRuntime:
             raise RunAborted()
         if ready():
             return True
+        if me.running_task is not None:
+            self._identity(me)  # what it is offered as once it is enabled again
         me.waiting, me.deadline, me.waiting_for, me.resource = ready, deadline, operation, resource
         try:
-            # ready() was just False: the first round goes straight to the choice.
             while True:
-                if deadline is not None and controller.now >= deadline:
-                    return ready()
-                candidates = self._candidates(None)
-                if candidates:
-                    choice = controller.decide([a.id for a in candidates])
-                    self._hand_over(me, candidates[choice], operation, resource, choice != 0)
-                else:
-                    self._idle()
                 if ready():
                     return True
+                if deadline is not None and controller.now >= deadline:
+                    return ready()
+                ids, owners = self._offer(me)
+                if not ids:
+                    self._idle()
+                    continue
+                choice = controller.decide(ids)
+                chosen = owners[choice]
+                if chosen.choosing is not None:
+                    chosen.chosen_task = ids[choice]
+                self._hand_over(me, chosen, operation, resource, choice != 0)
         finally:
             me.waiting, me.deadline, me.resource = None, None, None
 
@@ -321,17 +401,19 @@ class ThreadRuntime:
             return
         try:
             while True:
-                candidates = self._candidates(None)
-                if candidates:
+                ids, owners = self._offer(me)
+                if ids:
                     break
                 self._idle()
-            choice = self.controller.decide([a.id for a in candidates])
+            choice = self.controller.decide(ids)
         except RunAborted:
             # The run ended here (deadlock, step bound, strategy error): this
             # thread is leaving anyway, so make sure nobody waits for its baton.
             self.abort_all()
             return
-        chosen = candidates[choice]
+        chosen = owners[choice]
+        if chosen.choosing is not None:
+            chosen.chosen_task = ids[choice]
         self.current = chosen
         chosen.gate.release()
 
@@ -390,6 +472,19 @@ class ThreadRuntime:
             holder = self._holder(actor.resource)
             lines.append(f"  {actor.name} waits: {what}{holder} at {where}")
         return "\n".join(lines)
+
+
+def _identities(actor: Actor, ids: list[int], owners: list[Actor]) -> None:
+    """Offer an enabled thread as the actors it stands for (see ThreadRuntime._offer)."""
+    loop = actor.choosing
+    if loop is not None:
+        for task in loop._rc_ready_ids():
+            ids.append(task)
+            owners.append(actor)
+        return
+    task = actor.running_task
+    ids.append(actor.id if task is None else task)
+    owners.append(actor)
 
 
 def _user_frame(frame: Any) -> Any:
