@@ -35,7 +35,8 @@ def test_reference_variants_without_assertions(key: tuple[str, str]) -> None:
     target, expected = TARGETS[key]
     if expected == "safe":
         report = racecheck.check(target, detect=True, schedules=40, label=f"{key}")
-        assert report.schedules_run == 40
+        # auto's DPOR member may prove the fix before the budget is spent
+        assert report.schedules_run == 40 or report.verified, report
         return
     found = detect(target, schedules=300, label=f"{key}")
     if key[1] in ("eager_lock", "eager_queue"):
