@@ -106,9 +106,11 @@ def test_locked_workers_are_clean() -> None:
     assert report.schedules_run > 1
 
 
-@pytest.mark.parametrize("target", [worker_waits_for_the_loop, sync_target_running_a_loop])
-def test_a_worker_that_waits_for_the_loop_is_no_deadlock(target: object) -> None:
-    report = racecheck.check(target, schedules=100, watchdog=2)  # type: ignore[arg-type]
+def test_a_worker_that_waits_for_the_loop_is_no_deadlock() -> None:
+    # The async target's inline run stalls its explorer for good before the
+    # exploration moves to threads: that case runs in a subprocess
+    # (tests/realcode/test_realcode_gaps.py), so no blocked thread stays here.
+    report = racecheck.check(sync_target_running_a_loop, schedules=100, watchdog=2)
     assert report.schedules_run > 1
     assert report.backend == "threads"
 
