@@ -60,7 +60,7 @@ def test_detected_steps_use_a_monitoring_tool_that_is_freed_after_the_run() -> N
         seen.append(_tools())
         await locked_update()
 
-    report = racecheck.check(target, detect=True, schedules=20, seed=0)
+    report = racecheck.check(target, detect=True, schedules=20, seed=0, strategy="random")
     assert report.schedules_run == 20
     assert any("racecheck-detect" in tools for tools in seen)
     assert "racecheck-detect" not in _tools()
