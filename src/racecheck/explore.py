@@ -700,9 +700,8 @@ def _explore(
     settings = session.settings
     run = 0
     session.budget = schedules
-    halve = settings.free_backend and isinstance(
-        getattr(settings.backend, "runs_with_inline_executor_work", None), int
-    )
+    # free_backend: an async target on the default backend, always the asyncio one
+    halve = settings.free_backend
     while run < schedules and not session.interrupted:
         run += 1
         controller = session.run(chooser, run)

@@ -340,23 +340,18 @@ def explore_slice(
         state.covered = number
     warnings = session.warnings()
     notes = chooser.notes(number)
-    exhausted = chooser.exhausted and not warnings and state.shard.index == 1
+    limit = getattr(settings.backend, "scheduling_limit", None)
+    # Only shard 1 can vouch for the whole space: it ran schedule 1 and, for
+    # DPOR (whose backtrack points are found as it runs), the whole search.
+    whole = state.shard.index == 1 and not warnings and not limit
     notes.append(
         f"shard {state.shard}: ran {state.ran} of schedules 1..{number}"
         f" ({plan.kind}){'; ' + state.stopped if state.stopped else ''}"
     )
-    # DPOR runs whole in shard 1 (its backtrack points are found as it runs):
-    # a proof there covers the whole space, whatever the other slices ran.
-    verified = (
-        bool(getattr(chooser, "verified", False))
-        and not warnings
-        and state.shard.index == 1
-        and not getattr(settings.backend, "scheduling_limit", None)
-    )
     return Report(
-        verified=verified,
+        verified=whole and bool(getattr(chooser, "verified", False)),
         schedules_run=state.ran,
-        exhausted=exhausted and not getattr(settings.backend, "scheduling_limit", None),
+        exhausted=whole and chooser.exhausted,
         strategy=chooser.name,
         seed=0,
         backend=settings.backend.name,
