@@ -56,11 +56,17 @@ def chain_call(
     chain from now on): the chained tracer may have installed itself or
     another one (coverage's per-thread installer replaces itself with a
     ``CTracer``), or removed itself (a stopped ``CTracer``).
+
+    What was installed before the call is put back, not ``own``: ``own`` may
+    itself be chained by another racecheck tracer (the detector's step feed
+    over the recorder's line collector), and re-installing ``own`` would make
+    it chain the outer one, a cycle.
     """
+    installed = sys.gettrace()
     prev_local = previous(frame, "call", arg)
     current: TraceFn | None = sys.gettrace()
-    if current is not own:
-        sys.settrace(own)
+    if current is not installed:
+        sys.settrace(installed if installed is not None else own)
         return prev_local, current
     return prev_local, previous
 

@@ -74,12 +74,6 @@ def _finding(**options: Any) -> tuple[str, int, str]:
     return found.kind, found.schedules_run, str(found.detail)
 
 
-@pytest.mark.xfail(
-    sys.version_info >= (3, 13),
-    reason="on 3.13 a caller's Python tracer breaks the traced replay of an asyncio finding"
-    " (RuntimeError: Cannot close a running event loop), before this change too",
-    strict=False,
-)
 def test_monitoring_and_settrace_roads_report_the_same_finding() -> None:
     plain = _finding()
 
