@@ -551,5 +551,5 @@ class ThreadHost:
         loop._rc_move_due_timers()
         if self.controller.steplog is not None:
             self.controller.steplog.touch(loop, "*", False)  # what woke it: see detect_callback
-            if loop._scheduled:
-                runtime.read_clock()  # which timers are due
+            if deadline is not None:
+                runtime.read_clock()  # which of its timers are due

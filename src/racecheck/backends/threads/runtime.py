@@ -244,14 +244,15 @@ class ThreadRuntime:
             me.running_task = tasks[choice]
             return choice
         chosen = owners[choice]
+        operation: str | Callable[[], str] = "loop step"
         if choice >= regular:
-            self._fire(chosen)
+            operation = self._then(operation, self._fire(chosen))
         if chosen.choosing is not None:
             chosen.chosen_task = ids[choice]
         me.running_task = None
         me.choosing = loop
         try:
-            self._hand_over(me, chosen, "loop step", None, True)
+            self._hand_over(me, chosen, operation, None, True)
         finally:
             me.choosing = None
         task = me.chosen_task
@@ -312,7 +313,7 @@ class ThreadRuntime:
         if choice:
             chosen = candidates[choice]
             if choice >= regular:
-                self._fire(chosen)
+                operation = self._then(operation, self._fire(chosen))
             if chosen.choosing is not None:
                 chosen.chosen_task = ids[choice]
             self._hand_over(me, chosen, operation, resource, True)
@@ -353,13 +354,18 @@ class ThreadRuntime:
                     self._early_timers(ids, owners)
                 choice = controller.decide(ids)
                 chosen = owners[choice]
+                step_operation: str | Callable[[], str] = operation
                 if choice >= regular:
-                    self._fire(chosen)
+                    note = self._fire(chosen)
                     if chosen is me:
-                        continue  # this loop's own timer: it goes on, at its deadline
+                        # this loop's own timer: it goes on, at its deadline
+                        if self.recorder is not None:
+                            self._flush(me, note, None, False)
+                        continue
+                    step_operation = self._then(operation, note)
                 if chosen.choosing is not None:
                     chosen.chosen_task = ids[choice]
-                self._hand_over(me, chosen, operation, resource, choice != 0)
+                self._hand_over(me, chosen, step_operation, resource, choice != 0)
         finally:
             me.waiting, me.deadline, me.resource = None, None, None
             me.since = controller.now
@@ -422,10 +428,22 @@ class ThreadRuntime:
                 ids.append(actor.id)
                 owners.append(actor)
 
-    def _fire(self, loop_actor: Actor) -> None:
-        """An early timer was chosen: the clock jumps to it, and its loop runs next."""
-        assert loop_actor.deadline is not None
-        self._advance(loop_actor.deadline)
+    def _fire(self, loop_actor: Actor) -> str:
+        """An early timer was chosen: the clock jumps to it, and its loop runs next.
+
+        Returns what the trace says of it.
+        """
+        deadline = loop_actor.deadline
+        assert deadline is not None
+        self._advance(deadline)
+        return f"{loop_actor.name}'s loop timer fires early (clock -> {deadline:g} s)"
+
+    def _then(self, operation: str | Callable[[], str], note: str) -> str | Callable[[], str]:
+        """The trace text of a step after which an early timer fired."""
+        if self.recorder is None:
+            return operation
+        text = operation() if callable(operation) else operation
+        return f"{text}; {note}" if text else note
 
     def _advance(self, when: float) -> None:
         controller = self.controller
