@@ -249,3 +249,46 @@ def test_plain_asyncio_keeps_timers_behind_ready_tasks() -> None:
 
     report = racecheck.check(target, strategy="exhaustive", schedules=500)
     assert report.exhausted
+
+
+def loop_and_thread_without_timers() -> None:
+    """A lost update between a loop task and a thread; nothing waits on a timer."""
+
+    async def main() -> None:
+        box = {"n": 0}
+
+        def worker() -> None:
+            value = box["n"]
+            box["n"] = value + 1
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        value = box["n"]
+        await asyncio.sleep(0)
+        box["n"] = value + 1
+        thread.join()
+        assert box["n"] == 2, box
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("strategy", ("random", "pct", "exhaustive"))
+def test_programs_without_timers_keep_their_schedules(
+    strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no slack no timer ever fires early (the old clock): a program without
+    timers finds the same token either way, and a timer program tells them apart."""
+    from racecheck.backends.threads import runtime
+
+    def token(target: Callable[[], None]) -> str | None:
+        try:
+            racecheck.check(target, strategy=strategy, schedules=200, seed=3)
+        except racecheck.RaceFound as found:
+            return found.schedule
+        return None
+
+    now = token(loop_and_thread_without_timers), token(thread_beats_timer)
+    monkeypatch.setattr(runtime, "TIMER_SLACK", 0.0)
+    before = token(loop_and_thread_without_timers), token(thread_beats_timer)
+    assert now[0] is not None and now[0] == before[0]
+    assert now[1] is not None and before[1] is None
