@@ -292,3 +292,29 @@ def test_programs_without_timers_keep_their_schedules(
     before = token(loop_and_thread_without_timers), token(thread_beats_timer)
     assert now[0] is not None and now[0] == before[0]
     assert now[1] is not None and before[1] is None
+
+
+def thread_reads_the_loop_clock() -> None:
+    """Only the clock links the two: the thread's reading of the loop's time."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        def worker() -> None:
+            now = loop.time()
+            assert now == 0.0, f"the thread started late: at {now}"
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        await asyncio.sleep(0.01)
+        thread.join()
+
+    asyncio.run(main())
+
+
+def test_dpor_orders_a_timer_against_a_read_of_the_clock() -> None:
+    """Nothing but the clock is shared: DPOR must still try the timer first (and not
+    claim every interleaving ran after trying one)."""
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(thread_reads_the_loop_clock, strategy="dpor", schedules=100)
+    assert "the thread started late: at 0.01" in str(found.value.cause)
