@@ -159,6 +159,7 @@ def test_a_timer_fires_while_a_thread_could_still_run(strategy: str) -> None:
     assert found.value.kind == "exception"
     assert isinstance(found.value.cause, AssertionError)
     assert "['timer', 'thread']" in str(found.value.cause)
+    assert "loop timer fire" in str(found.value)  # the trace tells the story
     with pytest.raises(racecheck.RaceFound) as again:
         racecheck.replay(thread_beats_timer, found.value.schedule)
     assert str(again.value.cause) == str(found.value.cause)

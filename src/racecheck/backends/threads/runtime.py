@@ -78,6 +78,7 @@ class Actor:
         "ident",
         "lines",
         "name",
+        "note",
         "passthrough",
         "points",
         "resource",
@@ -117,6 +118,8 @@ class Actor:
         self.hosting_loop: Any = None
         #: virtual time when this actor last started running after a wait
         self.since = 0.0
+        #: recording only: what happened inside this step that no hand-over told
+        self.note = ""
         #: the loop this thread waits in at a task decision: it is offered as
         #: that loop's ready tasks, and whoever picks one sets chosen_task
         self.choosing: Any = None
@@ -359,8 +362,9 @@ class ThreadRuntime:
                     note = self._fire(chosen)
                     if chosen is me:
                         # this loop's own timer: it goes on, at its deadline
+                        # (told with the step's end, which the trace shows)
                         if self.recorder is not None:
-                            self._flush(me, note, None, False)
+                            me.note = f"its loop timer fired early (t={controller.now:g} s)"
                         continue
                     step_operation = self._then(operation, note)
                 if chosen.choosing is not None:
@@ -436,7 +440,7 @@ class ThreadRuntime:
         deadline = loop_actor.deadline
         assert deadline is not None
         self._advance(deadline)
-        return f"{loop_actor.name}'s loop timer fires early (clock -> {deadline:g} s)"
+        return f"{loop_actor.name}'s loop timer fires early (t={deadline:g} s)"
 
     def _then(self, operation: str | Callable[[], str], note: str) -> str | Callable[[], str]:
         """The trace text of a step after which an early timer fired."""
@@ -479,6 +483,9 @@ class ThreadRuntime:
         recorder = self.recorder
         assert recorder is not None
         text = operation() if callable(operation) else operation
+        if me.note:
+            text = f"{me.note}; {text}" if text else me.note
+            me.note = ""
         if resource is None:
             resource = me.touched
         me.touched = None
