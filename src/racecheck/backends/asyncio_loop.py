@@ -9,7 +9,11 @@ Semaphore, Queue, gather, TaskGroup, wait_for, timeout — is asyncio's own code
 unchanged, which is why it all keeps working.
 
 Time is virtual: the clock jumps to the next timer as soon as nothing is ready,
-so ``sleep(30)`` costs nothing and timeouts fire in a deterministic order.
+so ``sleep(30)`` costs nothing and timeouts fire in a deterministic order. A
+standalone loop's timer never fires ahead of a ready task (a task step is not
+preempted); a loop hosted in a controlled thread may see its timer fire while
+other threads could still run, a choice its host offers (see
+``racecheck.backends.threads.runtime`` and docs/architecture.md, "Virtual time").
 
 Who the loop asks is its *host*: on its own (an ``async def`` target) it asks
 the engine directly and detects deadlocks itself; inside the threads backend

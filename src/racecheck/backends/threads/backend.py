@@ -389,7 +389,21 @@ def _new_event_loop() -> asyncio.AbstractEventLoop:
         return asyncio.SelectorEventLoop()
     loop = new_loop(ThreadHost(runtime))
     runtime.loops.append(loop)  # type: ignore[attr-defined]
+    if runtime.controller.steplog is not None:
+        # DPOR: the loop's time (call_later, timeouts, user code) is a read of
+        # the clock, which a timer firing early may move under it. Only this
+        # loop's instance: the asyncio backend's hot path stays as it is.
+        loop.time = _clock_of(loop, runtime)  # type: ignore[method-assign]
     return loop
+
+
+def _clock_of(loop: Any, runtime: ThreadRuntime) -> Callable[[], float]:
+    def time() -> float:
+        if runtime.me() is None:  # another thread's plumbing: nothing to order
+            return float(runtime.controller.now)
+        return runtime.read_clock()
+
+    return time
 
 
 def _discard_abandoned_loops(runtime: ThreadRuntime) -> None:
@@ -456,6 +470,8 @@ class ThreadHost:
             return 0
         if controller.detector is not None:
             self.detect_callback(loop, None)
+        if controller.steplog is not None and loop._scheduled:
+            runtime.read_clock()  # this step found its due timers by the clock
         pending = runtime.pending_task(me, candidates)
         if pending is not None:
             return pending  # chosen while this thread waited: already a decision
@@ -519,10 +535,21 @@ class ThreadHost:
         # another thread fills the ready queue but wakes nobody — a lost
         # wakeup racecheck must reproduce, not paper over.
         seen = loop._rc_wakeups
-        self.runtime.block(
-            me, lambda: loop._rc_wakeups != seen, deadline, "loop idle (waiting for work)"
-        )
+        runtime = self.runtime
+        if deadline is not None:
+            # Its timer may fire while other actors could still run (see
+            # ThreadRuntime._early_timers): a thread may be descheduled that long.
+            runtime.timer_loops.append(me)
+        try:
+            runtime.block(
+                me, lambda: loop._rc_wakeups != seen, deadline, "loop idle (waiting for work)"
+            )
+        finally:
+            if deadline is not None:
+                runtime.timer_loops.remove(me)
         loop._rc_poll_external(0)  # drain the self-pipe
         loop._rc_move_due_timers()
         if self.controller.steplog is not None:
             self.controller.steplog.touch(loop, "*", False)  # what woke it: see detect_callback
+            if deadline is not None:
+                runtime.read_clock()  # which of its timers are due

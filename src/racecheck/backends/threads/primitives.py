@@ -108,7 +108,7 @@ def virtual_monotonic() -> float:
     runtime, me = _context()
     if me is None or runtime is None:
         return _real_monotonic()
-    return runtime.controller.now
+    return runtime.read_clock()
 
 
 class Lock:

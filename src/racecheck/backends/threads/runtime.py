@@ -11,6 +11,17 @@ unset event) records a predicate and hands the baton on; it is *enabled* again
 only when its predicate holds. When no actor is enabled, virtual time jumps to
 the earliest deadline (sleeps, timeouts, loop timers); if there is none, that
 is a deadlock, reported as a wait-for graph.
+
+Virtual time may also move while actors could still run, for one kind of
+deadline: an idle event loop's next timer. The OS may deschedule a thread
+for a while at any point, and a loop's ``sleep(0.01)`` then ends first (the
+order janus 1.1.0's ``join`` bug needs). So at any decision where such a
+timer is within :data:`TIMER_SLACK` of the moment the runnable actors last
+started running, the loop is offered once more, after every runnable actor:
+chosen, the clock jumps to its timer and the loop runs. Programs without a
+pending loop timer see exactly the choices they always did. Threads' own
+sleeps and timeouts still end only when nobody can run (see docs/architecture.md,
+"Virtual time").
 """
 
 from __future__ import annotations
@@ -33,6 +44,11 @@ get_ident = _thread.get_ident
 allocate_lock = _thread.allocate_lock
 _real_sleep = time.sleep
 
+#: how far (virtual seconds) an idle event loop's next timer may run ahead of
+#: the actors that could still run: within it, the timer firing now is one
+#: more choice (see ThreadRuntime._early_timers)
+TIMER_SLACK = 0.1
+
 
 def describe_lock(resource: Any) -> str:
     """ "the lock mylib._lock (made before the run)", or its type for others."""
@@ -40,6 +56,12 @@ def describe_lock(resource: Any) -> str:
     if where:
         return f"the lock {where} (made before the run)"
     return f"a {type(resource).__name__}"
+
+
+class VirtualClock:
+    """The run's virtual time as an object: what DPOR sees advances write and reads read."""
+
+    __slots__ = ()
 
 
 class Actor:
@@ -56,10 +78,12 @@ class Actor:
         "ident",
         "lines",
         "name",
+        "note",
         "passthrough",
         "points",
         "resource",
         "running_task",
+        "since",
         "thread",
         "touched",
         "waiting",
@@ -92,6 +116,10 @@ class Actor:
         self.running_task: int | None = None
         #: the loop whose running_task that is
         self.hosting_loop: Any = None
+        #: virtual time when this actor last started running after a wait
+        self.since = 0.0
+        #: recording only: what happened inside this step that no hand-over told
+        self.note = ""
         #: the loop this thread waits in at a task decision: it is offered as
         #: that loop's ready tasks, and whoever picks one sets chosen_task
         self.choosing: Any = None
@@ -127,6 +155,10 @@ class ThreadRuntime:
         self.threads_made = 0
         #: why the run cannot go on by itself, for the watchdog's message
         self.stuck_reason: str | None = None
+        #: actors idle in an event loop with a timer pending (see _early_timers)
+        self.timer_loops: list[Actor] = []
+        #: what DPOR sees of virtual time: advances write it, reads read it
+        self.clock = VirtualClock()
 
     # -- actors ---------------------------------------------------------------
     def allocate_id(self) -> int:
@@ -136,6 +168,7 @@ class ThreadRuntime:
 
     def new_actor(self, name: str, thread: threading.Thread | None, daemon: bool) -> Actor:
         actor = Actor(self.allocate_id(), name, thread, daemon)
+        actor.since = self.controller.now
         if self.recorder is not None:
             actor.lines = []
             self.recorder.actor(actor.id, name, "thread")
@@ -205,18 +238,24 @@ class ThreadRuntime:
             others, behind = self._offer(me)
             ids += others
             owners += behind
+        regular = len(ids)
+        if self.timer_loops:
+            self._early_timers(ids, owners)
         choice = controller.decide(ids)
         me.hosting_loop = loop
         if choice < len(tasks):
             me.running_task = tasks[choice]
             return choice
         chosen = owners[choice]
+        operation: str | Callable[[], str] = "loop step"
+        if choice >= regular:
+            operation = self._then(operation, self._fire(chosen))
         if chosen.choosing is not None:
             chosen.chosen_task = ids[choice]
         me.running_task = None
         me.choosing = loop
         try:
-            self._hand_over(me, chosen, "loop step", None, True)
+            self._hand_over(me, chosen, operation, None, True)
         finally:
             me.choosing = None
         task = me.chosen_task
@@ -270,9 +309,14 @@ class ThreadRuntime:
                     ids.append(actor.id)
                 else:
                     _identities(actor, ids, candidates)
+        regular = len(ids)
+        if self.timer_loops:
+            self._early_timers(ids, candidates)
         choice = controller.decide(ids)
         if choice:
             chosen = candidates[choice]
+            if choice >= regular:
+                operation = self._then(operation, self._fire(chosen))
             if chosen.choosing is not None:
                 chosen.chosen_task = ids[choice]
             self._hand_over(me, chosen, operation, resource, True)
@@ -295,6 +339,8 @@ class ThreadRuntime:
             return True
         if me.running_task is not None:
             self._identity(me)  # what it is offered as once it is enabled again
+        if deadline is not None and controller.steplog is not None:
+            controller.steplog.touch(self.clock, "now", False)  # the deadline reads the time
         me.waiting, me.deadline, me.waiting_for, me.resource = ready, deadline, operation, resource
         try:
             while True:
@@ -306,19 +352,33 @@ class ThreadRuntime:
                 if not ids:
                     self._idle()
                     continue
+                regular = len(ids)
+                if self.timer_loops:
+                    self._early_timers(ids, owners)
                 choice = controller.decide(ids)
                 chosen = owners[choice]
+                step_operation: str | Callable[[], str] = operation
+                if choice >= regular:
+                    note = self._fire(chosen)
+                    if chosen is me:
+                        # this loop's own timer: it goes on, at its deadline
+                        # (told with the step's end, which the trace shows)
+                        if self.recorder is not None:
+                            me.note = f"its loop timer fired early (t={controller.now:g} s)"
+                        continue
+                    step_operation = self._then(operation, note)
                 if chosen.choosing is not None:
                     chosen.chosen_task = ids[choice]
-                self._hand_over(me, chosen, operation, resource, choice != 0)
+                self._hand_over(me, chosen, step_operation, resource, choice != 0)
         finally:
             me.waiting, me.deadline, me.resource = None, None, None
+            me.since = controller.now
 
     def _idle(self) -> None:
         """Nobody is enabled: advance virtual time, or the run is deadlocked."""
         deadlines = [a.deadline for a in self.live if a.deadline is not None and not a.finished]
         if deadlines:
-            self.controller.now = max(self.controller.now, min(deadlines))
+            self._advance(min(deadlines))
             return
         if self.controller.aborting:
             raise RunAborted()  # the run is over (interrupted, failed): stop waiting
@@ -345,6 +405,64 @@ class ThreadRuntime:
         self.abort_all()
         raise RunAborted()
 
+    # -- virtual time ---------------------------------------------------------
+    def _early_timers(self, ids: list[int], owners: list[Actor]) -> None:
+        """Offer, after the runnable actors, each idle loop whose timer may fire now.
+
+        The runnable actors are ``owners`` (as offered so far). A loop's timer
+        may fire before them when it is due within TIMER_SLACK of the moment
+        the longest-waiting of them last started running: a thread may be
+        descheduled that long, not for ever (a 5 s timeout never fires while
+        a thread runs its burst). Offered in the order the loops went idle,
+        which the schedule fixes, so a token replays.
+        """
+        if not owners:
+            return
+        now = self.controller.now
+        horizon = min(actor.since for actor in owners) + TIMER_SLACK
+        for actor in self.timer_loops:
+            deadline = actor.deadline
+            if (
+                deadline is not None
+                and now < deadline <= horizon
+                and not actor.finished
+                and actor.waiting is not None
+                and not actor.waiting()
+            ):
+                ids.append(actor.id)
+                owners.append(actor)
+
+    def _fire(self, loop_actor: Actor) -> str:
+        """An early timer was chosen: the clock jumps to it, and its loop runs next.
+
+        Returns what the trace says of it.
+        """
+        deadline = loop_actor.deadline
+        assert deadline is not None
+        self._advance(deadline)
+        return f"{loop_actor.name}'s loop timer fires early (t={deadline:g} s)"
+
+    def _then(self, operation: str | Callable[[], str], note: str) -> str | Callable[[], str]:
+        """The trace text of a step after which an early timer fired."""
+        if self.recorder is None:
+            return operation
+        text = operation() if callable(operation) else operation
+        return f"{text}; {note}" if text else note
+
+    def _advance(self, when: float) -> None:
+        controller = self.controller
+        if when > controller.now:
+            controller.now = when
+            if controller.steplog is not None:
+                controller.steplog.touch(self.clock, "now", True)
+
+    def read_clock(self) -> float:
+        """The virtual time, read by an actor's step (DPOR orders it against advances)."""
+        controller = self.controller
+        if controller.steplog is not None:
+            controller.steplog.touch(self.clock, "now", False)
+        return controller.now
+
     def _hand_over(
         self, me: Actor, chosen: Actor, operation: Any, resource: Any, preempted: bool
     ) -> None:
@@ -365,6 +483,9 @@ class ThreadRuntime:
         recorder = self.recorder
         assert recorder is not None
         text = operation() if callable(operation) else operation
+        if me.note:
+            text = f"{me.note}; {text}" if text else me.note
+            me.note = ""
         if resource is None:
             resource = me.touched
         me.touched = None
@@ -405,7 +526,12 @@ class ThreadRuntime:
                 if ids:
                     break
                 self._idle()
+            regular = len(ids)
+            if self.timer_loops:
+                self._early_timers(ids, owners)
             choice = self.controller.decide(ids)
+            if choice >= regular:
+                self._fire(owners[choice])
         except RunAborted:
             # The run ended here (deadlock, step bound, strategy error): this
             # thread is leaving anyway, so make sure nobody waits for its baton.
