@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import asyncio.events
 import inspect
+import logging
 import os
 import queue
 import re
@@ -38,6 +39,23 @@ _ORIGINAL_INIT = threading.Thread.__init__
 _GRANULARITIES = ("access", "line", "opcode")
 _DEFAULT_THREAD_NAME = re.compile(r"^Thread-\d+")
 _JOIN_GRACE = 2.0
+
+
+class _QuietAborts(logging.Filter):
+    """Drops ``concurrent.futures``' "Exception in worker" for racecheck's abort signal.
+
+    An aborted run (step limit, a failure found while pool work still ran)
+    unwinds every actor by raising :class:`RunAborted`; a pool worker catches
+    it and logs a CRITICAL traceback about racecheck's own plumbing, which
+    reads like a crash in the user's output. Installed for the run only.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        info = record.exc_info
+        return not (info and info[0] is not None and issubclass(info[0], RunAborted))
+
+
+_QUIET_ABORTS = _QuietAborts()
 
 
 class ThreadsBackend:
@@ -100,6 +118,7 @@ class ThreadsBackend:
         for owner, name, value in patches:
             self._saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
             setattr(owner, name, value)
+        logging.getLogger("concurrent.futures").addFilter(_QUIET_ABORTS)
         self.pool = ThreadPool(_ORIGINAL_START)
         self._installed = True
         # After the patches: what they replaced is not rewritten a second time.
@@ -119,6 +138,7 @@ class ThreadsBackend:
                 delattr(owner, name)
             else:
                 setattr(owner, name, value)
+        logging.getLogger("concurrent.futures").removeFilter(_QUIET_ABORTS)
         self.tracer.uninstall()
         if self.pool is not None:
             self.pool.close()
