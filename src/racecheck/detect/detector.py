@@ -1100,6 +1100,7 @@ class Detector:
                     # a sweep over a snapshot of the keys, then one key stored: the
                     # others' entries survive (limits' expiry); a measure still counts
                     and not (slot and view.site.action not in ("measured", "checked"))
+                    and not self._handed_over(shadow, view, actor)
                 ):
                     pattern = "stale check" if view.site.action == "checked" else "lost update"
                     self._report("atomicity-violation", pattern, target, view.site, remote, site)
@@ -1217,7 +1218,11 @@ class Detector:
         # rule, which names the third task that wrote in between, if any.
         woke = self.woken.get(actor)
         waker = woke[0] if woke is not None else None
-        others = [w for w in since if w.actor != waker]
+        # Writes before the waker's own last one happened while this actor waited
+        # (a lock passing through other holders): the waker saw them, and its
+        # write and wake-up are what this actor acts on.
+        handed = max((i for i, w in enumerate(since) if w.actor == waker), default=-1)
+        others = [w for w in since[handed + 1 :] if w.actor != waker]
         if not others:
             return False
         if len(since) == len(shadow.history) and shadow.seq - seen > len(since):
@@ -1226,6 +1231,24 @@ class Detector:
             return False
         self._report("atomicity-violation", "stale check", target, check, others[-1], site)
         return True
+
+    def _handed_over(self, shadow: _Shadow, view: _View, actor: int) -> bool:
+        """A waiter's check, then its waker's write, then its act: a hand-off.
+
+        ``if self._locked:`` (wait) ... the releaser writes ``self._locked =
+        False`` and wakes this waiter ... ``self._locked = True``. The check
+        decided to wait; the waker's write is what it waited for, and the
+        hand-off rule judges whether a third actor wrote in between. A value
+        read and written back (``v = self.x`` ... ``self.x = v + 1``) stays a
+        lost update whoever woke the writer.
+        """
+        woke = self.woken.get(actor)
+        if woke is None or _use(view.site) != "branch":
+            return False
+        # the lock may have passed through other holders while this one waited:
+        # what matters is that the write it acts after is its waker's
+        last = shadow.last_writer
+        return last is not None and last.actor == woke[0]
 
     def _stale_handoff(self, shadow: _Shadow, site: _Site, actor: int, target: str) -> bool:
         """A task woken by a hand-off acts on the waker's decision after a third party wrote.
@@ -1254,6 +1277,11 @@ class Detector:
         latest = max(seq for seq, w in shadow.history if w is between[-1])
         if mine is not None and mine[1] >= latest:
             return False  # B checked again after C's write
+        if site.slot and all(w.slot for w in between) and not _walks_queue(check):
+            # B takes its own entry out of a queue others only lined up in, and the
+            # waker looked at the first entry alone (``q[0]``, ``next(iter(q))``:
+            # CPython's asyncio.Lock): no entry was passed over and left queued
+            return False
         self._report("atomicity-violation", "stale hand-off", target, check, between[-1], site)
         return True
 
@@ -1502,6 +1530,15 @@ def _is_builtin(via: Sym, frame: FrameType, f_locals: dict[str, Any]) -> bool:
         return True  # obj.__dict__: no call involved
     value = evaluate(via, frame, f_locals)
     return any(value is builtin for builtin in _NAMESPACE_BUILTINS)
+
+
+def _walks_queue(check: _Site) -> bool:
+    """Was the decision a ``for`` loop over the container (able to pass entries over)?"""
+    frame = check.frame
+    if frame is None or check.offset < 0:
+        return True  # not known: keep reporting
+    recipe = recipes(frame.f_code).get(check.offset)
+    return recipe is None or recipe.op == "iterate"
 
 
 def _join(into: dict[int, int], other: dict[int, int]) -> None:
