@@ -1223,6 +1223,10 @@ class Detector:
         # write and wake-up are what this actor acts on.
         handed = max((i for i, w in enumerate(since) if w.actor == waker), default=-1)
         others = [w for w in since[handed + 1 :] if w.actor != waker]
+        if not others and handed >= 0 and self._consumed(shadow, since[handed], waker):
+            # the waker's write acted on its own check (it took the slot itself, then
+            # woke this actor by releasing a lock): what was waited for is gone
+            others = [since[handed]]
         if not others:
             return False
         if len(since) == len(shadow.history) and shadow.seq - seen > len(since):
@@ -1240,7 +1244,8 @@ class Detector:
         decided to wait; the waker's write is what it waited for, and the
         hand-off rule judges whether a third actor wrote in between. A value
         read and written back (``v = self.x`` ... ``self.x = v + 1``) stays a
-        lost update whoever woke the writer.
+        lost update whoever woke the writer, and so is a waker's write that was
+        the act of its own check (it took what was waited for itself).
         """
         woke = self.woken.get(actor)
         if woke is None or _use(view.site) != "branch":
@@ -1248,7 +1253,24 @@ class Detector:
         # the lock may have passed through other holders while this one waited:
         # what matters is that the write it acts after is its waker's
         last = shadow.last_writer
-        return last is not None and last.actor == woke[0]
+        return (
+            last is not None and last.actor == woke[0] and not self._consumed(shadow, last, woke[0])
+        )
+
+    @staticmethod
+    def _consumed(shadow: _Shadow, write: _Site, waker: int | None) -> bool:
+        """Was ``write`` the waker's act on its own latest check (taking, not releasing)?
+
+        ``if state["free"] == 0: ...`` then ``state["free"] -= 1``, then the waker
+        leaves the Condition's lock, which wakes the waiter: it took the slot the
+        waiter waited for. A release (``self._locked = False``) is a later write,
+        or one with no check before it.
+        """
+        mine = shadow.checks.get(waker) if waker is not None else None
+        if mine is None:
+            return False
+        writes = [w for seq, w in shadow.history if seq > mine[1] and w.actor == waker]
+        return len(writes) == 1 and writes[0] is write
 
     def _stale_handoff(self, shadow: _Shadow, site: _Site, actor: int, target: str) -> bool:
         """A task woken by a hand-off acts on the waker's decision after a third party wrote.
