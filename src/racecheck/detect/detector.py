@@ -1113,6 +1113,7 @@ class Detector:
                     and not (view.slot and remote.slot)
                     and not self._waited_for(remote, hb)
                     and not _same(value_of(), view.value)
+                    and not _waits_in_loop(site)
                 ):
                     self.pending.append((actor, location, view, remote, site, target))
         if write and self.woken and self._stale_handoff(shadow, site, actor, target):
@@ -1552,6 +1553,19 @@ def _is_builtin(via: Sym, frame: FrameType, f_locals: dict[str, Any]) -> bool:
         return True  # obj.__dict__: no call involved
     value = evaluate(via, frame, f_locals)
     return any(value is builtin for builtin in _NAMESPACE_BUILTINS)
+
+
+def _waits_in_loop(read: _Site) -> bool:
+    """Is the read the condition of a ``while`` loop (a wait that re-checks)?
+
+    ``while parent._unfinished_tasks: wait()`` (janus's ``join``) re-reads a
+    counter others bring down: seeing their value, not one's own, is what the
+    loop waits for. Not cross-talk, whatever one wrote to it before.
+    """
+    frame = read.frame
+    if frame is None or _use(read) != "branch":
+        return False
+    return source_line(frame.f_code.co_filename, read.lineno).lstrip().startswith("while ")
 
 
 def _walks_queue(check: _Site) -> bool:
