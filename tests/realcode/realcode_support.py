@@ -112,9 +112,9 @@ def expect_replay_fails(pytester: pytest.Pytester, found: Found, symptom: str) -
     assert "diverge" not in output.lower(), output
 
 
-def expect_clean(pytester: pytest.Pytester) -> str:
+def expect_clean(pytester: pytest.Pytester, *extra: str) -> str:
     """The user run passes; its report neither warns of a blind run nor is empty."""
-    result = run_user_test(pytester)
+    result = run_user_test(pytester, *extra)
     output = result.stdout.str()
     result.assert_outcomes(passed=1)
     assert "racecheck" in output and "schedules" in output, output
@@ -155,3 +155,43 @@ def expect_replay_after_fix(pytester: pytest.Pytester, library: str, symptom: st
         return "did not fail"
     assert outcomes.get("failed") == 1 and "diverge" in output.lower(), output
     return "diverged"
+
+
+def detector_args(module: str) -> tuple[str, ...]:
+    """The race detector on, with the library traced as code under test."""
+    return ("--racecheck-detect", f"--racecheck-trace-packages={module}")
+
+
+def without_assertions(source: str) -> str:
+    """The user's test with its assertion lines taken out: the detector alone must judge.
+
+    Every assertion of these user tests is one line; each becomes a ``pass`` at
+    its indentation, so the line numbers of the module stay the same.
+    """
+    lines = source.splitlines()
+    out = [
+        line[: len(line) - len(line.lstrip())] + "pass  # assertion removed"
+        if line.lstrip().startswith("assert ")
+        else line
+        for line in lines
+    ]
+    assert out != lines, "the user test has no assertion to remove"
+    return "\n".join(out) + "\n"
+
+
+def expect_detector_clean(pytester: pytest.Pytester, module: str) -> str:
+    """The fixed release passes under the detector, its library traced (no false alarm)."""
+    output = expect_clean(pytester, *detector_args(module))
+    assert "atomicity-violation" not in output and "data-race" not in output, output
+    return output
+
+
+def expect_detector_finding(pytester: pytest.Pytester, module: str, pattern: str) -> str:
+    """The buggy release, assertion removed, fails with a detector finding of ``pattern``."""
+    result = run_user_test(pytester, *detector_args(module))
+    output = result.stdout.str()
+    result.assert_outcomes(failed=1)
+    found = re.search(r"racecheck: (atomicity-violation|data-race) found after", output)
+    assert found, output
+    assert f"{pattern} on " in output, output
+    return output

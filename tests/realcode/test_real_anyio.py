@@ -13,11 +13,14 @@ from __future__ import annotations
 import pytest
 from realcode_support import (
     expect_clean,
+    expect_detector_clean,
+    expect_detector_finding,
     expect_found,
     expect_replay_after_fix,
     expect_replay_fails,
     require_pin,
     save_token,
+    without_assertions,
 )
 
 pytest.importorskip("anyio")
@@ -77,3 +80,18 @@ def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pyteste
     require_pin("anyio", "fixed")
     pytester.makepyfile(test_user_anyio=USER_TEST)
     print("realcode anyio fixed, buggy token:", expect_replay_after_fix(pytester, "anyio", SYMPTOM))
+
+
+def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
+    """Assertion removed, anyio traced: the detector names the race itself."""
+    require_pin("anyio", "buggy")
+    pytester.makepyfile(test_user_anyio=without_assertions(USER_TEST))
+    output = expect_detector_finding(pytester, "anyio", "stale hand-off")
+    assert "_asyncio.py:" in output, output
+
+
+def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
+    """No false alarm on the fixed release, anyio traced as code under test."""
+    require_pin("anyio", "fixed")
+    pytester.makepyfile(test_user_anyio=USER_TEST)
+    expect_detector_clean(pytester, "anyio")

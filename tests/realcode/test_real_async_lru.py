@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 from realcode_support import (
     expect_clean,
+    expect_detector_clean,
     expect_found,
     expect_replay_after_fix,
     expect_replay_fails,
@@ -75,3 +76,10 @@ def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pyteste
     pytester.makepyfile(test_user_async_lru=USER_TEST)
     after = expect_replay_after_fix(pytester, LIBRARY, SYMPTOM)
     print("realcode async-lru fixed, buggy token:", after)
+
+
+def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
+    """No false alarm on the fixed release, async_lru traced as code under test."""
+    require_pin(LIBRARY, "fixed")
+    pytester.makepyfile(test_user_async_lru=USER_TEST)
+    expect_detector_clean(pytester, "async_lru")

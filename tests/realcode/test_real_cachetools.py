@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 from realcode_support import (
     expect_clean,
+    expect_detector_clean,
     expect_found,
     expect_replay_after_fix,
     expect_replay_fails,
@@ -74,3 +75,10 @@ def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pyteste
         "realcode cachetools fixed, buggy token:",
         expect_replay_after_fix(pytester, "cachetools", SYMPTOM),
     )
+
+
+def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
+    """No false alarm on the fixed release, cachetools traced as code under test."""
+    require_pin("cachetools", "fixed")
+    pytester.makepyfile(test_user_cachetools=USER_TEST)
+    expect_detector_clean(pytester, "cachetools")

@@ -13,11 +13,14 @@ from __future__ import annotations
 import pytest
 from realcode_support import (
     expect_clean,
+    expect_detector_clean,
+    expect_detector_finding,
     expect_found,
     expect_replay_after_fix,
     expect_replay_fails,
     require_pin,
     save_token,
+    without_assertions,
 )
 
 pytest.importorskip("filelock")
@@ -71,3 +74,18 @@ def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pyteste
         "realcode filelock fixed, buggy token:",
         expect_replay_after_fix(pytester, "filelock", SYMPTOM),
     )
+
+
+def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
+    """Assertion removed, filelock traced: the detector names the race itself."""
+    require_pin("filelock", "buggy")
+    pytester.makepyfile(test_user_filelock=without_assertions(USER_TEST))
+    output = expect_detector_finding(pytester, "filelock", "lost update")
+    assert "_api.py:" in output, output
+
+
+def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
+    """No false alarm on the fixed release, filelock traced as code under test."""
+    require_pin("filelock", "fixed")
+    pytester.makepyfile(test_user_filelock=USER_TEST)
+    expect_detector_clean(pytester, "filelock")

@@ -13,11 +13,14 @@ from __future__ import annotations
 import pytest
 from realcode_support import (
     expect_clean,
+    expect_detector_clean,
+    expect_detector_finding,
     expect_found,
     expect_replay_after_fix,
     expect_replay_fails,
     require_pin,
     save_token,
+    without_assertions,
 )
 
 pytest.importorskip("limits")
@@ -69,3 +72,20 @@ def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pyteste
     print(
         "realcode limits fixed, buggy token:", expect_replay_after_fix(pytester, LIBRARY, SYMPTOM)
     )
+
+
+def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
+    """Assertion removed, limits traced: the detector names the race itself."""
+    require_pin(LIBRARY, "buggy")
+    pytester.makepyfile(test_user_limits=without_assertions(USER_TEST))
+    output = expect_detector_finding(pytester, "limits", "stale index")
+    assert "memory.py:69" in output, output
+    assert "memory.py:172" in output, output
+    assert "memory.py:76" in output, output
+
+
+def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
+    """No false alarm on the fixed release, limits traced as code under test."""
+    require_pin(LIBRARY, "fixed")
+    pytester.makepyfile(test_user_limits=USER_TEST)
+    expect_detector_clean(pytester, "limits")

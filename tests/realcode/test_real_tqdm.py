@@ -12,11 +12,14 @@ from __future__ import annotations
 import pytest
 from realcode_support import (
     expect_clean,
+    expect_detector_clean,
+    expect_detector_finding,
     expect_found,
     expect_replay_after_fix,
     expect_replay_fails,
     require_pin,
     save_token,
+    without_assertions,
 )
 
 pytest.importorskip("tqdm")
@@ -74,3 +77,18 @@ def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pyteste
     require_pin("tqdm", "fixed")
     pytester.makepyfile(test_user_tqdm=USER_TEST)
     print("realcode tqdm fixed, buggy token:", expect_replay_after_fix(pytester, "tqdm", SYMPTOM))
+
+
+def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
+    """Assertion removed, tqdm traced: the detector names the race itself."""
+    require_pin("tqdm", "buggy")
+    pytester.makepyfile(test_user_tqdm=without_assertions(USER_TEST))
+    output = expect_detector_finding(pytester, "tqdm", "data race")
+    assert "_tqdm.py:" in output, output
+
+
+def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
+    """No false alarm on the fixed release, tqdm traced as code under test."""
+    require_pin("tqdm", "fixed")
+    pytester.makepyfile(test_user_tqdm=USER_TEST)
+    expect_detector_clean(pytester, "tqdm")

@@ -47,6 +47,7 @@ container ``(container, *)``, touched by iteration, ``len`` and mutation.
 from __future__ import annotations
 
 import _thread
+import bisect
 import dis
 import os
 from collections import deque
@@ -58,8 +59,10 @@ from weakref import WeakSet, WeakValueDictionary
 
 from racecheck.detect.operands import (
     CONTAINER_METHODS,
+    INSORT_FUNCTIONS,
     MISSING,
     NULL,
+    POSITION_FUNCTIONS,
     Recipe,
     Sym,
     evaluate,
@@ -239,6 +242,10 @@ class Detector:
         #: ``record_only`` the detector only feeds it and never reports
         self.access_log: Any = None
         self.record_only = False
+        #: sequence id -> actor -> (where it located a position in it, the sequence's
+        #: WHOLE seq then, the actor's step then): ``bisect``/``index`` results, valid
+        #: only until someone else shifts the sequence (see _stale_index)
+        self.positions: dict[int, dict[int, tuple[_Site, int, int]]] = {}
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -418,6 +425,7 @@ class Detector:
             self.decisions,
             self.loops,
             self.signallers,
+            self.positions,
         ):
             table.clear()
         self.pending.clear()
@@ -485,6 +493,9 @@ class Detector:
                 return
             self._item(frame, actor, hb, base, key, op == "write", label)
             return
+        if op in _SLICE_OPS or op == "position" or op == "insort":
+            self._sequence_op(frame, actor, hb, base, recipe, label)
+            return
         if op == "call" and recipe.name in _QUEUE_METHODS and self._queue(base):
             self._queue_call(frame, actor, hb, base, recipe.name, label)
             return
@@ -544,6 +555,10 @@ class Detector:
                 return  # a method or class attribute: not instance state
         elif self._descriptor(type(base), name):
             return  # a property's setter runs instead: its own accesses are the real ones
+        elif self.positions and self._stale_index(
+            frame, actor, hb, namespace.get(name, MISSING), f"{label}.{name}", "replaced"
+        ):
+            return
         # a threading.local's __dict__ is the current thread's: that dict is the storage
         owner = namespace if type(base) is _thread._local else base
         self._touch(
@@ -596,6 +611,106 @@ class Detector:
         )
         self.loops.pop((frame, began), None)
         self._report("atomicity-violation", "iterated while mutated", label, site, others[-1], now)
+
+    def _sequence_op(
+        self, frame: FrameType, actor: int, hb: int, base: Any, recipe: Recipe, label: str
+    ) -> None:
+        """Slices (``lst[a:b]``, ``lst[a:b] = v``, ``del lst[a:b]``) and ``bisect`` calls.
+
+        A slice read copies part of the sequence: one C call, atomic like
+        ``len``. A slice store or delete rewrites the sequence as a whole (an
+        insertion at the front shifts every index). ``bisect`` searches the
+        whole sequence for a position, which stays true only until somebody
+        shifts the sequence; ``insort`` searches and inserts in one call.
+        """
+        op = recipe.op
+        if op == "position" or op == "insort":
+            function = evaluate(recipe.via, frame, frame.f_locals)
+            if not any(function is known for known in _BISECT_FUNCTIONS):
+                return
+        if not isinstance(base, _SEQUENCES) or not self._plain(base):
+            return
+        if op == "slice-read":
+            self._whole(frame, actor, hb, base, False, label, "copied a slice of", atomic=True)
+            return
+        if op == "position":
+            self._whole(frame, actor, hb, base, False, label, "located a position in")
+            if not self.found:
+                self._located(frame, actor, base)
+            return
+        action = {
+            "slice-write": "wrote a slice of",
+            "slice-delete": "deleted a slice of",
+            "insort": f"called {recipe.name}() on",
+        }[op]
+        # insort calls a key function of the user's between its comparisons
+        self._whole(frame, actor, hb, base, True, label, action, atomic=op != "insort")
+        if not self.found:
+            self._touch_item(frame, actor, hb, base, LAST, True, label, -1, action, atomic=True)
+
+    def _located(self, frame: FrameType, actor: int, base: Any) -> None:
+        """``actor`` just computed a position in ``base`` (its latest one replaces the last)."""
+        location = (id(base), WHOLE)
+        view = self.views.get((actor, location))
+        shadow = self.shadows.get(location)
+        if view is None or shadow is None or view.kind != "r":
+            return
+        table = self.positions.setdefault(id(base), {})
+        table[actor] = (view.site, shadow.seq, self.steps.get(actor, 0))
+
+    def _stale_index(
+        self, frame: FrameType, actor: int, hb: int, base: Any, target: str, action: str
+    ) -> bool:
+        """``actor`` rewrites (or replaces) a sequence in which a position was located.
+
+        A position (``bisect``, ``lst.index``) holds only until the sequence
+        shifts. The first write after it is the act it decided: the locating
+        actor's own, while the frame that located it still runs, or the write
+        of the task that actor woke in the very step it located it (work handed
+        to a worker thread, ``await asyncio.to_thread(bisect...)``: the worker
+        locates, its completion wakes the awaiting task, which slices). If a
+        third actor shifted the sequence in between (an insert, a slice store,
+        a removal; an append or an item store shifts nothing), the act applies
+        an index into a list that no longer exists: limits 5.2.0's expiry pass
+        cut a live entry off its window so. Each position decides one act.
+        """
+        table = self.positions.get(id(base))
+        if not table:
+            return False
+        shadow = self.shadows.get((id(base), WHOLE))
+        if shadow is None:
+            return False
+        woke = self.woken.get(actor)
+        for who, (located, seen, step) in list(table.items()):
+            if who == actor:
+                if not _read_in_scope(located, frame):
+                    continue
+            elif woke != (who, step):
+                continue
+            del table[who]  # acted on, stale or not
+            if shadow.seq <= seen:
+                continue
+            since = [w for s, w in shadow.history if s > seen]
+            if len(since) == len(shadow.history) and shadow.seq - seen > len(since):
+                continue  # the history no longer reaches back to the position
+            if any(w.actor in (actor, who) for w in since):
+                continue  # moved by the actors themselves: they knew
+            shifts = [w for w in since if not w.slot or w.action in _SHIFTING_SLOT_WRITES]
+            if not shifts:
+                continue
+            now = _Site(
+                actor,
+                hb,
+                self._clock(hb)[hb],
+                action,
+                frame,
+                frame.f_lineno,
+                tuple(self.held.get(hb, ())),
+                offset=frame.f_lasti,
+            )
+            self._report("atomicity-violation", "stale index", target, located, shifts[-1], now)
+            return True
+        return False
 
     def _queue(self, base: Any) -> bool:
         """``queue.Queue`` and its kin, ``asyncio.Queue``, or racecheck's ``SimpleQueue``."""
@@ -753,6 +868,8 @@ class Detector:
                 return
         if kind == "scan":
             self._whole(frame, actor, hb, base, False, label, action)
+            if method == "index" and isinstance(base, _SEQUENCES) and not self.found:
+                self._located(frame, actor, base)
         elif kind == "get" and isinstance(base, dict) and element is not MISSING:
             self._touch_item(frame, actor, hb, base, element, False, label, element, "read")
         elif kind in ("append", "add", "remove", "pop", "setdefault"):
@@ -790,6 +907,10 @@ class Detector:
         if isinstance(base, _SEQUENCES) and type(key) is int and key < 0:
             location = LAST if key == -1 else ("neg", key)
         action = "wrote" if write else "read"
+        if write and self.positions and type(base) is dict:
+            old = dict.get(base, key, MISSING)
+            if self._stale_index(frame, actor, hb, old, f"{label}[{_short(key)}]", "replaced"):
+                return
         if write:
             self._whole(frame, actor, hb, base, True, label, action, atomic=True, slot=True)
         self._touch_item(frame, actor, hb, base, location, write, label, key, action)
@@ -859,6 +980,8 @@ class Detector:
         slot: bool = False,
     ) -> None:
         """The container as a whole; ``slot``: a write that changes one key or element."""
+        if write and self.positions and self._stale_index(frame, actor, hb, base, label, action):
+            return
         size = _builtin_of(base).__len__
         self._touch(
             frame,
@@ -977,6 +1100,7 @@ class Detector:
                     # a sweep over a snapshot of the keys, then one key stored: the
                     # others' entries survive (limits' expiry); a measure still counts
                     and not (slot and view.site.action not in ("measured", "checked"))
+                    and not self._handed_over(shadow, view, actor)
                 ):
                     pattern = "stale check" if view.site.action == "checked" else "lost update"
                     self._report("atomicity-violation", pattern, target, view.site, remote, site)
@@ -989,6 +1113,7 @@ class Detector:
                     and not (view.slot and remote.slot)
                     and not self._waited_for(remote, hb)
                     and not _same(value_of(), view.value)
+                    and not _waits_in_loop(site)
                 ):
                     self.pending.append((actor, location, view, remote, site, target))
         if write and self.woken and self._stale_handoff(shadow, site, actor, target):
@@ -1094,7 +1219,15 @@ class Detector:
         # rule, which names the third task that wrote in between, if any.
         woke = self.woken.get(actor)
         waker = woke[0] if woke is not None else None
-        others = [w for w in since if w.actor != waker]
+        # Writes before the waker's own last one happened while this actor waited
+        # (a lock passing through other holders): the waker saw them, and its
+        # write and wake-up are what this actor acts on.
+        handed = max((i for i, w in enumerate(since) if w.actor == waker), default=-1)
+        others = [w for w in since[handed + 1 :] if w.actor != waker]
+        if not others and handed >= 0 and self._consumed(shadow, since[handed], waker):
+            # the waker's write acted on its own check (it took the slot itself, then
+            # woke this actor by releasing a lock): what was waited for is gone
+            others = [since[handed]]
         if not others:
             return False
         if len(since) == len(shadow.history) and shadow.seq - seen > len(since):
@@ -1103,6 +1236,42 @@ class Detector:
             return False
         self._report("atomicity-violation", "stale check", target, check, others[-1], site)
         return True
+
+    def _handed_over(self, shadow: _Shadow, view: _View, actor: int) -> bool:
+        """A waiter's check, then its waker's write, then its act: a hand-off.
+
+        ``if self._locked:`` (wait) ... the releaser writes ``self._locked =
+        False`` and wakes this waiter ... ``self._locked = True``. The check
+        decided to wait; the waker's write is what it waited for, and the
+        hand-off rule judges whether a third actor wrote in between. A value
+        read and written back (``v = self.x`` ... ``self.x = v + 1``) stays a
+        lost update whoever woke the writer, and so is a waker's write that was
+        the act of its own check (it took what was waited for itself).
+        """
+        woke = self.woken.get(actor)
+        if woke is None or _use(view.site) != "branch":
+            return False
+        # the lock may have passed through other holders while this one waited:
+        # what matters is that the write it acts after is its waker's
+        last = shadow.last_writer
+        return (
+            last is not None and last.actor == woke[0] and not self._consumed(shadow, last, woke[0])
+        )
+
+    @staticmethod
+    def _consumed(shadow: _Shadow, write: _Site, waker: int | None) -> bool:
+        """Was ``write`` the waker's act on its own latest check (taking, not releasing)?
+
+        ``if state["free"] == 0: ...`` then ``state["free"] -= 1``, then the waker
+        leaves the Condition's lock, which wakes the waiter: it took the slot the
+        waiter waited for. A release (``self._locked = False``) is a later write,
+        or one with no check before it.
+        """
+        mine = shadow.checks.get(waker) if waker is not None else None
+        if mine is None:
+            return False
+        writes = [w for seq, w in shadow.history if seq > mine[1] and w.actor == waker]
+        return len(writes) == 1 and writes[0] is write
 
     def _stale_handoff(self, shadow: _Shadow, site: _Site, actor: int, target: str) -> bool:
         """A task woken by a hand-off acts on the waker's decision after a third party wrote.
@@ -1131,6 +1300,11 @@ class Detector:
         latest = max(seq for seq, w in shadow.history if w is between[-1])
         if mine is not None and mine[1] >= latest:
             return False  # B checked again after C's write
+        if site.slot and all(w.slot for w in between) and not _walks_queue(check):
+            # B takes its own entry out of a queue others only lined up in, and the
+            # waker looked at the first entry alone (``q[0]``, ``next(iter(q))``:
+            # CPython's asyncio.Lock): no entry was passed over and left queued
+            return False
         self._report("atomicity-violation", "stale hand-off", target, check, between[-1], site)
         return True
 
@@ -1218,6 +1392,13 @@ def _weak_data(base: Any) -> Any:
         return MISSING
     return data if type(data) in (set, dict) else MISSING
 
+
+_SLICE_OPS = frozenset(("slice-read", "slice-write", "slice-delete"))
+_BISECT_FUNCTIONS = tuple(
+    getattr(bisect, name) for name in sorted(POSITION_FUNCTIONS | INSORT_FUNCTIONS)
+)
+#: one-element writes of a sequence that move the elements after it
+_SHIFTING_SLOT_WRITES = frozenset(("called .pop() on", "called .remove() on"))
 
 _QUEUE_METHODS = frozenset(("empty", "qsize", "get", "get_nowait"))
 _QUEUE_MODULES = frozenset(("queue", "asyncio.queues", "racecheck.backends.threads.primitives"))
@@ -1372,6 +1553,28 @@ def _is_builtin(via: Sym, frame: FrameType, f_locals: dict[str, Any]) -> bool:
         return True  # obj.__dict__: no call involved
     value = evaluate(via, frame, f_locals)
     return any(value is builtin for builtin in _NAMESPACE_BUILTINS)
+
+
+def _waits_in_loop(read: _Site) -> bool:
+    """Is the read the condition of a ``while`` loop (a wait that re-checks)?
+
+    ``while parent._unfinished_tasks: wait()`` (janus's ``join``) re-reads a
+    counter others bring down: seeing their value, not one's own, is what the
+    loop waits for. Not cross-talk, whatever one wrote to it before.
+    """
+    frame = read.frame
+    if frame is None or _use(read) != "branch":
+        return False
+    return source_line(frame.f_code.co_filename, read.lineno).lstrip().startswith("while ")
+
+
+def _walks_queue(check: _Site) -> bool:
+    """Was the decision a ``for`` loop over the container (able to pass entries over)?"""
+    frame = check.frame
+    if frame is None or check.offset < 0:
+        return True  # not known: keep reporting
+    recipe = recipes(frame.f_code).get(check.offset)
+    return recipe is None or recipe.op == "iterate"
 
 
 def _join(into: dict[int, int], other: dict[int, int]) -> None:

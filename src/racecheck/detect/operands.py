@@ -33,6 +33,11 @@ _PY312 = sys.version_info >= (3, 12)
 #: None (unknown)
 Sym = tuple[Any, ...] | None
 NULL: tuple[str] = ("null",)
+#: a slice object built for a subscript (``lst[a:b]``): the access is a slice's
+SLICE: tuple[str] = ("slice",)
+#: ``bisect`` functions: a search for a position, or an insertion at one
+POSITION_FUNCTIONS = frozenset(("bisect", "bisect_left", "bisect_right"))
+INSORT_FUNCTIONS = frozenset(("insort", "insort_left", "insort_right"))
 
 #: container methods: name -> (kind, whether the first argument is the key/element)
 CONTAINER_METHODS: dict[str, tuple[str, bool]] = {
@@ -102,7 +107,9 @@ SCANNING_BUILTINS = frozenset(
 class Recipe:
     """One access instruction: what it does and how to find its operands."""
 
-    #: "read" | "write" attribute/item; "contains"; "iterate"; "next" (a later step
+    #: "read" | "write" attribute/item; "slice-read" | "slice-write" | "slice-delete"
+    #: (``lst[a:b]``, ``lst[a:b] = v``, ``del lst[a:b]``); "position" | "insort" (a
+    #: ``bisect`` function, ``via`` the callable); "contains"; "iterate"; "next" (a later step
     #: of a ``for`` loop, ``name``: the offset of the GET_ITER that began it); "call" (container
     #: method or scanning builtin); "truth" (a branch on a container's emptiness);
     #: "global-read"/"global-write"; "deref-read"/"deref-write"
@@ -199,14 +206,32 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             base = peek(1)
             out[instr.offset] = Recipe("write", base, argval)
             pop(2 if name == "STORE_ATTR" else 1)
+        elif name == "BUILD_SLICE":
+            pop(arg)
+            stack.append(SLICE)
         elif name == "BINARY_SUBSCR":
             base, key = pop(2)
-            out[instr.offset] = _subscript("read", base, key)
-            stack.append(("item", base, key))
+            if key is SLICE:
+                out[instr.offset] = Recipe("slice-read", base)
+                stack.append(None)  # a new list
+            else:
+                out[instr.offset] = _subscript("read", base, key)
+                stack.append(("item", base, key))
         elif name in ("STORE_SUBSCR", "DELETE_SUBSCR"):
             base, key = peek(2), peek(1)
-            out[instr.offset] = _subscript("write", base, key)
+            if key is SLICE:
+                op = "slice-write" if name == "STORE_SUBSCR" else "slice-delete"
+                out[instr.offset] = Recipe(op, base)
+            else:
+                out[instr.offset] = _subscript("write", base, key)
             pop(3 if name == "STORE_SUBSCR" else 2)
+        elif name == "BINARY_SLICE":  # 3.12+: container[start:stop]
+            base, _, _ = pop(3)
+            out[instr.offset] = Recipe("slice-read", base)
+            stack.append(None)
+        elif name == "STORE_SLICE":  # 3.12+: container[start:stop] = value
+            out[instr.offset] = Recipe("slice-write", peek(3))
+            pop(4)
         elif name == "CONTAINS_OP":
             key, base = pop(2)
             out[instr.offset] = Recipe("contains", base, None, key)
@@ -392,6 +417,11 @@ def _call_recipe(callable_slots: list[Sym], args: list[Sym]) -> Recipe | None:
             return Recipe("read", first_arg, None, args[1], via=builtin, namespace=True)
         if builtin[1] == "setattr" and len(args) == 3:
             return Recipe("write", first_arg, None, args[1], via=builtin, namespace=True)
+    bisecting = _bisect_call(callable_slots)
+    if bisecting is not None and args:
+        name, via = bisecting
+        op = "position" if name in POSITION_FUNCTIONS else "insort"
+        return Recipe(op, first_arg, name, via=via)
     for slot in callable_slots:
         if slot is None or slot is NULL:
             continue
@@ -399,6 +429,22 @@ def _call_recipe(callable_slots: list[Sym], args: list[Sym]) -> Recipe | None:
             return Recipe("call", slot[1], slot[2], first_arg)
         if slot[0] == "global" and slot[1] in SCANNING_BUILTINS and args:
             return Recipe("scan-arg", first_arg, slot[1])
+    return None
+
+
+def _bisect_call(callable_slots: list[Sym]) -> tuple[str, Sym] | None:
+    """``bisect.bisect_left(...)`` or a bare ``bisect_left(...)``: (name, the callable's sym).
+
+    Only the name is read here; the detector checks that the callable really is
+    the ``bisect`` module's function before it records anything.
+    """
+    for slot in callable_slots:
+        if slot is None or slot is NULL:
+            continue
+        if slot[0] in ("method", "attr") and slot[2] in POSITION_FUNCTIONS | INSORT_FUNCTIONS:
+            return slot[2], ("attr", slot[1], slot[2])
+        if slot[0] == "global" and slot[1] in POSITION_FUNCTIONS | INSORT_FUNCTIONS:
+            return slot[1], slot
     return None
 
 
