@@ -168,6 +168,12 @@ class Flow:
         self._frames: list[_Frame] = []
         self._site: ast.AST = func
         self._whiles = 0
+        #: the context tuples every event copies, rebuilt only when a stack changes
+        self._context: (
+            tuple[tuple[Arm, ...], frozenset[int], frozenset[int], frozenset[int], tuple[int, ...]]
+            | None
+        ) = None
+        self._frame_ids: tuple[int, ...] = ()
         self._module_names = module.module_names
         self._root = self._frame(func, module.self_name(func), dict(mapping or {}))
 
@@ -193,20 +199,30 @@ class Flow:
         return len(self._frames) - 1
 
     def _emit(self, kind: str, key: str, node: ast.AST, **extra: object) -> Event:
+        context = self._context
+        if context is None:
+            context = self._context = (
+                tuple(self._path),
+                frozenset(region for region, _ in self._locks),
+                frozenset(region for region, is_sync in self._locks if is_sync),
+                frozenset(self._busy),
+                tuple(self._loops),
+            )
+        path, locks, sync_locks, busy, loops = context
         event = Event(
             kind,
             key,
             next(self._order),
             node,
             self._site,
-            tuple(self._path),
-            frozenset(region for region, _ in self._locks),
-            frozenset(region for region, is_sync in self._locks if is_sync),
-            via=self._top.func if self._depth else None,
+            path,
+            locks,
+            sync_locks,
+            via=self._frames[-1].func if len(self._frames) > 1 else None,
             looping=self._whiles > 0,
-            busy=frozenset(self._busy),
-            loops=tuple(self._loops),
-            frames=tuple(frame.id for frame in self._frames[1:]),
+            busy=busy,
+            loops=loops,
+            frames=self._frame_ids,
             **extra,  # type: ignore[arg-type]
         )
         self.events.append(event)
@@ -274,8 +290,10 @@ class Flow:
         if self._depth and ends == "return":
             ends = ""  # a callee's return ends the callee, not the caller
         self._path.append(Arm((self._top.id, id(owner)), index, ends))
+        self._context = None
         self._block(body)
         self._path.pop()
+        self._context = None
 
     def _stmt(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Expr | ast.Return):
@@ -319,8 +337,10 @@ class Flow:
             self._expr(stmt.test)
             self._whiles += self._depth == 0
             self._loops.append(id(stmt))
+            self._context = None
             self._block(stmt.body)
             self._loops.pop()
+            self._context = None
             self._whiles -= self._depth == 0
             if not _breaks(stmt.body):
                 # The loop is left only when its test, evaluated after the body's last
@@ -336,8 +356,10 @@ class Flow:
                 self._emit("await", "", stmt)
             self._store(stmt.target, None, frozenset())
             self._loops.append(id(stmt))
+            self._context = None
             self._block(stmt.body)
             self._loops.pop()
+            self._context = None
             if isinstance(stmt, ast.AsyncFor):
                 self._emit("await", "", stmt)
             self._block(stmt.orelse)
@@ -402,9 +424,11 @@ class Flow:
                 self._emit("enter", f"busy:{region}", item.context_expr)
                 self._busy.append(region)
                 self._locks.append((region, False))
+                self._context = None
                 busy += 1
             elif is_locklike(item.context_expr) or self._locking_helper(item.context_expr):
                 self._locks.append((next(self._ids), not is_async))
+                self._context = None
                 pushed += 1
             if item.optional_vars is not None:
                 self._store(item.optional_vars, None, frozenset())
@@ -413,6 +437,7 @@ class Flow:
             self._locks.pop()
         for _ in range(busy):
             self._busy.pop()
+        self._context = None
         if is_async:
             self._emit("await", "", stmt)  # __aexit__ may suspend too
 
@@ -427,11 +452,7 @@ class Flow:
             last_name(d) for d in helper.decorator_list
         }:
             return False
-        return any(
-            isinstance(node, ast.With | ast.AsyncWith)
-            and any(is_locklike(item.context_expr) for item in node.items)
-            for node in ast.walk(helper)
-        )
+        return _takes_lock(helper)
 
     def _fail_fast(self, expr: ast.expr) -> bool:
         """``with self._section:`` where the section's class refuses a second entry."""
@@ -528,15 +549,7 @@ class Flow:
             return True
         if not names:
             return False
-        for node in iter_own(self._top.func):
-            if (
-                isinstance(node, ast.Assign)
-                and isinstance(node.value, ast.Call)
-                and last_name(node.value.func) in _IDENTITY_CALLS
-                and any(isinstance(t, ast.Name) and t.id in names for t in node.targets)
-            ):
-                return True
-        return False
+        return not names.isdisjoint(_identity_locals(self._top.func))
 
     def _tested(self, expr: ast.expr) -> Iterator[str]:
         if (
@@ -569,9 +582,10 @@ class Flow:
     def _tainted(self, value: ast.expr) -> frozenset[int]:
         """Shared reads behind the locals ``value`` uses (one hop: ``v = self.x``)."""
         orders: set[int] = set()
-        for node in ast.walk(value):
-            if isinstance(node, ast.Name) and node.id in self._top.taint:
-                orders |= self._top.taint[node.id]
+        taint = self._top.taint
+        for name in _names_in(value)[1]:
+            if name in taint:
+                orders |= taint[name]
         return frozenset(orders)
 
     def _via(self) -> FunctionNode | None:
@@ -581,11 +595,12 @@ class Flow:
         if value is None:
             return False
         frame = self._top
-        for node in ast.walk(value):
-            if isinstance(node, ast.Await):
-                return True
-            if isinstance(node, ast.Name) and node.id != frame.self_name:
-                key = self.name_key(node.id)
+        awaits, names = _names_in(value)
+        if awaits:
+            return True
+        for name in names:
+            if name != frame.self_name:
+                key = self.name_key(name)
                 if key.startswith(("local:", "root:")) and not key.startswith("local:0:"):
                     return True
         return False
@@ -828,8 +843,10 @@ class Flow:
                 mapping[kw.arg] = key
         frame = self._frame(callee, self_name, mapping)
         self._frames.append(frame)
+        outer_ids, self._frame_ids = self._frame_ids, (*self._frame_ids, frame.id)
         self._block(callee.body)
         self._frames.pop()
+        self._frame_ids = outer_ids
         return True
 
     def _resolve(self, call: ast.Call) -> tuple[FunctionNode, str | None, int] | None:
@@ -850,6 +867,52 @@ class Flow:
             if target is not None:
                 return target, None, 0
         return None
+
+
+def _identity_locals(func: FunctionNode) -> frozenset[str]:
+    """Names ``func`` binds to the running task or thread (``me = current_task()``)."""
+    cached: frozenset[str] | None = getattr(func, "_racecheck_identity", None)
+    if cached is None:  # asked at every membership check: walk the body once
+        cached = frozenset(
+            t.id
+            for node in iter_own(func)
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and last_name(node.value.func) in _IDENTITY_CALLS
+            for t in node.targets
+            if isinstance(t, ast.Name)
+        )
+        setattr(func, "_racecheck_identity", cached)  # noqa: B010 - AST nodes take attributes
+    return cached
+
+
+def _names_in(expr: ast.AST) -> tuple[bool, tuple[str, ...]]:
+    """Does ``expr`` contain an await, and the names it mentions (in walk order)."""
+    cached: tuple[bool, tuple[str, ...]] | None = getattr(expr, "_racecheck_names", None)
+    if cached is None:  # a value is asked about once per store, and again per inlining
+        awaits = False
+        names: list[str] = []
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Await):
+                awaits = True
+            elif isinstance(node, ast.Name):
+                names.append(node.id)
+        cached = (awaits, tuple(names))
+        setattr(expr, "_racecheck_names", cached)  # noqa: B010 - AST nodes take attributes
+    return cached
+
+
+def _takes_lock(helper: FunctionNode) -> bool:
+    """Does a ``@contextmanager`` helper hold a lock-like ``with`` anywhere in its body?"""
+    cached: bool | None = getattr(helper, "_racecheck_takes_lock", None)
+    if cached is None:
+        cached = any(
+            isinstance(node, ast.With | ast.AsyncWith)
+            and any(is_locklike(item.context_expr) for item in node.items)
+            for node in ast.walk(helper)
+        )
+        setattr(helper, "_racecheck_takes_lock", cached)  # noqa: B010 - AST nodes take attributes
+    return cached
 
 
 def _substitute(expr: ast.expr, name: str, by: ast.expr | None) -> ast.expr:
@@ -893,11 +956,15 @@ def _breaks(body: list[ast.stmt]) -> bool:
 
 
 def _nested_def(func: FunctionNode, name: str) -> FunctionNode | None:
-    for stmt in ast.walk(func):
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
-            if stmt is not func:
-                return stmt
-    return None
+    """The first function named ``name`` defined anywhere inside ``func`` (breadth first)."""
+    table: dict[str, FunctionNode] | None = getattr(func, "_racecheck_defs", None)
+    if table is None:  # asked at every call of a local name: index the body once
+        table = {}
+        for stmt in ast.walk(func):
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt is not func:
+                table.setdefault(stmt.name, stmt)
+        setattr(func, "_racecheck_defs", table)  # noqa: B010 - AST nodes take attributes
+    return table.get(name)
 
 
 def _call_args(call: ast.Call) -> Iterator[ast.expr]:

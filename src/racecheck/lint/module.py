@@ -177,11 +177,15 @@ def _local_names(func: FunctionNode) -> frozenset[str]:
 
 
 def global_names(func: FunctionNode) -> frozenset[str]:
-    names: set[str] = set()
-    for node in iter_own(func):
-        if isinstance(node, ast.Global):
-            names.update(node.names)
-    return frozenset(names)
+    cached: frozenset[str] | None = getattr(func, "_racecheck_globals", None)
+    if cached is None:  # asked each time the function is inlined somewhere
+        names: set[str] = set()
+        for node in iter_own(func):
+            if isinstance(node, ast.Global):
+                names.update(node.names)
+        cached = frozenset(names)
+        setattr(func, "_racecheck_globals", cached)  # noqa: B010 - AST nodes take attributes
+    return cached
 
 
 def decorator_names(func: FunctionNode) -> set[str]:
