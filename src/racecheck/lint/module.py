@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
+from typing import TypeVar
+
+_T = TypeVar("_T")
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -116,6 +119,22 @@ def is_locklike(expr: ast.expr) -> bool:
     """
     name = last_name(expr)
     return name is not None and bool(_LOCKLIKE.search(name))
+
+
+def memo(node: ast.AST, name: str, compute: Callable[[], _T]) -> _T:
+    """``compute()``, kept on ``node`` under ``name``: one answer per node and module parse.
+
+    Class-level questions (what its methods mutate, which calls hold a lock) are
+    asked once for every class that inherits a method; keeping each method's own
+    answer makes a deep hierarchy cost its size, not its size times its depth.
+    """
+    key = f"_racecheck_{name}"
+    try:
+        cached: _T = getattr(node, key)
+    except AttributeError:
+        cached = compute()
+        setattr(node, key, cached)
+    return cached
 
 
 def iter_own(node: ast.AST) -> Iterator[ast.AST]:
@@ -383,16 +402,22 @@ class Module:
         found: dict[str, tuple[str, ast.AST]] = {}
         for klass in self.mro(info):
             for method in klass.methods.values():
-                me = self.self_name(method)
-                for node in iter_own(method):
-                    if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-                        kind = self.asyncio_primitive(node.value)
-                        if kind is None:
-                            continue
-                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                        for target in targets:
-                            if (attr := self_attr(target, me)) is not None:
-                                found.setdefault(attr, (kind, node))
+                for attr, made in memo(method, "primitives", partial(self._primitives, method)):
+                    found.setdefault(attr, made)
+        return found
+
+    def _primitives(self, method: FunctionNode) -> list[tuple[str, tuple[str, ast.AST]]]:
+        found: list[tuple[str, tuple[str, ast.AST]]] = []
+        me = self.self_name(method)
+        for node in iter_own(method):
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                kind = self.asyncio_primitive(node.value)
+                if kind is None:
+                    continue
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if (attr := self_attr(target, me)) is not None:
+                        found.append((attr, (kind, node)))
         return found
 
     @cached_property
