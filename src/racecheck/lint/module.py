@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -343,13 +344,15 @@ class Module:
     def mro(self, info: ClassInfo) -> list[ClassInfo]:
         """The class and its bases defined in this module, depth first, each once."""
         seen: list[ClassInfo] = []
-        stack = [info]
-        while stack:
-            current = stack.pop(0)
-            if any(c is current for c in seen):
+        visited: set[int] = set()
+        queue = deque([info])
+        while queue:
+            current = queue.popleft()
+            if id(current) in visited:
                 continue
+            visited.add(id(current))
             seen.append(current)
-            stack.extend(self.classes[b] for b in current.bases if b in self.classes)
+            queue.extend(self.classes[b] for b in current.bases if b in self.classes)
         return seen
 
     def resolve_method(self, info: ClassInfo, name: str) -> FunctionNode | None:
