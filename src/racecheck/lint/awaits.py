@@ -22,6 +22,8 @@ from __future__ import annotations
 import ast
 import bisect
 from collections.abc import Iterator
+from dataclasses import replace
+from functools import partial
 
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
@@ -32,6 +34,8 @@ from racecheck.lint.module import (
     dotted,
     is_locklike,
     iter_own,
+    last_name,
+    memo,
     params,
 )
 from racecheck.lint.report import at, line_of, show, where
@@ -41,6 +45,7 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
     if not codes & {"RC101", "RC102", "RC103"}:
         return
     locked: dict[int, set[str]] = {}
+    drivers: dict[int, dict[str, str]] = {}
     flows = {
         id(func): _Facts(Flow(module, func, closure=module.closure(func)).run())
         for func in module.function_nodes
@@ -51,7 +56,11 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
         if not isinstance(func, ast.AsyncFunctionDef) or id(func) in owned:
             continue  # owned: only one task ever holds the object it runs on
         info = module.class_of(func)
+        driver = None
         if info is not None:
+            if id(info) not in drivers:
+                drivers[id(info)] = _lifecycle(module, info)
+            driver = drivers[id(info)].get(func.name)
             if id(info) not in locked:
                 locked[id(info)] = _awaited_under_lock(module, info) | _behind_once_guards(
                     module, info, flows
@@ -61,13 +70,137 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
         facts = flows[id(func)]
         if not facts.awaits:
             continue
+        found: list[Finding] = []
         if "RC101" in codes:
             once = _started_once(module, func)
-            yield from _scratch_state(module, facts, once)
+            found.extend(_scratch_state(module, facts, once))
         if "RC102" in codes:
-            yield from _check_then_act(module, facts)
+            found.extend(_check_then_act(module, facts))
         if "RC103" in codes:
-            yield from _lost_update(module, facts)
+            found.extend(_lost_update(module, facts))
+        for finding in found:
+            if driver is not None and finding.severity == "error":
+                finding = replace(
+                    finding,
+                    severity="warning",
+                    message=f"{finding.message}; but {func.name}() drives the object's "
+                    f"life ({driver}): only a program that runs it twice at once on one "
+                    "object races here",
+                )
+            yield finding
+
+
+#: calls whose coroutine argument is the main of the event loop they run
+_LOOP_MAINS = frozenset({"run", "asyncio_run", "run_until_complete"})
+
+
+def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
+    """Coroutine methods that drive an object's life, not operations on it: name -> why.
+
+    The await rules take every coroutine method for an operation that tasks may
+    call at once on a shared object. A driver is run once per object by
+    construction: awaiting the object (``__await__`` returns ``self.run()``),
+    trio's ``nursery.start`` (a ``task_status`` parameter), the main coroutine
+    of an event loop (``asyncio.run(self.serve())``), or a method that ends by
+    serving until shutdown (its last statement a ``while`` loop that awaits) and
+    that the class never starts several copies of. A private method every
+    reference to which is in a driver (and that is not started again and again
+    there) is part of it; a public one only when ``__await__`` is its one user.
+    Findings in a driver are warnings: they race only when a program starts one
+    object twice at once (hypercorn's servers, uvicorn's ``Server._serve``,
+    aiosqlite's ``Connection._connect``).
+    """
+    methods = module.all_methods(info)
+    refs: dict[str, list[tuple[str, bool]]] = {}  # name -> (referrer, started repeatedly)
+    drivers: dict[str, str] = {}
+    for method in methods.values():
+        for name, repeated, main in memo(
+            method, "lifecycle_refs", partial(_method_refs, module, method)
+        ):
+            if name in methods:
+                refs.setdefault(name, []).append((method.name, repeated))
+                if main and isinstance(methods[name], ast.AsyncFunctionDef):
+                    drivers.setdefault(name, "the main coroutine of an event loop it runs")
+    if "__await__" in methods:
+        drivers["__await__"] = "the object is started by awaiting it"
+    for name, method in methods.items():
+        if not isinstance(method, ast.AsyncFunctionDef) or name in drivers:
+            continue
+        if any(repeated for _, repeated in refs.get(name, [])):
+            continue  # several copies of it run at once: a pool of workers, not a driver
+        if "task_status" in params(method):
+            drivers[name] = "started once by nursery.start(), with task_status"
+        elif _serves_until_shutdown(method.body):
+            drivers[name] = "it ends by serving until shutdown"
+    changed = True
+    while changed:  # helpers only drivers use are part of them
+        changed = False
+        for name, method in methods.items():
+            users = refs.get(name, [])
+            if name in drivers or not users or not isinstance(method, ast.AsyncFunctionDef):
+                continue
+            private = name.startswith("_") and not name.endswith("__")
+            if not private and any(user != "__await__" for user, _ in users):
+                continue
+            if all(user in drivers and not repeated for user, repeated in users):
+                first = users[0][0]
+                drivers[name] = (
+                    "only __await__() starts it"
+                    if first == "__await__"
+                    else f"only {first}(), which drives the object, calls it"
+                    if len({user for user, _ in users}) == 1
+                    else "only the object's drivers call it"
+                )
+                changed = True
+    return {name: why for name, why in drivers.items() if name != "__await__"}
+
+
+def _method_refs(module: Module, method: FunctionNode) -> list[tuple[str, bool, bool]]:
+    """``self.<name>`` references in ``method``: (name, started repeatedly, loop main).
+
+    *Started repeatedly*: inside a loop or comprehension and not awaited on the
+    spot (``create_task(self.work())`` in a ``for``); an awaited call in a loop
+    runs the copies one after another. *Loop main*: the coroutine handed to
+    ``asyncio.run``/``run_until_complete``.
+    """
+    me = module.self_name(method)
+    found: list[tuple[str, bool, bool]] = []
+    awaited: set[int] = set()
+    mains: set[int] = set()
+    for node in ast.walk(method):
+        if isinstance(node, ast.Await) and isinstance(node.value, ast.Call):
+            awaited.add(id(node.value.func))
+        elif isinstance(node, ast.Call) and last_name(node.func) in _LOOP_MAINS and node.args:
+            first = node.args[0]
+            mains.add(id(first.func) if isinstance(first, ast.Call) else id(first))
+
+    def visit(node: ast.AST, looping: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if (
+                isinstance(child, ast.Attribute)
+                and isinstance(child.value, ast.Name)
+                and child.value.id == me
+            ):
+                found.append((child.attr, looping and id(child) not in awaited, id(child) in mains))
+            inner = looping or isinstance(
+                child, ast.For | ast.AsyncFor | ast.While | ast.comprehension
+            )
+            visit(child, inner)
+
+    visit(method, False)
+    return found
+
+
+def _serves_until_shutdown(body: list[ast.stmt]) -> bool:
+    """Does ``body`` end in a ``while`` loop that awaits (through ``with``/``try`` blocks)?"""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, ast.While):
+        return any(isinstance(n, ast.Await | ast.AsyncFor | ast.AsyncWith) for n in ast.walk(last))
+    if isinstance(last, ast.With | ast.AsyncWith | ast.Try | ast.TryStar):
+        return _serves_until_shutdown(last.body)
+    return False
 
 
 class _Facts:
@@ -551,11 +684,15 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
 def _inside_callee(first: Event, last: Event) -> bool:
     """Are both events inside one inlined call? Then the callee reports them, once.
 
+    One call, at any depth: ``query()`` checks in one helper and acts in another,
+    and reports that itself; a ``ping()`` that reaches ``query()`` through a
+    reconnect must not report it again (aiomysql: four more reports of one race).
+
     The callee is a coroutine (an await lies between the two) and is checked on
     its own; repeating the finding at each of its callers says nothing new
     (aiomysql's ``_execute_command`` has fifteen).
     """
-    return bool(first.frames) and last.frames[: len(first.frames)] == first.frames
+    return bool(first.frames) and bool(last.frames) and first.frames[0] == last.frames[0]
 
 
 def _same_result(act: Event) -> bool:
