@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import pytest
 
 from racecheck.lint import lint_source
 from racecheck.lint.flow import Flow
+from racecheck.lint.module import Module
 
 RECORDED = Path(__file__).parent / "data" / "scaling_findings.json"
 
@@ -173,7 +175,7 @@ class _Work:
         def counted_run(flow: Flow) -> list[object]:
             events = run(flow)
             self.events += len(events)
-            return events  # type: ignore[return-value]
+            return events
 
         monkeypatch.setattr(ast, "iter_child_nodes", counted_children)
         monkeypatch.setattr(Flow, "run", counted_run)
@@ -193,3 +195,91 @@ def test_work_grows_linearly_with_the_module(monkeypatch: pytest.MonkeyPatch) ->
     # module costs once; quadratic work would be sixteen times
     assert large_visits <= 4.5 * small_visits, (small_visits, large_visits)
     assert large_events <= 4.5 * small_events, (small_events, large_events)
+
+
+class _NoTemplates(dict[tuple[object, ...], list[object]]):
+    """A template table that never keeps one: every inlined call is walked again."""
+
+    def setdefault(
+        self, key: tuple[object, ...], default: list[object] | None = None
+    ) -> list[object]:
+        return []
+
+
+def _all_events(module: Module) -> list[tuple[object, ...]]:
+    rows: list[tuple[object, ...]] = []
+    for func in module.function_nodes:
+        if isinstance(func, ast.AsyncFunctionDef):
+            for e in Flow(module, func, closure=module.closure(func)).run():
+                rows.append(
+                    (
+                        e.kind,
+                        e.key,
+                        e.order,
+                        # synthesised nodes (the read half of `+=`) are new on every walk
+                        type(e.node).__name__,
+                        getattr(e.node, "lineno", 0),
+                        getattr(e.node, "col_offset", 0),
+                        id(e.site),
+                        tuple((arm.node, arm.index, arm.ends) for arm in e.path),
+                        e.locks,
+                        e.sync_locks,
+                        id(e.via),
+                        e.sources,
+                        e.percall,
+                        e.detail,
+                        e.guard,
+                        e.scope,
+                        e.end,
+                        e.looping,
+                        e.busy,
+                        e.loops,
+                        e.frames,
+                    )
+                )
+    return rows
+
+
+def test_replayed_callees_give_the_events_a_fresh_walk_gives() -> None:
+    # a helper called from many places is walked once per module and replayed
+    # (shifted ids and orders, the caller's context); the events must not differ
+    source = generated_module(4) + textwrap.dedent(
+        """
+        class Hub:
+            async def _leaf(self, value):
+                if self.ready is None:
+                    await asyncio.sleep(0)
+                    self.ready = value
+                async with self.lock:
+                    self.items.append(value)
+
+            async def _mid(self, value):
+                await self._leaf(value)
+                with self.section:
+                    await self._leaf(self.items)
+
+            async def one(self, key):
+                await self._mid(key)
+                if key in self.cache:
+                    await self._mid(self.cache[key])
+
+            async def two(self, key):
+                while not self.idle:
+                    await self._mid(key)
+                    await self._leaf(key)
+                try:
+                    await self._mid(key)
+                except KeyError:
+                    await self._leaf(None)
+        """
+    )
+    tree = ast.parse(source)
+    fresh = Module("generated.py", tree)
+    fresh._index()
+    fresh.inline_templates = _NoTemplates()
+    reused = Module("generated.py", tree)
+    reused._index()
+    walked = _all_events(fresh)
+    replayed = _all_events(reused)
+    assert any(len(templates) for templates in reused.inline_templates.values())
+    assert replayed == walked

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import ast
 import copy
-import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from racecheck.lint.module import (
     MUTATORS,
@@ -159,8 +159,10 @@ class Flow:
         self.inline = inline
         self.closure = closure  # names bound by enclosing functions
         self.events: list[Event] = []
-        self._ids = itertools.count(1)
-        self._order = itertools.count()
+        self._next_id = 1
+        self._next_order = 0
+        #: inlined calls being recorded as templates, innermost last
+        self._recording: list[_Recording] = []
         self._path: list[Arm] = []
         self._locks: list[tuple[int, bool]] = []
         self._busy: list[int] = []
@@ -187,8 +189,16 @@ class Flow:
 
     def _frame(self, func: FunctionNode, self_name: str | None, mapping: dict[str, str]) -> _Frame:
         return _Frame(
-            next(self._ids), func, self_name, mapping, local_names(func), global_names(func)
+            self._new_id(), func, self_name, mapping, local_names(func), global_names(func)
         )
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id - 1
+
+    def _new_order(self) -> int:
+        self._next_order += 1
+        return self._next_order - 1
 
     @property
     def _top(self) -> _Frame:
@@ -212,7 +222,7 @@ class Flow:
         event = Event(
             kind,
             key,
-            next(self._order),
+            self._new_order(),
             node,
             self._site,
             path,
@@ -406,7 +416,7 @@ class Flow:
         ]
         self._arm(stmt, 0, stmt.body)
         self._arm(stmt, 1, stmt.orelse)
-        end = next(self._order)
+        end = self._new_order()
         for check in checks:
             check.end = end
 
@@ -420,14 +430,14 @@ class Flow:
             if not is_async and self._fail_fast(item.context_expr):
                 # entered without suspending, and refuses a second task: the second
                 # one fails here instead of waiting (asyncpg's exclusive section)
-                region = next(self._ids)
+                region = self._new_id()
                 self._emit("enter", f"busy:{region}", item.context_expr)
                 self._busy.append(region)
                 self._locks.append((region, False))
                 self._context = None
                 busy += 1
             elif is_locklike(item.context_expr) or self._locking_helper(item.context_expr):
-                self._locks.append((next(self._ids), not is_async))
+                self._locks.append((self._new_id(), not is_async))
                 self._context = None
                 pushed += 1
             if item.optional_vars is not None:
@@ -827,6 +837,8 @@ class Flow:
         callee, self_name, skip = resolved
         if isinstance(callee, ast.AsyncFunctionDef) and not awaited:
             return False  # creates a coroutine; its body runs elsewhere, later
+        for recording in self._recording:
+            recording.queries.add(id(callee))
         if any(frame.func is callee for frame in self._frames):
             return False
         mapping: dict[str, str] = {}
@@ -841,13 +853,132 @@ class Flow:
             key = self.key_of(kw.value)
             if kw.arg and self.shared(key) and key is not None:
                 mapping[kw.arg] = key
+        memo_key = (
+            id(callee),
+            self_name,
+            tuple(sorted(mapping.items())),
+            self._depth,
+            id(self.klass),
+        )
+        outer = {id(frame.func) for frame in self._frames}
+        templates = self.module.inline_templates.setdefault(memo_key, [])
+        for template in templates:
+            if all((q in outer) == (q in template.hits) for q in template.queries):
+                for recording in self._recording:
+                    recording.queries |= template.queries
+                self._replay(template)
+                return True
+        recording = _Recording(
+            id_base=self._next_id,
+            order_base=self._next_order,
+            start=len(self.events),
+            path_len=len(self._path),
+            loops_len=len(self._loops),
+            frames_len=len(self._frame_ids),
+        )
+        self._recording.append(recording)
         frame = self._frame(callee, self_name, mapping)
         self._frames.append(frame)
         outer_ids, self._frame_ids = self._frame_ids, (*self._frame_ids, frame.id)
         self._block(callee.body)
         self._frames.pop()
         self._frame_ids = outer_ids
+        self._recording.pop()
+        for enclosing in self._recording:
+            enclosing.queries |= recording.queries
+        recording.hits = frozenset(q for q in recording.queries if q in outer)
+        recording.ids = self._next_id - recording.id_base
+        recording.orders = self._next_order - recording.order_base
+        # a snapshot: the caller may still mark its copies (`+=` marks its writes)
+        recording.events = [copy.copy(event) for event in self.events[recording.start :]]
+        templates.append(recording)
         return True
+
+    def _replay(self, template: _Recording) -> None:
+        """Append a recorded callee's events as if it had been walked again here.
+
+        Its ids (frames, lock regions) and orders are shifted to where the counters
+        are now, and the context it was recorded under (the caller's arms, locks,
+        loops and frames) is swapped for the current one. The events are exactly
+        those a second walk would make: the walk depends on nothing else.
+        """
+        d_id = self._next_id - template.id_base
+        d_order = self._next_order - template.order_base
+        id_base, order_base = template.id_base, template.order_base
+        path = tuple(self._path)
+        locks = frozenset(region for region, _ in self._locks)
+        sync_locks = frozenset(region for region, is_sync in self._locks if is_sync)
+        busy = frozenset(self._busy)
+        loops = tuple(self._loops)
+        site = self._site
+        looping = self._whiles > 0
+        frames = self._frame_ids
+
+        # Events of one callee share a handful of context tuples: shift each once.
+        shifted: dict[tuple[str, int], Any] = {}
+
+        def regions(kind: str, inner: frozenset[int], outer: frozenset[int]) -> frozenset[int]:
+            cache_key = (kind, id(inner))
+            found = shifted.get(cache_key)
+            if found is None:
+                found = shifted[cache_key] = outer | frozenset(
+                    r + d_id for r in inner if r >= id_base
+                )
+            return found
+
+        for event in template.events:
+            clone = object.__new__(Event)
+            fields = clone.__dict__
+            fields.update(event.__dict__)
+            key = event.key
+            if key.startswith(("local:", "busy:")):
+                renamed = shifted.get(("key", id(key)))
+                if renamed is None:
+                    if key[0] == "b":
+                        renamed = f"busy:{int(key[5:]) + d_id}"
+                    else:
+                        number, _, name = key[6:].partition(":")
+                        renamed = (
+                            f"local:{int(number) + d_id}:{name}" if int(number) >= id_base else key
+                        )
+                    shifted[("key", id(key))] = renamed
+                fields["key"] = renamed
+            if event.scope[0] >= id_base:
+                fields["scope"] = (event.scope[0] + d_id, event.scope[1])
+            arms = shifted.get(("path", id(event.path)))
+            if arms is None:
+                arms = shifted[("path", id(event.path))] = path + tuple(
+                    Arm((arm.node[0] + d_id, arm.node[1]), arm.index, arm.ends)
+                    for arm in event.path[template.path_len :]
+                )
+            inside = shifted.get(("frames", id(event.frames)))
+            if inside is None:
+                inside = shifted[("frames", id(event.frames))] = frames + tuple(
+                    f + d_id for f in event.frames[template.frames_len :]
+                )
+            within = shifted.get(("loops", id(event.loops)))
+            if within is None:
+                within = shifted[("loops", id(event.loops))] = (
+                    loops + event.loops[template.loops_len :]
+                )
+            fields["order"] = event.order + d_order
+            fields["site"] = site
+            fields["path"] = arms
+            fields["locks"] = regions("locks", event.locks, locks)
+            fields["sync_locks"] = regions("sync", event.sync_locks, sync_locks)
+            fields["busy"] = regions("busy", event.busy, busy) if event.busy or busy else busy
+            fields["loops"] = within
+            fields["frames"] = inside
+            fields["looping"] = looping
+            if event.sources:
+                fields["sources"] = frozenset(
+                    o + d_order if o >= order_base else o for o in event.sources
+                )
+            if event.end:
+                fields["end"] = event.end + d_order
+            self.events.append(clone)
+        self._next_id += template.ids
+        self._next_order += template.orders
 
     def _resolve(self, call: ast.Call) -> tuple[FunctionNode, str | None, int] | None:
         func = call.func
@@ -867,6 +998,30 @@ class Flow:
             if target is not None:
                 return target, None, 0
         return None
+
+
+@dataclass
+class _Recording:
+    """One inlined call's events, kept to be replayed at the next identical call.
+
+    Identical: the same callee, instance name, shared arguments, depth and class,
+    and the same answer to every "is this function already on the stack?" that
+    the walk asked (``queries``; ``hits`` are the ones answered yes). A function
+    that calls one helper from many places (redis-py's connection, aiomysql's
+    handshake) walked the helper's body, and its helpers', at every call.
+    """
+
+    id_base: int
+    order_base: int
+    start: int
+    path_len: int
+    loops_len: int
+    frames_len: int
+    queries: set[int] = field(default_factory=set)
+    hits: frozenset[int] = frozenset()
+    ids: int = 0
+    orders: int = 0
+    events: list[Event] = field(default_factory=list)
 
 
 def _identity_locals(func: FunctionNode) -> frozenset[str]:

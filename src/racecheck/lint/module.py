@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 _T = TypeVar("_T")
 
@@ -232,6 +232,8 @@ class Module:
     functions: dict[str, FunctionNode] = field(default_factory=dict)
     #: function node -> the class it is a method of
     owner: dict[int, ClassInfo] = field(default_factory=dict)
+    #: recorded inlined calls, shared by every flow of the module (see flow._Recording)
+    inline_templates: dict[tuple[object, ...], list[Any]] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, path: str, source: str) -> Module:
