@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from racecheck.lint import lint_source
-from racecheck.lint.flow import Flow
+from racecheck.lint import module as module_module
+from racecheck.lint.flow import Event, Flow
 from racecheck.lint.module import Module
 
 RECORDED = Path(__file__).parent / "data" / "scaling_findings.json"
@@ -159,25 +160,31 @@ def test_findings_on_the_generated_module_are_the_recorded_ones() -> None:
 
 
 class _Work:
-    """Counts syntax-tree node visits (every walk goes through ``ast.iter_child_nodes``)
-    and flow events emitted while the lint runs."""
+    """Counts syntax-tree node visits (every walk goes through ``ast.iter_child_nodes``
+    or the lint's own ``children``) and flow events emitted while the lint runs."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.visits = 0
         self.events = 0
         children = ast.iter_child_nodes
+        own_children = module_module.children
         run = Flow.run
 
         def counted_children(node: ast.AST) -> Iterator[ast.AST]:
             self.visits += 1
             return children(node)
 
-        def counted_run(flow: Flow) -> list[object]:
+        def counted_own_children(node: ast.AST) -> list[ast.AST]:
+            self.visits += 1
+            return own_children(node)
+
+        def counted_run(flow: Flow) -> list[Event]:
             events = run(flow)
             self.events += len(events)
             return events
 
         monkeypatch.setattr(ast, "iter_child_nodes", counted_children)
+        monkeypatch.setattr(module_module, "children", counted_own_children)
         monkeypatch.setattr(Flow, "run", counted_run)
 
     def measure(self, source: str) -> tuple[int, int]:

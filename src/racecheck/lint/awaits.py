@@ -165,18 +165,19 @@ def _method_refs(module: Module, method: FunctionNode) -> list[tuple[str, bool, 
     """
     me = module.self_name(method)
     found: list[tuple[str, bool, bool]] = []
+    # an await, or a call that runs a loop, is met before the reference inside it
     awaited: set[int] = set()
     mains: set[int] = set()
-    for node in ast.walk(method):
-        if isinstance(node, ast.Await) and isinstance(node.value, ast.Call):
-            awaited.add(id(node.value.func))
-        elif isinstance(node, ast.Call) and last_name(node.func) in _LOOP_MAINS and node.args:
-            first = node.args[0]
-            mains.add(id(first.func) if isinstance(first, ast.Call) else id(first))
 
     def visit(node: ast.AST, looping: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            if (
+            if isinstance(child, ast.Await) and isinstance(child.value, ast.Call):
+                awaited.add(id(child.value.func))
+            elif isinstance(child, ast.Call) and last_name(child.func) in _LOOP_MAINS:
+                if child.args:
+                    first = child.args[0]
+                    mains.add(id(first.func) if isinstance(first, ast.Call) else id(first))
+            elif (
                 isinstance(child, ast.Attribute)
                 and isinstance(child.value, ast.Name)
                 and child.value.id == me

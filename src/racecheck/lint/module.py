@@ -122,6 +122,32 @@ def is_locklike(expr: ast.expr) -> bool:
     return name is not None and bool(_LOCKLIKE.search(name))
 
 
+def children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes(node)`` as a list, in the same order.
+
+    The module-wide walks (every node once, every function body once) go
+    through here: the generator pair behind ``ast.iter_child_nodes`` was the
+    largest single cost of linting a big module.
+    """
+    found: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            found.append(value)
+        elif isinstance(value, list):
+            found.extend(item for item in value if isinstance(item, ast.AST))
+    return found
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk`` (breadth first, same order) over :func:`children`."""
+    todo = deque([node])
+    while todo:
+        current = todo.popleft()
+        todo.extend(children(current))
+        yield current
+
+
 def memo(node: ast.AST, name: str, compute: Callable[[], _T]) -> _T:
     """``compute()``, kept on ``node`` under ``name``: one answer per node and module parse.
 
@@ -147,7 +173,7 @@ def iter_own(node: ast.AST) -> Iterator[ast.AST]:
     cached: list[ast.AST] | None = getattr(node, "_racecheck_own", None)
     if cached is None:  # every check asks for the same bodies: walk each once
         cached = []
-        stack = list(ast.iter_child_nodes(node))
+        stack = children(node)
         while stack:
             child = stack.pop()
             cached.append(child)
@@ -155,7 +181,7 @@ def iter_own(node: ast.AST) -> Iterator[ast.AST]:
                 child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
             ):
                 continue
-            stack.extend(ast.iter_child_nodes(child))
+            stack.extend(children(child))
         setattr(node, "_racecheck_own", cached)  # noqa: B010 - AST nodes take attributes
     return iter(cached)
 
@@ -245,7 +271,7 @@ class Module:
     @cached_property
     def nodes(self) -> list[ast.AST]:
         """Every node of the module, walked once and shared by the checks."""
-        return list(ast.walk(self.tree))
+        return list(walk(self.tree))
 
     @cached_property
     def function_nodes(self) -> list[FunctionNode]:
