@@ -219,3 +219,47 @@ def test_canonical_operations_stay_errors() -> None:
         ("RC102", "error"),
         ("RC101", "error"),
     ]
+
+
+# ── a lock taken with acquire() (aiosmtplib's connect lock) ─────────────────
+
+_ACQUIRED = """
+class SMTP:
+    async def connect(self, hostname):
+        await self._connect_lock.acquire()
+        try:
+            if self.local_hostname is None:
+                self.local_hostname = await self._default_hostname()
+            await self._maybe_start_tls(hostname)
+        except Exception:
+            self.close()  # releases the lock
+            raise
+{release}
+    async def _maybe_start_tls(self, hostname):
+        if self._start_tls is None:
+            await self._ehlo()
+            self._start_tls = hostname
+{extra}"""
+
+
+def test_a_lock_taken_with_acquire_guards_what_follows() -> None:
+    # the lock is released in close(), not in this method: held to its end
+    assert lint(_ACQUIRED.format(release="", extra="")) == []
+
+
+def test_what_follows_release_is_unguarded_again() -> None:
+    release = """        self._connect_lock.release()
+        if self.greeting is None:
+            self.greeting = await self._read_greeting()
+"""
+    found = [(f.code, f.severity) for f in lint(_ACQUIRED.format(release=release, extra=""))]
+    assert found == [("RC102", "error")]
+
+
+def test_a_helper_also_called_without_the_lock_stays_an_error() -> None:
+    extra = """
+    async def starttls(self, hostname):
+        await self._maybe_start_tls(hostname)
+"""
+    found = [(f.code, f.severity) for f in lint(_ACQUIRED.format(release="", extra=extra))]
+    assert found == [("RC102", "error")]

@@ -407,13 +407,33 @@ def _self_uses(module: Module, method: FunctionNode) -> dict[str, bool]:
                 locked[name] = locked.get(name, True) and held
         elif isinstance(node, ast.Attribute) and _on(node, me):
             locked[node.attr] = False  # `self.m` handed on (a callback, a task): any caller
+        inner = held
         for child in ast.iter_child_nodes(node):
             if child is not callee and not isinstance(child, ast.Lambda):
-                visit(child, held)
+                visit(child, inner)
+            # `await self._lock.acquire()` holds the lock for the statements after it
+            # in this block, up to a `self._lock.release()`
+            if _lock_statement(child, "acquire"):
+                inner = True
+            elif _lock_statement(child, "release"):
+                inner = held
 
     visit(method, False)
     setattr(method, "_racecheck_self_uses", locked)  # noqa: B010 - AST nodes take attributes
     return locked
+
+
+def _lock_statement(stmt: ast.AST, method: str) -> bool:
+    """``await self._lock.acquire()`` / ``self._lock.release()`` as a statement."""
+    if not isinstance(stmt, ast.Expr):
+        return False
+    call = stmt.value.value if isinstance(stmt.value, ast.Await) else stmt.value
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == method
+        and is_locklike(call.func.value)
+    )
 
 
 def _behind_once_guards(module: Module, info: ClassInfo, flows: dict[int, _Facts]) -> set[str]:

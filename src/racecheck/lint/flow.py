@@ -35,6 +35,7 @@ from racecheck.lint.module import (
     ClassInfo,
     FunctionNode,
     Module,
+    dotted,
     global_names,
     is_locklike,
     iter_own,
@@ -140,6 +141,8 @@ class _Frame:
     taint: dict[str, frozenset[int]] = field(default_factory=dict)
     #: locals holding a condition (`first = self._prev is None`): testing them tests it
     conditions: dict[str, ast.expr] = field(default_factory=dict)
+    #: locks this frame took with `await x.acquire()` and still holds: name -> region
+    acquired: dict[str, int] = field(default_factory=dict)
 
 
 class Flow:
@@ -184,8 +187,20 @@ class Flow:
     def run(self) -> list[Event]:
         self._frames.append(self._root)
         self._block(self._root.func.body)
+        self._let_go(self._root)
         self._frames.pop()
         return self.events
+
+    def _let_go(self, frame: _Frame) -> None:
+        """A frame's ``acquire()``-d locks stop counting when it returns (the caller
+        does not know them; held longer than that only hides findings, never adds)."""
+        for region in frame.acquired.values():
+            self._release(region)
+        frame.acquired.clear()
+
+    def _release(self, region: int) -> None:
+        self._locks = [entry for entry in self._locks if entry[0] != region]
+        self._context = None
 
     def _frame(self, func: FunctionNode, self_name: str | None, mapping: dict[str, str]) -> _Frame:
         return _Frame(
@@ -422,7 +437,8 @@ class Flow:
 
     def _with(self, stmt: ast.With | ast.AsyncWith) -> None:
         is_async = isinstance(stmt, ast.AsyncWith)
-        pushed = busy = 0
+        mine: list[int] = []  # the regions this statement holds, released by id
+        busy = 0
         for item in stmt.items:
             self._expr(item.context_expr)
             if is_async:
@@ -435,16 +451,17 @@ class Flow:
                 self._busy.append(region)
                 self._locks.append((region, False))
                 self._context = None
+                mine.append(region)
                 busy += 1
             elif is_locklike(item.context_expr) or self._locking_helper(item.context_expr):
-                self._locks.append((self._new_id(), not is_async))
+                region = self._new_id()
+                self._locks.append((region, not is_async))
                 self._context = None
-                pushed += 1
+                mine.append(region)
             if item.optional_vars is not None:
                 self._store(item.optional_vars, None, frozenset())
         self._block(stmt.body)
-        for _ in range(pushed + busy):
-            self._locks.pop()
+        self._locks = [entry for entry in self._locks if entry[0] not in mine]
         for _ in range(busy):
             self._busy.pop()
         self._context = None
@@ -774,6 +791,14 @@ class Flow:
                     key = self.key_of(arg)
                     if self.shared(key) and key is not None:
                         self._emit("escape", key, arg)  # the callee keeps using it
+                held = _lock_call(expr.value, "acquire")
+                if held is not None and held not in self._top.acquired:
+                    # `await self._lock.acquire()`: a lock region from here to the
+                    # matching release() (aiosmtplib holds its connect lock until close())
+                    region = self._new_id()
+                    self._top.acquired[held] = region
+                    self._locks.append((region, False))
+                    self._context = None
         else:
             self._expr(expr.value)
             self._emit("await", "", expr)
@@ -813,6 +838,9 @@ class Flow:
             self._store(written, value, sources | self._tainted(value), sources)
             return False
         func = call.func
+        released = _lock_call(call, "release")
+        if released is not None and released in self._top.acquired:
+            self._release(self._top.acquired.pop(released))
         method_call = isinstance(func, ast.Attribute) and self._self_key(func) is not None
         if not method_call:
             self._expr(func)
@@ -881,6 +909,7 @@ class Flow:
         self._frames.append(frame)
         outer_ids, self._frame_ids = self._frame_ids, (*self._frame_ids, frame.id)
         self._block(callee.body)
+        self._let_go(frame)
         self._frames.pop()
         self._frame_ids = outer_ids
         self._recording.pop()
@@ -1022,6 +1051,14 @@ class _Recording:
     ids: int = 0
     orders: int = 0
     events: list[Event] = field(default_factory=list)
+
+
+def _lock_call(call: ast.Call, method: str) -> str | None:
+    """``self._lock`` for ``self._lock.acquire()`` (``method``) on a lock-like name."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == method and is_locklike(func.value):
+        return dotted(func.value)
+    return None
 
 
 def _identity_locals(func: FunctionNode) -> frozenset[str]:
