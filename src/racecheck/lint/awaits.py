@@ -20,7 +20,10 @@ state machine, not scratch space.
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Iterator
+from dataclasses import replace
+from functools import partial
 
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
@@ -31,6 +34,8 @@ from racecheck.lint.module import (
     dotted,
     is_locklike,
     iter_own,
+    last_name,
+    memo,
     params,
 )
 from racecheck.lint.report import at, line_of, show, where
@@ -40,8 +45,9 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
     if not codes & {"RC101", "RC102", "RC103"}:
         return
     locked: dict[int, set[str]] = {}
+    drivers: dict[int, dict[str, str]] = {}
     flows = {
-        id(func): Flow(module, func, closure=module.closure(func)).run()
+        id(func): _Facts(Flow(module, func, closure=module.closure(func)).run())
         for func in module.function_nodes
         if isinstance(func, ast.AsyncFunctionDef)
     }
@@ -50,23 +56,198 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
         if not isinstance(func, ast.AsyncFunctionDef) or id(func) in owned:
             continue  # owned: only one task ever holds the object it runs on
         info = module.class_of(func)
+        driver = None
         if info is not None:
+            if id(info) not in drivers:
+                drivers[id(info)] = _lifecycle(module, info)
+            driver = drivers[id(info)].get(func.name)
             if id(info) not in locked:
                 locked[id(info)] = _awaited_under_lock(module, info) | _behind_once_guards(
                     module, info, flows
                 )
             if func.name in locked[id(info)]:
                 continue  # every caller holds a lock, or runs it once per object
-        events = flows[id(func)]
-        if not any(e.kind == "await" for e in events):
+        facts = flows[id(func)]
+        if not facts.awaits:
             continue
+        found: list[Finding] = []
         if "RC101" in codes:
             once = _started_once(module, func)
-            yield from _scratch_state(module, events, once)
+            found.extend(_scratch_state(module, facts, once))
         if "RC102" in codes:
-            yield from _check_then_act(module, events)
+            found.extend(_check_then_act(module, facts))
         if "RC103" in codes:
-            yield from _lost_update(module, events)
+            found.extend(_lost_update(module, facts))
+        for finding in found:
+            if driver is not None and finding.severity == "error":
+                finding = replace(
+                    finding,
+                    severity="warning",
+                    message=f"{finding.message}; but {func.name}() drives the object's "
+                    f"life ({driver}): only a program that runs it twice at once on one "
+                    "object races here",
+                )
+            yield finding
+
+
+#: calls whose coroutine argument is the main of the event loop they run
+_LOOP_MAINS = frozenset({"run", "asyncio_run", "run_until_complete"})
+
+
+def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
+    """Coroutine methods that drive an object's life, not operations on it: name -> why.
+
+    The await rules take every coroutine method for an operation that tasks may
+    call at once on a shared object. A driver is run once per object by
+    construction: awaiting the object (``__await__`` returns ``self.run()``),
+    trio's ``nursery.start`` (a ``task_status`` parameter), the main coroutine
+    of an event loop (``asyncio.run(self.serve())``), or a method that ends by
+    serving until shutdown (its last statement a ``while`` loop that awaits) and
+    that the class never starts several copies of. A private method every
+    reference to which is in a driver (and that is not started again and again
+    there) is part of it; a public one only when ``__await__`` is its one user.
+    Findings in a driver are warnings: they race only when a program starts one
+    object twice at once (hypercorn's servers, uvicorn's ``Server._serve``,
+    aiosqlite's ``Connection._connect``).
+    """
+    methods = module.all_methods(info)
+    refs: dict[str, list[tuple[str, bool]]] = {}  # name -> (referrer, started repeatedly)
+    drivers: dict[str, str] = {}
+    for method in methods.values():
+        for name, repeated, main in memo(
+            method, "lifecycle_refs", partial(_method_refs, module, method)
+        ):
+            if name in methods:
+                refs.setdefault(name, []).append((method.name, repeated))
+                if main and isinstance(methods[name], ast.AsyncFunctionDef):
+                    drivers.setdefault(name, "the main coroutine of an event loop it runs")
+    if "__await__" in methods:
+        drivers["__await__"] = "the object is started by awaiting it"
+    for name, method in methods.items():
+        if not isinstance(method, ast.AsyncFunctionDef) or name in drivers:
+            continue
+        if any(repeated for _, repeated in refs.get(name, [])):
+            continue  # several copies of it run at once: a pool of workers, not a driver
+        if "task_status" in params(method):
+            drivers[name] = "started once by nursery.start(), with task_status"
+        elif _serves_until_shutdown(method.body):
+            drivers[name] = "it ends by serving until shutdown"
+    changed = True
+    while changed:  # helpers only drivers use are part of them
+        changed = False
+        for name, method in methods.items():
+            users = refs.get(name, [])
+            if name in drivers or not users or not isinstance(method, ast.AsyncFunctionDef):
+                continue
+            private = name.startswith("_") and not name.endswith("__")
+            if not private and any(user != "__await__" for user, _ in users):
+                continue
+            if all(user in drivers and not repeated for user, repeated in users):
+                first = users[0][0]
+                drivers[name] = (
+                    "only __await__() starts it"
+                    if first == "__await__"
+                    else f"only {first}(), which drives the object, calls it"
+                    if len({user for user, _ in users}) == 1
+                    else "only the object's drivers call it"
+                )
+                changed = True
+    return {name: why for name, why in drivers.items() if name != "__await__"}
+
+
+def _method_refs(module: Module, method: FunctionNode) -> list[tuple[str, bool, bool]]:
+    """``self.<name>`` references in ``method``: (name, started repeatedly, loop main).
+
+    *Started repeatedly*: inside a loop or comprehension and not awaited on the
+    spot (``create_task(self.work())`` in a ``for``); an awaited call in a loop
+    runs the copies one after another. *Loop main*: the coroutine handed to
+    ``asyncio.run``/``run_until_complete``.
+    """
+    me = module.self_name(method)
+    found: list[tuple[str, bool, bool]] = []
+    # an await, or a call that runs a loop, is met before the reference inside it
+    awaited: set[int] = set()
+    mains: set[int] = set()
+
+    def visit(node: ast.AST, looping: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Await) and isinstance(child.value, ast.Call):
+                awaited.add(id(child.value.func))
+            elif isinstance(child, ast.Call) and last_name(child.func) in _LOOP_MAINS:
+                if child.args:
+                    first = child.args[0]
+                    mains.add(id(first.func) if isinstance(first, ast.Call) else id(first))
+            elif (
+                isinstance(child, ast.Attribute)
+                and isinstance(child.value, ast.Name)
+                and child.value.id == me
+            ):
+                found.append((child.attr, looping and id(child) not in awaited, id(child) in mains))
+            inner = looping or isinstance(
+                child, ast.For | ast.AsyncFor | ast.While | ast.comprehension
+            )
+            visit(child, inner)
+
+    visit(method, False)
+    return found
+
+
+def _serves_until_shutdown(body: list[ast.stmt]) -> bool:
+    """Does ``body`` end in a ``while`` loop that awaits (through ``with``/``try`` blocks)?"""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, ast.While):
+        return any(isinstance(n, ast.Await | ast.AsyncFor | ast.AsyncWith) for n in ast.walk(last))
+    if isinstance(last, ast.With | ast.AsyncWith | ast.Try | ast.TryStar):
+        return _serves_until_shutdown(last.body)
+    return False
+
+
+class _Facts:
+    """One function's events, indexed once for the questions every rule asks of them.
+
+    The rules ask, for each write, act or read, about every other event (the
+    writes of one key, the checks before it, the awaits between): answered by
+    scanning the whole list, a function with inlined callees (thousands of
+    events) cost the square of its length.
+    """
+
+    def __init__(self, events: list[Event]) -> None:
+        self.events = events
+        self.awaits = [e for e in events if e.kind == "await"]
+        self.await_orders = [e.order for e in self.awaits]
+        self.entries = [e for e in events if e.kind == "enter"]
+        self.checks = [e for e in events if e.kind == "check"]
+        self.writes: dict[str, list[Event]] = {}  # key -> its writes, in order
+        for event in events:
+            if event.kind == "write":
+                self.writes.setdefault(event.key, []).append(event)
+        #: (key, arm) for every write inside that arm
+        self.written_in = {
+            (w.key, arm.node) for ws in self.writes.values() for w in ws for arm in w.path
+        }
+        self.checked_via = {(c.key, id(c.via)) for c in self.checks}
+        self.first_via: dict[int, int] = {}  # inlined callee -> the order of its first event
+        for event in events:
+            if event.via is not None:
+                self.first_via.setdefault(id(event.via), event.order)
+        self._once: list[Event] | None = None
+
+    def next_await(self, after: int) -> int | None:
+        """The order of the first await after order ``after``."""
+        index = bisect.bisect_right(self.await_orders, after)
+        return self.await_orders[index] if index < len(self.await_orders) else None
+
+    def last_write(self, key: str) -> int:
+        writes = self.writes.get(key)
+        return writes[-1].order if writes else -1
+
+    @property
+    def once(self) -> list[Event]:
+        if self._once is None:
+            self._once = _once_writes(self)
+        return self._once
 
 
 def _tracked(key: str) -> bool:
@@ -197,8 +378,25 @@ def _owned(module: Module) -> set[int]:
 def _awaited_under_lock(module: Module, info: ClassInfo) -> set[str]:
     """Methods whose every ``self.m(...)`` call in the class is inside a lock region."""
     locked: dict[str, bool] = {}
+    for method in module.all_methods(info).values():
+        for name, always in _self_uses(module, method).items():
+            locked[name] = locked.get(name, True) and always
+    return {name for name, always in locked.items() if always}
 
-    def visit(node: ast.AST, me: str | None, held: bool) -> None:
+
+def _self_uses(module: Module, method: FunctionNode) -> dict[str, bool]:
+    """``self.<name>`` uses in ``method`` -> is every one a call made under a lock?
+
+    Per method, once: a class asks about every method it inherits, so walking
+    them again for each class of a deep hierarchy repeated the same walks.
+    """
+    cached: dict[str, bool] | None = getattr(method, "_racecheck_self_uses", None)
+    if cached is not None:
+        return cached
+    locked: dict[str, bool] = {}
+    me = module.self_name(method)
+
+    def visit(node: ast.AST, held: bool) -> None:
         if isinstance(node, ast.With | ast.AsyncWith):
             held = held or any(is_locklike(item.context_expr) for item in node.items)
         callee = None
@@ -209,16 +407,36 @@ def _awaited_under_lock(module: Module, info: ClassInfo) -> set[str]:
                 locked[name] = locked.get(name, True) and held
         elif isinstance(node, ast.Attribute) and _on(node, me):
             locked[node.attr] = False  # `self.m` handed on (a callback, a task): any caller
+        inner = held
         for child in ast.iter_child_nodes(node):
             if child is not callee and not isinstance(child, ast.Lambda):
-                visit(child, me, held)
+                visit(child, inner)
+            # `await self._lock.acquire()` holds the lock for the statements after it
+            # in this block, up to a `self._lock.release()`
+            if _lock_statement(child, "acquire"):
+                inner = True
+            elif _lock_statement(child, "release"):
+                inner = held
 
-    for method in module.all_methods(info).values():
-        visit(method, module.self_name(method), False)
-    return {name for name, always in locked.items() if always}
+    visit(method, False)
+    setattr(method, "_racecheck_self_uses", locked)  # noqa: B010 - AST nodes take attributes
+    return locked
 
 
-def _behind_once_guards(module: Module, info: ClassInfo, flows: dict[int, list[Event]]) -> set[str]:
+def _lock_statement(stmt: ast.AST, method: str) -> bool:
+    """``await self._lock.acquire()`` / ``self._lock.release()`` as a statement."""
+    if not isinstance(stmt, ast.Expr):
+        return False
+    call = stmt.value.value if isinstance(stmt.value, ast.Await) else stmt.value
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == method
+        and is_locklike(call.func.value)
+    )
+
+
+def _behind_once_guards(module: Module, info: ClassInfo, flows: dict[int, _Facts]) -> set[str]:
     """Helpers whose every caller in the class runs them at most once per object.
 
     aiohttp's ``prepare()`` returns early once ``_payload_writer`` is set, and
@@ -242,23 +460,21 @@ def _behind_once_guards(module: Module, info: ClassInfo, flows: dict[int, list[E
         if not isinstance(helper, ast.AsyncFunctionDef):
             continue
         if all(
-            caller is not None and _runs_once_in(flows.get(id(caller), []), helper)
+            caller is not None and id(caller) in flows and _runs_once_in(flows[id(caller)], helper)
             for caller in sites
         ):
             protected.add(name)
     return protected
 
 
-def _runs_once_in(events: list[Event], helper: ast.AsyncFunctionDef) -> bool:
-    region = [e for e in events if e.via is helper]
-    if not region:
+def _runs_once_in(facts: _Facts, helper: ast.AsyncFunctionDef) -> bool:
+    start = facts.first_via.get(id(helper))
+    if start is None:
         return False
-    awaits = [e for e in events if e.kind == "await"]
-    start = min(e.order for e in region)
-    first_await = min((a.order for a in awaits if a.order >= start), default=None)
+    first_await = facts.next_await(start - 1)
     return any(
         write.order < (first_await if first_await is not None else write.order + 1)
-        for write in _once_writes(events, awaits)
+        for write in facts.once
     )
 
 
@@ -282,43 +498,64 @@ def _started_once(module: Module, func: ast.AsyncFunctionDef) -> bool:
     parent = module.parent_of(func)
     if parent is None:
         return False
-    uses: list[bool] = []  # per reference: is it repeated or escaping?
-
-    def visit(node: ast.AST, repeated: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            if child is func:
-                continue
-            if isinstance(child, ast.Name) and child.id == func.name:
-                uses.append(repeated)
-            escaping = isinstance(
-                child,
-                ast.For
-                | ast.AsyncFor
-                | ast.While
-                | ast.comprehension
-                | ast.Lambda
-                | ast.Return
-                | ast.Yield
-                | ast.Assign
-                | ast.FunctionDef
-                | ast.AsyncFunctionDef,
-            )
-            visit(child, repeated or escaping)
-
-    visit(parent, False)
+    uses = [
+        repeated
+        for repeated, inside in _references(parent).get(func.name, [])
+        if id(func) not in inside  # a reference in its own body is no start by the parent
+    ]
     return uses == [False]
 
 
-def _scratch_state(module: Module, events: list[Event], once: bool = False) -> Iterator[Finding]:
-    awaits = [e for e in events if e.kind == "await"]
-    writes = [e for e in events if e.kind == "write" and _slot_or_tracked(e.key)]
+_ESCAPING = (
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.comprehension,
+    ast.Lambda,
+    ast.Return,
+    ast.Yield,
+    ast.Assign,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+)
+
+
+def _references(parent: FunctionNode) -> dict[str, list[tuple[bool, frozenset[int]]]]:
+    """Every name ``parent``'s body mentions -> per mention: repeated or escaping, and
+    the functions nested in ``parent`` that the mention sits in.
+
+    Built once per parent: asking each nested coroutine's question with a walk of
+    the whole parent made a function with many nested coroutines quadratic.
+    """
+    cached: dict[str, list[tuple[bool, frozenset[int]]]] | None = getattr(
+        parent, "_racecheck_refs", None
+    )
+    if cached is not None:
+        return cached
+    found: dict[str, list[tuple[bool, frozenset[int]]]] = {}
+    stack: list[tuple[ast.AST, bool, frozenset[int]]] = [(parent, False, frozenset())]
+    while stack:
+        node, repeated, inside = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name):
+                found.setdefault(child.id, []).append((repeated, inside))
+            within = inside
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                within = inside | {id(child)}
+            stack.append((child, repeated or isinstance(child, _ESCAPING), within))
+    setattr(parent, "_racecheck_refs", found)  # noqa: B010 - AST nodes take attributes
+    return found
+
+
+def _scratch_state(module: Module, facts: _Facts, once: bool = False) -> Iterator[Finding]:
+    awaits = facts.awaits
     reported: set[int] = set()
-    for read in events:
+    for read in facts.events:
         if read.kind != "read" or not _slot_or_tracked(read.key) or read.detail == "alias":
             continue
         if once and read.key.startswith("free:"):
             continue  # a closure dict of a coroutine its parent starts once
-        before = [w for w in writes if w.key == read.key and reaches(w, read)]
+        before = [w for w in facts.writes.get(read.key, ()) if reaches(w, read)]
         if not before:
             continue
         write = max(before, key=lambda e: e.order)
@@ -326,7 +563,7 @@ def _scratch_state(module: Module, events: list[Event], once: bool = False) -> I
             continue  # a callee's write is the callee's business: it is checked on its own
         if write.looping:
             continue  # a driver loop (`while True:` in a connection's task) owns its object
-        if _init_once(write, events):
+        if _init_once(write, facts):
             continue
         suspend = _gap(write, read, awaits)
         if suspend is None:
@@ -343,7 +580,7 @@ def _scratch_state(module: Module, events: list[Event], once: bool = False) -> I
         )
 
 
-def _init_once(write: Event, events: list[Event]) -> bool:
+def _init_once(write: Event, facts: _Facts) -> bool:
     """Is ``write`` inside ``if self.x is None:`` (or ``if not self._done:``)?
 
     A write guarded by a check of the same attribute, or of a flag that the same
@@ -351,25 +588,15 @@ def _init_once(write: Event, events: list[Event]) -> bool:
     initialisation, not scratch space. (Doing it across an await without a lock
     is RC102's business.)
     """
-    for check in events:
-        if check.kind != "check":
-            continue
+    arms = {arm.node for arm in write.path}
+    for check in facts.checks:
         if check.guard and check.end < write.order:  # `if self._started: return` ...
-            if any(
-                e.kind == "write" and e.key == check.key and e.order > check.end for e in events
-            ):
+            if facts.last_write(check.key) > check.end:
                 return True  # ... and later `self._started = ...`: a start-once method
-        if not any(arm.node == check.scope for arm in write.path):
+        if check.scope not in arms:
             continue
-        if check.key == write.key:
+        if check.key == write.key or (check.key, check.scope) in facts.written_in:
             return True
-        for other in events:
-            if (
-                other.kind == "write"
-                and other.key == check.key
-                and any(arm.node == check.scope for arm in other.path)
-            ):
-                return True
     return False
 
 
@@ -393,7 +620,7 @@ def _governs(check: Event, act: Event) -> bool:
     return inside or (check.guard and act.order > check.end)
 
 
-def _once_writes(events: list[Event], awaits: list[Event]) -> list[Event]:
+def _once_writes(facts: _Facts) -> list[Event]:
     """Writes after which the method runs at most once per object.
 
     ``if self._closed: return`` and then ``self._closed = True`` (here or in a
@@ -401,40 +628,37 @@ def _once_writes(events: list[Event], awaits: list[Event]) -> list[Event]:
     suspends, and every later caller leaves at the check.
     """
     found = []
-    for check in events:
-        if check.kind != "check" or not check.guard or not _tracked(check.key):
+    for check in facts.checks:
+        if not check.guard or not _tracked(check.key):
             continue
-        for write in events:
-            if (
-                write.kind == "write"
-                and write.key == check.key
-                and write.order > check.end
-                and not any(check.end < a.order < write.order for a in awaits)
-            ):
+        first_await = facts.next_await(check.end)
+        for write in facts.writes.get(check.key, ()):
+            if write.order > check.end and (first_await is None or first_await > write.order):
                 found.append(write)
     return found
 
 
-def _check_then_act(module: Module, events: list[Event]) -> Iterator[Finding]:
-    awaits = [e for e in events if e.kind == "await"]
-    entries = [e for e in events if e.kind == "enter"]
-    checks = [e for e in events if e.kind == "check" and _tracked(e.key)]
+def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
+    awaits = facts.awaits
+    entries = facts.entries
+    checks: dict[str, list[Event]] = {}
+    for check in facts.checks:
+        if _tracked(check.key):
+            checks.setdefault(check.key, []).append(check)
     reported: set[tuple[int, str]] = set()
-    once = _once_writes(events, awaits)
-    for act in events:
+    once = facts.once
+    for act in facts.events:
         if act.kind not in {"write", "mutate"} or not _tracked(act.key) or not _acts(act):
             continue
         if any(reaches(write, act) for write in once):
             continue  # past a close-once (start-once) guard: no second caller gets here
         if any(arm.ends == "raise" for arm in act.path):
             continue  # recording an error on the way out: every caller fails anyway
-        if act.via is not None and any(
-            c.kind == "check" and c.key == act.key and c.via is act.via for c in events
-        ):
+        if act.via is not None and (act.key, id(act.via)) in facts.checked_via:
             continue  # the callee checks for itself: reported there, not at every caller
         if _same_result(act):
             continue  # every task awaits one stored awaitable: they all store the same value
-        governing = [c for c in checks if c.key == act.key and reaches(c, act) and _governs(c, act)]
+        governing = [c for c in checks.get(act.key, ()) if reaches(c, act) and _governs(c, act)]
         if not governing:
             continue
         test = max(governing, key=lambda e: e.order)
@@ -481,11 +705,15 @@ def _check_then_act(module: Module, events: list[Event]) -> Iterator[Finding]:
 def _inside_callee(first: Event, last: Event) -> bool:
     """Are both events inside one inlined call? Then the callee reports them, once.
 
+    One call, at any depth: ``query()`` checks in one helper and acts in another,
+    and reports that itself; a ``ping()`` that reaches ``query()`` through a
+    reconnect must not report it again (aiomysql: four more reports of one race).
+
     The callee is a coroutine (an await lies between the two) and is checked on
     its own; repeating the finding at each of its callers says nothing new
     (aiomysql's ``_execute_command`` has fifteen).
     """
-    return bool(first.frames) and last.frames[: len(first.frames)] == first.frames
+    return bool(first.frames) and bool(last.frames) and first.frames[0] == last.frames[0]
 
 
 def _same_result(act: Event) -> bool:
@@ -549,9 +777,10 @@ def _refs(node: ast.AST) -> set[str]:
     return {d for d in found if not any(other.startswith(d + ".") for other in found)}
 
 
-def _lost_update(module: Module, events: list[Event]) -> Iterator[Finding]:
-    awaits = [e for e in events if e.kind == "await"]
-    entries = [e for e in events if e.kind == "enter"]
+def _lost_update(module: Module, facts: _Facts) -> Iterator[Finding]:
+    events = facts.events
+    awaits = facts.awaits
+    entries = facts.entries
     by_order = {e.order: e for e in events}
     reported: set[int] = set()
     for write in events:

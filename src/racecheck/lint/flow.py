@@ -26,15 +26,16 @@ from __future__ import annotations
 
 import ast
 import copy
-import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from racecheck.lint.module import (
     MUTATORS,
     ClassInfo,
     FunctionNode,
     Module,
+    dotted,
     global_names,
     is_locklike,
     iter_own,
@@ -140,6 +141,8 @@ class _Frame:
     taint: dict[str, frozenset[int]] = field(default_factory=dict)
     #: locals holding a condition (`first = self._prev is None`): testing them tests it
     conditions: dict[str, ast.expr] = field(default_factory=dict)
+    #: locks this frame took with `await x.acquire()` and still holds: name -> region
+    acquired: dict[str, int] = field(default_factory=dict)
 
 
 class Flow:
@@ -159,8 +162,10 @@ class Flow:
         self.inline = inline
         self.closure = closure  # names bound by enclosing functions
         self.events: list[Event] = []
-        self._ids = itertools.count(1)
-        self._order = itertools.count()
+        self._next_id = 1
+        self._next_order = 0
+        #: inlined calls being recorded as templates, innermost last
+        self._recording: list[_Recording] = []
         self._path: list[Arm] = []
         self._locks: list[tuple[int, bool]] = []
         self._busy: list[int] = []
@@ -168,6 +173,12 @@ class Flow:
         self._frames: list[_Frame] = []
         self._site: ast.AST = func
         self._whiles = 0
+        #: the context tuples every event copies, rebuilt only when a stack changes
+        self._context: (
+            tuple[tuple[Arm, ...], frozenset[int], frozenset[int], frozenset[int], tuple[int, ...]]
+            | None
+        ) = None
+        self._frame_ids: tuple[int, ...] = ()
         self._module_names = module.module_names
         self._root = self._frame(func, module.self_name(func), dict(mapping or {}))
 
@@ -176,13 +187,33 @@ class Flow:
     def run(self) -> list[Event]:
         self._frames.append(self._root)
         self._block(self._root.func.body)
+        self._let_go(self._root)
         self._frames.pop()
         return self.events
 
+    def _let_go(self, frame: _Frame) -> None:
+        """A frame's ``acquire()``-d locks stop counting when it returns (the caller
+        does not know them; held longer than that only hides findings, never adds)."""
+        for region in frame.acquired.values():
+            self._release(region)
+        frame.acquired.clear()
+
+    def _release(self, region: int) -> None:
+        self._locks = [entry for entry in self._locks if entry[0] != region]
+        self._context = None
+
     def _frame(self, func: FunctionNode, self_name: str | None, mapping: dict[str, str]) -> _Frame:
         return _Frame(
-            next(self._ids), func, self_name, mapping, local_names(func), global_names(func)
+            self._new_id(), func, self_name, mapping, local_names(func), global_names(func)
         )
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id - 1
+
+    def _new_order(self) -> int:
+        self._next_order += 1
+        return self._next_order - 1
 
     @property
     def _top(self) -> _Frame:
@@ -193,20 +224,30 @@ class Flow:
         return len(self._frames) - 1
 
     def _emit(self, kind: str, key: str, node: ast.AST, **extra: object) -> Event:
+        context = self._context
+        if context is None:
+            context = self._context = (
+                tuple(self._path),
+                frozenset(region for region, _ in self._locks),
+                frozenset(region for region, is_sync in self._locks if is_sync),
+                frozenset(self._busy),
+                tuple(self._loops),
+            )
+        path, locks, sync_locks, busy, loops = context
         event = Event(
             kind,
             key,
-            next(self._order),
+            self._new_order(),
             node,
             self._site,
-            tuple(self._path),
-            frozenset(region for region, _ in self._locks),
-            frozenset(region for region, is_sync in self._locks if is_sync),
-            via=self._top.func if self._depth else None,
+            path,
+            locks,
+            sync_locks,
+            via=self._frames[-1].func if len(self._frames) > 1 else None,
             looping=self._whiles > 0,
-            busy=frozenset(self._busy),
-            loops=tuple(self._loops),
-            frames=tuple(frame.id for frame in self._frames[1:]),
+            busy=busy,
+            loops=loops,
+            frames=self._frame_ids,
             **extra,  # type: ignore[arg-type]
         )
         self.events.append(event)
@@ -274,8 +315,10 @@ class Flow:
         if self._depth and ends == "return":
             ends = ""  # a callee's return ends the callee, not the caller
         self._path.append(Arm((self._top.id, id(owner)), index, ends))
+        self._context = None
         self._block(body)
         self._path.pop()
+        self._context = None
 
     def _stmt(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Expr | ast.Return):
@@ -319,8 +362,10 @@ class Flow:
             self._expr(stmt.test)
             self._whiles += self._depth == 0
             self._loops.append(id(stmt))
+            self._context = None
             self._block(stmt.body)
             self._loops.pop()
+            self._context = None
             self._whiles -= self._depth == 0
             if not _breaks(stmt.body):
                 # The loop is left only when its test, evaluated after the body's last
@@ -336,8 +381,10 @@ class Flow:
                 self._emit("await", "", stmt)
             self._store(stmt.target, None, frozenset())
             self._loops.append(id(stmt))
+            self._context = None
             self._block(stmt.body)
             self._loops.pop()
+            self._context = None
             if isinstance(stmt, ast.AsyncFor):
                 self._emit("await", "", stmt)
             self._block(stmt.orelse)
@@ -384,13 +431,14 @@ class Flow:
         ]
         self._arm(stmt, 0, stmt.body)
         self._arm(stmt, 1, stmt.orelse)
-        end = next(self._order)
+        end = self._new_order()
         for check in checks:
             check.end = end
 
     def _with(self, stmt: ast.With | ast.AsyncWith) -> None:
         is_async = isinstance(stmt, ast.AsyncWith)
-        pushed = busy = 0
+        mine: list[int] = []  # the regions this statement holds, released by id
+        busy = 0
         for item in stmt.items:
             self._expr(item.context_expr)
             if is_async:
@@ -398,21 +446,25 @@ class Flow:
             if not is_async and self._fail_fast(item.context_expr):
                 # entered without suspending, and refuses a second task: the second
                 # one fails here instead of waiting (asyncpg's exclusive section)
-                region = next(self._ids)
+                region = self._new_id()
                 self._emit("enter", f"busy:{region}", item.context_expr)
                 self._busy.append(region)
                 self._locks.append((region, False))
+                self._context = None
+                mine.append(region)
                 busy += 1
             elif is_locklike(item.context_expr) or self._locking_helper(item.context_expr):
-                self._locks.append((next(self._ids), not is_async))
-                pushed += 1
+                region = self._new_id()
+                self._locks.append((region, not is_async))
+                self._context = None
+                mine.append(region)
             if item.optional_vars is not None:
                 self._store(item.optional_vars, None, frozenset())
         self._block(stmt.body)
-        for _ in range(pushed + busy):
-            self._locks.pop()
+        self._locks = [entry for entry in self._locks if entry[0] not in mine]
         for _ in range(busy):
             self._busy.pop()
+        self._context = None
         if is_async:
             self._emit("await", "", stmt)  # __aexit__ may suspend too
 
@@ -427,11 +479,7 @@ class Flow:
             last_name(d) for d in helper.decorator_list
         }:
             return False
-        return any(
-            isinstance(node, ast.With | ast.AsyncWith)
-            and any(is_locklike(item.context_expr) for item in node.items)
-            for node in ast.walk(helper)
-        )
+        return _takes_lock(helper)
 
     def _fail_fast(self, expr: ast.expr) -> bool:
         """``with self._section:`` where the section's class refuses a second entry."""
@@ -528,15 +576,7 @@ class Flow:
             return True
         if not names:
             return False
-        for node in iter_own(self._top.func):
-            if (
-                isinstance(node, ast.Assign)
-                and isinstance(node.value, ast.Call)
-                and last_name(node.value.func) in _IDENTITY_CALLS
-                and any(isinstance(t, ast.Name) and t.id in names for t in node.targets)
-            ):
-                return True
-        return False
+        return not names.isdisjoint(_identity_locals(self._top.func))
 
     def _tested(self, expr: ast.expr) -> Iterator[str]:
         if (
@@ -569,9 +609,10 @@ class Flow:
     def _tainted(self, value: ast.expr) -> frozenset[int]:
         """Shared reads behind the locals ``value`` uses (one hop: ``v = self.x``)."""
         orders: set[int] = set()
-        for node in ast.walk(value):
-            if isinstance(node, ast.Name) and node.id in self._top.taint:
-                orders |= self._top.taint[node.id]
+        taint = self._top.taint
+        for name in _names_in(value)[1]:
+            if name in taint:
+                orders |= taint[name]
         return frozenset(orders)
 
     def _via(self) -> FunctionNode | None:
@@ -581,11 +622,12 @@ class Flow:
         if value is None:
             return False
         frame = self._top
-        for node in ast.walk(value):
-            if isinstance(node, ast.Await):
-                return True
-            if isinstance(node, ast.Name) and node.id != frame.self_name:
-                key = self.name_key(node.id)
+        awaits, names = _names_in(value)
+        if awaits:
+            return True
+        for name in names:
+            if name != frame.self_name:
+                key = self.name_key(name)
                 if key.startswith(("local:", "root:")) and not key.startswith("local:0:"):
                     return True
         return False
@@ -749,6 +791,14 @@ class Flow:
                     key = self.key_of(arg)
                     if self.shared(key) and key is not None:
                         self._emit("escape", key, arg)  # the callee keeps using it
+                held = _lock_call(expr.value, "acquire")
+                if held is not None and held not in self._top.acquired:
+                    # `await self._lock.acquire()`: a lock region from here to the
+                    # matching release() (aiosmtplib holds its connect lock until close())
+                    region = self._new_id()
+                    self._top.acquired[held] = region
+                    self._locks.append((region, False))
+                    self._context = None
         else:
             self._expr(expr.value)
             self._emit("await", "", expr)
@@ -788,6 +838,9 @@ class Flow:
             self._store(written, value, sources | self._tainted(value), sources)
             return False
         func = call.func
+        released = _lock_call(call, "release")
+        if released is not None and released in self._top.acquired:
+            self._release(self._top.acquired.pop(released))
         method_call = isinstance(func, ast.Attribute) and self._self_key(func) is not None
         if not method_call:
             self._expr(func)
@@ -812,6 +865,8 @@ class Flow:
         callee, self_name, skip = resolved
         if isinstance(callee, ast.AsyncFunctionDef) and not awaited:
             return False  # creates a coroutine; its body runs elsewhere, later
+        for recording in self._recording:
+            recording.queries.add(id(callee))
         if any(frame.func is callee for frame in self._frames):
             return False
         mapping: dict[str, str] = {}
@@ -826,11 +881,133 @@ class Flow:
             key = self.key_of(kw.value)
             if kw.arg and self.shared(key) and key is not None:
                 mapping[kw.arg] = key
+        memo_key = (
+            id(callee),
+            self_name,
+            tuple(sorted(mapping.items())),
+            self._depth,
+            id(self.klass),
+        )
+        outer = {id(frame.func) for frame in self._frames}
+        templates = self.module.inline_templates.setdefault(memo_key, [])
+        for template in templates:
+            if all((q in outer) == (q in template.hits) for q in template.queries):
+                for recording in self._recording:
+                    recording.queries |= template.queries
+                self._replay(template)
+                return True
+        recording = _Recording(
+            id_base=self._next_id,
+            order_base=self._next_order,
+            start=len(self.events),
+            path_len=len(self._path),
+            loops_len=len(self._loops),
+            frames_len=len(self._frame_ids),
+        )
+        self._recording.append(recording)
         frame = self._frame(callee, self_name, mapping)
         self._frames.append(frame)
+        outer_ids, self._frame_ids = self._frame_ids, (*self._frame_ids, frame.id)
         self._block(callee.body)
+        self._let_go(frame)
         self._frames.pop()
+        self._frame_ids = outer_ids
+        self._recording.pop()
+        for enclosing in self._recording:
+            enclosing.queries |= recording.queries
+        recording.hits = frozenset(q for q in recording.queries if q in outer)
+        recording.ids = self._next_id - recording.id_base
+        recording.orders = self._next_order - recording.order_base
+        # a snapshot: the caller may still mark its copies (`+=` marks its writes)
+        recording.events = [copy.copy(event) for event in self.events[recording.start :]]
+        templates.append(recording)
         return True
+
+    def _replay(self, template: _Recording) -> None:
+        """Append a recorded callee's events as if it had been walked again here.
+
+        Its ids (frames, lock regions) and orders are shifted to where the counters
+        are now, and the context it was recorded under (the caller's arms, locks,
+        loops and frames) is swapped for the current one. The events are exactly
+        those a second walk would make: the walk depends on nothing else.
+        """
+        d_id = self._next_id - template.id_base
+        d_order = self._next_order - template.order_base
+        id_base, order_base = template.id_base, template.order_base
+        path = tuple(self._path)
+        locks = frozenset(region for region, _ in self._locks)
+        sync_locks = frozenset(region for region, is_sync in self._locks if is_sync)
+        busy = frozenset(self._busy)
+        loops = tuple(self._loops)
+        site = self._site
+        looping = self._whiles > 0
+        frames = self._frame_ids
+
+        # Events of one callee share a handful of context tuples: shift each once.
+        shifted: dict[tuple[str, int], Any] = {}
+
+        def regions(kind: str, inner: frozenset[int], outer: frozenset[int]) -> frozenset[int]:
+            cache_key = (kind, id(inner))
+            found = shifted.get(cache_key)
+            if found is None:
+                found = shifted[cache_key] = outer | frozenset(
+                    r + d_id for r in inner if r >= id_base
+                )
+            return found
+
+        for event in template.events:
+            clone = object.__new__(Event)
+            fields = clone.__dict__
+            fields.update(event.__dict__)
+            key = event.key
+            if key.startswith(("local:", "busy:")):
+                renamed = shifted.get(("key", id(key)))
+                if renamed is None:
+                    if key[0] == "b":
+                        renamed = f"busy:{int(key[5:]) + d_id}"
+                    else:
+                        number, _, name = key[6:].partition(":")
+                        renamed = (
+                            f"local:{int(number) + d_id}:{name}" if int(number) >= id_base else key
+                        )
+                    shifted[("key", id(key))] = renamed
+                fields["key"] = renamed
+            if event.scope[0] >= id_base:
+                fields["scope"] = (event.scope[0] + d_id, event.scope[1])
+            arms = shifted.get(("path", id(event.path)))
+            if arms is None:
+                arms = shifted[("path", id(event.path))] = path + tuple(
+                    Arm((arm.node[0] + d_id, arm.node[1]), arm.index, arm.ends)
+                    for arm in event.path[template.path_len :]
+                )
+            inside = shifted.get(("frames", id(event.frames)))
+            if inside is None:
+                inside = shifted[("frames", id(event.frames))] = frames + tuple(
+                    f + d_id for f in event.frames[template.frames_len :]
+                )
+            within = shifted.get(("loops", id(event.loops)))
+            if within is None:
+                within = shifted[("loops", id(event.loops))] = (
+                    loops + event.loops[template.loops_len :]
+                )
+            fields["order"] = event.order + d_order
+            fields["site"] = site
+            fields["path"] = arms
+            fields["locks"] = regions("locks", event.locks, locks)
+            fields["sync_locks"] = regions("sync", event.sync_locks, sync_locks)
+            fields["busy"] = regions("busy", event.busy, busy) if event.busy or busy else busy
+            fields["loops"] = within
+            fields["frames"] = inside
+            fields["looping"] = looping
+            if event.sources:
+                fields["sources"] = frozenset(
+                    o + d_order if o >= order_base else o for o in event.sources
+                )
+            if event.end:
+                fields["end"] = event.end + d_order
+            self.events.append(clone)
+        self._next_id += template.ids
+        self._next_order += template.orders
 
     def _resolve(self, call: ast.Call) -> tuple[FunctionNode, str | None, int] | None:
         func = call.func
@@ -850,6 +1027,84 @@ class Flow:
             if target is not None:
                 return target, None, 0
         return None
+
+
+@dataclass
+class _Recording:
+    """One inlined call's events, kept to be replayed at the next identical call.
+
+    Identical: the same callee, instance name, shared arguments, depth and class,
+    and the same answer to every "is this function already on the stack?" that
+    the walk asked (``queries``; ``hits`` are the ones answered yes). A function
+    that calls one helper from many places (redis-py's connection, aiomysql's
+    handshake) walked the helper's body, and its helpers', at every call.
+    """
+
+    id_base: int
+    order_base: int
+    start: int
+    path_len: int
+    loops_len: int
+    frames_len: int
+    queries: set[int] = field(default_factory=set)
+    hits: frozenset[int] = frozenset()
+    ids: int = 0
+    orders: int = 0
+    events: list[Event] = field(default_factory=list)
+
+
+def _lock_call(call: ast.Call, method: str) -> str | None:
+    """``self._lock`` for ``self._lock.acquire()`` (``method``) on a lock-like name."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == method and is_locklike(func.value):
+        return dotted(func.value)
+    return None
+
+
+def _identity_locals(func: FunctionNode) -> frozenset[str]:
+    """Names ``func`` binds to the running task or thread (``me = current_task()``)."""
+    cached: frozenset[str] | None = getattr(func, "_racecheck_identity", None)
+    if cached is None:  # asked at every membership check: walk the body once
+        cached = frozenset(
+            t.id
+            for node in iter_own(func)
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and last_name(node.value.func) in _IDENTITY_CALLS
+            for t in node.targets
+            if isinstance(t, ast.Name)
+        )
+        setattr(func, "_racecheck_identity", cached)  # noqa: B010 - AST nodes take attributes
+    return cached
+
+
+def _names_in(expr: ast.AST) -> tuple[bool, tuple[str, ...]]:
+    """Does ``expr`` contain an await, and the names it mentions (in walk order)."""
+    cached: tuple[bool, tuple[str, ...]] | None = getattr(expr, "_racecheck_names", None)
+    if cached is None:  # a value is asked about once per store, and again per inlining
+        awaits = False
+        names: list[str] = []
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Await):
+                awaits = True
+            elif isinstance(node, ast.Name):
+                names.append(node.id)
+        cached = (awaits, tuple(names))
+        setattr(expr, "_racecheck_names", cached)  # noqa: B010 - AST nodes take attributes
+    return cached
+
+
+def _takes_lock(helper: FunctionNode) -> bool:
+    """Does a ``@contextmanager`` helper hold a lock-like ``with`` anywhere in its body?"""
+    cached: bool | None = getattr(helper, "_racecheck_takes_lock", None)
+    if cached is None:
+        cached = any(
+            isinstance(node, ast.With | ast.AsyncWith)
+            and any(is_locklike(item.context_expr) for item in node.items)
+            for node in ast.walk(helper)
+        )
+        setattr(helper, "_racecheck_takes_lock", cached)  # noqa: B010 - AST nodes take attributes
+    return cached
 
 
 def _substitute(expr: ast.expr, name: str, by: ast.expr | None) -> ast.expr:
@@ -893,11 +1148,15 @@ def _breaks(body: list[ast.stmt]) -> bool:
 
 
 def _nested_def(func: FunctionNode, name: str) -> FunctionNode | None:
-    for stmt in ast.walk(func):
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
-            if stmt is not func:
-                return stmt
-    return None
+    """The first function named ``name`` defined anywhere inside ``func`` (breadth first)."""
+    table: dict[str, FunctionNode] | None = getattr(func, "_racecheck_defs", None)
+    if table is None:  # asked at every call of a local name: index the body once
+        table = {}
+        for stmt in ast.walk(func):
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt is not func:
+                table.setdefault(stmt.name, stmt)
+        setattr(func, "_racecheck_defs", table)  # noqa: B010 - AST nodes take attributes
+    return table.get(name)
 
 
 def _call_args(call: ast.Call) -> Iterator[ast.expr]:

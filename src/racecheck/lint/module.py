@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -118,6 +122,48 @@ def is_locklike(expr: ast.expr) -> bool:
     return name is not None and bool(_LOCKLIKE.search(name))
 
 
+def children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes(node)`` as a list, in the same order.
+
+    The module-wide walks (every node once, every function body once) go
+    through here: the generator pair behind ``ast.iter_child_nodes`` was the
+    largest single cost of linting a big module.
+    """
+    found: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            found.append(value)
+        elif isinstance(value, list):
+            found.extend(item for item in value if isinstance(item, ast.AST))
+    return found
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk`` (breadth first, same order) over :func:`children`."""
+    todo = deque([node])
+    while todo:
+        current = todo.popleft()
+        todo.extend(children(current))
+        yield current
+
+
+def memo(node: ast.AST, name: str, compute: Callable[[], _T]) -> _T:
+    """``compute()``, kept on ``node`` under ``name``: one answer per node and module parse.
+
+    Class-level questions (what its methods mutate, which calls hold a lock) are
+    asked once for every class that inherits a method; keeping each method's own
+    answer makes a deep hierarchy cost its size, not its size times its depth.
+    """
+    key = f"_racecheck_{name}"
+    try:
+        cached: _T = getattr(node, key)
+    except AttributeError:
+        cached = compute()
+        setattr(node, key, cached)
+    return cached
+
+
 def iter_own(node: ast.AST) -> Iterator[ast.AST]:
     """Nodes of a function body, not descending into nested functions, lambdas or classes.
 
@@ -127,7 +173,7 @@ def iter_own(node: ast.AST) -> Iterator[ast.AST]:
     cached: list[ast.AST] | None = getattr(node, "_racecheck_own", None)
     if cached is None:  # every check asks for the same bodies: walk each once
         cached = []
-        stack = list(ast.iter_child_nodes(node))
+        stack = children(node)
         while stack:
             child = stack.pop()
             cached.append(child)
@@ -135,7 +181,7 @@ def iter_own(node: ast.AST) -> Iterator[ast.AST]:
                 child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
             ):
                 continue
-            stack.extend(ast.iter_child_nodes(child))
+            stack.extend(children(child))
         setattr(node, "_racecheck_own", cached)  # noqa: B010 - AST nodes take attributes
     return iter(cached)
 
@@ -177,11 +223,15 @@ def _local_names(func: FunctionNode) -> frozenset[str]:
 
 
 def global_names(func: FunctionNode) -> frozenset[str]:
-    names: set[str] = set()
-    for node in iter_own(func):
-        if isinstance(node, ast.Global):
-            names.update(node.names)
-    return frozenset(names)
+    cached: frozenset[str] | None = getattr(func, "_racecheck_globals", None)
+    if cached is None:  # asked each time the function is inlined somewhere
+        names: set[str] = set()
+        for node in iter_own(func):
+            if isinstance(node, ast.Global):
+                names.update(node.names)
+        cached = frozenset(names)
+        setattr(func, "_racecheck_globals", cached)  # noqa: B010 - AST nodes take attributes
+    return cached
 
 
 def decorator_names(func: FunctionNode) -> set[str]:
@@ -208,6 +258,8 @@ class Module:
     functions: dict[str, FunctionNode] = field(default_factory=dict)
     #: function node -> the class it is a method of
     owner: dict[int, ClassInfo] = field(default_factory=dict)
+    #: recorded inlined calls, shared by every flow of the module (see flow._Recording)
+    inline_templates: dict[tuple[object, ...], list[Any]] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, path: str, source: str) -> Module:
@@ -219,7 +271,7 @@ class Module:
     @cached_property
     def nodes(self) -> list[ast.AST]:
         """Every node of the module, walked once and shared by the checks."""
-        return list(ast.walk(self.tree))
+        return list(walk(self.tree))
 
     @cached_property
     def function_nodes(self) -> list[FunctionNode]:
@@ -320,13 +372,15 @@ class Module:
     def mro(self, info: ClassInfo) -> list[ClassInfo]:
         """The class and its bases defined in this module, depth first, each once."""
         seen: list[ClassInfo] = []
-        stack = [info]
-        while stack:
-            current = stack.pop(0)
-            if any(c is current for c in seen):
+        visited: set[int] = set()
+        queue = deque([info])
+        while queue:
+            current = queue.popleft()
+            if id(current) in visited:
                 continue
+            visited.add(id(current))
             seen.append(current)
-            stack.extend(self.classes[b] for b in current.bases if b in self.classes)
+            queue.extend(self.classes[b] for b in current.bases if b in self.classes)
         return seen
 
     def resolve_method(self, info: ClassInfo, name: str) -> FunctionNode | None:
@@ -379,16 +433,22 @@ class Module:
         found: dict[str, tuple[str, ast.AST]] = {}
         for klass in self.mro(info):
             for method in klass.methods.values():
-                me = self.self_name(method)
-                for node in iter_own(method):
-                    if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-                        kind = self.asyncio_primitive(node.value)
-                        if kind is None:
-                            continue
-                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                        for target in targets:
-                            if (attr := self_attr(target, me)) is not None:
-                                found.setdefault(attr, (kind, node))
+                for attr, made in memo(method, "primitives", partial(self._primitives, method)):
+                    found.setdefault(attr, made)
+        return found
+
+    def _primitives(self, method: FunctionNode) -> list[tuple[str, tuple[str, ast.AST]]]:
+        found: list[tuple[str, tuple[str, ast.AST]]] = []
+        me = self.self_name(method)
+        for node in iter_own(method):
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                kind = self.asyncio_primitive(node.value)
+                if kind is None:
+                    continue
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if (attr := self_attr(target, me)) is not None:
+                        found.append((attr, (kind, node)))
         return found
 
     @cached_property

@@ -20,6 +20,10 @@ _DIRECTIVE = re.compile(r"#\s*racecheck:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?", 
 def suppressions(source: str) -> dict[int, frozenset[str]]:
     """Line number -> the codes ignored on it (:data:`ALL` for a bare ignore)."""
     found: dict[int, frozenset[str]] = {}
+    if _DIRECTIVE.search(source) is None:
+        # Tokenizing costs more than parsing; a file with no directive anywhere in
+        # its text (most files) cannot have one in a comment.
+        return found
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError):

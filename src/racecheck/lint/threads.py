@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
@@ -37,6 +38,7 @@ from racecheck.lint.module import (
     is_locklike,
     iter_own,
     last_name,
+    memo,
     self_attr,
 )
 from racecheck.lint.report import at, show
@@ -109,17 +111,49 @@ def _module_starts_threads(module: Module) -> bool:
 def _evidence(module: Module, info: ClassInfo, side: _ThreadSide) -> str | None:
     """Why we believe instances of ``info`` are used by more than one thread, if we do."""
     for method in module.all_methods(info).values():
-        me = module.self_name(method)
-        for node in iter_own(method):
-            if isinstance(node, ast.Assign) and module.threading_lock(node.value):
-                for target in node.targets:
-                    if (attr := self_attr(target, me)) is not None:
-                        return f"it creates a threading lock (self.{attr})"
+        attr = memo(method, "thread_lock", partial(_thread_lock, module, method))
+        if attr is not None:
+            return f"it creates a threading lock (self.{attr})"
     entries = side.entries(info, concurrent_only=True)
     if entries:
         name, how = next(iter(entries.items()))
         return f"{name}() runs on another thread via {how}"
     return None
+
+
+def _thread_lock(module: Module, method: FunctionNode) -> str | None:
+    """The first ``self.<attr>`` that ``method`` binds to a new threading lock."""
+    me = module.self_name(method)
+    for node in iter_own(method):
+        if isinstance(node, ast.Assign) and module.threading_lock(node.value):
+            for target in node.targets:
+                if (attr := self_attr(target, me)) is not None:
+                    return attr
+    return None
+
+
+def _handoff_targets(module: Module, method: FunctionNode) -> list[tuple[str, str, bool]]:
+    """``self.<m>`` that ``method`` hands to another thread: (m, how, awaited on the spot)."""
+    me = module.self_name(method)
+    awaited = {id(n.value) for n in iter_own(method) if isinstance(n, ast.Await)}
+    found = []
+    for node in iter_own(method):
+        if isinstance(node, ast.Call):
+            for handoff in handoffs(node):
+                attr = self_attr(handoff.func, me)
+                if attr is not None:
+                    found.append((attr, handoff.how, id(node) in awaited))
+    return found
+
+
+def _self_calls(module: Module, method: FunctionNode) -> list[str]:
+    """``m`` for each ``self.m(...)`` call in ``method``, in walk order."""
+    me = module.self_name(method)
+    return [
+        attr
+        for node in iter_own(method)
+        if isinstance(node, ast.Call) and (attr := self_attr(node.func, me)) is not None
+    ]
 
 
 def _plain_sync(module: Module, info: ClassInfo) -> bool:
@@ -155,29 +189,23 @@ class _ThreadSide:
             return cached
         found: dict[str, str] = {}
         methods = self.module.all_methods(info)
+        module = self.module
         for method in methods.values():
-            me = self.module.self_name(method)
-            awaited = {id(n.value) for n in iter_own(method) if isinstance(n, ast.Await)}
-            for node in iter_own(method):
-                if not isinstance(node, ast.Call):
+            targets = memo(method, "handoffs", partial(_handoff_targets, module, method))
+            for attr, how, awaited in targets:
+                if concurrent_only and awaited:
                     continue
-                if concurrent_only and id(node) in awaited:
-                    continue
-                for handoff in handoffs(node):
-                    attr = self_attr(handoff.func, me)
-                    if attr is not None and attr in methods:
-                        found.setdefault(attr, handoff.how)
+                if attr in methods:
+                    found.setdefault(attr, how)
         frontier = list(found)
         while frontier:  # sync methods called from thread-side methods run there too
             name = frontier.pop()
             method = methods[name]
-            me = self.module.self_name(method)
-            for node in iter_own(method):
-                if isinstance(node, ast.Call) and (attr := self_attr(node.func, me)) is not None:
-                    callee = methods.get(attr)
-                    if isinstance(callee, ast.FunctionDef) and attr not in found:
-                        found[attr] = f"{found[name]}, through {name}()"
-                        frontier.append(attr)
+            for attr in memo(method, "self_calls", partial(_self_calls, module, method)):
+                callee = methods.get(attr)
+                if isinstance(callee, ast.FunctionDef) and attr not in found:
+                    found[attr] = f"{found[name]}, through {name}()"
+                    frontier.append(attr)
         self._entries[cache_key] = found
         return found
 
@@ -406,54 +434,77 @@ def _mutated_by(module: Module, info: ClassInfo) -> dict[str, set[str]]:
     for method in module.all_methods(info).values():
         if method.name in _SKIP_METHODS:
             continue
-        me = module.self_name(method)
-        for node in ast.walk(method):
-            attr = None
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr in MUTATORS:
-                    attr = self_attr(node.func.value, me)
-            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del):
-                attr = self_attr(node.value, me)
-            if attr is not None:
-                found.setdefault(attr, set()).add(method.name)
+        for attr in memo(method, "mutates", partial(_mutates, module, method)):
+            found.setdefault(attr, set()).add(method.name)
+    return found
+
+
+def _mutates(module: Module, method: FunctionNode) -> set[str]:
+    found: set[str] = set()
+    me = module.self_name(method)
+    for node in ast.walk(method):
+        attr = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in MUTATORS:
+                attr = self_attr(node.func.value, me)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del):
+            attr = self_attr(node.value, me)
+        if attr is not None:
+            found.add(attr)
     return found
 
 
 def _removed_by(module: Module, info: ClassInfo) -> set[str]:
     found: set[str] = set()
     for method in module.all_methods(info).values():
-        me = module.self_name(method)
-        for node in ast.walk(method):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in REMOVERS
-                and (attr := self_attr(node.func.value, me)) is not None
-            ):
-                found.add(attr)
-            elif isinstance(node, ast.Delete):
-                for target in node.targets:
-                    if isinstance(target, ast.Subscript) and (attr := self_attr(target.value, me)):
-                        found.add(attr)
+        found |= memo(method, "removes", partial(_removes, module, method))
+    return found
+
+
+def _removes(module: Module, method: FunctionNode) -> set[str]:
+    found: set[str] = set()
+    me = module.self_name(method)
+    for node in ast.walk(method):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in REMOVERS
+            and (attr := self_attr(node.func.value, me)) is not None
+        ):
+            found.add(attr)
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and (attr := self_attr(target.value, me)):
+                    found.add(attr)
     return found
 
 
 def _called_under_lock(module: Module, info: ClassInfo) -> set[str]:
     """Methods whose every ``self.m(...)`` call site in the class holds a lock."""
     locked: dict[str, bool] = {}
+    for method in module.all_methods(info).values():
+        calls = memo(method, "thread_calls", partial(_calls_under_lock, module, method))
+        for name, always in calls.items():
+            locked[name] = locked.get(name, True) and always
+    return {name for name, always in locked.items() if always}
 
-    def visit(node: ast.AST, me: str | None, held: bool) -> None:
+
+def _calls_under_lock(module: Module, method: FunctionNode) -> dict[str, bool]:
+    """``self.m(...)`` calls in ``method`` -> does every one hold a ``with`` lock?"""
+    locked: dict[str, bool] = {}
+    me = module.self_name(method)
+
+    def visit(node: ast.AST, held: bool) -> None:
         if isinstance(node, ast.With):
             held = held or any(is_locklike(item.context_expr) for item in node.items)
         if isinstance(node, ast.Call) and (attr := self_attr(node.func, me)) is not None:
             locked[attr] = locked.get(attr, True) and held
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, ast.Lambda):
-                visit(child, me, held)
+                visit(child, held)
 
-    for method in module.all_methods(info).values():
-        visit(method, module.self_name(method), False)
-    return {name for name, always in locked.items() if always}
+    visit(method, False)
+    return locked
 
 
 def _compound_ops(
@@ -576,7 +627,7 @@ def _stale_position(
 ) -> Iterator[Finding]:
     """``with lock: x = self.items[-1]`` ... then ``x`` used after the lock is released."""
     by_order = {e.order: e for e in events}
-    acted_on = _call_arguments(events)
+    acted_on: set[int] | None = None  # built only once a pick is found: most methods have none
     for write in events:
         if write.kind != "write" or not write.key.startswith("local:"):
             continue
@@ -589,6 +640,8 @@ def _stale_position(
         if not picks:
             continue
         pick = picks[0]
+        if acted_on is None:
+            acted_on = _call_arguments(events)
         for use in events:
             if (
                 use.kind == "read"
