@@ -180,5 +180,8 @@ def _iterate_generators() -> None:
 
 
 def test_starting_an_async_generator_writes_only_the_loops_generator_set() -> None:
+    """Written as the whole loop, each first iteration conflicted with every step the loop
+    ran (each reads its ready queue): 216 traces, against 6 now."""
     report = racecheck.check(_iterate_generators, strategy="dpor", schedules=3000)
     assert report.verified
+    assert _verified_traces(report) <= 20
