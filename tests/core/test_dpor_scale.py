@@ -83,14 +83,6 @@ def test_probes_leave_the_search_and_its_claim_unchanged(
     assert probed.schedules_run > plain.schedules_run
 
 
-@pytest.mark.slow
-def test_dpor_finds_the_thread_pool_lost_update() -> None:
-    """The second task must go to the other worker and overlap: a probe reaches it (about 10 s)."""
-    with pytest.raises(racecheck.RaceFound) as found:
-        racecheck.check(thread_bugs.lost_increment_thread_pool, strategy="dpor", schedules=1000)
-    assert found.value.strategy == "dpor"
-
-
 # -- narrow writes: a dataclass built around a shared object --------------------------------
 
 
