@@ -830,12 +830,36 @@ class StepLog:
         if not names:
             return
         values = frame.f_locals
+        narrowed = _NARROW_WRITES.get(code.co_qualname)
+        if narrowed is not None and code.co_filename.endswith(narrowed[0]):
+            # Known code that changes only one part of what it is handed: the
+            # rest of the arguments are read, or only stored by reference.
+            first = values.get(names[0])
+            if first is not None and not isinstance(first, _PASSIVE):
+                key = ANY if narrowed[1] is None else narrowed[1]
+                kind = type(first).__qualname__
+                self.current.append((self.ordinal(first), key, True, kind))
+            return
         for name in names:
             value = values.get(name)
             if value is None or isinstance(value, _PASSIVE):
                 continue
             self.current.append((self.ordinal(value), ANY, True, type(value).__qualname__))
 
+
+#: library functions (by qualified name, with the end of their file name) that
+#: write only their first argument, and only the key given (None: all of it).
+#: A dataclass's generated ``__init__`` stores its other arguments by reference
+#: (a default factory or ``__post_init__`` is traced code, recorded where it
+#: runs); the loop's first-iteration hook for async generators adds the
+#: generator to the loop's ``_asyncgens`` set, which only the loop's shutdown
+#: reads. Written as the whole object, they made every step that builds a
+#: dataclass around a shared object (or starts an async generator) conflict
+#: with every other step that touches it.
+_NARROW_WRITES: dict[str, tuple[str, Hashable]] = {
+    "__create_fn__.<locals>.__init__": ("<string>", None),
+    "BaseEventLoop._asyncgen_firstiter_hook": ("base_events.py", "_asyncgens"),
+}
 
 #: builtins that change the one object they are handed (an iterator they
 #: advance): a write to it, when the call's operand can be rebuilt

@@ -33,8 +33,10 @@ SCHEDULES = 3000
 
 #: buggy targets whose bug needs one actor starved for many steps: a
 #: depth-first search from the natural order reaches it only after the whole
-#: space below (see docs/architecture.md, "DPOR and what verified means")
-_DEEP = {"starved_consumer_overflow", "lost_increment_thread_pool"}
+#: space below (see docs/architecture.md, "DPOR and what verified means").
+#: DPOR's probes now reach the starved consumer at schedule 2, so it is back
+#: among the classics it must find (tests/core/test_dpor_scale.py too).
+_DEEP = {"lost_increment_thread_pool"}
 
 #: thread bugs whose search is quick enough for every CI run (all of
 #: tests/classic's but those below: measured in the report of branch dporthr)

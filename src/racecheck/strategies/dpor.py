@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from racecheck.accesses import ACTOR, ANY, OPAQUE, ORDER_ONLY, STUTTER, Access
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
-from racecheck.strategies.dpor_order import SearchOrder
+from racecheck.strategies.dpor_order import SearchOrder, pending
 from racecheck.strategies.exhaustive import NondeterminismError
 
 #: object (ordinal within a run, type name across runs) -> key -> written?
@@ -162,6 +162,8 @@ class DPORChooser(BaseChooser):
     observes_accesses = True
     #: systematic: never repeats an interleaving, so saturation does not apply to it
     samples = False
+    #: run a few probes off the search (see _probe_prefix)
+    probes = True
 
     def __init__(self, bound: int | None = None) -> None:
         if bound is not None and bound < 0:
@@ -187,6 +189,15 @@ class DPORChooser(BaseChooser):
         self.order = SearchOrder(on_finished=self._finished)
         #: this run started off the depth-first order: past its prefix, the last actor goes on
         self._persist = False
+        #: runs ended so far (probes included), and the probes among them
+        self._runs = 0
+        self.probe_runs = 0
+        #: this run is a probe: its forced prefix, and how many steps it ran
+        self._probe: list[int] | None = None
+        self._probe_steps = 0
+        self._probe_last = -1
+        #: (state, actor) pairs a probe already started from
+        self._probed: set[tuple[int, int]] = set()
 
     # -- a run ---------------------------------------------------------------------------
     def begin(self, run: int) -> None:
@@ -194,8 +205,57 @@ class DPORChooser(BaseChooser):
         self._enabled = []
         self._blocked = False
         self._next_sleep = {}
+        upcoming = self._runs + 1
+        self._probe = None
+        if self.probes and upcoming >= 2 and upcoming & (upcoming - 1) == 0:
+            self._probe = self._probe_prefix()
+            self._probe_steps = 0
+
+    def _probe_prefix(self) -> list[int] | None:
+        """A run off the search: the least-delayed pending alternative, then persist.
+
+        Depth-first order reaches an alternative near the root only after
+        every alternative below it, which can be never (the starved
+        consumer: one actor must run twenty steps ahead from the start). A
+        probe, at runs 2, 4, 8, 16 ..., takes the pending alternative with
+        the fewest delays on the current path that no probe took yet, and
+        then lets the actor that ran last go on while it can. Its run is not
+        analysed and changes nothing in the search, so it cannot cost the
+        search any pruning (unlike ``SearchOrder``'s jumps, which leave
+        branches unfinished that then may not sleep) nor make a verified
+        claim wrong: it is one extra run, and a failure it finds is real.
+        """
+        best: tuple[int, int, int] | None = None  # (delays, depth, actor)
+        for depth, node in enumerate(self.path):
+            if best is not None and node.delays > best[0]:
+                break  # delays only grow along a path
+            for actor in pending(node):
+                if (id(node), actor) in self._probed:
+                    continue
+                cost = node.delays + (node.enabled.index(actor) != 0)
+                if best is None or (cost, depth) < best[:2]:
+                    best = (cost, depth, actor)
+        if best is None:
+            return None
+        _, depth, actor = best
+        if depth == len(self.path) - 1 and actor == self.path[-1].actor:
+            return None  # the search runs exactly that next
+        self._probed.add((id(self.path[depth]), actor))
+        return [node.actor for node in self.path[:depth]] + [actor]
+
+    def _probe_choice(self, candidates: Sequence[int]) -> int:
+        assert self._probe is not None
+        position = self._probe_steps
+        if position < len(self._probe):
+            wanted = self._probe[position]
+            # the run may leave the path (nothing forces it): then it just goes on
+            return list(candidates).index(wanted) if wanted in candidates else 0
+        last = self._probe_last
+        return list(candidates).index(last) if last in candidates else 0
 
     def choose(self, candidates: Sequence[int], step: int) -> int:
+        if self._probe is not None:
+            return self._probe_choice(candidates)
         position = len(self.events)
         if position < len(self.path):
             wanted = self.path[position].actor
@@ -222,6 +282,10 @@ class DPORChooser(BaseChooser):
     def observe(
         self, step: int, actor: int, accesses: Sequence[Access], enabled: Sequence[int]
     ) -> None:
+        if self._probe is not None:
+            self._probe_steps += 1
+            self._probe_last = actor
+            return
         if self._blocked:
             return
         enabled = tuple(enabled)
@@ -275,6 +339,11 @@ class DPORChooser(BaseChooser):
         }
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
+        self._runs += 1
+        if self._probe is not None:
+            self._probe = None
+            self.probe_runs += 1
+            return
         if self.events and not self.events[-1].final:
             self._settle(())
         if self._blocked:
@@ -440,6 +509,11 @@ class DPORChooser(BaseChooser):
             if self.redundant
             else ""
         )
+        if self.probe_runs:
+            cut += (
+                f"; {self.probe_runs} probe run{'s' if self.probe_runs != 1 else ''} off the"
+                " search (a deviation near the start kept up; see DPORChooser._probe_prefix)"
+            )
         blind = "; ".join(self.blind)
         if self.verified:
             return [

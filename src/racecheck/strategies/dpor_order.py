@@ -38,7 +38,9 @@ twice the schedules (lost_increment_method_fixed: 591 instead of 297; two
 jumps 801, eight 917). Verification of the fixed versions is what the
 portfolio's DPOR member is for (the samplers find the starved consumer in a
 handful of schedules), so the default is ``jumps=0``: plain depth-first
-order, exactly the search before this module. The thread-pool lost update
+order, exactly the search before this module. (DPOR's *probes*,
+``DPORChooser._probe_prefix``, reach such bugs without that cost: they run
+outside the search and are never analysed.) The thread-pool lost update
 (the second task must go to the other worker) is not found in 2,000 either
 way; it was found at 81 only while unfinished siblings were allowed to
 sleep, which is not known to be sound, so that was dropped.
