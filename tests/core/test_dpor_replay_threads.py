@@ -200,5 +200,10 @@ def test_a_recorded_run_decides_as_a_plain_run(
     recorded = observing.seen
     assert len(recorded) > 5, recorded
     plain = _Logged(_replaying([(len(c), i) for c, i in recorded]))
-    assert _run(program, plain, feed=False, detect=False) == failed
+    plain_failed = _run(program, plain, feed=False, detect=False)
+    if mode == "detect" and failed:
+        # the detector stopped the run at the race it saw: the plain run goes on
+        assert plain.seen[: len(recorded)] == recorded
+        return
+    assert plain_failed == failed
     assert plain.seen == recorded
