@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -96,6 +97,9 @@ def _verified_note(notes: list[str]) -> str:
     [
         pytest.param(guarded_counters, id="asyncio-guarded_counters"),
         pytest.param(asyncio_bugs.abba_three_way_fixed, id="asyncio-abba_three_way_fixed"),
+        pytest.param(
+            thread_bugs.lost_increment_method_fixed, id="threads-lost_increment_method_fixed"
+        ),
     ],
 )
 def test_auto_stops_verified_with_dpors_own_note(target: Callable[[], Any]) -> None:
@@ -111,11 +115,20 @@ def test_auto_stops_verified_with_dpors_own_note(target: Callable[[], Any]) -> N
     assert "verified" in str(report)
 
 
-def test_auto_on_threads_runs_without_dpor() -> None:
-    """Recording a thread's accesses can change a pool's runnable set: no DPOR in auto there."""
-    report = racecheck.check(thread_bugs.lost_increment_method_fixed, schedules=200, seed=1)
-    assert not report.verified
-    assert not any("dpor" in note for note in report.notes), report.notes
+def test_auto_on_threads_keeps_dpor_and_its_pool_tokens_replay() -> None:
+    """DPOR's recorded runs decide as plain ones do: auto keeps it on threads, and a
+    failure in a ThreadPoolExecutor program replays plainly whichever member found it."""
+    for seed in (0, 1, 2):
+        with pytest.raises(racecheck.RaceFound) as found:
+            racecheck.check(thread_bugs.lost_increment_thread_pool, schedules=2000, seed=seed)
+        assert found.value.strategy.startswith("auto")
+        with pytest.raises(racecheck.RaceFound) as again:
+            racecheck.replay(thread_bugs.lost_increment_thread_pool, found.value.schedule)
+        assert again.value.kind == found.value.kind
+    report = racecheck.check(thread_bugs.lost_increment_thread_pool_fixed, schedules=90, seed=0)
+    (counts,) = [n for n in report.notes if n.startswith("auto: schedules per member:")]
+    dpor_runs = re.search(r"\bdpor (\d+)", counts)
+    assert dpor_runs is not None and int(dpor_runs.group(1)) >= 15, counts
 
 
 def test_a_budget_too_small_for_dpor_says_how_far_it_got_and_never_verified() -> None:

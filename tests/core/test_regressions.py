@@ -48,7 +48,8 @@ def daemon_poller() -> None:
 @pytest.mark.parametrize("target", [daemon_heartbeat, daemon_poller])
 def test_daemon_threads_do_not_outlive_the_program(target: object) -> None:
     report = racecheck.check(target, schedules=50, max_steps=5000)  # type: ignore[arg-type]
-    assert report.schedules_run == 50
+    # every schedule passed, or auto's DPOR member proved them all first
+    assert report.schedules_run == 50 or report.verified, report
 
 
 def starved(n: int) -> object:

@@ -46,6 +46,7 @@ from racecheck.accesses import ACTOR, ANY, OPAQUE, ORDER_ONLY, STUTTER, Access
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
 from racecheck.strategies.dpor_order import SearchOrder, pending
+from racecheck.strategies.dpor_traces import trace_key
 from racecheck.strategies.exhaustive import NondeterminismError
 
 #: object (ordinal within a run, type name across runs) -> key -> written?
@@ -179,6 +180,9 @@ class DPORChooser(BaseChooser):
         #: runs that were a new trace, and runs a sleep set made redundant
         self.traces = 0
         self.redundant = 0
+        #: runs that completed an earlier run's trace again (see _new_trace)
+        self.repeated = 0
+        self._trace_keys: set[int] = set()
         #: alternatives never run because another schedule of the same trace did
         self.pruned = 0
         #: reversals the bound kept out
@@ -346,15 +350,26 @@ class DPORChooser(BaseChooser):
             return
         if self.events and not self.events[-1].final:
             self._settle(())
+        hb = self._add_backtracks()
         if self._blocked:
             self.redundant += 1
-        else:
+        elif self._new_trace(hb):
             self.traces += 1
-        self._add_backtracks()
+        else:
+            self.repeated += 1
         self._next_prefix()
 
+    def _new_trace(self, hb: list[int]) -> bool:
+        """Is this run's trace one no earlier run had? (see racecheck.strategies.dpor_traces)"""
+        key = trace_key(self.events, hb)
+        if key in self._trace_keys:
+            return False
+        self._trace_keys.add(key)
+        return True
+
     # -- the analysis ---------------------------------------------------------------------
-    def _add_backtracks(self) -> None:
+    def _add_backtracks(self) -> list[int]:
+        """Add the reversals of this run's races; its happens-before, per step (bitmasks)."""
         events = self.events
         hb = [0] * len(events)
         last_of: dict[int, int] = {}
@@ -438,6 +453,7 @@ class DPORChooser(BaseChooser):
             last_of[actor] = j
             if event.opaque:
                 last_opaque = j
+        return hb
 
     def _reverse(self, i: int, j: int, hb: list[int]) -> None:
         """Make sure some actor that starts the reversal of race (i, j) is tried at state i."""
@@ -509,6 +525,11 @@ class DPORChooser(BaseChooser):
             if self.redundant
             else ""
         )
+        if self.repeated:
+            cut += (
+                f"; {self.repeated} run{'s' if self.repeated != 1 else ''} repeated a trace"
+                " already explored (not counted)"
+            )
         if self.probe_runs:
             cut += (
                 f"; {self.probe_runs} probe run{'s' if self.probe_runs != 1 else ''} off the"

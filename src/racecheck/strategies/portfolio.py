@@ -159,8 +159,6 @@ class PortfolioChooser(BaseChooser):
         members: Sequence[tuple[str, Callable[[int], Chooser]]] = MEMBERS,
         turns: Mapping[str, int] | None = None,
     ) -> None:
-        self._seed = seed
-        self._default = members is MEMBERS and turns is None
         self.members: list[tuple[str, Chooser]] = [(name, make(seed)) for name, make in members]
         if turns is None:  # a list of one's own: one turn each unless told
             turns = TURNS if members is MEMBERS else {}
@@ -407,16 +405,10 @@ class PortfolioChooser(BaseChooser):
     def for_backend(self, backend: str) -> None:
         """Tell the members which backend runs (their notes name what a bound counts).
 
-        On threads the default portfolio runs without DPOR: recording a
-        thread's accesses (the tracer's per-instruction feed) can change which
-        threads a pool has runnable at a decision, so a failure DPOR's run
-        found would not replay plainly (a known gap; ``strategy="dpor"``
-        still runs it, and its replay says when it diverges).
+        DPOR stays a member on every backend: a run that records its accesses
+        decides exactly where a plain run does (tests/core/
+        test_dpor_replay_threads.py), so its failures replay plainly.
         """
-        if backend == "threads" and self._default and self.turn == 0:
-            self.__init__(  # type: ignore[misc]
-                self._seed, tuple(m for m in MEMBERS if m[0] != "dpor"), turns={}
-            )
         for _, chooser in self.members:
             tell = getattr(chooser, "for_backend", None)
             if tell is not None:

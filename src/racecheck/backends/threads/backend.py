@@ -285,6 +285,17 @@ def _init(self: threading.Thread, *args: Any, **kwargs: Any) -> None:
     _ORIGINAL_INIT(self, *args, **kwargs)
     runtime = STATE.runtime
     if runtime is not None:
+        if kwargs.get("daemon") is None:
+            me = runtime.me()
+            if me is not None and me.thread is None:
+                # Made by the target, which stands for the program's main
+                # thread: not a daemon unless told, whatever racecheck's own
+                # explorer thread is (else it is unwound, unrun, when the
+                # target returns without joining it). Left blocked when the
+                # run ends, it is unwound as before (runtime._idle): at a real
+                # exit, hooks such as concurrent.futures' wake such threads.
+                self.daemon = False
+                self._racecheck_main_made = True  # type: ignore[attr-defined]
         # A counter of its own: locks are numbered only when something asks
         # for their name (the detector, DPOR's record), which must not move
         # a thread's hash and with it the order a set of threads is joined in.

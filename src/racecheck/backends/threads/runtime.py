@@ -396,7 +396,7 @@ class ThreadRuntime:
                 )
                 _real_sleep(0.002)
                 return
-        if self.root_finished and all(a.daemon for a in blocked):
+        if self.root_finished and all(a.daemon or _made_by_main(a) for a in blocked):
             # Only daemon threads are left waiting: the program would exit
             # here. The run succeeded; the daemons are unwound.
             self.abort_all()
@@ -611,6 +611,11 @@ def _identities(actor: Actor, ids: list[int], owners: list[Actor]) -> None:
     task = actor.running_task
     ids.append(actor.id if task is None else task)
     owners.append(actor)
+
+
+def _made_by_main(actor: Actor) -> bool:
+    """A thread the target made without saying daemon= (see backend._init)."""
+    return actor.thread is not None and "_racecheck_main_made" in actor.thread.__dict__
 
 
 def _user_frame(frame: Any) -> Any:

@@ -290,7 +290,7 @@ class SettraceTracer:
         #: what this exploration could not see (see :meth:`disable_thread`)
         self.warnings: list[str] = []
         #: per id(code): (points, lines holding one) for user code, None otherwise
-        self._infos: dict[int, tuple[dict[int, str], frozenset[int] | None] | None] = {}
+        self._infos: dict[int, _Info | None] = {}
         #: the code objects _infos describes, kept alive so their ids stay theirs
         self._codes: list[CodeType] = []
 
@@ -361,27 +361,37 @@ class SettraceTracer:
         #: coverage and the detector want every access, even of an actor running alone
         watch_alone = controller.accesses is not None or detecting
 
-        def info_for(code: CodeType) -> tuple[dict[int, str], frozenset[int] | None] | None:
+        def info_for(code: CodeType) -> _Info | None:
             codes.append(code)
             if not traced(code):
                 infos[_id(code)] = None
                 return None
             hot = point_lines(code) if granularity == "access" else None
+            watched = hot
             if detecting and hot is not None:
-                hot = hot | detect_lines(code)
-            found = infos[_id(code)] = (points(code, granularity), hot)
+                watched = hot | detect_lines(code)
+            found = infos[_id(code)] = (points(code, granularity), watched, hot)
             return found
 
-        def make_local(table: dict[int, str], hot: frozenset[int] | None) -> Callable[..., Any]:
+        def make_local(info: _Info, armed: bool) -> Callable[..., Any]:
             """The local trace function of one user frame, its code's tables at hand.
 
             It returns None: CPython 3.11 installs only what the "call" event
             returns and keeps a frame's local function when a later event
             returns None, so the function need not name itself (which would
             make a reference cycle per traced frame).
+
+            ``armed`` is whether a plain run would have opcode events on at
+            this line (see :func:`_arm`): only then is a point a decision.
+            With the access feed or the detector, opcode events stay on while
+            an actor runs alone, and a thread started mid-line would otherwise
+            make decisions at the rest of that line that a plain run (a
+            replay) never makes: its token would diverge.
             """
+            table, hot, point_hot = info
 
             def local(frame: FrameType, event: str, arg: Any) -> None:
+                nonlocal armed
                 if me.passthrough or me.finished:
                     return
                 if event == "opcode":
@@ -390,7 +400,8 @@ class SettraceTracer:
                         if controller.aborting:
                             _teardown(controller)
                         else:
-                            if len(live) > 1:  # alone, a point changes nothing: skip it
+                            # alone, a point changes nothing: skip it
+                            if armed and len(live) > 1:
                                 point(me, operation)
                             if recording:
                                 _note_access(me, operation)
@@ -403,8 +414,9 @@ class SettraceTracer:
                             _detect(detector, frame, frame.f_code, frame.f_lasti, me)
                 elif event == "line":
                     if by_opcode:
-                        frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
-                            len(live) > 1 or watch_alone
+                        armed = _arm(point_hot, frame.f_lineno, live)
+                        frame.f_trace_opcodes = (
+                            armed if not watch_alone else hot is None or frame.f_lineno in hot
                         )
                     if recording and me.lines is not None:
                         me.lines.append((frame.f_code.co_filename, frame.f_lineno))
@@ -424,12 +436,7 @@ class SettraceTracer:
                     info = info_for(frame.f_code)
                 if info is None:
                     return None
-                if by_opcode:
-                    hot = info[1]
-                    frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
-                        len(live) > 1 or watch_alone
-                    )
-                return make_local(info[0], info[1])
+                return make_local(info, _arm_frame(frame, info, live, by_opcode, watch_alone))
 
             return global_trace
 
@@ -444,13 +451,8 @@ class SettraceTracer:
                 info = info_for(frame.f_code)
             if info is None:
                 return prev_local
-            if by_opcode:
-                hot = info[1]
-                frame.f_trace_opcodes = (hot is None or frame.f_lineno in hot) and (
-                    len(live) > 1 or watch_alone
-                )
             chained = [prev_local]
-            local = make_local(info[0], info[1])
+            local = make_local(info, _arm_frame(frame, info, live, by_opcode, watch_alone))
 
             def both(frame: FrameType, event: str, arg: Any) -> Any:
                 inner = chained[0]
@@ -465,6 +467,36 @@ class SettraceTracer:
 
 
 _MISSING = object()
+
+#: a user code's tables on 3.11: its points by offset, the lines to watch
+#: opcodes on (its points' lines, plus the detector's), and its points' lines
+#: (None: every line)
+_Info = tuple[dict[int, str], frozenset[int] | None, frozenset[int] | None]
+
+
+def _arm(point_hot: frozenset[int] | None, line: int, live: list[Actor]) -> bool:
+    """Does a plain run watch this line's opcodes, so that its points are decisions?
+
+    Decided at a frame's call and at each new line, as a plain run turns its
+    opcode events on or off then: on a line holding a point, while another
+    actor is alive. A run with the access feed or the detector watches more,
+    and must decide exactly where a plain run (a replay) decides.
+    """
+    return (point_hot is None or line in point_hot) and len(live) > 1
+
+
+def _arm_frame(
+    frame: FrameType, info: _Info, live: list[Actor], by_opcode: bool, watch_alone: bool
+) -> bool:
+    """A frame entered (or resumed): switch its opcode events, and say if it is armed."""
+    if not by_opcode:
+        return True
+    armed = _arm(info[2], frame.f_lineno, live)
+    hot = info[1]
+    frame.f_trace_opcodes = armed if not watch_alone else hot is None or frame.f_lineno in hot
+    return armed
+
+
 #: distinct warnings kept per exploration: the first few say it all
 _MAX_WARNINGS = 5
 
