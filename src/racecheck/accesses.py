@@ -532,6 +532,17 @@ class StepLog:
             self._keep.append(obj)
         return found
 
+    def release(self) -> None:
+        """Let go of the run's objects once the chooser has seen the last step.
+
+        Kept past the run, an object made in it outlives it: a weak cache's
+        entry would still be there in the next run, which would then take
+        another path than a fresh run (and a replay) does.
+        """
+        self._keep.clear()
+        self._called_in.clear()
+        self._shape = None
+
     def stable(self, key: Any) -> Hashable:
         """A key that means the same in every run: scalars as they are, objects by type."""
         if isinstance(key, _SCALARS):

@@ -378,6 +378,14 @@ class Session:
             )
         if _observes_this_schedule(chooser):
             _record_accesses(controller, self.hot_lines)
+            if self.settings.backend.granularity == "line":
+                assert controller.steplog is not None
+                # No opcode events at this granularity: no access reaches the
+                # record, and every step would look independent of every other.
+                controller.steplog.blind_spot(
+                    "granularity='line' records no accesses, so DPOR cannot tell which"
+                    " steps conflict"
+                )
         chooser.begin(run)
         self.current = controller
         if self.runs == 0 and _gc_depth and _gc_restore[1]:
@@ -830,6 +838,7 @@ def _steps_done(controller: Controller, chooser: Chooser) -> None:
     assert log is not None
     if controller.internal_error is None:
         controller.close_steps()
+    log.release()
     blind = getattr(chooser, "blind", None)
     if blind is not None and log.blind:
         blind.update(log.blind)
