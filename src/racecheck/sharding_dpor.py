@@ -44,9 +44,9 @@ run schedules past the bound) and runs whole in shard 1.
 What it costs, measured on the programs of tests/test_sharding_dpor.py. A
 correct three-task program that plain DPOR verifies in 8 schedules takes 74
 in split DPOR (every one of its 16-odd prefixes runs at least once, and the
-traces they share run again); split over two slices, each runs 37 (all
-probes included: 37 own). Exhaustive search needs 6080. The speed-up is the
-one of whichever subtree holds the work: ``three_workers``' first failure
+traces they share run again); split over two slices, each runs 37 of its
+own (plus one probe per subtree of the other). Exhaustive search needs 6080.
+The speed-up is the one of whichever subtree holds the work: ``three_workers``' first failure
 lies in subtree 0, the prefix that keeps the natural order, whose owner (shard
 1) runs 1661 schedules before it whatever the slice count. The exhaustive
 split cuts that subtree further by first deviation
