@@ -153,13 +153,14 @@ def test_parse_shard() -> None:
 
 
 def test_a_sequential_strategy_runs_whole_on_shard_one() -> None:
-    # DPOR finds its backtrack points as it runs: it is not split (the exhaustive
-    # search is, by subtrees: tests/test_sharding_tree.py)
+    # A bounded DPOR is not split (unbounded DPOR is: tests/test_sharding_dpor.py;
+    # the exhaustive search too, by subtrees: tests/test_sharding_tree.py)
+    options = {"strategy": "dpor", "schedules": 3000, "bound": 3}
     with pytest.raises(racecheck.RaceFound) as single:
-        racecheck.check(three_workers, strategy="dpor", schedules=3000)
+        racecheck.check(three_workers, **options)
     with pytest.raises(racecheck.RaceFound) as first:
-        racecheck.check(three_workers, strategy="dpor", schedules=3000, shard="1/2")
-    other = racecheck.check(three_workers, strategy="dpor", schedules=3000, shard="2/2")
+        racecheck.check(three_workers, **options, shard="1/2")
+    other = racecheck.check(three_workers, **options, shard="2/2")
     assert first.value.schedule == single.value.schedule
     assert first.value.schedules_run == single.value.schedules_run
     assert other.schedules_run == 0

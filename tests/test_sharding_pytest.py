@@ -233,3 +233,92 @@ def test_bad_shard_options_are_one_line_usage_errors(
     err = result.stderr.str()
     assert message in err
     assert "Traceback" not in err
+
+
+# ------------------------------------------------- what a worker pays to start
+
+#: modules a pytest process must not load before a marked test runs: each xdist
+#: worker pays their import again, before its shard can start
+HEAVY = (
+    "hypothesis",
+    "trio",
+    "racecheck.detect",
+    "racecheck.lint",
+    "racecheck.explore",
+    "racecheck.engine",
+    "racecheck.report",
+    "racecheck.strategies",
+    "racecheck.backends",
+)
+
+
+def test_importing_the_plugin_loads_nothing_heavy() -> None:
+    code = (
+        "import sys, racecheck.pytest_plugin, racecheck.pytest_shards;"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_shard_worker_starts_without_the_engine(pytester: pytest.Pytester) -> None:
+    # With the third-party plugins that load them on their own turned off, what
+    # racecheck's plugin loads through configuration and collection is left.
+    pytester.makeconftest(
+        f"""
+        import sys
+
+        def pytest_collection_finish(session):
+            loaded = sorted(m for m in {HEAVY!r} if m in sys.modules)
+            print("LOADED", loaded)
+        """
+    )
+    pytester.makepyfile(test_one=TESTS)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:trio", "-p", "no:hypothesispytest",
+        "-p", "no:asyncio", "-s", "--co", "-q", "--racecheck-shards=2",
+    )  # fmt: skip
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["LOADED []"])
+    # the marked test did become two shard items
+    assert result.stdout.lines.count("test_one.py::test_rare") == 2, result.stdout.str()
+
+
+SPLIT_DPOR = """
+import asyncio
+import pytest
+
+
+@pytest.mark.racecheck(strategy="dpor", schedules=3000)
+async def test_dpor_rare():
+    log = []
+
+    async def worker(name, n):
+        for _ in range(n):
+            log.append(name)
+            await asyncio.sleep(0)
+
+    await asyncio.gather(worker("a", 4), worker("b", 4), worker("c", 4))
+    assert "cccc" not in "".join(log)[:6]
+"""
+
+
+def test_split_dpor_over_xdist_workers_gives_the_one_slice_token(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_split=SPLIT_DPOR)
+    base = ("-p", "no:cacheprovider", "-p", "no:randomly")
+    tokens = []
+    for args in (("--racecheck-shard=1/1",), ("-n", "2", "--racecheck-shards=auto")):
+        result = pytester.runpytest_subprocess(*base, *args)
+        assert result.ret == 1, result.stdout.str()
+        text = result.stdout.str()
+        found = re.findall(r"--racecheck-replay=(\S+)", text)
+        assert found, text
+        tokens.append(found[0])
+    assert tokens[0] == tokens[1]
+    replayed = pytester.runpytest_subprocess(*base, f"--racecheck-replay={tokens[0]}")
+    assert replayed.ret == 1
+    replayed.stdout.fnmatch_lines(["*AssertionError*"])

@@ -202,10 +202,10 @@ def test_merge_refuses_slices_of_different_plans() -> None:
         merge([ShardResult.from_dict(states[0].to_dict(), None), plain])
 
 
-def test_dpor_says_it_runs_in_one_shard() -> None:
-    report = racecheck.check(recorded, strategy="dpor", schedules=200, shard="2/2")
+def test_a_bounded_dpor_says_it_runs_in_one_shard() -> None:
+    report = racecheck.check(recorded, strategy="dpor", schedules=200, bound=2, shard="2/2")
     assert report.schedules_run == 0
-    assert any("DPOR" in note and "not split" in note for note in report.notes)
+    assert any("bounded DPOR is not split" in note for note in report.notes)
 
 
 # ---------------------------------------------------------------- the CLI

@@ -306,6 +306,8 @@ class ShardsPlugin:
                 if merged.ended
                 else f"no failure in schedules 1..{merged.schedules_run}"
             )
+            if merged.verified:  # split DPOR: the merge of every slice is the proof
+                what += "; verified: every subtree's DPOR search finished and saw every conflict"
         else:
             shard = results[merged.winner].shard
             self._take(report, arrived[shard.index])

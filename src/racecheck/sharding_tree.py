@@ -120,6 +120,9 @@ class TreeState:
     last_level: int | None = None
     #: nothing was out of racecheck's sight (no warnings, no scheduling limit)
     clean: bool = True
+    #: "exhaustive", or "dpor" for split DPOR (racecheck.sharding_dpor), whose
+    #: complete and clean merge is a proof: verified
+    kind: str = "exhaustive"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -129,6 +132,7 @@ class TreeState:
             "failure": None if self.failure is None else list(self.failure),
             "last_level": self.last_level,
             "clean": self.clean,
+            "kind": self.kind,
         }
 
     @classmethod
@@ -144,6 +148,7 @@ class TreeState:
             else (int(failure[0]), int(failure[1]), int(failure[2])),
             last_level=None if last is None else int(last),
             clean=bool(data.get("clean", True)),
+            kind=str(data.get("kind", "exhaustive")),
         )
 
 
@@ -274,6 +279,7 @@ class Verdict:
     ended: bool
     exhausted: bool | None = None
     coverage_limit: int | None = None
+    verified: bool = False
 
 
 def merge_tree(results: list[Any]) -> Verdict:
@@ -292,6 +298,10 @@ def merge_tree(results: list[Any]) -> Verdict:
             trees[r.shard.index] = TreeState.from_dict(r.tree)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise UsageError(f"shard {r.shard}: malformed subtree entry: {exc}") from None
+    if len({t.kind for t in trees.values()}) > 1:
+        raise UsageError(
+            "the shards split different searches (exhaustive and DPOR): merge the slices of one run"
+        )
     budget = max(r.budget for r in results)
     total_ran = sum(r.ran for r in results)
 
@@ -353,6 +363,7 @@ def merge_tree(results: list[Any]) -> Verdict:
                 True,
                 exhausted=clean,
                 coverage_limit=encode((end + 1, 0, 0)),
+                verified=clean and all(t.kind == "dpor" for t in trees.values()),
             )
     # The budget ran out first: the single process's last schedule is number ``budget``.
     return Verdict(

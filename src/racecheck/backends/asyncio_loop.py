@@ -38,6 +38,8 @@ from racecheck.linetrace import collecting_accesses
 from racecheck.recorder import task_label
 
 _Task = asyncio.Task
+_new_task = _Task.__new__
+_init_task = _Task.__init__
 
 
 class RacecheckTask(asyncio.Task):
@@ -95,6 +97,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def __init__(self, host: LoopHost) -> None:
         super().__init__()
+        #: the stdlib selectors' own fd table, which ``get_map()`` wraps: read
+        #: twice a schedule, so its length is taken without two Python calls
+        self._rc_fd_to_key: dict[Any, Any] | None = getattr(self._selector, "_fd_to_key", None)
         self._rc_ids: dict[asyncio.Task[Any], int] = {}
         #: the same actors keyed by id(task), for the ready scan
         self._rc_actor_of: dict[int, int] = {}
@@ -169,9 +174,14 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             and self._default_executor is None  # type: ignore[attr-defined]
             and not self._executor_shutdown_called  # type: ignore[attr-defined]
             and not getattr(self, "_signal_handlers", None)
-            and len(self._selector.get_map()) <= 1
+            and self._rc_registered() <= 1
             and not self._rc_tasks_left
         )
+
+    def _rc_registered(self) -> int:
+        """How many file descriptors the selector watches (the self-pipe is one)."""
+        fds = self._rc_fd_to_key
+        return len(fds) if fds is not None else len(self._selector.get_map())
 
     def close(self) -> None:
         super().close()
@@ -184,15 +194,15 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         return next(self._rc_serials)
 
     def create_task(self, coro: Any, *, name: Any = None, context: Any = None) -> Any:
-        if self.get_task_factory() is not None:  # the user's factory wins (eager tasks...)
+        if self._task_factory is not None:  # type: ignore[attr-defined]  # the user's (eager tasks...)
             return super().create_task(coro, name=name, context=context)
         self._check_closed()
         # The serial is the task's hash, taken by asyncio's task registry
         # inside Task.__init__ anyway: given up front, the first hash does not
         # go through __hash__'s AttributeError.
-        task = RacecheckTask.__new__(RacecheckTask)
-        task._rc_hash = self._rc_task_serial()
-        task.__init__(coro, loop=self, name=name, context=context)  # type: ignore[misc]
+        task = _new_task(RacecheckTask)
+        task._rc_hash = next(self._rc_serials)
+        _init_task(task, coro, loop=self, name=name, context=context)
         if task._source_traceback:  # type: ignore[attr-defined]
             del task._source_traceback[-1]  # type: ignore[attr-defined]
         return task
@@ -207,87 +217,125 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     # -- the one decision point -------------------------------------------
     def _run_once(self) -> None:
+        """Run what is due, one handle at a time, until the loop idles or stops.
+
+        ``run_forever`` calls this in a loop and checks ``_stopping`` after
+        each call. Running one handle per call and returning would do the
+        same work with one more Python call per handle, so the loop is here
+        instead: after every handle ``_stopping`` is checked as
+        ``run_forever`` would, and timers due at the virtual now join the
+        ready queue before the next handle, as they did at the next call.
+        """
         ready = self._ready
         scheduled = self._scheduled
         controller = self._rc_controller
-        if scheduled and scheduled[0]._when <= controller.now:
-            self._rc_move_due_timers()
-        while ready and ready[0]._cancelled:
-            ready.popleft()
-        if not ready:
-            self._rc_host.idle(self)
-            return
-        head = ready[0]
-        owner = getattr(head._callback, "__self__", None)
-        if not isinstance(owner, _Task):
-            # A plain callback (a future's done-callback, call_soon, a timer):
-            # not an actor, runs in FIFO order.
-            ready.popleft()
-            controller.tick()
-            if controller.detector is not None:
-                self._rc_host.detect_callback(self, head)
-            head._run()
-            return
         actor_of = self._rc_actor_of
         decide = self._rc_decide
-        if len(ready) == 1:
-            # The head alone is ready (the most common case): one candidate, no scan.
-            key = id(owner)
-            actor = actor_of.get(key)
-            if actor is None:
-                actor = actor_of[key] = self._rc_ids[owner] = self._rc_next_id()
-            ids = [actor]
-            choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
-            if choice < 0:
-                return  # the host chose a task queued since: it runs on the next pass
-            handle = head
-            task = owner
-            ready.popleft()  # after the choice: a chooser that raises leaves the queue as it was
-        else:
-            # One pass over the ready queue: the candidates are the distinct
-            # ready tasks in queue order. Tasks are told apart by id() (every
-            # task is alive in _rc_ids while the loop runs, so ids are not
-            # reused), which keeps their __hash__ (a creation serial user code
-            # may observe through set order) out of the scan; a task's second
-            # handle is caught by its actor number (in a set: a list search
-            # made a decision quadratic in the ready tasks).
-            positions: list[int] = []
-            ids = []
-            seen: set[int] = set()
-            for position, handle in enumerate(ready):
-                if handle._cancelled:
-                    continue
-                other = getattr(handle._callback, "__self__", None)
-                if not isinstance(other, _Task):
-                    continue
-                actor = actor_of.get(id(other))
+        while True:
+            if scheduled and scheduled[0]._when <= controller.now:
+                self._rc_move_due_timers()
+            while ready and ready[0]._cancelled:
+                ready.popleft()
+            if not ready:
+                self._rc_host.idle(self)
+                return
+            head = ready[0]
+            owner = getattr(head._callback, "__self__", None)
+            if not isinstance(owner, _Task):
+                # A plain callback (a future's done-callback, call_soon, a timer):
+                # not an actor, runs in FIFO order.
+                ready.popleft()
+                if controller.aborting or controller.steps >= controller.max_steps:
+                    controller.tick()  # what ends the run, when one does
+                else:
+                    controller.steps += 1  # tick(), inline: one per plain callback
+                if controller.detector is not None:
+                    self._rc_host.detect_callback(self, head)
+                head._run()
+                if self._stopping:
+                    return
+                continue
+            if len(ready) == 1:
+                # The head alone is ready (the most common case): one candidate, no scan.
+                key = id(owner)
+                actor = actor_of.get(key)
                 if actor is None:
-                    # First sight: hashing it here assigns its serial at the same
-                    # point of the run as it always did.
-                    actor = actor_of[id(other)] = self._rc_ids[other] = self._rc_next_id()
-                elif actor in seen:  # a second handle of the same task
-                    continue
-                seen.add(actor)
-                positions.append(position)
-                ids.append(actor)
-            choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
-            if choice < 0:
-                return  # the host chose a task queued since the scan: it runs on the next pass
-            # Nothing is removed before the choice: a chooser that raises leaves
-            # the ready queue exactly as it was.
-            position = positions[choice]
-            handle = ready[position]
-            del ready[position]
-            task = handle._callback.__self__
-        if self._rc_unobserved:
-            # Exploring (nothing to watch: the hot path), or a thread's loop
-            # (the thread's tracer watches the step).
-            handle._run()
-            return
+                    actor = actor_of[key] = self._rc_ids[owner] = self._rc_next_id()
+                if (
+                    decide is not None
+                    and controller.steplog is None
+                    and not controller.aborting
+                    and controller.steps < controller.max_steps
+                ):
+                    # decide() of one candidate, inline: count the step, choose it
+                    controller.steps += 1
+                    controller.scheduling_steps += 1
+                    choice = 0
+                else:
+                    ids = [actor]
+                    choice = (
+                        decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
+                    )
+                    if choice < 0:
+                        return  # the host chose a task queued since: it runs on the next pass
+                handle = head
+                task = owner
+                # after the choice: a chooser that raises leaves the queue as it was
+                ready.popleft()
+            else:
+                # One pass over the ready queue: the candidates are the distinct
+                # ready tasks in queue order. Tasks are told apart by id() (every
+                # task is alive in _rc_ids while the loop runs, so ids are not
+                # reused), which keeps their __hash__ (a creation serial user code
+                # may observe through set order) out of the scan; a task's second
+                # handle is caught by its actor number (in a set: a list search
+                # made a decision quadratic in the ready tasks).
+                positions: list[int] = []
+                ids = []
+                seen: set[int] = set()
+                for position, handle in enumerate(ready):
+                    if handle._cancelled:
+                        continue
+                    other = getattr(handle._callback, "__self__", None)
+                    if not isinstance(other, _Task):
+                        continue
+                    actor = actor_of.get(id(other))
+                    if actor is None:
+                        # First sight: hashing it here assigns its serial at the same
+                        # point of the run as it always did.
+                        actor = actor_of[id(other)] = self._rc_ids[other] = self._rc_next_id()
+                    elif actor in seen:  # a second handle of the same task
+                        continue
+                    seen.add(actor)
+                    positions.append(position)
+                    ids.append(actor)
+                choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
+                if choice < 0:
+                    return  # the host chose a task queued since the scan: it runs on the next pass
+                # Nothing is removed before the choice: a chooser that raises leaves
+                # the ready queue exactly as it was.
+                position = positions[choice]
+                handle = ready[position]
+                del ready[position]
+                task = handle._callback.__self__
+                actor = ids[choice]
+            if self._rc_unobserved:
+                # Exploring (nothing to watch: the hot path), or a thread's loop
+                # (the thread's tracer watches the step).
+                handle._run()
+            else:
+                self._rc_watched_step(actor, task, handle, choice != 0)
+            if self._stopping:
+                return
+
+    def _rc_watched_step(
+        self, actor: int, task: asyncio.Task[Any], handle: asyncio.Handle, preempted: bool
+    ) -> None:
+        """Run one task step that the detector, a trace or coverage watches."""
+        controller = self._rc_controller
         detector = controller.detector
-        actor = ids[choice]
         if detector is None or controller.aborting:
-            self._rc_observe_step(actor, task, handle, choice != 0)
+            self._rc_observe_step(actor, task, handle, preempted)
             return
         if actor not in detector.names:
             detector.names[actor] = task_label(task, actor)
@@ -299,7 +347,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 handle._run()
             return
         with step_feed(detector, actor, actor, recorded=controller.recorder is not None):
-            self._rc_observe_step(actor, task, handle, choice != 0)
+            self._rc_observe_step(actor, task, handle, preempted)
 
     def _rc_observe_step(
         self, actor: int, task: asyncio.Task[Any], handle: asyncio.Handle, preempted: bool
@@ -374,10 +422,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def _rc_external_pending(self) -> bool:
         """Could something outside the loop still wake it (a thread, real I/O)?"""
-        return (
-            threading.active_count() > self._rc_threads_at_start
-            or len(self._selector.get_map()) > 1
-        )
+        return threading.active_count() > self._rc_threads_at_start or self._rc_registered() > 1
 
     def _rc_poll_external(self, timeout: float) -> None:
         event_list = self._selector.select(timeout)
@@ -481,13 +526,11 @@ class StandaloneHost:
 
     def __init__(self, controller: Controller) -> None:
         self.controller = controller
-        self._ids = iter(range(1, 1 << 30))
+        #: actor ids 1, 2, ...: the iterator's own __next__, so taking one is a C call
+        self.next_actor_id: Callable[[], int] = iter(range(1, 1 << 30)).__next__
         #: the loop waited for work from outside the run (a real thread's
         #: call_soon_threadsafe, a socket): its timing was not racecheck's choice
         self.waited_outside = False
-
-    def next_actor_id(self) -> int:
-        return next(self._ids)
 
     def choose_task(self, loop: ControlledLoop, candidates: list[int]) -> int:
         return self.controller.decide(candidates)

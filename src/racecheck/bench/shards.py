@@ -20,7 +20,20 @@ Every process (the serial one too) starts a session of its own unless
 Linux's autogroup scheduling, processes of one session share one CPU share
 when anything else is busy, which hides the speed-up the shards give.
 ``--strategy exhaustive`` times the exhaustive search split by subtrees
-(:mod:`racecheck.sharding_tree`) instead of the default portfolio.
+(:mod:`racecheck.sharding_tree`) instead of the default portfolio, and
+``--strategy dpor`` split DPOR (:mod:`racecheck.sharding_dpor`), whose serial
+run is plain DPOR: the two may stop at different schedules, and the bench
+then says the failures differ (the token of each still replays).
+
+What it does not measure: the start-up of a whole ``pytest -n K`` command.
+Each process here imports racecheck (and multiprocessing's spawn start-up)
+only; an xdist worker also starts pytest and every installed plugin, and the
+controller does too before any worker starts (docs/using-racecheck-in-your-
+project.md, "Speed", has the whole-command numbers). And in the default
+portfolio on asyncio the DPOR member's schedules (2/9 of the numbers, each
+several times a sampled one's cost: it records every step's accesses) all
+belong to shard 1, which is then the critical path: the per-shard CPU lines
+show it.
 """
 
 from __future__ import annotations
@@ -126,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shards", type=int, default=2)
     parser.add_argument("--schedules", type=int, default=100_000)
     parser.add_argument(
-        "--strategy", choices=["auto", "random", "pct", "exhaustive"], default="auto"
+        "--strategy", choices=["auto", "random", "pct", "exhaustive", "dpor"], default="auto"
     )
     parser.add_argument(
         "--session",

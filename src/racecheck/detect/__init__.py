@@ -120,13 +120,23 @@ class _StepFeed:
     cycle, one per traced frame, piling up while the collector is off.
     """
 
-    __slots__ = ("active", "actor", "detector", "hb", "hot_lines", "on_instruction", "previous")
+    __slots__ = (
+        "active",
+        "actor",
+        "detector",
+        "hb",
+        "hot_lines",
+        "on_instruction",
+        "on_recipe",
+        "previous",
+    )
 
     def __init__(self, detector: Detector, previous: TraceFn | None) -> None:
         self.detector = detector
         self.previous = previous
         self.hot_lines = detector.hot_lines
         self.on_instruction = detector.on_instruction
+        self.on_recipe = detector.on_recipe
         self.actor = 0
         self.hb = 0
         self.active = False
@@ -174,8 +184,10 @@ class _FrameFeed:
     def __call__(self, frame: FrameType, event: Any, arg: Any) -> Any:
         if event == "opcode":
             feed = self.feed
-            if feed.active and frame.f_lasti in self.table:
-                feed.on_instruction(frame, self.code, frame.f_lasti, feed.actor, feed.hb)
+            if feed.active:
+                recipe = self.table.get(frame.f_lasti)
+                if recipe is not None:  # handed over: on_instruction would look it up again
+                    feed.on_recipe(frame, recipe, feed.actor, feed.hb)
         elif event == "line":
             # opcode events only on lines that hold an access: the rest is free
             frame.f_trace_opcodes = frame.f_lineno in self.hot

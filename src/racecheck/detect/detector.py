@@ -389,6 +389,12 @@ class Detector:
         recipe = recipes(code).get(offset)
         if recipe is None:
             return
+        self.on_recipe(frame, recipe, actor, hb)
+
+    def on_recipe(self, frame: FrameType, recipe: Recipe, actor: int, hb: int) -> None:
+        """``on_instruction`` for a caller that has looked the recipe up already."""
+        if self.found:
+            return
         if self.unsettled:
             for view, value_of in self.unsettled:
                 view.value = value_of()

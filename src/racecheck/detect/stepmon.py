@@ -128,12 +128,14 @@ class StepMonitor:
         return disable
 
     def _on_instruction(self, code: CodeType, offset: int) -> Any:
-        if offset not in recipes(code):
+        recipe = recipes(code).get(offset)
+        if recipe is None:
             return sys.monitoring.DISABLE  # type: ignore[attr-defined]
         detector = self.detector
         if detector is None or _get_ident() != self.thread:
             return None  # between steps, or another thread: the trace function never saw it
-        detector.on_instruction(sys._getframe(1), code, offset, self.actor, self.hb)
+        # the recipe found above: on_instruction would look it up again
+        detector.on_recipe(sys._getframe(1), recipe, self.actor, self.hb)
         return None
 
 

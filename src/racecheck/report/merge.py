@@ -122,6 +122,8 @@ def merge_slices(paths: Sequence[str | Path]) -> list[tuple[RunRecord, Merged | 
                 first,
                 schedules_run=merged.schedules_run,
                 exhausted=bool(merged.exhausted) or any(bool(d.get("exhausted")) for d in slices),
+                # split DPOR: only the merge of every slice verifies (racecheck.sharding_dpor)
+                verified=first.verified or merged.verified,
                 seconds=seconds,
                 distinct_schedules=distinct,
                 warnings=warnings,

@@ -7,7 +7,8 @@ a random walk happens upon the FIFO order.
 
 from __future__ import annotations
 
-import random as _random
+import _random
+import random
 from collections.abc import Sequence
 
 from racecheck.strategies.base import BaseChooser
@@ -19,7 +20,7 @@ class RandomChooser(BaseChooser):
     def __init__(self, seed: int = 0) -> None:
         self._seed = seed
         self._run = 0
-        self._rng: _random.Random | None = _random.Random(seed)
+        self._rng: _random.Random | None = random.Random(seed)
         self._natural = False
 
     def begin(self, run: int) -> None:
@@ -38,6 +39,9 @@ class RandomChooser(BaseChooser):
             return 0
         rng = self._rng
         if rng is None:
+            # The C generator random.Random is built on: seeded from an int it
+            # is the same stream, without random.Random's Python __init__ and
+            # seed() in between (one call instead of three).
             rng = self._rng = _random.Random((self._seed << 32) ^ self._run)
         # rng.randrange(n), written out (the same draws: Random._randbelow
         # with getrandbits), without its argument checks
