@@ -153,7 +153,10 @@ def polling_loop() -> None:
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_a_timer_fires_while_a_thread_could_still_run(strategy: str) -> None:
+def test_a_timer_fires_while_a_thread_could_still_run(
+    strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the trace fits the terminal: keep its notes whole
     with pytest.raises(racecheck.RaceFound) as found:
         racecheck.check(thread_beats_timer, strategy=strategy, schedules=200)
     assert found.value.kind == "exception"
