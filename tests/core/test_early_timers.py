@@ -86,6 +86,12 @@ class Tracker:
         await self.idle.wait()
 
 
+#: the tracker's worker waits for the loop: run inline on the asyncio backend
+#: first, it would stall there until the watchdog moves the run to threads
+#: (10 s, and an explorer left blocked), which tests/core/test_executor_work.py covers
+THREADS = "threads"
+
+
 def make_tracker_target(recheck: bool) -> Callable[[], Any]:
     async def tracker_join() -> None:
         tracker = Tracker(recheck)
@@ -172,10 +178,10 @@ def test_a_timer_fires_while_a_thread_could_still_run(
 def test_the_janus_shape_is_found_and_replays(strategy: str) -> None:
     target = make_tracker_target(recheck=False)
     with pytest.raises(racecheck.RaceFound) as found:
-        racecheck.check(target, strategy=strategy, schedules=300)
+        racecheck.check(target, strategy=strategy, schedules=300, backend=THREADS)
     assert "join returned with a job unfinished" in str(found.value.cause)
     with pytest.raises(racecheck.RaceFound) as again:
-        racecheck.replay(target, found.value.schedule)
+        racecheck.replay(target, found.value.schedule, backend=THREADS)
     assert "join returned with a job unfinished" in str(again.value.cause)
 
 
@@ -184,7 +190,9 @@ def test_the_janus_shape_is_found_and_replays(strategy: str) -> None:
 # steps), too long for this suite; it finds the buggy one after about 850.
 @pytest.mark.parametrize("strategy", ("random", "pct", "dpor"))
 def test_the_fixed_janus_shape_stays_clean(strategy: str) -> None:
-    racecheck.check(make_tracker_target(recheck=True), strategy=strategy, schedules=200)
+    racecheck.check(
+        make_tracker_target(recheck=True), strategy=strategy, schedules=200, backend=THREADS
+    )
 
 
 @pytest.mark.parametrize("target", (long_timeout_bridge, polling_loop))

@@ -123,6 +123,10 @@ def test_an_exception_from_a_signal_handler_stops_the_exploration(
     assert result.returncode == 0, result.stderr[-3000:]
 
 
+def _racecheck_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("racecheck")}
+
+
 def test_no_pool_worker_is_alive_right_after_check_returns() -> None:
     def target() -> None:
         def work() -> None:
@@ -134,20 +138,20 @@ def test_no_pool_worker_is_alive_right_after_check_returns() -> None:
         for t in threads:
             t.join()
 
+    before = _racecheck_threads()  # an earlier test's stalled explorer is not this check's
     for _ in range(5):
         racecheck.check(target, schedules=20)
-        left = [t.name for t in threading.enumerate() if t.name.startswith("racecheck")]
-        assert left == []
+        assert _racecheck_threads() - before == set()
 
 
 def test_no_explorer_is_alive_right_after_check_raises() -> None:
     async def target() -> None:
         raise ValueError("boom")
 
+    before = _racecheck_threads()
     with pytest.raises(racecheck.RaceFound):
         racecheck.check(target, schedules=3)
-    left = [t.name for t in threading.enumerate() if t.name.startswith("racecheck")]
-    assert left == []
+    assert _racecheck_threads() - before == set()
 
 
 TIMEOUT_LIKE = """

@@ -38,10 +38,14 @@ def _has_our_filter(logger: logging.Logger) -> bool:
 def test_a_step_limit_in_pool_work_logs_nothing_and_leaves_no_filter(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    # backend="threads": inline on asyncio, the spinning work would stall the
+    # loop's thread until the watchdog moved the run to threads
     futures_logger = logging.getLogger("concurrent.futures")
     with caplog.at_level(logging.DEBUG):
         with pytest.raises(racecheck.RaceFound) as info:
-            racecheck.check(_spins_in_a_worker, schedules=3, seed=0, max_steps=500)
+            racecheck.check(
+                _spins_in_a_worker, schedules=3, seed=0, max_steps=500, backend="threads"
+            )
     assert info.value.kind == "step-limit"
     assert [r.getMessage() for r in caplog.records if r.name == "concurrent.futures"] == []
     assert not _has_our_filter(futures_logger)
