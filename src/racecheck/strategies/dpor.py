@@ -450,6 +450,10 @@ class DPORChooser(BaseChooser):
             for i in sorted(conflicting - ordered):  # a step it could not precede: no race
                 if not (cover >> i) & 1:
                     self._reverse(i, j, hb)
+            if j + 1 < len(self._enabled):
+                for other in self._enabled[j]:
+                    if other != actor and other not in self._enabled[j + 1]:
+                        self._reverse_disabled(j, other)
             last_of[actor] = j
             if event.opaque:
                 last_opaque = j
@@ -479,6 +483,28 @@ class DPORChooser(BaseChooser):
             return
         preferred = events[j].actor
         actor = preferred if preferred in possible else possible[0]
+        if self.bound is not None:
+            cost = node.delays + (node.enabled.index(actor) != 0)
+            if cost > self.bound:
+                self.beyond_bound += 1
+                return
+        node.backtrack.add(actor)
+
+    def _reverse_disabled(self, i: int, actor: int) -> None:
+        """Step ``i`` disabled ``actor``, which could run there: try it first at state i.
+
+        Only a step that takes what a woken waiter waits for does this (a lock
+        acquired while the thread its release woke has not retried yet). The
+        waiter's retry conflicts with that acquire, but the release that wakes
+        it again lies between the two in happens-before, and the waiter,
+        disabled at that release, cannot be moved before it: the race is
+        never reversed from the run's steps, and the order where the waiter
+        retried first was lost (tests/core/test_dpor_soundness.py). Running it
+        first where it was still enabled is that reversal.
+        """
+        node = self.path[i]
+        if actor in node.backtrack or actor in node.sleep:
+            return
         if self.bound is not None:
             cost = node.delays + (node.enabled.index(actor) != 0)
             if cost > self.bound:
