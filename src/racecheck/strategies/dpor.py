@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-from racecheck.accesses import ACTOR, ANY, OPAQUE, ORDER_ONLY, STUTTER, Access
+from racecheck.accesses import ACTOR, ANY, OPAQUE, ORDER_ONLY, STUTTER, SYNC, TAKEN, Access
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
 from racecheck.strategies.dpor_order import SearchOrder, pending
@@ -120,6 +120,20 @@ def _actor_keys_conflict(a: dict[Hashable, bool], b: dict[Hashable, bool]) -> bo
     for key, write in a.items():
         other = b.get(key)
         if other is not None and write != other:
+            return True
+    return False
+
+
+def _takes(index: Index) -> bool:
+    """Did the step change a primitive (a lock taken or released, an event set or cleared)?
+
+    Only such a step can disable a waiter its release or set woke (see
+    DPORChooser._reverse_disabled). Steps that change whether another actor
+    may run for other reasons (a loop's tasks taking turns) are left alone:
+    they are ordered against that actor's steps as before.
+    """
+    for obj, keys in index.items():
+        if isinstance(obj, int) and obj >= 0 and (keys.get(TAKEN) or keys.get(SYNC)):
             return True
     return False
 
@@ -450,7 +464,7 @@ class DPORChooser(BaseChooser):
             for i in sorted(conflicting - ordered):  # a step it could not precede: no race
                 if not (cover >> i) & 1:
                     self._reverse(i, j, hb)
-            if j + 1 < len(self._enabled):
+            if j + 1 < len(self._enabled) and _takes(event.index):
                 for other in self._enabled[j]:
                     if other != actor and other not in self._enabled[j + 1]:
                         self._reverse_disabled(j, other)
