@@ -15,6 +15,11 @@ stateless: every schedule is a fresh run of the target from the start.
   actor that starts the reversed order (an *initial* of the steps not ordered
   after the first, followed by the second's actor), unless one already is
   there. This set is a source set: every trace has a representative.
+* A step that takes a primitive (a lock) and so disables a waiter that
+  could run before it (woken by the release, not retried yet) also gets
+  that waiter added to its state: the waiter's retry races with it, but the
+  next release sits between the two in happens-before and no race of the
+  run's steps leads to that order (:meth:`DPORChooser._reverse_disabled`).
 * Sleep sets: after an actor's branch at a state was explored, that actor
   sleeps in its siblings' branches until a step conflicts with what it would
   do next. A run whose every enabled actor sleeps is redundant; it is run to
