@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 import pytest
+import test_dpor_random as differential
 
 import racecheck
 
@@ -118,3 +119,52 @@ def test_dpor_fails_a_target_that_forbids_the_once_missed_state(actors: tuple[st
             schedules=20_000,
             minimize=False,
         )
+
+
+# -- the same, in test_dpor_random's program language (its threads interpreter) -------------
+
+_W0 = ("w", "x", 0)
+_W2 = ("w", "x", 2)
+_TRY_THEN_LOCK = (("try", (_W0, _W2)), ("lock", (_W0, _W2)))
+
+#: program -> a final state DPOR once missed that plain runs reach
+PROGRAMS: dict[str, tuple[differential.Program, differential.Outcome]] = {
+    # as the slow hypothesis test reported it
+    "reported": (
+        differential.Program(1, (_TRY_THEN_LOCK, (_W0, ("next",)), _TRY_THEN_LOCK)),
+        ((2,), (0, 1, 100)),
+    ),
+    # found by random programs over the same operations
+    "lock-next/try/try-lock": (
+        differential.Program(
+            1,
+            (
+                (("lock", (_W0,)), ("next",)),
+                (("try", (_W0, _W2)),),
+                (("try", (_W2,)), ("lock", (_W2,))),
+            ),
+        ),
+        ((2,), (1, 0, 100)),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_dpor_reaches_every_sampled_state_of_once_missed_programs(name: str) -> None:
+    program, missed = PROGRAMS[name]
+    sampled: set[differential.Outcome] = set()
+    for seed in (7, 14):
+        for strategy in ("random", "pct"):
+            racecheck.check(
+                differential.make_target(program, "threads", sampled),
+                strategy=strategy,
+                schedules=300,
+                seed=seed,
+            )
+    assert missed in sampled
+    reached: set[differential.Outcome] = set()
+    report = racecheck.check(
+        differential.make_target(program, "threads", reached), strategy="dpor", schedules=20_000
+    )
+    assert report.verified, report.notes
+    assert sampled - reached == set()
