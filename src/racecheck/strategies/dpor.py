@@ -15,6 +15,11 @@ stateless: every schedule is a fresh run of the target from the start.
   actor that starts the reversed order (an *initial* of the steps not ordered
   after the first, followed by the second's actor), unless one already is
   there. This set is a source set: every trace has a representative.
+* A step that takes a primitive (a lock) and so disables a waiter that
+  could run before it (woken by the release, not retried yet) also gets
+  that waiter added to its state: the waiter's retry races with it, but the
+  next release sits between the two in happens-before and no race of the
+  run's steps leads to that order (:meth:`DPORChooser._reverse_disabled`).
 * Sleep sets: after an actor's branch at a state was explored, that actor
   sleeps in its siblings' branches until a step conflicts with what it would
   do next. A run whose every enabled actor sleeps is redundant; it is run to
@@ -42,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-from racecheck.accesses import ACTOR, ANY, OPAQUE, ORDER_ONLY, STUTTER, Access
+from racecheck.accesses import ACTOR, ANY, OPAQUE, ORDER_ONLY, STUTTER, SYNC, TAKEN, Access
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
 from racecheck.strategies.dpor_order import SearchOrder, pending
@@ -120,6 +125,20 @@ def _actor_keys_conflict(a: dict[Hashable, bool], b: dict[Hashable, bool]) -> bo
     for key, write in a.items():
         other = b.get(key)
         if other is not None and write != other:
+            return True
+    return False
+
+
+def _takes(index: Index) -> bool:
+    """Did the step change a primitive (a lock taken or released, an event set or cleared)?
+
+    Only such a step can disable a waiter its release or set woke (see
+    DPORChooser._reverse_disabled). Steps that change whether another actor
+    may run for other reasons (a loop's tasks taking turns) are left alone:
+    they are ordered against that actor's steps as before.
+    """
+    for obj, keys in index.items():
+        if isinstance(obj, int) and obj >= 0 and (keys.get(TAKEN) or keys.get(SYNC)):
             return True
     return False
 
@@ -450,6 +469,10 @@ class DPORChooser(BaseChooser):
             for i in sorted(conflicting - ordered):  # a step it could not precede: no race
                 if not (cover >> i) & 1:
                     self._reverse(i, j, hb)
+            if j + 1 < len(self._enabled) and _takes(event.index):
+                for other in self._enabled[j]:
+                    if other != actor and other not in self._enabled[j + 1]:
+                        self._reverse_disabled(j, other)
             last_of[actor] = j
             if event.opaque:
                 last_opaque = j
@@ -479,6 +502,28 @@ class DPORChooser(BaseChooser):
             return
         preferred = events[j].actor
         actor = preferred if preferred in possible else possible[0]
+        if self.bound is not None:
+            cost = node.delays + (node.enabled.index(actor) != 0)
+            if cost > self.bound:
+                self.beyond_bound += 1
+                return
+        node.backtrack.add(actor)
+
+    def _reverse_disabled(self, i: int, actor: int) -> None:
+        """Step ``i`` disabled ``actor``, which could run there: try it first at state i.
+
+        Only a step that takes what a woken waiter waits for does this (a lock
+        acquired while the thread its release woke has not retried yet). The
+        waiter's retry conflicts with that acquire, but the release that wakes
+        it again lies between the two in happens-before, and the waiter,
+        disabled at that release, cannot be moved before it: the race is
+        never reversed from the run's steps, and the order where the waiter
+        retried first was lost (tests/core/test_dpor_soundness.py). Running it
+        first where it was still enabled is that reversal.
+        """
+        node = self.path[i]
+        if actor in node.backtrack or actor in node.sleep:
+            return
         if self.bound is not None:
             cost = node.delays + (node.enabled.index(actor) != 0)
             if cost > self.bound:
