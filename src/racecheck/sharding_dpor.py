@@ -59,7 +59,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from racecheck.sharding_tree import TreeState, encode
+from racecheck.sharding_tree import TreeState, _orderings, encode
 from racecheck.strategies.dpor import DPORChooser
 from racecheck.strategies.exhaustive import NondeterminismError
 
@@ -266,11 +266,3 @@ def explore_dpor_subtrees(
         notes=notes,
         warnings=warnings,
     )
-
-
-def _orderings(accesses: Any) -> frozenset[Any]:
-    if not accesses:
-        return frozenset()
-    from racecheck.coverage import ordered_conflicts
-
-    return frozenset(ordered_conflicts(accesses))
