@@ -83,7 +83,12 @@ def split(
     return merge(results), states, outcomes
 
 
-@pytest.mark.parametrize("target", [three_workers, common_race])
+#: three_workers' failure sits deep in subtree 0 (about 1,700 schedules in shard 1):
+#: CI runs the bounded case, `-m slow` both
+_TARGETS = [pytest.param(three_workers, marks=pytest.mark.slow), common_race]
+
+
+@pytest.mark.parametrize("target", _TARGETS)
 def test_the_verdict_is_the_same_for_one_two_and_four_slices(
     target: Callable[[], Any],
 ) -> None:
@@ -98,13 +103,13 @@ def test_the_verdict_is_the_same_for_one_two_and_four_slices(
     assert len(set(verdicts)) == 1, verdicts
 
 
-def test_each_slices_token_replays_on_its_own() -> None:
+@pytest.mark.parametrize("target", _TARGETS)
+def test_each_slices_token_replays_on_its_own(target: Callable[[], Any]) -> None:
     tokens: list[tuple[Callable[[], Any], str]] = []
-    for target in (three_workers, common_race):
-        for shards in (2, 4):
-            _, _, outcomes = split(target, shards, schedules=3000)
-            tokens += [(target, o.schedule) for o in outcomes if isinstance(o, racecheck.RaceFound)]
-    assert len(tokens) >= 4
+    for shards in (2, 4):
+        _, _, outcomes = split(target, shards, schedules=3000)
+        tokens += [(target, o.schedule) for o in outcomes if isinstance(o, racecheck.RaceFound)]
+    assert len(tokens) >= 2
     for target, token in tokens:
         with pytest.raises(racecheck.RaceFound) as again:
             racecheck.replay(target, token)
