@@ -272,7 +272,8 @@ def records(directory: Path) -> dict[str, dict[str, Any]]:
 TIMING = re.compile(r"\s+\d+\.\d\d$")
 
 
-@pytest.mark.slow  # six CLI runs of 7,000 schedules; CI: test_pytest_shard_items_give_the_serial_verdicts
+# six CLI runs of 7,000 schedules; CI runs test_pytest_shard_items_give_the_serial_verdicts
+@pytest.mark.slow
 def test_ci_slices_and_run_j_give_the_single_runs_records(tmp_path: Path) -> None:
     (tmp_path / "scen_tree.py").write_text(SCENARIO)
     common = ["run", "scen_tree.py", "--schedules", "7000"]
