@@ -1431,7 +1431,13 @@ FIXED: list[Callable[[], Any]] = [
 # Fixed in the engine since (classic.md #1, #3): lost_increment_thread_pool,
 # daemon_heartbeat_fixed, daemon_poller_fixed were xfail here.
 XFAIL_BUGGY: dict[str, tuple[str, bool]] = {}
-XFAIL_FIXED: dict[str, tuple[str, bool]] = {}
+XFAIL_FIXED: dict[str, tuple[str, bool]] = {
+    # Left open (not strict: it passes alone and on 3.11): once, in a full 3.13
+    # CI run, auto reported "release unlocked lock" at schedule 1190 while the
+    # daemon workers were unwound after the target returned, and the replay
+    # could not reproduce it (StateLeakError, not a race report).
+    "daemon_worker_fixed": ("3.13: a failure while unwinding daemon workers did not replay", False),
+}
 SLOW_FIXED: set[str] = set()
 
 
