@@ -178,6 +178,14 @@ class SliceState:
     #: a split exhaustive search: what the merge needs (racecheck.sharding_tree.TreeState)
     tree: Any = None
 
+    def own_run(self, decisions: tuple[Any, ...], number: int, accesses: Any) -> None:
+        """Count a run of this slice's own, and note what it saw first (with keep_runs)."""
+        self.ran += 1
+        if self.keep_runs:
+            self.first_schedule.setdefault(hash(decisions), number)
+            for ordering in _orderings(accesses):
+                self.first_ordering.setdefault(ordering, number)
+
     def coverage_data(self) -> dict[str, Any]:
         """:attr:`first_schedule`, :attr:`first_ordering` and :attr:`orderings` as plain lists."""
         return {
@@ -323,12 +331,8 @@ def explore_slice(
         chooser.end(decisions, failed, controller.scheduling_steps)
         if mine:
             seen.add(hash(decisions))
-            state.ran += 1
+            state.own_run(decisions, number, controller.accesses)
             state.covered = number
-            if state.keep_runs:
-                state.first_schedule.setdefault(hash(decisions), number)
-                for ordering in _orderings(controller.accesses):
-                    state.first_ordering.setdefault(ordering, number)
         if settings.progress is not None:
             settings.progress(number, schedules)
         if failed and not session.interrupted:

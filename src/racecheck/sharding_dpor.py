@@ -59,7 +59,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from racecheck.sharding_tree import TreeState, _orderings, encode
+from racecheck.sharding_tree import TreeState, encode
 from racecheck.strategies.dpor import DPORChooser
 from racecheck.strategies.exhaustive import NondeterminismError
 
@@ -208,11 +208,7 @@ def explore_dpor_subtrees(
                 following = next_prefix(decisions, depth)
             if owned:
                 seen.add(hash(decisions))
-                state.ran += 1
-                if state.keep_runs:
-                    state.first_schedule.setdefault(hash(decisions), encode(key))
-                    for ordering in _orderings(controller.accesses):
-                        state.first_ordering.setdefault(ordering, encode(key))
+                state.own_run(decisions, encode(key), controller.accesses)
             else:
                 probes += 1
             if settings.progress is not None:

@@ -198,11 +198,7 @@ def explore_subtrees(
             depth = tree.depth = split_depth(decisions, shard.count)
         if owned:
             seen.add(hash(decisions))
-            state.ran += 1
-            if state.keep_runs:
-                state.first_schedule.setdefault(hash(decisions), encode(key))
-                for ordering in _orderings(controller.accesses):
-                    state.first_ordering.setdefault(ordering, encode(key))
+            state.own_run(decisions, encode(key), controller.accesses)
         else:
             probes += 1
         if settings.progress is not None:
@@ -259,14 +255,6 @@ def explore_subtrees(
         notes=notes,
         warnings=warnings,
     )
-
-
-def _orderings(accesses: Any) -> frozenset[Any]:
-    if not accesses:
-        return frozenset()
-    from racecheck.coverage import ordered_conflicts
-
-    return frozenset(ordered_conflicts(accesses))
 
 
 @dataclass
