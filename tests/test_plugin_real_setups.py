@@ -262,3 +262,75 @@ def test_trace_packages_from_the_ini_file(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-v")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*racecheck: race found*"])
+
+
+def test_a_fixed_test_after_a_failing_one_shares_a_weak_pool(pytester: pytest.Pytester) -> None:
+    """Two tests over one module-level weak pool: the buggy one fails, the fixed one passes.
+
+    The buggy test's failure sat in reference cycles until the collector ran,
+    and the next exploration froze the heap with that garbage in it: its
+    connection stayed in the pool, and the fixed test failed at its first
+    schedule ("5 uses"), a race reported on correct code.
+    """
+    pytester.makepyfile(
+        test_pool="""
+        import gc
+        import threading
+        import weakref
+        import pytest
+
+        pool = weakref.WeakValueDictionary()
+
+
+        class Connection:
+            def __init__(self):
+                self.uses = 0
+
+
+        def connect():
+            found = pool.get("db")
+            if found is None:
+                found = Connection()
+                pool["db"] = found
+            return found
+
+
+        def two_users(lock):
+            connection = connect()
+
+            def use():
+                if lock is None:
+                    connection.uses += 1
+                else:
+                    with lock:
+                        connection.uses += 1
+
+            threads = [threading.Thread(target=use) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert connection.uses == 2, f"{connection.uses} uses"
+
+
+        def setup_module():
+            gc.disable()  # the collector must not happen to run between the two tests
+
+
+        def teardown_module():
+            gc.enable()
+
+
+        @pytest.mark.racecheck(strategy="random", schedules=300)
+        def test_a_buggy():
+            two_users(None)
+
+
+        @pytest.mark.racecheck(strategy="random", schedules=50)
+        def test_b_fixed():
+            two_users(threading.Lock())
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*test_a_buggy*race found*"])

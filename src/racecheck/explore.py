@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
 from racecheck.engine import (
@@ -279,6 +280,12 @@ def quiet_gc() -> Iterator[None]:
             was_enabled = gc.isenabled()
             freeze = gc.get_freeze_count() <= _FROZEN_AT_START
             gc.disable()
+            # Garbage the caller has not collected yet (the cycles of an earlier
+            # check's failure: exception, traceback, frames) would otherwise be
+            # seen by the first schedule, and frozen, kept alive for the whole
+            # exploration: a weak cache would hand the earlier check's object
+            # to this one (a "race" reported on the fixed code).
+            gc.collect()
             if freeze:
                 gc.freeze()
             _gc_restore = (was_enabled, freeze)
@@ -862,8 +869,22 @@ def release_locals(exc: BaseException | None) -> None:
         seen.add(id(current))
         if current.__traceback__ is not None:
             traceback.clear_frames(current.__traceback__)
+            _drop_locals_snapshots(current.__traceback__)
         todo += [current.__cause__, current.__context__]
         todo += list(getattr(current, "exceptions", ()))  # exception groups
+
+
+def _drop_locals_snapshots(tb: TracebackType | None) -> None:
+    """Let go of the ``f_locals`` dicts that cleared frames still hold (CPython 3.11).
+
+    ``frame.clear()`` empties a frame's fast locals, but on 3.11 a dict that
+    someone materialised from them (a debugger, pytest, a ``locals()`` call)
+    stays attached to the frame with every value in it. Reading ``f_locals``
+    again syncs that dict with the now empty frame. On 3.13 it is a view.
+    """
+    while tb is not None:
+        tb.tb_frame.f_locals  # noqa: B018 - the read is the sync
+        tb = tb.tb_next
 
 
 def backend_warnings(backend: Any) -> list[str]:

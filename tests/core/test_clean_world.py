@@ -451,3 +451,65 @@ def test_a_failing_runs_abandoned_event_loop_leaves_no_warnings() -> None:
         if "never awaited" in str(w.message) or "unclosed event loop" in str(w.message)
     ]
     assert noise == []
+
+
+# ------------------------------------------------ garbage from before the check
+
+
+class _PooledConnection:
+    def __init__(self) -> None:
+        self.uses = 0
+
+
+def _pooled_connection(pool: Any) -> _PooledConnection:
+    """Check-then-insert into a weak pool: a library's per-key singleton."""
+    found = pool.get("db")
+    if found is None:
+        found = _PooledConnection()
+        pool["db"] = found
+    return found
+
+
+def _two_users(pool: Any, lock: threading.Lock | None) -> None:
+    connection = _pooled_connection(pool)
+
+    def use() -> None:
+        if lock is None:
+            connection.uses += 1
+        else:
+            with lock:
+                connection.uses += 1
+
+    threads = [threading.Thread(target=use) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert connection.uses == 2, f"{connection.uses} uses"
+
+
+def test_garbage_left_before_a_check_is_not_kept_through_it() -> None:
+    """The fixed twin, checked after the buggy one in the same process, passes.
+
+    The buggy check's failure sits in reference cycles (an exception, its
+    traceback, the frames) until the collector runs; the next check froze the
+    heap with that garbage in it, so the buggy run's connection stayed in the
+    weak pool for the whole next check, and the FIXED code failed at its first
+    schedule ("3 uses"): a race reported on the fix.
+    """
+    import weakref
+
+    pool: weakref.WeakValueDictionary[str, _PooledConnection] = weakref.WeakValueDictionary()
+    was_enabled = gc.isenabled()
+    gc.disable()  # the caller's collector might run at any time: make "not yet" certain
+    try:
+        with pytest.raises(racecheck.RaceFound):
+            racecheck.check(lambda: _two_users(pool, None), strategy="random", schedules=300)
+        fixed_lock = threading.Lock()
+        report = racecheck.check(
+            lambda: _two_users(pool, fixed_lock), strategy="random", schedules=50
+        )
+    finally:
+        if was_enabled:
+            gc.enable()
+    assert report.schedules_run == 50
