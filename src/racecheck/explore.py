@@ -655,6 +655,14 @@ def _explore_on_backend(
                     " stalled that loop; on threads it runs beside the loop",
                 ) from None
             raise
+        except NeedsBackend as needs:
+            if settings.free_backend:
+                raise
+            # The caller named this backend: say why it cannot run the target.
+            raise StuckError(
+                f"{needs.why.split(';')[0]}; backend={settings.backend.name!r} runs executor"
+                " work inline, so nothing can; use backend='threads'"
+            ) from None
     if isinstance(outcome, Found):
         member = getattr(chooser, "found_by", None)  # the portfolio names its member
         raise _race_found(session, outcome, f"{strategy}: {member}" if member else strategy, seed)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 import pytest
 
@@ -107,12 +108,48 @@ def test_locked_workers_are_clean() -> None:
 
 
 def test_a_worker_that_waits_for_the_loop_is_no_deadlock() -> None:
-    # The async target's inline run stalls its explorer for good before the
-    # exploration moves to threads: that case runs in a subprocess
-    # (tests/realcode/test_realcode_gaps.py), so no blocked thread stays here.
+    # A sync target that runs its own loop: the worker is a thread from the start.
     report = racecheck.check(sync_target_running_a_loop, schedules=100, watchdog=2)
     assert report.schedules_run > 1
     assert report.backend == "threads"
+
+
+def _threads_inside(function_name: str) -> list[str]:
+    """Threads whose stack is inside ``function_name`` right now."""
+    import sys
+
+    stuck = []
+    for ident, frame in sys._current_frames().items():
+        walk: Any = frame
+        while walk is not None:
+            if walk.f_code.co_name == function_name:
+                stuck.append(str(ident))
+                break
+            walk = walk.f_back
+    return stuck
+
+
+def test_an_async_worker_that_waits_for_the_loop_moves_to_threads_at_once() -> None:
+    """Inline work that would wait for a lock moves the exploration to threads, now.
+
+    Nobody else can release a lock that inline work waits for: the loop it
+    blocks is the only other party. It used to block the explorer thread in C
+    until the watchdog fired, and that thread stayed blocked for good.
+    """
+    report = racecheck.check(worker_waits_for_the_loop, schedules=100, watchdog=60)
+    assert report.backend == "threads"
+    assert "ran on the threads backend" in report.notes[0]
+    assert "waits for a lock" in report.notes[0]
+    assert _threads_inside("consumer") == []
+
+
+def test_named_asyncio_backend_says_the_worker_waits_for_the_loop() -> None:
+    with pytest.raises(racecheck.StuckError) as stuck:
+        racecheck.check(worker_waits_for_the_loop, schedules=100, watchdog=60, backend="asyncio")
+    message = str(stuck.value)
+    assert "\n" not in message
+    assert "backend='threads'" in message
+    assert _threads_inside("consumer") == []
 
 
 def test_executor_results_and_errors_come_back() -> None:

@@ -32,8 +32,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from racecheck.backends.asyncio_waits import record_task_step
+from racecheck.backends.inline_waits import waits_refused
 from racecheck.detect.stepmon import step_feed
-from racecheck.engine import Controller, Failure, RunAborted
+from racecheck.engine import Controller, Failure, NeedsBackend, RunAborted
 from racecheck.linetrace import collecting_accesses
 from racecheck.recorder import task_label
 
@@ -494,14 +495,26 @@ def host_next_id(host: LoopHost) -> Callable[[], int]:
 
 
 async def _inline(loop: ControlledLoop, func: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-    # Work that waits for the loop blocks it here for good; the watchdog's
-    # StuckError then says so, and an exploration free to pick its backend
-    # starts over on threads (racecheck.explore).
+    # Work that would wait for a lock (only the loop it blocks could release
+    # it) is stopped before it blocks, and the exploration starts over on
+    # threads (racecheck.backends.inline_waits, racecheck.explore).
     loop._rc_in_executor_work = True
     try:
-        return func(*args)
+        with waits_refused(lambda where: _needs_threads(loop, where)):
+            return func(*args)
     finally:
         loop._rc_in_executor_work = False
+
+
+def _needs_threads(loop: ControlledLoop, where: str) -> None:
+    controller = loop._rc_controller
+    if controller.internal_error is None:
+        controller.internal_error = NeedsBackend(
+            "threads",
+            f"executor work run inline on the event loop's thread ({where}) could only be"
+            " released by that loop; on threads it runs beside the loop",
+        )
+    controller.interrupt()
 
 
 def _record_callback_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
