@@ -77,7 +77,12 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
         if "RC102" in codes:
             found.extend(_check_then_act(module, facts))
         if "RC103" in codes:
-            found.extend(_lost_update(module, facts))
+            lost = list(_lost_update(module, facts))
+            # `self.x += await f()` after a check of `self.x`: one statement, one
+            # interleaving; RC103 names it (aiobotocore's chunked reader had both)
+            written = {f.line for f in lost}
+            found = [f for f in found if f.code != "RC102" or f.end_line not in written]
+            found.extend(lost)
         for finding in found:
             if driver is not None and finding.severity == "error":
                 finding = replace(
@@ -123,6 +128,8 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
                     drivers.setdefault(name, "the main coroutine of an event loop it runs")
     if "__await__" in methods:
         drivers["__await__"] = "the object is started by awaiting it"
+    init = methods.get("__init__")
+    started = _task_starts(module, init) if init is not None else set()
     for name, method in methods.items():
         if not isinstance(method, ast.AsyncFunctionDef) or name in drivers:
             continue
@@ -132,6 +139,8 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
             drivers[name] = "started once by nursery.start(), with task_status"
         elif _serves_until_shutdown(method.body):
             drivers[name] = "it ends by serving until shutdown"
+        elif name in started and all(user == "__init__" for user, _ in refs.get(name, [])):
+            drivers[name] = "the object's background task, started once in __init__"
     changed = True
     while changed:  # helpers only drivers use are part of them
         changed = False
@@ -153,6 +162,28 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
                 )
                 changed = True
     return {name: why for name, why in drivers.items() if name != "__await__"}
+
+
+#: calls that start a coroutine as a task of its own
+_TASK_STARTS = frozenset({"create_task", "ensure_future", "start_soon", "spawn"})
+
+
+def _task_starts(module: Module, init: FunctionNode) -> set[str]:
+    """Methods ``__init__`` starts as a task: ``self._task = create_task(self._run())``.
+
+    ``__init__`` runs once per object, so a task it starts (outside a loop, which
+    ``_method_refs`` sees) is the object's one background task (aiokafka's
+    coordination routine), not an operation callers start at will.
+    """
+    me = module.self_name(init)
+    found = set()
+    for node in iter_own(init):
+        if isinstance(node, ast.Call) and last_name(node.func) in _TASK_STARTS and node.args:
+            first = node.args[0]
+            target = first.func if isinstance(first, ast.Call) else first
+            if isinstance(target, ast.Attribute) and _on(target, me):
+                found.add(target.attr)
+    return found
 
 
 def _method_refs(module: Module, method: FunctionNode) -> list[tuple[str, bool, bool]]:
@@ -184,7 +215,16 @@ def _method_refs(module: Module, method: FunctionNode) -> list[tuple[str, bool, 
             ):
                 found.append((child.attr, looping and id(child) not in awaited, id(child) in mains))
             inner = looping or isinstance(
-                child, ast.For | ast.AsyncFor | ast.While | ast.comprehension
+                child,
+                ast.For
+                | ast.AsyncFor
+                | ast.While
+                | ast.comprehension
+                # the element of a comprehension is no child of its `comprehension`
+                | ast.ListComp
+                | ast.SetComp
+                | ast.DictComp
+                | ast.GeneratorExp,
             )
             visit(child, inner)
 
@@ -233,6 +273,7 @@ class _Facts:
             if event.via is not None:
                 self.first_via.setdefault(id(event.via), event.order)
         self._once: list[Event] | None = None
+        self._once_in_calls: list[tuple[Event, tuple[int, ...]]] | None = None
 
     def next_await(self, after: int) -> int | None:
         """The order of the first await after order ``after``."""
@@ -248,6 +289,13 @@ class _Facts:
         if self._once is None:
             self._once = _once_writes(self)
         return self._once
+
+    @property
+    def once_in_calls(self) -> list[tuple[Event, tuple[int, ...]]]:
+        """Close-once writes of inlined calls, each with the call it guards the rest of."""
+        if self._once_in_calls is None:
+            self._once_in_calls = _once_writes_in_calls(self)
+        return self._once_in_calls
 
 
 def _tracked(key: str) -> bool:
@@ -323,6 +371,12 @@ def _owned(module: Module) -> set[int]:
         and not func.name.endswith("__")
         and module.class_of(func) is not None
     }
+    # a private class only ever built here: its public methods are the module's too
+    made_here = _built_only(module)
+    for cls_name in made_here:
+        for name, method in module.classes[cls_name].methods.items():
+            if isinstance(method, ast.AsyncFunctionDef) and not name.endswith("__"):
+                privates.add(name)
     iterators = {name for name, info in module.classes.items() if "__anext__" in info.methods}
     if not privates and not iterators:
         return set()
@@ -371,8 +425,32 @@ def _owned(module: Module) -> set[int]:
     for func in module.function_nodes:
         uses = fresh.get(func.name, [])
         if func.name in privates and uses and all(uses):
-            owned.add(id(func))
+            info = module.class_of(func)
+            if func.name.startswith("_") or (info is not None and info.node.name in made_here):
+                owned.add(id(func))
     return owned
+
+
+def _built_only(module: Module) -> set[str]:
+    """Private classes (``_Copier``) that the module names only to build one (``_Copier(...)``).
+
+    Nobody outside the module is meant to build one, and inside it the class is
+    never subclassed, stored as a factory or handed on: every object of it is
+    made by a call here, so who calls its methods is all in this module.
+    """
+    names = {name for name in module.classes if name.startswith("_") and not name.endswith("__")}
+    if not names:
+        return set()
+    called = {
+        id(node.func)
+        for node in module.nodes
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    bad: set[str] = set()
+    for node in module.nodes:
+        if isinstance(node, ast.Name) and node.id in names and id(node) not in called:
+            bad.add(node.id)
+    return names - bad
 
 
 def _awaited_under_lock(module: Module, info: ClassInfo) -> set[str]:
@@ -638,6 +716,28 @@ def _once_writes(facts: _Facts) -> list[Event]:
     return found
 
 
+def _once_writes_in_calls(facts: _Facts) -> list[tuple[Event, tuple[int, ...]]]:
+    """``_once_writes`` inside one inlined call: ``await self.close()`` whose ``close()``
+    starts ``if self._closed: return`` and sets the flag before its first await.
+
+    The flag guards the rest of that call only (the caller goes on after the
+    callee returns), so each write comes with the call's frames.
+    """
+    found = []
+    for check in facts.checks:
+        if not check.exits_call or not check.frames or not _tracked(check.key):
+            continue
+        first_await = facts.next_await(check.end)
+        for write in facts.writes.get(check.key, ()):
+            if (
+                write.order > check.end
+                and write.frames[: len(check.frames)] == check.frames
+                and (first_await is None or first_await > write.order)
+            ):
+                found.append((write, check.frames))
+    return found
+
+
 def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
     awaits = facts.awaits
     entries = facts.entries
@@ -652,6 +752,11 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
             continue
         if any(reaches(write, act) for write in once):
             continue  # past a close-once (start-once) guard: no second caller gets here
+        if any(
+            act.frames[: len(frame)] == frame and reaches(write, act)
+            for write, frame in facts.once_in_calls
+        ):
+            continue  # past the close-once guard of the call it is in (aiojobs' close())
         if any(arm.ends == "raise" for arm in act.path):
             continue  # recording an error on the way out: every caller fails anyway
         if act.via is not None and (act.key, id(act.via)) in facts.checked_via:

@@ -76,6 +76,9 @@ class Event:
     percall: bool = False  # a write whose value is per-call data (a local, an await)
     detail: str = ""  # mutator name, "pos" for x[0]/x[-1], "local-key" for x[local] = ...
     guard: bool = False  # a check whose if-statement has an arm that returns/raises
+    #: a check in an inlined callee whose if-statement has an arm that leaves the
+    #: callee: it guards the rest of that call (``close()``'s ``if self._closed: return``)
+    exits_call: bool = False
     scope: tuple[int, int] = (0, 0)  # a check's if-statement (frame, id)
     end: int = 0  # a check: the order just after its if-statement
     looping: bool = False  # inside a `while` loop of the analysed function
@@ -411,7 +414,8 @@ class Flow:
     def _if(self, stmt: ast.If) -> None:
         self._expr(stmt.test)
         scope = (self._top.id, id(stmt))
-        guard = self._depth == 0 and (terminates(stmt.body) or terminates(stmt.orelse))
+        leaves = terminates(stmt.body) or terminates(stmt.orelse)
+        guard = self._depth == 0 and leaves
         members = set(self.membership_keys(stmt.test))
         bounds = set(self.bound_keys(stmt.test))
         reuse = (
@@ -423,6 +427,7 @@ class Flow:
                 key,
                 stmt.test,
                 guard=guard,
+                exits_call=leaves and not guard,
                 scope=scope,
                 detail="membership" if key in members else "capacity" if key in bounds else "",
                 reuse=reuse,
