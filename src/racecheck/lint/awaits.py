@@ -49,7 +49,7 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
     flows = {
         id(func): _Facts(Flow(module, func, closure=module.closure(func)).run())
         for func in module.function_nodes
-        if isinstance(func, ast.AsyncFunctionDef)
+        if isinstance(func, ast.AsyncFunctionDef) and _suspends(func)
     }
     owned = _owned(module)
     for func in module.function_nodes:
@@ -67,8 +67,8 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                 )
             if func.name in locked[id(info)]:
                 continue  # every caller holds a lock, or runs it once per object
-        facts = flows[id(func)]
-        if not facts.awaits:
+        facts = flows.get(id(func))
+        if facts is None or not facts.awaits:
             continue
         found: list[Finding] = []
         if "RC101" in codes:
@@ -93,6 +93,12 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                     "object races here",
                 )
             yield finding
+
+
+def _suspends(func: ast.AsyncFunctionDef) -> bool:
+    """Does ``func``'s own body await? Only then can its flow hold an await: a callee is
+    inlined with its awaits only where it is awaited, and that await is here."""
+    return any(isinstance(n, ast.Await | ast.AsyncFor | ast.AsyncWith) for n in iter_own(func))
 
 
 #: calls whose coroutine argument is the main of the event loop they run

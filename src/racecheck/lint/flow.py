@@ -45,6 +45,12 @@ from racecheck.lint.module import (
 )
 
 MAX_INLINE_DEPTH = 3
+#: No call is inlined once a function's flow holds this many events: a coroutine
+#: reaching many helpers through many call sites (redis-py's
+#: ``on_connect_check_health``: 4,913 events, most of them inlined) otherwise costs
+#: its callees' size times its call sites. Calls past the budget are opaque,
+#: which hides findings, never invents one.
+MAX_FLOW_EVENTS = 1_000
 #: awaits that never let another task run and then resume
 _NO_SUSPEND = frozenset({"checkpoint_if_cancelled"})
 #: calls naming the running task or thread: a key built from them is this task's own
@@ -864,6 +870,8 @@ class Flow:
     def _inline(self, call: ast.Call, awaited: bool) -> bool:
         if not self.inline or self._depth >= MAX_INLINE_DEPTH:
             return False
+        if len(self.events) >= MAX_FLOW_EVENTS:
+            return False  # a budget: see MAX_FLOW_EVENTS
         resolved = self._resolve(call)
         if resolved is None:
             return False
@@ -924,7 +932,7 @@ class Flow:
         recording.ids = self._next_id - recording.id_base
         recording.orders = self._next_order - recording.order_base
         # a snapshot: the caller may still mark its copies (`+=` marks its writes)
-        recording.events = [copy.copy(event) for event in self.events[recording.start :]]
+        recording.events = [_clone(event) for event in self.events[recording.start :]]
         templates.append(recording)
         return True
 
@@ -1056,6 +1064,13 @@ class _Recording:
     ids: int = 0
     orders: int = 0
     events: list[Event] = field(default_factory=list)
+
+
+def _clone(event: Event) -> Event:
+    """A shallow copy of ``event`` (``copy.copy`` without its reduce protocol)."""
+    clone = object.__new__(Event)
+    clone.__dict__.update(event.__dict__)
+    return clone
 
 
 def _lock_call(call: ast.Call, method: str) -> str | None:
