@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from racecheck.lint import flow as flow_module
 from racecheck.lint import lint_source
 from racecheck.lint import module as module_module
-from racecheck.lint import flow as flow_module
 from racecheck.lint.flow import Event, Flow
 from racecheck.lint.module import Module
 
