@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
 
+from racecheck.lint import module as nodes  # `nodes.children`: the counted walk
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
 from racecheck.lint.module import (
@@ -207,7 +208,7 @@ def _method_refs(module: Module, method: FunctionNode) -> list[tuple[str, bool, 
     mains: set[int] = set()
 
     def visit(node: ast.AST, looping: bool) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in nodes.children(node):
             if isinstance(child, ast.Await) and isinstance(child.value, ast.Call):
                 awaited.add(id(child.value.func))
             elif isinstance(child, ast.Call) and last_name(child.func) in _LOOP_MAINS:
@@ -492,7 +493,7 @@ def _self_uses(module: Module, method: FunctionNode) -> dict[str, bool]:
         elif isinstance(node, ast.Attribute) and _on(node, me):
             locked[node.attr] = False  # `self.m` handed on (a callback, a task): any caller
         inner = held
-        for child in ast.iter_child_nodes(node):
+        for child in nodes.children(node):
             if child is not callee and not isinstance(child, ast.Lambda):
                 visit(child, inner)
             # `await self._lock.acquire()` holds the lock for the statements after it
