@@ -287,3 +287,53 @@ def test_the_same_helper_also_called_outside_the_lock_still_fires() -> None:
 """
     )
     assert [f.code for f in lint(source) if f.code == "RC106"] == ["RC106"]
+
+
+# ── RC103: a write replaced before anyone can read it loses nothing ────────
+# databases' asyncpg backend: ``self._connection = await pool.release(self._connection)``
+# and, on the next line, ``self._connection = None``.
+
+DEAD_STORE = """
+class Backend:
+    async def release(self):
+        assert self._connection is not None
+        self._connection = await self._pool.release(self._connection)
+        self._connection = None
+"""
+
+
+def test_a_write_overwritten_on_the_next_line_is_no_lost_update() -> None:
+    assert [code for _, code in errors(DEAD_STORE)] == []
+
+
+def test_a_write_that_is_read_back_is_still_a_lost_update() -> None:
+    source = DEAD_STORE.replace(
+        "        self._connection = None\n", "        return self._connection\n"
+    )
+    assert errors(source) == [(5, "RC103")]
+
+
+# ── RC102: adding to a collection checked non-empty keeps it non-empty ──────
+# aioredis 2's ``PubSub.on_connect``: ``if self.channels:`` re-subscribe them,
+# and ``subscribe()`` adds them to ``self.channels`` after its await.
+
+NON_EMPTY = """
+class PubSub:
+    async def on_connect(self, connection):
+        if self.channels:
+            channels = dict(self.channels)
+            await self.subscribe(**channels)
+
+    async def subscribe(self, **new):
+        await self.execute_command("SUBSCRIBE", *new)
+        self.channels.update(new)
+"""
+
+
+def test_adding_to_a_collection_checked_non_empty_is_no_check_then_act() -> None:
+    assert errors(NON_EMPTY) == []
+
+
+def test_filling_a_collection_checked_empty_still_fires() -> None:
+    source = NON_EMPTY.replace("if self.channels:", "if not self.channels:")
+    assert errors(source) == [(4, "RC102")]

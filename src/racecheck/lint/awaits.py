@@ -770,7 +770,11 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
             continue  # the callee checks for itself: reported there, not at every caller
         if _same_result(act):
             continue  # every task awaits one stored awaitable: they all store the same value
-        governing = [c for c in checks.get(act.key, ()) if reaches(c, act) and _governs(c, act)]
+        governing = [
+            c
+            for c in checks.get(act.key, ())
+            if reaches(c, act) and _governs(c, act) and not _adds_to_non_empty(c, act)
+        ]
         if not governing:
             continue
         test = max(governing, key=lambda e: e.order)
@@ -812,6 +816,30 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
                 "another task can pass the same check meanwhile",
                 end=where(act),
             )
+
+
+#: mutators that only add to a collection
+_ADDS = frozenset({"append", "appendleft", "add", "extend", "extendleft", "insert", "update"})
+
+
+def _adds_to_non_empty(check: Event, act: Event) -> bool:
+    """``if self.channels:`` and, in that arm, ``self.channels.update(...)``.
+
+    The act cannot make the check false for another task: a second task that
+    passed "non-empty" meanwhile still holds a true check. (An add after "empty",
+    ``if not self.channels:``, is the lazy-fill race and stays reported.)
+    """
+    if act.kind != "mutate" or act.detail not in _ADDS or check.detail:
+        return False
+    test = check.node
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    inner = test.operand if isinstance(test, ast.UnaryOp) and negated else test
+    if not isinstance(inner, ast.Attribute) or not check.key.endswith("." + inner.attr):
+        return False
+    for arm in act.path:
+        if arm.node == check.scope:
+            return (arm.index == 0) != negated
+    return False
 
 
 def _inside_callee(first: Event, last: Event) -> bool:
@@ -911,7 +939,7 @@ def _lost_update(module: Module, facts: _Facts) -> Iterator[Finding]:
         if _inside_callee(read, write):
             continue
         suspend = _gap(read, write, awaits, entries=entries)
-        if suspend is None:
+        if suspend is None or _dead_store(facts, write):
             continue
         reported.add(id(where(write)))
         yield at(
@@ -923,6 +951,29 @@ def _lost_update(module: Module, facts: _Facts) -> Iterator[Finding]:
             "tasks meanwhile are lost",
             end=where(write),
         )
+
+
+def _dead_store(facts: _Facts, write: Event) -> bool:
+    """Is ``write`` replaced, with nothing reading it and no await, on every run after it?
+
+    databases' ``self._connection = await pool.release(self._connection)``, then
+    ``self._connection = None``: what another task stored meanwhile is gone after
+    the second write whatever the first one wrote; the first loses nothing.
+    """
+    events = facts.events
+    for event in events[events.index(write) + 1 :]:
+        if event.kind == "await":
+            return False
+        if event.key != write.key:
+            continue
+        return (
+            event.kind == "write"
+            and event.detail != "augmented"
+            and not event.sources
+            and set(event.path) <= set(write.path)
+            and reaches(write, event)
+        )
+    return False
 
 
 def _fresh_locals(module: Module, func: FunctionNode) -> frozenset[str]:
