@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from racecheck.lint import flow as flow_module
 from racecheck.lint import lint_source
 from racecheck.lint import module as module_module
 from racecheck.lint.flow import Event, Flow
@@ -290,3 +291,38 @@ def test_replayed_callees_give_the_events_a_fresh_walk_gives() -> None:
     replayed = _all_events(reused)
     assert any(len(templates) for templates in reused.inline_templates.values())
     assert replayed == walked
+
+
+def _fan_in(call_sites: int) -> str:
+    """A coroutine awaiting one chain of helpers from ``call_sites`` places."""
+    reads = "\n".join(f"        v{k} = self.x{k}" for k in range(30))
+    calls = "\n".join("        await self.step()" for _ in range(call_sites))
+    return f"""
+class Conn:
+    async def leaf(self):
+{reads}
+        await self.io()
+
+    async def step(self):
+        await self.leaf()
+        await self.leaf()
+
+    async def run(self):
+{calls}
+"""
+
+
+def test_a_coroutine_with_many_call_sites_stops_inlining_at_the_event_budget() -> None:
+    # redis-py's on_connect_check_health reached 4,913 events through its call
+    # sites; past the budget calls stay opaque, so the flow is bounded by the
+    # budget plus what one call site adds, however many call sites follow
+    sizes = []
+    for sites in (400, 800):
+        module = Module.parse("t.py", textwrap.dedent(_fan_in(sites)))
+        events = Flow(module, module.classes["Conn"].methods["run"]).run()
+        sizes.append(len(events))
+        # the calls before the budget are inlined as before
+        assert sum(e.kind == "read" and e.key == "self.x0" for e in events) >= 2
+    assert sizes[0] <= flow_module.MAX_FLOW_EVENTS + 3 * 400
+    # 400 more call sites past the budget add a few events each, not a callee's body
+    assert sizes[1] - sizes[0] <= 3 * 400

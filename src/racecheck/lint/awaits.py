@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
 
+from racecheck.lint import module as nodes  # `nodes.children`: the counted walk
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
 from racecheck.lint.module import (
@@ -49,7 +50,7 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
     flows = {
         id(func): _Facts(Flow(module, func, closure=module.closure(func)).run())
         for func in module.function_nodes
-        if isinstance(func, ast.AsyncFunctionDef)
+        if isinstance(func, ast.AsyncFunctionDef) and _suspends(func)
     }
     owned = _owned(module)
     for func in module.function_nodes:
@@ -67,8 +68,8 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                 )
             if func.name in locked[id(info)]:
                 continue  # every caller holds a lock, or runs it once per object
-        facts = flows[id(func)]
-        if not facts.awaits:
+        facts = flows.get(id(func))
+        if facts is None or not facts.awaits:
             continue
         found: list[Finding] = []
         if "RC101" in codes:
@@ -77,7 +78,12 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
         if "RC102" in codes:
             found.extend(_check_then_act(module, facts))
         if "RC103" in codes:
-            found.extend(_lost_update(module, facts))
+            lost = list(_lost_update(module, facts))
+            # `self.x += await f()` after a check of `self.x`: one statement, one
+            # interleaving; RC103 names it (aiobotocore's chunked reader had both)
+            written = {f.line for f in lost}
+            found = [f for f in found if f.code != "RC102" or f.end_line not in written]
+            found.extend(lost)
         for finding in found:
             if driver is not None and finding.severity == "error":
                 finding = replace(
@@ -88,6 +94,12 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                     "object races here",
                 )
             yield finding
+
+
+def _suspends(func: ast.AsyncFunctionDef) -> bool:
+    """Does ``func``'s own body await? Only then can its flow hold an await: a callee is
+    inlined with its awaits only where it is awaited, and that await is here."""
+    return any(isinstance(n, ast.Await | ast.AsyncFor | ast.AsyncWith) for n in iter_own(func))
 
 
 #: calls whose coroutine argument is the main of the event loop they run
@@ -123,6 +135,8 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
                     drivers.setdefault(name, "the main coroutine of an event loop it runs")
     if "__await__" in methods:
         drivers["__await__"] = "the object is started by awaiting it"
+    init = methods.get("__init__")
+    started = _task_starts(module, init) if init is not None else set()
     for name, method in methods.items():
         if not isinstance(method, ast.AsyncFunctionDef) or name in drivers:
             continue
@@ -132,6 +146,8 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
             drivers[name] = "started once by nursery.start(), with task_status"
         elif _serves_until_shutdown(method.body):
             drivers[name] = "it ends by serving until shutdown"
+        elif name in started and all(user == "__init__" for user, _ in refs.get(name, [])):
+            drivers[name] = "the object's background task, started once in __init__"
     changed = True
     while changed:  # helpers only drivers use are part of them
         changed = False
@@ -155,6 +171,28 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
     return {name: why for name, why in drivers.items() if name != "__await__"}
 
 
+#: calls that start a coroutine as a task of its own
+_TASK_STARTS = frozenset({"create_task", "ensure_future", "start_soon", "spawn"})
+
+
+def _task_starts(module: Module, init: FunctionNode) -> set[str]:
+    """Methods ``__init__`` starts as a task: ``self._task = create_task(self._run())``.
+
+    ``__init__`` runs once per object, so a task it starts (outside a loop, which
+    ``_method_refs`` sees) is the object's one background task (aiokafka's
+    coordination routine), not an operation callers start at will.
+    """
+    me = module.self_name(init)
+    found = set()
+    for node in iter_own(init):
+        if isinstance(node, ast.Call) and last_name(node.func) in _TASK_STARTS and node.args:
+            first = node.args[0]
+            target = first.func if isinstance(first, ast.Call) else first
+            if isinstance(target, ast.Attribute) and _on(target, me):
+                found.add(target.attr)
+    return found
+
+
 def _method_refs(module: Module, method: FunctionNode) -> list[tuple[str, bool, bool]]:
     """``self.<name>`` references in ``method``: (name, started repeatedly, loop main).
 
@@ -170,7 +208,7 @@ def _method_refs(module: Module, method: FunctionNode) -> list[tuple[str, bool, 
     mains: set[int] = set()
 
     def visit(node: ast.AST, looping: bool) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in nodes.children(node):
             if isinstance(child, ast.Await) and isinstance(child.value, ast.Call):
                 awaited.add(id(child.value.func))
             elif isinstance(child, ast.Call) and last_name(child.func) in _LOOP_MAINS:
@@ -184,7 +222,16 @@ def _method_refs(module: Module, method: FunctionNode) -> list[tuple[str, bool, 
             ):
                 found.append((child.attr, looping and id(child) not in awaited, id(child) in mains))
             inner = looping or isinstance(
-                child, ast.For | ast.AsyncFor | ast.While | ast.comprehension
+                child,
+                ast.For
+                | ast.AsyncFor
+                | ast.While
+                | ast.comprehension
+                # the element of a comprehension is no child of its `comprehension`
+                | ast.ListComp
+                | ast.SetComp
+                | ast.DictComp
+                | ast.GeneratorExp,
             )
             visit(child, inner)
 
@@ -233,6 +280,7 @@ class _Facts:
             if event.via is not None:
                 self.first_via.setdefault(id(event.via), event.order)
         self._once: list[Event] | None = None
+        self._once_in_calls: list[tuple[Event, tuple[int, ...]]] | None = None
 
     def next_await(self, after: int) -> int | None:
         """The order of the first await after order ``after``."""
@@ -248,6 +296,13 @@ class _Facts:
         if self._once is None:
             self._once = _once_writes(self)
         return self._once
+
+    @property
+    def once_in_calls(self) -> list[tuple[Event, tuple[int, ...]]]:
+        """Close-once writes of inlined calls, each with the call it guards the rest of."""
+        if self._once_in_calls is None:
+            self._once_in_calls = _once_writes_in_calls(self)
+        return self._once_in_calls
 
 
 def _tracked(key: str) -> bool:
@@ -323,6 +378,12 @@ def _owned(module: Module) -> set[int]:
         and not func.name.endswith("__")
         and module.class_of(func) is not None
     }
+    # a private class only ever built here: its public methods are the module's too
+    made_here = _built_only(module)
+    for cls_name in made_here:
+        for name, method in module.classes[cls_name].methods.items():
+            if isinstance(method, ast.AsyncFunctionDef) and not name.endswith("__"):
+                privates.add(name)
     iterators = {name for name, info in module.classes.items() if "__anext__" in info.methods}
     if not privates and not iterators:
         return set()
@@ -371,8 +432,32 @@ def _owned(module: Module) -> set[int]:
     for func in module.function_nodes:
         uses = fresh.get(func.name, [])
         if func.name in privates and uses and all(uses):
-            owned.add(id(func))
+            info = module.class_of(func)
+            if func.name.startswith("_") or (info is not None and info.node.name in made_here):
+                owned.add(id(func))
     return owned
+
+
+def _built_only(module: Module) -> set[str]:
+    """Private classes (``_Copier``) that the module names only to build one (``_Copier(...)``).
+
+    Nobody outside the module is meant to build one, and inside it the class is
+    never subclassed, stored as a factory or handed on: every object of it is
+    made by a call here, so who calls its methods is all in this module.
+    """
+    names = {name for name in module.classes if name.startswith("_") and not name.endswith("__")}
+    if not names:
+        return set()
+    called = {
+        id(node.func)
+        for node in module.nodes
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    bad: set[str] = set()
+    for node in module.nodes:
+        if isinstance(node, ast.Name) and node.id in names and id(node) not in called:
+            bad.add(node.id)
+    return names - bad
 
 
 def _awaited_under_lock(module: Module, info: ClassInfo) -> set[str]:
@@ -408,7 +493,7 @@ def _self_uses(module: Module, method: FunctionNode) -> dict[str, bool]:
         elif isinstance(node, ast.Attribute) and _on(node, me):
             locked[node.attr] = False  # `self.m` handed on (a callback, a task): any caller
         inner = held
-        for child in ast.iter_child_nodes(node):
+        for child in nodes.children(node):
             if child is not callee and not isinstance(child, ast.Lambda):
                 visit(child, inner)
             # `await self._lock.acquire()` holds the lock for the statements after it
@@ -638,6 +723,28 @@ def _once_writes(facts: _Facts) -> list[Event]:
     return found
 
 
+def _once_writes_in_calls(facts: _Facts) -> list[tuple[Event, tuple[int, ...]]]:
+    """``_once_writes`` inside one inlined call: ``await self.close()`` whose ``close()``
+    starts ``if self._closed: return`` and sets the flag before its first await.
+
+    The flag guards the rest of that call only (the caller goes on after the
+    callee returns), so each write comes with the call's frames.
+    """
+    found = []
+    for check in facts.checks:
+        if not check.exits_call or not check.frames or not _tracked(check.key):
+            continue
+        first_await = facts.next_await(check.end)
+        for write in facts.writes.get(check.key, ()):
+            if (
+                write.order > check.end
+                and write.frames[: len(check.frames)] == check.frames
+                and (first_await is None or first_await > write.order)
+            ):
+                found.append((write, check.frames))
+    return found
+
+
 def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
     awaits = facts.awaits
     entries = facts.entries
@@ -652,13 +759,22 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
             continue
         if any(reaches(write, act) for write in once):
             continue  # past a close-once (start-once) guard: no second caller gets here
+        if any(
+            act.frames[: len(frame)] == frame and reaches(write, act)
+            for write, frame in facts.once_in_calls
+        ):
+            continue  # past the close-once guard of the call it is in (aiojobs' close())
         if any(arm.ends == "raise" for arm in act.path):
             continue  # recording an error on the way out: every caller fails anyway
         if act.via is not None and (act.key, id(act.via)) in facts.checked_via:
             continue  # the callee checks for itself: reported there, not at every caller
         if _same_result(act):
             continue  # every task awaits one stored awaitable: they all store the same value
-        governing = [c for c in checks.get(act.key, ()) if reaches(c, act) and _governs(c, act)]
+        governing = [
+            c
+            for c in checks.get(act.key, ())
+            if reaches(c, act) and _governs(c, act) and not _adds_to_non_empty(c, act)
+        ]
         if not governing:
             continue
         test = max(governing, key=lambda e: e.order)
@@ -700,6 +816,30 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
                 "another task can pass the same check meanwhile",
                 end=where(act),
             )
+
+
+#: mutators that only add to a collection
+_ADDS = frozenset({"append", "appendleft", "add", "extend", "extendleft", "insert", "update"})
+
+
+def _adds_to_non_empty(check: Event, act: Event) -> bool:
+    """``if self.channels:`` and, in that arm, ``self.channels.update(...)``.
+
+    The act cannot make the check false for another task: a second task that
+    passed "non-empty" meanwhile still holds a true check. (An add after "empty",
+    ``if not self.channels:``, is the lazy-fill race and stays reported.)
+    """
+    if act.kind != "mutate" or act.detail not in _ADDS or check.detail:
+        return False
+    test = check.node
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    inner = test.operand if isinstance(test, ast.UnaryOp) and negated else test
+    if not isinstance(inner, ast.Attribute) or not check.key.endswith("." + inner.attr):
+        return False
+    for arm in act.path:
+        if arm.node == check.scope:
+            return (arm.index == 0) != negated
+    return False
 
 
 def _inside_callee(first: Event, last: Event) -> bool:
@@ -799,7 +939,7 @@ def _lost_update(module: Module, facts: _Facts) -> Iterator[Finding]:
         if _inside_callee(read, write):
             continue
         suspend = _gap(read, write, awaits, entries=entries)
-        if suspend is None:
+        if suspend is None or _dead_store(facts, write):
             continue
         reported.add(id(where(write)))
         yield at(
@@ -811,6 +951,29 @@ def _lost_update(module: Module, facts: _Facts) -> Iterator[Finding]:
             "tasks meanwhile are lost",
             end=where(write),
         )
+
+
+def _dead_store(facts: _Facts, write: Event) -> bool:
+    """Is ``write`` replaced, with nothing reading it and no await, on every run after it?
+
+    databases' ``self._connection = await pool.release(self._connection)``, then
+    ``self._connection = None``: what another task stored meanwhile is gone after
+    the second write whatever the first one wrote; the first loses nothing.
+    """
+    events = facts.events
+    for event in events[events.index(write) + 1 :]:
+        if event.kind == "await":
+            return False
+        if event.key != write.key:
+            continue
+        return (
+            event.kind == "write"
+            and event.detail != "augmented"
+            and not event.sources
+            and set(event.path) <= set(write.path)
+            and reaches(write, event)
+        )
+    return False
 
 
 def _fresh_locals(module: Module, func: FunctionNode) -> frozenset[str]:

@@ -45,6 +45,12 @@ from racecheck.lint.module import (
 )
 
 MAX_INLINE_DEPTH = 3
+#: No call is inlined once a function's flow holds this many events: a coroutine
+#: reaching many helpers through many call sites (redis-py's
+#: ``on_connect_check_health``: 4,913 events, most of them inlined) otherwise costs
+#: its callees' size times its call sites. Calls past the budget are opaque,
+#: which hides findings, never invents one.
+MAX_FLOW_EVENTS = 1_000
 #: awaits that never let another task run and then resume
 _NO_SUSPEND = frozenset({"checkpoint_if_cancelled"})
 #: calls naming the running task or thread: a key built from them is this task's own
@@ -76,6 +82,9 @@ class Event:
     percall: bool = False  # a write whose value is per-call data (a local, an await)
     detail: str = ""  # mutator name, "pos" for x[0]/x[-1], "local-key" for x[local] = ...
     guard: bool = False  # a check whose if-statement has an arm that returns/raises
+    #: a check in an inlined callee whose if-statement has an arm that leaves the
+    #: callee: it guards the rest of that call (``close()``'s ``if self._closed: return``)
+    exits_call: bool = False
     scope: tuple[int, int] = (0, 0)  # a check's if-statement (frame, id)
     end: int = 0  # a check: the order just after its if-statement
     looping: bool = False  # inside a `while` loop of the analysed function
@@ -411,7 +420,8 @@ class Flow:
     def _if(self, stmt: ast.If) -> None:
         self._expr(stmt.test)
         scope = (self._top.id, id(stmt))
-        guard = self._depth == 0 and (terminates(stmt.body) or terminates(stmt.orelse))
+        leaves = terminates(stmt.body) or terminates(stmt.orelse)
+        guard = self._depth == 0 and leaves
         members = set(self.membership_keys(stmt.test))
         bounds = set(self.bound_keys(stmt.test))
         reuse = (
@@ -423,6 +433,7 @@ class Flow:
                 key,
                 stmt.test,
                 guard=guard,
+                exits_call=leaves and not guard,
                 scope=scope,
                 detail="membership" if key in members else "capacity" if key in bounds else "",
                 reuse=reuse,
@@ -859,6 +870,8 @@ class Flow:
     def _inline(self, call: ast.Call, awaited: bool) -> bool:
         if not self.inline or self._depth >= MAX_INLINE_DEPTH:
             return False
+        if len(self.events) >= MAX_FLOW_EVENTS:
+            return False  # a budget: see MAX_FLOW_EVENTS
         resolved = self._resolve(call)
         if resolved is None:
             return False
@@ -919,7 +932,7 @@ class Flow:
         recording.ids = self._next_id - recording.id_base
         recording.orders = self._next_order - recording.order_base
         # a snapshot: the caller may still mark its copies (`+=` marks its writes)
-        recording.events = [copy.copy(event) for event in self.events[recording.start :]]
+        recording.events = [_clone(event) for event in self.events[recording.start :]]
         templates.append(recording)
         return True
 
@@ -1051,6 +1064,13 @@ class _Recording:
     ids: int = 0
     orders: int = 0
     events: list[Event] = field(default_factory=list)
+
+
+def _clone(event: Event) -> Event:
+    """A shallow copy of ``event`` (``copy.copy`` without its reduce protocol)."""
+    clone = object.__new__(Event)
+    clone.__dict__.update(event.__dict__)
+    return clone
 
 
 def _lock_call(call: ast.Call, method: str) -> str | None:

@@ -331,12 +331,17 @@ def _asyncio_lock_across_threads(
         if not guarded:
             continue
         changed = _guarded_by(module, methods.values(), attr, changes_only=True)
+        inside = _only_called_under(module, methods.values(), attr)
         for method in methods.values():
             if not isinstance(method, ast.FunctionDef) or method.name in _SKIP_METHODS:
                 continue
             if "property" in decorator_names(method):
                 continue
             me = module.self_name(method)
+            if _recreates(module, method, me, attr):
+                continue  # a reset (after a fork): it replaces the lock and what it guards
+            if method.name in inside:
+                continue  # a helper of the coroutines that hold the lock: no thread's entry
             unlocked = _outside_thread_locks(method, me)
             # the asyncio side only reading what the threads change under their own
             # lock (a snapshot, copy-on-write) is not what an asyncio lock fails at
@@ -357,6 +362,47 @@ def _asyncio_lock_across_threads(
                     "exclude other threads; use a threading.Lock",
                 )
                 break
+
+
+def _only_called_under(module: Module, methods: object, lock: str) -> set[str]:
+    """Methods the class names only as ``self.m(...)`` calls inside ``async with self.<lock>:``.
+
+    aioredis 2's ``make_connection()`` runs in the coroutine that holds the pool's
+    asyncio lock: a helper of the loop side, which no thread enters.
+    """
+    inside: dict[str, bool] = {}
+    for method in methods:  # type: ignore[attr-defined]
+        me = module.self_name(method)
+
+        def visit(node: ast.AST, held: bool, me: str | None = me) -> None:
+            if isinstance(node, ast.AsyncWith) and any(
+                self_attr(item.context_expr, me) == lock for item in node.items
+            ):
+                held = True
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.Attribute) and self_attr(child, me) is not None:
+                    called = isinstance(node, ast.Call) and node.func is child
+                    inside[child.attr] = inside.get(child.attr, True) and held and called
+                if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                    visit(child, held)
+
+        visit(method, False)
+    return {name for name, ok in inside.items() if ok}
+
+
+def _recreates(module: Module, method: FunctionNode, me: str | None, lock: str) -> bool:
+    """Does ``method`` bind ``self.<lock>`` to a new asyncio primitive?
+
+    aioredis 2's ``ConnectionPool.reset()``: the child of a fork rebuilds the
+    pool's state, lock included. It uses nothing the old lock guards; no task
+    can hold the new lock yet.
+    """
+    return any(
+        isinstance(node, ast.Assign)
+        and any(self_attr(target, me) == lock for target in node.targets)
+        and module.asyncio_primitive(node.value) is not None
+        for node in iter_own(method)
+    )
 
 
 def _created_in(info: ClassInfo, node: ast.AST) -> bool:
