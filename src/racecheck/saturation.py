@@ -49,6 +49,13 @@ from typing import Any
 #: consecutive schedules without anything new before a strategy has saturated
 DEFAULT_WINDOW = 1000
 
+#: the portfolio's sampling members, together, have converged when at least
+#: NOVELTY_MIN sampled schedules ran and the Good-Turing estimate of the chance
+#: that the next one is new (fingerprints seen exactly once / schedules) is at
+#: most NOVELTY_THRESHOLD (see :meth:`SaturationWatch.novelty`)
+NOVELTY_MIN = 150
+NOVELTY_THRESHOLD = 0.05
+
 
 def access_fingerprint(accesses: Sequence[tuple[int, str]]) -> Hashable:
     """Per shared object, the order of the actors' conflicting accesses."""
@@ -88,6 +95,13 @@ class SaturationWatch:
         self.notes: list[str] = []
         #: the exploration stopped because of saturation
         self.stopped = False
+        #: sampled schedules, and how often each fingerprint came up among them
+        self.sampled = 0
+        self.counts: dict[Hashable, int] = {}
+        #: fingerprints seen exactly once (Good-Turing's N1)
+        self.singletons = 0
+        #: the chooser acted on the sampling members' convergence (once)
+        self.converged = False
 
     def after_run(self, chooser: Any, decisions: Sequence[Any], accesses: Any) -> bool:
         """Record one finished (passing) schedule; True when the exploration should stop."""
@@ -101,6 +115,8 @@ class SaturationWatch:
             fingerprint = ("d", hash(tuple(decisions)))
         member = str(getattr(chooser, "member", None) or chooser.name)
         self.runs[member] = self.runs.get(member, 0) + 1
+        self._count(fingerprint)
+        self._tell_converged(chooser)
         if fingerprint in self.seen:
             self.streak[member] = self.streak.get(member, 0) + 1
         else:
@@ -136,9 +152,59 @@ class SaturationWatch:
         self.stopped = True
         return True
 
+    def _count(self, fingerprint: Hashable) -> None:
+        self.sampled += 1
+        seen = self.counts.get(fingerprint, 0)
+        self.counts[fingerprint] = seen + 1
+        self.singletons += 1 if seen == 0 else -1 if seen == 1 else 0
+
+    def novelty(self) -> float:
+        """Good-Turing: about how likely the next sampled schedule shows something new.
+
+        The share of sampled schedules whose fingerprint came up exactly
+        once estimates the probability mass of the fingerprints not seen yet
+        (Good, 1953). Unlike a streak of repeats it does not need the
+        samplers to stop finding anything: a program whose samplers still
+        find a new ordering every hundred schedules has a novelty of about
+        1%, which says the same about their value as the streak would after
+        hundreds more.
+        """
+        return self.singletons / self.sampled if self.sampled else 1.0
+
+    def _tell_converged(self, chooser: Any) -> None:
+        """Tell a portfolio that its sampling members, together, stopped finding much.
+
+        The chooser decides what to do with it (``sampling_converged(sampled,
+        claim)`` returns the note of what it did, or None while it does
+        nothing: it is asked again after the next sampled schedule).
+        """
+        hook = getattr(chooser, "sampling_converged", None)
+        if hook is None or self.converged or self.sampled < NOVELTY_MIN:
+            return
+        novelty = self.novelty()
+        if novelty > NOVELTY_THRESHOLD:
+            return
+        claim = (
+            f"the sampling members' {self.sampled} schedules showed {len(self.counts)} distinct"
+            f" {_plural(self.what())}, {self.singletons} of them once: a further sampled"
+            f" schedule would be new with probability about {novelty:.2g} (Good-Turing estimate)"
+        )
+        done = hook(self.sampled, claim)
+        if done:
+            self.converged = True
+            self.notes.append(str(done))
+
     def what(self) -> str:
         if self.measured == {"accesses"}:
             return "ordering of conflicting accesses (per-object access order)"
         if self.measured == {"decisions"}:
             return "decision sequence (no access information was recorded)"
         return "ordering of conflicting accesses, or decision sequence where no access was recorded"
+
+
+def _plural(what: str) -> str:
+    """What :meth:`SaturationWatch.what` names, counted: "orderings", "decision sequences"."""
+    for one in ("ordering", "sequence"):
+        if one in what:
+            return what.replace(one, one + "s", 1)
+    return what

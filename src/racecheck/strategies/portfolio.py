@@ -111,6 +111,13 @@ MEMBERS: tuple[tuple[str, Callable[[int], Chooser]], ...] = (
 #: turns per round of the members that take more than one (see the module docstring)
 TURNS: dict[str, int] = {"dpor": 2}
 
+#: after the shift (see the module docstring): DPOR's turns for each other member's one
+SHIFT_TURNS = 8
+#: the shift needs DPOR's estimated remaining runs within this many times what
+#: it can run in the budget left: its estimate overestimates (about 2x on the
+#: reference scenarios); a search of 10^10 runs is never moved to
+FINITE_FACTOR = 4
+
 
 def rotation(names: Sequence[str], turns: Mapping[str, int]) -> list[int]:
     """One round: member indices in turn order, a member's extra turns spread over it.
@@ -186,6 +193,12 @@ class PortfolioChooser(BaseChooser):
         self._failed_member = False
         #: members watching the current (natural-order) schedule as their profile
         self._profiling: list[Chooser] = []
+        #: the exploration's budget, when it told us (explore calls plan_budget)
+        self.budget: int | None = None
+        #: the budget moved to DPOR: (after schedule, DPOR's own runs then, estimate)
+        self.shifted: tuple[int, int, float] | None = None
+        #: the schedule at which a member covered the whole space
+        self.completed_at: int | None = None
 
     @property
     def systematic(self) -> Chooser | None:
@@ -330,6 +343,7 @@ class PortfolioChooser(BaseChooser):
             at = next(i for i, (_, c) in enumerate(self.members) if c is profiling)
             if _covered_everything(profiling):
                 self.completed_by = at  # schedule 1 was the only trace
+                self.completed_at = self.turn
             if not profiling.has_more():
                 self._retire(at)
         self._profiling = []
@@ -347,8 +361,52 @@ class PortfolioChooser(BaseChooser):
             chooser.end(decisions, failed, steps)
             if _covered_everything(chooser):
                 self.completed_by = index
+                self.completed_at = self.turn
             if not chooser.has_more():
                 self._retire(index)
+
+    def plan_budget(self, schedules: int) -> None:
+        """The exploration's budget: what the shift to DPOR weighs its estimate against."""
+        self.budget = schedules
+
+    def _own_runs(self, index: int) -> int:
+        chooser = self.members[index][1]
+        return self.member_runs[index] - self._skipped[index] + (1 if _profiles(chooser) else 0)
+
+    def sampling_converged(self, sampled: int, claim: str) -> str | None:
+        """Saturation hook: the sampling members together stopped finding much.
+
+        Move the budget to DPOR (``SHIFT_TURNS`` turns to every other
+        member's one) when its search looks finite: its estimate of the runs
+        left (:meth:`DPORChooser.estimated_runs`) is within ``FINITE_FACTOR``
+        times what it can run in the budget left. Returns the note, or None
+        while nothing moved (asked again after the next sampled schedule).
+        """
+        found = [
+            i
+            for i in dict.fromkeys(self.active)
+            if callable(getattr(self.members[i][1], "estimated_runs", None))
+        ]
+        if not found or self.budget is None or self.shifted is not None:
+            return None
+        dpor = found[0]
+        chooser = self.members[dpor][1]
+        estimate = chooser.estimated_runs()  # type: ignore[attr-defined]
+        left = self.budget - self.turn
+        if estimate is None or left <= 0 or not chooser.has_more():
+            return None
+        own = self._own_runs(dpor)
+        if estimate - own > FINITE_FACTOR * left * SHIFT_TURNS / (SHIFT_TURNS + 1):
+            return None  # DPOR could not end it in this budget: the samplers keep their turns
+        others = [i for i in dict.fromkeys(self.active) if i != dpor]
+        self.active = [i for other in others for i in [dpor] * SHIFT_TURNS + [other]] or [dpor]
+        self.shifted = (self.turn, own, estimate)
+        name = self.members[dpor][0]
+        return (
+            f"saturated: {claim}; {name}'s search looked finite (about {estimate:,.0f} runs in"
+            f" all, {own} done), so after schedule {self.turn} it took {SHIFT_TURNS}"
+            f" turns in {SHIFT_TURNS + 1}"
+        )
 
     def saturated(self, member: str, note: str) -> bool:
         """Saturation hook: drop the member; True while others can go on."""
@@ -383,10 +441,14 @@ class PortfolioChooser(BaseChooser):
         notes = [f"auto: schedules per member: {counts}"]
         if self.completed_by is not None:
             name, chooser = self.members[self.completed_by]
-            notes.append(f"auto: {name} covered every schedule; the exploration stopped there")
+            notes.append(
+                f"auto: {name} covered every schedule at schedule {self.completed_at};"
+                " the exploration stopped there"
+            )
             notes += chooser.notes(schedules_run)
         else:
             notes += self._systematic_notes() + self._reduction_notes()
+        notes += self._shift_notes(schedules_run)
         pct = [c for _, c in self.members if isinstance(c, PCTChooser)]
         if pct:
             depths = ", ".join(
@@ -413,6 +475,24 @@ class PortfolioChooser(BaseChooser):
             tell = getattr(chooser, "for_backend", None)
             if tell is not None:
                 tell(backend)
+
+    def _shift_notes(self, schedules_run: int) -> list[str]:
+        """Where the budget went after it moved to DPOR (see sampling_converged)."""
+        if self.shifted is None:
+            return []
+        after, own_then, _ = self.shifted
+        index = next(
+            i
+            for i, (_, c) in enumerate(self.members)
+            if callable(getattr(c, "estimated_runs", None))
+        )
+        name = self.members[index][0]
+        moved = self._own_runs(index) - own_then
+        rest = schedules_run - after
+        return [
+            f"auto: sampling saturated after {after} schedules; of the remaining {rest},"
+            f" {moved} went to {name} and {rest - moved} to the other members"
+        ]
 
     def _reduction_notes(self) -> list[str]:
         """Where DPOR got to, when it did not end the exploration (never "verified")."""
