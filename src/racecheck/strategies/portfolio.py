@@ -441,10 +441,7 @@ class PortfolioChooser(BaseChooser):
         notes = [f"auto: schedules per member: {counts}"]
         if self.completed_by is not None:
             name, chooser = self.members[self.completed_by]
-            notes.append(
-                f"auto: {name} covered every schedule at schedule {self.completed_at};"
-                " the exploration stopped there"
-            )
+            notes.append(f"auto: {name} covered every schedule; the exploration stopped there")
             notes += chooser.notes(schedules_run)
         else:
             notes += self._systematic_notes() + self._reduction_notes()
@@ -489,9 +486,14 @@ class PortfolioChooser(BaseChooser):
         name = self.members[index][0]
         moved = self._own_runs(index) - own_then
         rest = schedules_run - after
+        ended = (
+            f"; {name} covered every schedule at schedule {self.completed_at}"
+            if self.completed_by == index
+            else ""
+        )
         return [
             f"auto: sampling saturated after {after} schedules; of the remaining {rest},"
-            f" {moved} went to {name} and {rest - moved} to the other members"
+            f" {moved} went to {name} and {rest - moved} to the other members{ended}"
         ]
 
     def _reduction_notes(self) -> list[str]:
