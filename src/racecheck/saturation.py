@@ -12,7 +12,12 @@ the exploration hands the run to :class:`SaturationWatch`; when the last
 * in the portfolio the saturated member (after ``window // 5`` repeats: giving
   turns away changes no verdict) drops out and its turns go to the
   members still finding new schedules; the exploration stops when every
-  sampling member has saturated (and the systematic one is done or absent).
+  sampling member has saturated (and the systematic one is done or absent);
+* in the portfolio, the sampling members *together* have converged when,
+  after at least ``NOVELTY_MIN`` sampled schedules, the Good-Turing estimate
+  of a new fingerprint (:meth:`SaturationWatch.novelty`) is at most
+  ``NOVELTY_THRESHOLD``; the portfolio may then move its budget to DPOR
+  (``sampling_converged``; see :mod:`racecheck.strategies.portfolio`).
 
 What "new" means is named in the note, because it changes what saturation
 says:
@@ -38,7 +43,10 @@ know nothing of saturation keep working:
 * ``samples`` (default True): False for systematic search, which is exempt;
 * ``member``: the name of the portfolio member that ran the last schedule;
 * ``saturated(member: str, note: str) -> bool``: the portfolio drops the
-  member; True means the exploration can go on with the others.
+  member; True means the exploration can go on with the others;
+* ``sampling_converged(sampled: int, claim: str) -> str | None``: the
+  portfolio moved its budget (the note to add), or did nothing (None: asked
+  again after the next sampled schedule).
 """
 
 from __future__ import annotations

@@ -61,8 +61,54 @@ When the portfolio stops early:
 * a sampling member that saturates (:mod:`racecheck.saturation`: its recent
   schedules added nothing new) drops out and its turns go to the others;
   when no member is left, the exploration stops and says so;
+* DPOR's turns grow when the sampling members together have converged and
+  DPOR can end the run with a proof (below);
 * a member that cannot go on (systematic search on a target that is not
   deterministic) drops out and says why.
+
+Moving the budget to DPOR. The fixed 2/9 share verifies programs of up to
+about 222 traces' runs in 1,000 schedules; cleveragents-7120-changeset's fix
+needs 595 DPOR runs, so ``racecheck run`` said "safe" where it could say
+"verified". Once sampling has stopped paying, the samplers' turns buy less
+than DPOR's: after each sampled schedule :class:`~racecheck.saturation.
+SaturationWatch` estimates how likely the next sampled schedule is to show a
+fingerprint not seen yet (Good-Turing: the share of sampled schedules whose
+fingerprint came up once), and when that is at most 5% after at least 150
+sampled schedules it asks the portfolio (:meth:`PortfolioChooser.
+sampling_converged`). The portfolio moves the budget only if DPOR can use
+it: DPOR's own estimate of its search's size
+(:meth:`~racecheck.strategies.dpor.DPORChooser.estimated_runs`, the
+depth-first position read as a fraction of the tree) must leave at most
+``FINITE_FACTOR`` (4) times the runs it could make in the budget left; the
+estimate runs about 2x high on finite searches and is 10^10 and more on the
+ones DPOR cannot finish (executor, bridge today), where DPOR's schedules
+would cost several times a sampled one for no proof. Then DPOR takes 8 turns
+in 9; the other members share the ninth in turn, so a bug only a sampler
+reaches is still looked for. The notes say when and what: "saturated: the
+sampling members' 150 schedules showed 18 distinct orderings ...; dpor's
+search looked finite (about 1,088 runs in all, 51 done), so after schedule
+225 it took 8 turns in 9" and "auto: sampling saturated after 225
+schedules; of the remaining 611, 544 went to dpor and 67 to the other
+members; dpor covered every schedule at schedule 836".
+
+What it costs, and what it does not:
+
+* nothing before the shift: it cannot happen before 150 sampled schedules
+  (about schedule 225), and every bug of tests/classic and of the reference
+  scenarios is found by schedule 180 at the latest (seeds 0, 1, 2, coverage on
+  or off: the same schedule and member as before the shift existed,
+  tests/core/test_portfolio_shift.py);
+* ``schedules=`` stays a hard cap: only the split inside it moves;
+* it needs the sampled schedules' fingerprints to repeat: with access
+  information (coverage on, as in ``racecheck run``) they are orderings of
+  conflicting accesses and repeat on a program with few of them; without it
+  (``racecheck.check``'s default) they are decision sequences, which rarely
+  repeat on a long run, and the split stays 2/9 (``check(...,
+  coverage=True)`` verifies the changeset fix as ``racecheck run`` does);
+* ``saturation=0`` turns it off with saturation;
+* a sharded exploration (``-j``, ``--racecheck-shards``) never shifts: which
+  member owns a schedule number must be known to every slice in advance, and
+  convergence is seen only by the whole run; such a run keeps the 2/9 split.
 
 Adding a member is one line in :data:`MEMBERS`.
 """
