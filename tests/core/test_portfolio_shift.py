@@ -19,6 +19,7 @@ subprocess, the classic thread programs of tests/classic.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import os
@@ -30,6 +31,8 @@ from typing import Any
 import pytest
 
 import racecheck
+from racecheck.explore import Session, _settings
+from racecheck.strategies.portfolio import SETTLE_GROWTH, PortfolioChooser
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 _CHANGESET = os.path.join(_ROOT, "scenarios", "cleveragents_7120_changeset.py")
@@ -125,3 +128,61 @@ def test_bugs_are_found_at_the_same_schedule_as_before(backend: str, name: str, 
     with pytest.raises(racecheck.RaceFound) as again:
         racecheck.replay(target, found.value.schedule)
     assert again.value.kind == found.value.kind
+
+
+# -- the guard: DPOR must look able to finish ---------------------------------------------
+
+
+def _counters(tasks: int, bumps: int) -> Any:
+    async def target() -> None:
+        lock = asyncio.Lock()
+        state = {"n": 0}
+
+        async def bump() -> None:
+            for _ in range(bumps):
+                async with lock:
+                    value = state["n"]
+                    await asyncio.sleep(0)
+                    state["n"] = value + 1
+
+        await asyncio.gather(*(bump() for _ in range(tasks)))
+        assert state["n"] == tasks * bumps
+
+    return target
+
+
+def _portfolio_after(target: Any, schedules: int) -> PortfolioChooser:
+    """A real portfolio after ``schedules`` schedules of ``target`` (budget 1,000)."""
+    session = Session(_settings(target, {}))
+    portfolio = PortfolioChooser(seed=0)
+    portfolio.plan_budget(1000)
+    session.settings.backend.install()
+    try:
+        for run in range(1, schedules + 1):
+            controller = session.run(portfolio, run)
+            assert controller.failure is None
+            portfolio.end(tuple(controller.decisions), False, controller.scheduling_steps)
+    finally:
+        session.settings.backend.uninstall()
+    return portfolio
+
+
+def test_no_shift_when_dpors_search_cannot_finish_in_the_budget() -> None:
+    """Five tasks bumping under one lock, four times each: far more traces than 1,000 runs."""
+    portfolio = _portfolio_after(_counters(5, 4), 300)
+    before = list(portfolio.active)
+    assert portfolio.sampling_converged(150, "converged") is None
+    assert portfolio.shifted is None and portfolio.active == before
+    # its estimate kept growing with its runs: no size yet
+    assert (
+        portfolio.estimates[-1]
+        > SETTLE_GROWTH * portfolio.estimates[len(portfolio.estimates) // 2 - 1]
+    )
+
+
+def test_shift_when_dpors_search_looks_finite() -> None:
+    portfolio = _portfolio_after(_counters(3, 2), 300)
+    note = portfolio.sampling_converged(150, "converged")
+    assert note is not None and "took 8 turns in 9" in note and "looked finite" in note
+    dpor = [name for name, _ in portfolio.members].index("dpor")
+    assert portfolio.active.count(dpor) == 8 * (len(set(portfolio.active)) - 1)

@@ -163,6 +163,10 @@ SHIFT_TURNS = 8
 #: it can run in the budget left: its estimate overestimates (about 2x on the
 #: reference scenarios); a search of 10^10 runs is never moved to
 FINITE_FACTOR = 4
+#: ... and the estimate must have settled: after at least SETTLE_RUNS DPOR runs,
+#: at most SETTLE_GROWTH times what it was at half as many (see _settled)
+SETTLE_RUNS = 16
+SETTLE_GROWTH = 1.25
 
 
 def rotation(names: Sequence[str], turns: Mapping[str, int]) -> list[int]:
@@ -245,6 +249,8 @@ class PortfolioChooser(BaseChooser):
         self.shifted: tuple[int, int, float] | None = None
         #: the schedule at which a member covered the whole space
         self.completed_at: int | None = None
+        #: DPOR's estimate of its search's size after each of its runs (until the shift)
+        self.estimates: list[float | None] = []
 
     @property
     def systematic(self) -> Chooser | None:
@@ -410,6 +416,9 @@ class PortfolioChooser(BaseChooser):
                 self.completed_at = self.turn
             if not chooser.has_more():
                 self._retire(index)
+            estimate = getattr(chooser, "estimated_runs", None)
+            if callable(estimate) and self.shifted is None:
+                self.estimates.append(estimate())
 
     def plan_budget(self, schedules: int) -> None:
         """The exploration's budget: what the shift to DPOR weighs its estimate against."""
@@ -444,6 +453,8 @@ class PortfolioChooser(BaseChooser):
         own = self._own_runs(dpor)
         if estimate - own > FINITE_FACTOR * left * SHIFT_TURNS / (SHIFT_TURNS + 1):
             return None  # DPOR could not end it in this budget: the samplers keep their turns
+        if not self._settled():
+            return None  # the estimate still grows with the search: it is no size yet
         others = [i for i in dict.fromkeys(self.active) if i != dpor]
         self.active = [i for other in others for i in [dpor] * SHIFT_TURNS + [other]] or [dpor]
         self.shifted = (self.turn, own, estimate)
@@ -453,6 +464,23 @@ class PortfolioChooser(BaseChooser):
             f" all, {own} done), so after schedule {self.turn} it took {SHIFT_TURNS}"
             f" turns in {SHIFT_TURNS + 1}"
         )
+
+    def _settled(self) -> bool:
+        """Has DPOR's estimate stopped growing with its runs?
+
+        Early on a state's alternatives are not known yet (a source set grows
+        as races are found), so the estimate of a search that explodes starts
+        small and keeps doubling with the runs (five tasks taking one lock
+        four times each: 198 after 8 runs, 768 after 32, 8,192 after 512),
+        while a finite one levels off (the changeset fix: 1,524 after 32,
+        1,088 after 51). Settled: at least ``SETTLE_RUNS`` runs, and the
+        estimate now within ``SETTLE_GROWTH`` times the one at half as many.
+        """
+        runs = len(self.estimates)
+        if runs < SETTLE_RUNS:
+            return False
+        now, then = self.estimates[-1], self.estimates[runs // 2 - 1]
+        return now is not None and then is not None and now <= SETTLE_GROWTH * then
 
     def saturated(self, member: str, note: str) -> bool:
         """Saturation hook: drop the member; True while others can go on."""
