@@ -17,7 +17,7 @@ the exploration hands the run to :class:`SaturationWatch`; when the last
   after at least ``NOVELTY_MIN`` sampled schedules, the Good-Turing estimate
   of a new fingerprint (:meth:`SaturationWatch.novelty`) is at most
   ``NOVELTY_THRESHOLD``; the portfolio may then move its budget to DPOR
-  (``sampling_converged``; see :mod:`racecheck.strategies.portfolio`).
+  (``after_sampling``; see :mod:`racecheck.strategies.portfolio`).
 
 What "new" means is named in the note, because it changes what saturation
 says:
@@ -44,9 +44,9 @@ know nothing of saturation keep working:
 * ``member``: the name of the portfolio member that ran the last schedule;
 * ``saturated(member: str, note: str) -> bool``: the portfolio drops the
   member; True means the exploration can go on with the others;
-* ``sampling_converged(sampled: int, claim: str) -> str | None``: the
-  portfolio moved its budget (the note to add), or did nothing (None: asked
-  again after the next sampled schedule).
+* ``after_sampling(sampled: int, converged: bool, claim: str) -> str | None``:
+  the portfolio moved its budget (the note to add), or did nothing (None:
+  asked again after the next sampled schedule).
 """
 
 from __future__ import annotations
@@ -180,24 +180,24 @@ class SaturationWatch:
         return self.singletons / self.sampled if self.sampled else 1.0
 
     def _tell_converged(self, chooser: Any) -> None:
-        """Tell a portfolio that its sampling members, together, stopped finding much.
+        """Tell a portfolio how much its sampling members, together, still find.
 
-        The chooser decides what to do with it (``sampling_converged(sampled,
-        claim)`` returns the note of what it did, or None while it does
-        nothing: it is asked again after the next sampled schedule).
+        From ``NOVELTY_MIN`` sampled schedules on, after each one, the hook
+        ``after_sampling(sampled, converged, claim)`` hears whether they have
+        converged (novelty at most ``NOVELTY_THRESHOLD``) and the claim that
+        says so; the chooser decides what to do with it and returns the note
+        of what it did (then it is not asked again), or None.
         """
-        hook = getattr(chooser, "sampling_converged", None)
+        hook = getattr(chooser, "after_sampling", None)
         if hook is None or self.converged or self.sampled < NOVELTY_MIN:
             return
         novelty = self.novelty()
-        if novelty > NOVELTY_THRESHOLD:
-            return
         claim = (
             f"the sampling members' {self.sampled} schedules showed {len(self.counts)} distinct"
             f" {_plural(self.what())}, {self.singletons} of them once: a further sampled"
             f" schedule would be new with probability about {novelty:.2g} (Good-Turing estimate)"
         )
-        done = hook(self.sampled, claim)
+        done = hook(self.sampled, novelty <= NOVELTY_THRESHOLD, claim)
         if done:
             self.converged = True
             self.notes.append(str(done))

@@ -167,11 +167,12 @@ def _portfolio_after(target: Any, schedules: int) -> PortfolioChooser:
     return portfolio
 
 
-def test_no_shift_when_dpors_search_cannot_finish_in_the_budget() -> None:
+@pytest.mark.parametrize("converged", [True, False])
+def test_no_shift_when_dpors_search_cannot_finish_in_the_budget(converged: bool) -> None:
     """Five tasks bumping under one lock, four times each: far more traces than 1,000 runs."""
     portfolio = _portfolio_after(_counters(5, 4), 300)
     before = list(portfolio.active)
-    assert portfolio.sampling_converged(150, "converged") is None
+    assert portfolio.after_sampling(150, converged, "claim") is None
     assert portfolio.shifted is None and portfolio.active == before
     # its estimate kept growing with its runs: no size yet
     assert (
@@ -180,9 +181,14 @@ def test_no_shift_when_dpors_search_cannot_finish_in_the_budget() -> None:
     )
 
 
-def test_shift_when_dpors_search_looks_finite() -> None:
+@pytest.mark.parametrize(
+    ("converged", "why"),
+    [(True, "saturated: claim; dpor's search looked finite"), (False, "within reach")],
+)
+def test_shift_when_dpors_search_looks_finite(converged: bool, why: str) -> None:
+    """Three tasks, two bumps each: about 100 DPOR runs, settled after 64."""
     portfolio = _portfolio_after(_counters(3, 2), 300)
-    note = portfolio.sampling_converged(150, "converged")
-    assert note is not None and "took 8 turns in 9" in note and "looked finite" in note
+    note = portfolio.after_sampling(150, converged, "claim")
+    assert note is not None and why in note and note.endswith("it took 8 turns in 9"), note
     dpor = [name for name, _ in portfolio.members].index("dpor")
     assert portfolio.active.count(dpor) == 8 * (len(set(portfolio.active)) - 1)

@@ -61,8 +61,9 @@ When the portfolio stops early:
 * a sampling member that saturates (:mod:`racecheck.saturation`: its recent
   schedules added nothing new) drops out and its turns go to the others;
   when no member is left, the exploration stops and says so;
-* DPOR's turns grow when the sampling members together have converged and
-  DPOR can end the run with a proof (below);
+* DPOR's turns grow when its search looks finite and either the sampling
+  members together have converged or DPOR can finish in the budget left
+  (below);
 * a member that cannot go on (systematic search on a target that is not
   deterministic) drops out and says why.
 
@@ -75,14 +76,22 @@ SaturationWatch` estimates how likely the next sampled schedule is to show a
 fingerprint not seen yet (Good-Turing: the share of sampled schedules whose
 fingerprint came up once), and when that is at most 5% after at least 150
 sampled schedules it asks the portfolio (:meth:`PortfolioChooser.
-sampling_converged`). The portfolio moves the budget only if DPOR can use
+after_sampling`). The portfolio moves the budget only if DPOR can use
 it: DPOR's own estimate of its search's size
 (:meth:`~racecheck.strategies.dpor.DPORChooser.estimated_runs`, the
 depth-first position read as a fraction of the tree) must leave at most
 ``FINITE_FACTOR`` (4) times the runs it could make in the budget left; the
 estimate runs about 2x high on finite searches and is 10^10 and more on the
 ones DPOR cannot finish (executor, bridge today), where DPOR's schedules
-would cost several times a sampled one for no proof. Then DPOR takes 8 turns
+would cost several times a sampled one for no proof. The estimate must
+also have settled (within 1.25x of what it was at half as many DPOR runs):
+early on a state's alternatives are not all known, and an exploding search's
+estimate starts small and keeps growing. Without convergence the budget moves
+too when DPOR's estimate of the runs left fits in what it could run in the
+budget left (factor 1): the run can then end in a proof whatever the samplers
+still find, which is what a program whose sampled orderings stay diverse
+needs (the same checks after each sampled schedule from the 150th on; the
+note then says "dpor's search came within reach"). Then DPOR takes 8 turns
 in 9; the other members share the ninth in turn, so a bug only a sampler
 reaches is still looked for. The notes say when and what: "saturated: the
 sampling members' 150 schedules showed 18 distinct orderings ...; dpor's
@@ -245,8 +254,9 @@ class PortfolioChooser(BaseChooser):
         self._profiling: list[Chooser] = []
         #: the exploration's budget, when it told us (explore calls plan_budget)
         self.budget: int | None = None
-        #: the budget moved to DPOR: (after schedule, DPOR's own runs then, estimate)
+        #: the budget moved to DPOR: (after schedule, DPOR's own runs then, estimate), and why
         self.shifted: tuple[int, int, float] | None = None
+        self.shift_reason = ""
         #: the schedule at which a member covered the whole space
         self.completed_at: int | None = None
         #: DPOR's estimate of its search's size after each of its runs (until the shift)
@@ -428,14 +438,21 @@ class PortfolioChooser(BaseChooser):
         chooser = self.members[index][1]
         return self.member_runs[index] - self._skipped[index] + (1 if _profiles(chooser) else 0)
 
-    def sampling_converged(self, sampled: int, claim: str) -> str | None:
-        """Saturation hook: the sampling members together stopped finding much.
+    def after_sampling(self, sampled: int, converged: bool, claim: str) -> str | None:
+        """Saturation hook: how much the sampling members, together, still find.
 
         Move the budget to DPOR (``SHIFT_TURNS`` turns to every other
-        member's one) when its search looks finite: its estimate of the runs
-        left (:meth:`DPORChooser.estimated_runs`) is within ``FINITE_FACTOR``
-        times what it can run in the budget left. Returns the note, or None
-        while nothing moved (asked again after the next sampled schedule).
+        member's one) once its estimate of its search has settled
+        (:meth:`_settled`) and either
+
+        * the sampling members have converged and DPOR's estimate of the runs
+          left (:meth:`DPORChooser.estimated_runs`) is within
+          ``FINITE_FACTOR`` times what it can run in the budget left, or
+        * that estimate fits in what it can run in the budget left: the run
+          can end in a proof, however much the samplers still find.
+
+        Returns the note, or None while nothing moved (asked again after the
+        next sampled schedule).
         """
         found = [
             i
@@ -448,21 +465,29 @@ class PortfolioChooser(BaseChooser):
         chooser = self.members[dpor][1]
         estimate = chooser.estimated_runs()  # type: ignore[attr-defined]
         left = self.budget - self.turn
-        if estimate is None or left <= 0 or not chooser.has_more():
-            return None
+        if estimate is None or left <= 0 or not chooser.has_more() or not self._settled():
+            return None  # a search whose estimate still grows has no size yet
         own = self._own_runs(dpor)
-        if estimate - own > FINITE_FACTOR * left * SHIFT_TURNS / (SHIFT_TURNS + 1):
+        reach = left * SHIFT_TURNS / (SHIFT_TURNS + 1)
+        name = self.members[dpor][0]
+        size = f"about {estimate:,.0f} runs in all, {own} done"
+        if converged and estimate - own <= FINITE_FACTOR * reach:
+            why = f"saturated: {claim}; {name}'s search looked finite ({size})"
+            reason = "sampling saturated"
+        elif estimate - own <= reach:
+            why = (
+                f"{name}'s search looked finite and within reach ({size}, the budget left"
+                f" gives it {reach:,.0f}); sampling had not saturated: {claim}"
+            )
+            reason = f"{name}'s search came within reach"
+        else:
             return None  # DPOR could not end it in this budget: the samplers keep their turns
-        if not self._settled():
-            return None  # the estimate still grows with the search: it is no size yet
         others = [i for i in dict.fromkeys(self.active) if i != dpor]
         self.active = [i for other in others for i in [dpor] * SHIFT_TURNS + [other]] or [dpor]
         self.shifted = (self.turn, own, estimate)
-        name = self.members[dpor][0]
+        self.shift_reason = reason
         return (
-            f"saturated: {claim}; {name}'s search looked finite (about {estimate:,.0f} runs in"
-            f" all, {own} done), so after schedule {self.turn} it took {SHIFT_TURNS}"
-            f" turns in {SHIFT_TURNS + 1}"
+            f"{why}, so after schedule {self.turn} it took {SHIFT_TURNS} turns in {SHIFT_TURNS + 1}"
         )
 
     def _settled(self) -> bool:
@@ -548,7 +573,7 @@ class PortfolioChooser(BaseChooser):
                 tell(backend)
 
     def _shift_notes(self, schedules_run: int) -> list[str]:
-        """Where the budget went after it moved to DPOR (see sampling_converged)."""
+        """Where the budget went after it moved to DPOR (see after_sampling)."""
         if self.shifted is None:
             return []
         after, own_then, _ = self.shifted
@@ -566,7 +591,7 @@ class PortfolioChooser(BaseChooser):
             else ""
         )
         return [
-            f"auto: sampling saturated after {after} schedules; of the remaining {rest},"
+            f"auto: {self.shift_reason} after {after} schedules; of the remaining {rest},"
             f" {moved} went to {name} and {rest - moved} to the other members{ended}"
         ]
 
