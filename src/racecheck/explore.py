@@ -723,6 +723,9 @@ def _explore(
     settings = session.settings
     run = 0
     session.budget = schedules
+    plan = getattr(chooser, "plan_budget", None)  # the portfolio may move budget to DPOR
+    if plan is not None:
+        plan(schedules)
     # free_backend: an async target on the default backend, always the asyncio one
     halve = settings.free_backend
     while run < schedules and not session.interrupted:

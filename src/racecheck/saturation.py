@@ -12,7 +12,12 @@ the exploration hands the run to :class:`SaturationWatch`; when the last
 * in the portfolio the saturated member (after ``window // 5`` repeats: giving
   turns away changes no verdict) drops out and its turns go to the
   members still finding new schedules; the exploration stops when every
-  sampling member has saturated (and the systematic one is done or absent).
+  sampling member has saturated (and the systematic one is done or absent);
+* in the portfolio, the sampling members *together* have converged when,
+  after at least ``NOVELTY_MIN`` sampled schedules, the Good-Turing estimate
+  of a new fingerprint (:meth:`SaturationWatch.novelty`) is at most
+  ``NOVELTY_THRESHOLD``; the portfolio may then move its budget to DPOR
+  (``after_sampling``; see :mod:`racecheck.strategies.portfolio`).
 
 What "new" means is named in the note, because it changes what saturation
 says:
@@ -38,7 +43,10 @@ know nothing of saturation keep working:
 * ``samples`` (default True): False for systematic search, which is exempt;
 * ``member``: the name of the portfolio member that ran the last schedule;
 * ``saturated(member: str, note: str) -> bool``: the portfolio drops the
-  member; True means the exploration can go on with the others.
+  member; True means the exploration can go on with the others;
+* ``after_sampling(sampled: int, converged: bool, claim: str) -> str | None``:
+  the portfolio moved its budget (the note to add), or did nothing (None:
+  asked again after the next sampled schedule).
 """
 
 from __future__ import annotations
@@ -48,6 +56,13 @@ from typing import Any
 
 #: consecutive schedules without anything new before a strategy has saturated
 DEFAULT_WINDOW = 1000
+
+#: the portfolio's sampling members, together, have converged when at least
+#: NOVELTY_MIN sampled schedules ran and the Good-Turing estimate of the chance
+#: that the next one is new (fingerprints seen exactly once / schedules) is at
+#: most NOVELTY_THRESHOLD (see :meth:`SaturationWatch.novelty`)
+NOVELTY_MIN = 150
+NOVELTY_THRESHOLD = 0.05
 
 
 def access_fingerprint(accesses: Sequence[tuple[int, str]]) -> Hashable:
@@ -88,6 +103,13 @@ class SaturationWatch:
         self.notes: list[str] = []
         #: the exploration stopped because of saturation
         self.stopped = False
+        #: sampled schedules, and how often each fingerprint came up among them
+        self.sampled = 0
+        self.counts: dict[Hashable, int] = {}
+        #: fingerprints seen exactly once (Good-Turing's N1)
+        self.singletons = 0
+        #: the chooser acted on the sampling members' convergence (once)
+        self.converged = False
 
     def after_run(self, chooser: Any, decisions: Sequence[Any], accesses: Any) -> bool:
         """Record one finished (passing) schedule; True when the exploration should stop."""
@@ -101,6 +123,8 @@ class SaturationWatch:
             fingerprint = ("d", hash(tuple(decisions)))
         member = str(getattr(chooser, "member", None) or chooser.name)
         self.runs[member] = self.runs.get(member, 0) + 1
+        self._count(fingerprint)
+        self._tell_converged(chooser)
         if fingerprint in self.seen:
             self.streak[member] = self.streak.get(member, 0) + 1
         else:
@@ -136,9 +160,59 @@ class SaturationWatch:
         self.stopped = True
         return True
 
+    def _count(self, fingerprint: Hashable) -> None:
+        self.sampled += 1
+        seen = self.counts.get(fingerprint, 0)
+        self.counts[fingerprint] = seen + 1
+        self.singletons += 1 if seen == 0 else -1 if seen == 1 else 0
+
+    def novelty(self) -> float:
+        """Good-Turing: about how likely the next sampled schedule shows something new.
+
+        The share of sampled schedules whose fingerprint came up exactly
+        once estimates the probability mass of the fingerprints not seen yet
+        (Good, 1953). Unlike a streak of repeats it does not need the
+        samplers to stop finding anything: a program whose samplers still
+        find a new ordering every hundred schedules has a novelty of about
+        1%, which says the same about their value as the streak would after
+        hundreds more.
+        """
+        return self.singletons / self.sampled if self.sampled else 1.0
+
+    def _tell_converged(self, chooser: Any) -> None:
+        """Tell a portfolio how much its sampling members, together, still find.
+
+        From ``NOVELTY_MIN`` sampled schedules on, after each one, the hook
+        ``after_sampling(sampled, converged, claim)`` hears whether they have
+        converged (novelty at most ``NOVELTY_THRESHOLD``) and the claim that
+        says so; the chooser decides what to do with it and returns the note
+        of what it did (then it is not asked again), or None.
+        """
+        hook = getattr(chooser, "after_sampling", None)
+        if hook is None or self.converged or self.sampled < NOVELTY_MIN:
+            return
+        novelty = self.novelty()
+        claim = (
+            f"the sampling members' {self.sampled} schedules showed {len(self.counts)} distinct"
+            f" {_plural(self.what())}, {self.singletons} of them once: a further sampled"
+            f" schedule would be new with probability about {novelty:.2g} (Good-Turing estimate)"
+        )
+        done = hook(self.sampled, novelty <= NOVELTY_THRESHOLD, claim)
+        if done:
+            self.converged = True
+            self.notes.append(str(done))
+
     def what(self) -> str:
         if self.measured == {"accesses"}:
             return "ordering of conflicting accesses (per-object access order)"
         if self.measured == {"decisions"}:
             return "decision sequence (no access information was recorded)"
         return "ordering of conflicting accesses, or decision sequence where no access was recorded"
+
+
+def _plural(what: str) -> str:
+    """What :meth:`SaturationWatch.what` names, counted: "orderings", "decision sequences"."""
+    for one in ("ordering", "sequence"):
+        if one in what:
+            return what.replace(one, one + "s", 1)
+    return what

@@ -61,8 +61,63 @@ When the portfolio stops early:
 * a sampling member that saturates (:mod:`racecheck.saturation`: its recent
   schedules added nothing new) drops out and its turns go to the others;
   when no member is left, the exploration stops and says so;
+* DPOR's turns grow when its search looks finite and either the sampling
+  members together have converged or DPOR can finish in the budget left
+  (below);
 * a member that cannot go on (systematic search on a target that is not
   deterministic) drops out and says why.
+
+Moving the budget to DPOR. The fixed 2/9 share verifies programs of up to
+about 222 traces' runs in 1,000 schedules; cleveragents-7120-changeset's fix
+needs 595 DPOR runs, so ``racecheck run`` said "safe" where it could say
+"verified". Once sampling has stopped paying, the samplers' turns buy less
+than DPOR's: after each sampled schedule :class:`~racecheck.saturation.
+SaturationWatch` estimates how likely the next sampled schedule is to show a
+fingerprint not seen yet (Good-Turing: the share of sampled schedules whose
+fingerprint came up once), and when that is at most 5% after at least 150
+sampled schedules it asks the portfolio (:meth:`PortfolioChooser.
+after_sampling`). The portfolio moves the budget only if DPOR can use
+it: DPOR's own estimate of its search's size
+(:meth:`~racecheck.strategies.dpor.DPORChooser.estimated_runs`, the
+depth-first position read as a fraction of the tree) must leave at most
+``FINITE_FACTOR`` (4) times the runs it could make in the budget left; the
+estimate runs about 2x high on finite searches and is 10^10 and more on the
+ones DPOR cannot finish (executor, bridge today), where DPOR's schedules
+would cost several times a sampled one for no proof. The estimate must
+also have settled (within 1.25x of what it was at half as many DPOR runs):
+early on a state's alternatives are not all known, and an exploding search's
+estimate starts small and keeps growing. Without convergence the budget moves
+too when DPOR's estimate of the runs left fits in what it could run in the
+budget left (factor 1): the run can then end in a proof whatever the samplers
+still find, which is what a program whose sampled orderings stay diverse
+needs (the same checks after each sampled schedule from the 150th on; the
+note then says "dpor's search came within reach"). Then DPOR takes 8 turns
+in 9; the other members share the ninth in turn, so a bug only a sampler
+reaches is still looked for. The notes say when and what: "saturated: the
+sampling members' 150 schedules showed 18 distinct orderings ...; dpor's
+search looked finite (about 1,088 runs in all, 51 done), so after schedule
+225 it took 8 turns in 9" and "auto: sampling saturated after 225
+schedules; of the remaining 611, 544 went to dpor and 67 to the other
+members; dpor covered every schedule at schedule 836".
+
+What it costs, and what it does not:
+
+* nothing before the shift: it cannot happen before 150 sampled schedules
+  (about schedule 225), and every bug of tests/classic and of the reference
+  scenarios is found by schedule 180 at the latest (seeds 0, 1, 2, coverage on
+  or off: the same schedule and member as before the shift existed,
+  tests/core/test_portfolio_shift.py);
+* ``schedules=`` stays a hard cap: only the split inside it moves;
+* it needs the sampled schedules' fingerprints to repeat: with access
+  information (coverage on, as in ``racecheck run``) they are orderings of
+  conflicting accesses and repeat on a program with few of them; without it
+  (``racecheck.check``'s default) they are decision sequences, which rarely
+  repeat on a long run, and the split stays 2/9 (``check(...,
+  coverage=True)`` verifies the changeset fix as ``racecheck run`` does);
+* ``saturation=0`` turns it off with saturation;
+* a sharded exploration (``-j``, ``--racecheck-shards``) never shifts: which
+  member owns a schedule number must be known to every slice in advance, and
+  convergence is seen only by the whole run; such a run keeps the 2/9 split.
 
 Adding a member is one line in :data:`MEMBERS`.
 """
@@ -110,6 +165,17 @@ MEMBERS: tuple[tuple[str, Callable[[int], Chooser]], ...] = (
 
 #: turns per round of the members that take more than one (see the module docstring)
 TURNS: dict[str, int] = {"dpor": 2}
+
+#: after the shift (see the module docstring): DPOR's turns for each other member's one
+SHIFT_TURNS = 8
+#: the shift needs DPOR's estimated remaining runs within this many times what
+#: it can run in the budget left: its estimate overestimates (about 2x on the
+#: reference scenarios); a search of 10^10 runs is never moved to
+FINITE_FACTOR = 4
+#: ... and the estimate must have settled: after at least SETTLE_RUNS DPOR runs,
+#: at most SETTLE_GROWTH times what it was at half as many (see _settled)
+SETTLE_RUNS = 16
+SETTLE_GROWTH = 1.25
 
 
 def rotation(names: Sequence[str], turns: Mapping[str, int]) -> list[int]:
@@ -186,6 +252,15 @@ class PortfolioChooser(BaseChooser):
         self._failed_member = False
         #: members watching the current (natural-order) schedule as their profile
         self._profiling: list[Chooser] = []
+        #: the exploration's budget, when it told us (explore calls plan_budget)
+        self.budget: int | None = None
+        #: the budget moved to DPOR: (after schedule, DPOR's own runs then, estimate), and why
+        self.shifted: tuple[int, int, float] | None = None
+        self.shift_reason = ""
+        #: the schedule at which a member covered the whole space
+        self.completed_at: int | None = None
+        #: DPOR's estimate of its search's size after each of its runs (until the shift)
+        self.estimates: list[float | None] = []
 
     @property
     def systematic(self) -> Chooser | None:
@@ -330,6 +405,7 @@ class PortfolioChooser(BaseChooser):
             at = next(i for i, (_, c) in enumerate(self.members) if c is profiling)
             if _covered_everything(profiling):
                 self.completed_by = at  # schedule 1 was the only trace
+                self.completed_at = self.turn
             if not profiling.has_more():
                 self._retire(at)
         self._profiling = []
@@ -347,8 +423,89 @@ class PortfolioChooser(BaseChooser):
             chooser.end(decisions, failed, steps)
             if _covered_everything(chooser):
                 self.completed_by = index
+                self.completed_at = self.turn
             if not chooser.has_more():
                 self._retire(index)
+            estimate = getattr(chooser, "estimated_runs", None)
+            if callable(estimate) and self.shifted is None:
+                self.estimates.append(estimate())
+
+    def plan_budget(self, schedules: int) -> None:
+        """The exploration's budget: what the shift to DPOR weighs its estimate against."""
+        self.budget = schedules
+
+    def _own_runs(self, index: int) -> int:
+        chooser = self.members[index][1]
+        return self.member_runs[index] - self._skipped[index] + (1 if _profiles(chooser) else 0)
+
+    def after_sampling(self, sampled: int, converged: bool, claim: str) -> str | None:
+        """Saturation hook: how much the sampling members, together, still find.
+
+        Move the budget to DPOR (``SHIFT_TURNS`` turns to every other
+        member's one) once its estimate of its search has settled
+        (:meth:`_settled`) and either
+
+        * the sampling members have converged and DPOR's estimate of the runs
+          left (:meth:`DPORChooser.estimated_runs`) is within
+          ``FINITE_FACTOR`` times what it can run in the budget left, or
+        * that estimate fits in what it can run in the budget left: the run
+          can end in a proof, however much the samplers still find.
+
+        Returns the note, or None while nothing moved (asked again after the
+        next sampled schedule).
+        """
+        found = [
+            i
+            for i in dict.fromkeys(self.active)
+            if callable(getattr(self.members[i][1], "estimated_runs", None))
+        ]
+        if not found or self.budget is None or self.shifted is not None:
+            return None
+        dpor = found[0]
+        chooser = self.members[dpor][1]
+        estimate = chooser.estimated_runs()  # type: ignore[attr-defined]
+        left = self.budget - self.turn
+        if estimate is None or left <= 0 or not chooser.has_more() or not self._settled():
+            return None  # a search whose estimate still grows has no size yet
+        own = self._own_runs(dpor)
+        reach = left * SHIFT_TURNS / (SHIFT_TURNS + 1)
+        name = self.members[dpor][0]
+        size = f"about {estimate:,.0f} runs in all, {own} done"
+        if converged and estimate - own <= FINITE_FACTOR * reach:
+            why = f"saturated: {claim}; {name}'s search looked finite ({size})"
+            reason = "sampling saturated"
+        elif estimate - own <= reach:
+            why = (
+                f"{name}'s search looked finite and within reach ({size}, the budget left"
+                f" gives it {reach:,.0f}); sampling had not saturated: {claim}"
+            )
+            reason = f"{name}'s search came within reach"
+        else:
+            return None  # DPOR could not end it in this budget: the samplers keep their turns
+        others = [i for i in dict.fromkeys(self.active) if i != dpor]
+        self.active = [i for other in others for i in [dpor] * SHIFT_TURNS + [other]] or [dpor]
+        self.shifted = (self.turn, own, estimate)
+        self.shift_reason = reason
+        return (
+            f"{why}, so after schedule {self.turn} it took {SHIFT_TURNS} turns in {SHIFT_TURNS + 1}"
+        )
+
+    def _settled(self) -> bool:
+        """Has DPOR's estimate stopped growing with its runs?
+
+        Early on a state's alternatives are not known yet (a source set grows
+        as races are found), so the estimate of a search that explodes starts
+        small and keeps doubling with the runs (five tasks taking one lock
+        four times each: 198 after 8 runs, 768 after 32, 8,192 after 512),
+        while a finite one levels off (the changeset fix: 1,524 after 32,
+        1,088 after 51). Settled: at least ``SETTLE_RUNS`` runs, and the
+        estimate now within ``SETTLE_GROWTH`` times the one at half as many.
+        """
+        runs = len(self.estimates)
+        if runs < SETTLE_RUNS:
+            return False
+        now, then = self.estimates[-1], self.estimates[runs // 2 - 1]
+        return now is not None and then is not None and now <= SETTLE_GROWTH * then
 
     def saturated(self, member: str, note: str) -> bool:
         """Saturation hook: drop the member; True while others can go on."""
@@ -387,6 +544,7 @@ class PortfolioChooser(BaseChooser):
             notes += chooser.notes(schedules_run)
         else:
             notes += self._systematic_notes() + self._reduction_notes()
+        notes += self._shift_notes(schedules_run)
         pct = [c for _, c in self.members if isinstance(c, PCTChooser)]
         if pct:
             depths = ", ".join(
@@ -413,6 +571,29 @@ class PortfolioChooser(BaseChooser):
             tell = getattr(chooser, "for_backend", None)
             if tell is not None:
                 tell(backend)
+
+    def _shift_notes(self, schedules_run: int) -> list[str]:
+        """Where the budget went after it moved to DPOR (see after_sampling)."""
+        if self.shifted is None:
+            return []
+        after, own_then, _ = self.shifted
+        index = next(
+            i
+            for i, (_, c) in enumerate(self.members)
+            if callable(getattr(c, "estimated_runs", None))
+        )
+        name = self.members[index][0]
+        moved = self._own_runs(index) - own_then
+        rest = schedules_run - after
+        ended = (
+            f"; {name} covered every schedule at schedule {self.completed_at}"
+            if self.completed_by == index
+            else ""
+        )
+        return [
+            f"auto: {self.shift_reason} after {after} schedules; of the remaining {rest},"
+            f" {moved} went to {name} and {rest - moved} to the other members{ended}"
+        ]
 
     def _reduction_notes(self) -> list[str]:
         """Where DPOR got to, when it did not end the exploration (never "verified")."""
