@@ -57,6 +57,7 @@ from types import CodeType, FrameType, FunctionType, ModuleType
 from typing import Any
 from weakref import WeakSet, WeakValueDictionary
 
+from racecheck.detect.handback import awaiting_frame, waited_for
 from racecheck.detect.operands import (
     CONTAINER_METHODS,
     INSORT_FUNCTIONS,
@@ -246,6 +247,9 @@ class Detector:
         #: WHOLE seq then, the actor's step then): ``bisect``/``index`` results, valid
         #: only until someone else shifts the sequence (see _stale_index)
         self.positions: dict[int, dict[int, tuple[_Site, int, int]]] = {}
+        #: (sequence id, actor) -> the user frame that awaited the trio ``to_thread``
+        #: worker which located that actor's position (see detect/handback.py)
+        self.awaiting: dict[tuple[int, int], FrameType] = {}
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -663,6 +667,11 @@ class Detector:
             return
         table = self.positions.setdefault(id(base), {})
         table[actor] = (view.site, shadow.seq, self.steps.get(actor, 0))
+        awaiting = awaiting_frame(frame)
+        if awaiting is not None:
+            self.awaiting[(id(base), actor)] = awaiting
+        else:
+            self.awaiting.pop((id(base), actor), None)
 
     def _stale_index(
         self, frame: FrameType, actor: int, hb: int, base: Any, target: str, action: str
@@ -687,11 +696,19 @@ class Detector:
         if shadow is None:
             return False
         woke = self.woken.get(actor)
+        mine = table.get(actor)
         for who, (located, seen, step) in list(table.items()):
             if who == actor:
-                if not _read_in_scope(located, frame):
+                if not _read_in_scope(located, frame) and not _in_scope(
+                    self.awaiting.get((id(base), who)), frame
+                ):
                     continue
-            elif woke != (who, step):
+            elif woke != (who, step) and not waited_for(
+                self.signals, hb, located.hb, located.clock
+            ):
+                continue
+            elif mine is not None and mine[1] >= seen:
+                del table[who]  # it located the position again itself since: that decides
                 continue
             del table[who]  # acted on, stale or not
             if shadow.seq <= seen:
