@@ -47,6 +47,7 @@ container ``(container, *)``, touched by iteration, ``len`` and mutation.
 from __future__ import annotations
 
 import _thread
+import array
 import bisect
 import dis
 import os
@@ -73,6 +74,9 @@ from racecheck.sources import source_line
 
 _CONTAINERS = (dict, list, set, deque)
 _SEQUENCES = (list, deque)
+#: sequences whose slices are recorded besides lists (exact types: a subclass
+#: with item methods of its own is traced as code instead)
+_BUFFERS = (bytearray, array.array)
 _SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
 _UNTRACKED_GLOBALS = (ModuleType, type, FunctionType, type(len), type(object.__init__))
 _VARIABLES = frozenset(("global-read", "global-write", "deref-read", "deref-write"))
@@ -497,9 +501,14 @@ class Detector:
                 self._attribute(frame, actor, hb, base, recipe.name, op == "write", label)
                 return
             if not self._plain(base):
+                if type(base) in _BUFFERS:
+                    self._slice_key(frame, actor, hb, base, recipe, label)
                 return
             key = evaluate(recipe.key, frame, f_locals)
             if key is MISSING:
+                return
+            if type(key) is slice:
+                self._slice_key(frame, actor, hb, base, recipe, label)
                 return
             self._item(frame, actor, hb, base, key, op == "write", label)
             return
@@ -638,7 +647,9 @@ class Detector:
             function = evaluate(recipe.via, frame, frame.f_locals)
             if not any(function is known for known in _BISECT_FUNCTIONS):
                 return
-        if not isinstance(base, _SEQUENCES) or not self._plain(base):
+        if type(base) not in _BUFFERS and (
+            not isinstance(base, _SEQUENCES) or not self._plain(base)
+        ):
             return
         if op == "slice-read":
             self._whole(frame, actor, hb, base, False, label, "copied a slice of", atomic=True)
@@ -657,6 +668,27 @@ class Detector:
         self._whole(frame, actor, hb, base, True, label, action, atomic=op != "insort")
         if not self.found:
             self._touch_item(frame, actor, hb, base, LAST, True, label, -1, action, atomic=True)
+
+    def _slice_key(
+        self, frame: FrameType, actor: int, hb: int, base: Any, recipe: Recipe, label: str
+    ) -> None:
+        """A subscript whose key turns out to be a slice object at run time.
+
+        ``self._data[key] = value`` in a user sequence's ``__setitem__``, called
+        with ``seq[a:b] = v``, or ``lst[s]`` with ``s = slice(...)``: a slice
+        access like ``lst[a:b]``, not an item keyed by the slice (unhashable
+        before 3.12, and keyed so, two overlapping slices would never meet).
+        """
+        key = evaluate(recipe.key, frame, frame.f_locals)
+        if type(key) is not slice:
+            return  # a bytearray's or an array's single items are not recorded
+        if recipe.op == "read":
+            op = "slice-read"
+        elif frame.f_code.co_code[frame.f_lasti] == _DELETE_SUBSCR:
+            op = "slice-delete"
+        else:
+            op = "slice-write"
+        self._sequence_op(frame, actor, hb, base, Recipe(op, recipe.base), label)
 
     def _located(self, frame: FrameType, actor: int, base: Any) -> None:
         """``actor`` just computed a position in ``base`` (its latest one replaces the last)."""
@@ -1417,6 +1449,7 @@ def _weak_data(base: Any) -> Any:
 
 
 _SLICE_OPS = frozenset(("slice-read", "slice-write", "slice-delete"))
+_DELETE_SUBSCR = dis.opmap["DELETE_SUBSCR"]
 _BISECT_FUNCTIONS = tuple(
     getattr(bisect, name) for name in sorted(POSITION_FUNCTIONS | INSORT_FUNCTIONS)
 )
