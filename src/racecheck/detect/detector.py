@@ -68,6 +68,7 @@ from racecheck.detect.operands import (
     Recipe,
     Sym,
     evaluate,
+    member_slot,
     recipes,
 )
 from racecheck.sources import source_line
@@ -565,15 +566,22 @@ class Detector:
             else:
                 namespace = object.__getattribute__(base, "__dict__")
         except AttributeError:
+            # no __dict__: a class with __slots__ keeps its state in them
+            self._slot_attribute(frame, actor, hb, base, name, write, label)
             return
         if type(namespace) is not dict:
             return
         if not write:
             value = namespace.get(name, MISSING)
-            if value is MISSING or isinstance(value, (FunctionType, type(len))):
+            if value is MISSING:
+                self._slot_attribute(frame, actor, hb, base, name, write, label)
+                return
+            if isinstance(value, (FunctionType, type(len))):
                 return  # a method or class attribute: not instance state
         elif self._descriptor(type(base), name):
-            return  # a property's setter runs instead: its own accesses are the real ones
+            # a property's setter runs instead: its own accesses are the real ones
+            self._slot_attribute(frame, actor, hb, base, name, write, label)
+            return
         elif self.positions and self._stale_index(
             frame, actor, hb, namespace.get(name, MISSING), f"{label}.{name}", "replaced"
         ):
@@ -590,6 +598,35 @@ class Detector:
             f"{label}.{name}",
             value_of=lambda: namespace.get(name, MISSING),
         )
+
+    def _slot_attribute(
+        self, frame: FrameType, actor: int, hb: int, base: Any, name: str, write: bool, label: str
+    ) -> None:
+        """``base.name`` where ``name`` is one of the class's ``__slots__``.
+
+        A slot is a member descriptor on the class, not an entry of an
+        instance ``__dict__``: libraries that declare ``__slots__`` for speed
+        (aiorwlock 1.5.1's lock) keep all their state there. Keyed like a
+        ``__dict__`` attribute, ``(obj, name)``; read through the descriptor
+        itself, so no user ``__getattr__`` runs.
+        """
+        cls = type(base)
+        slot = member_slot(cls, name)
+        if slot is None:
+            return
+
+        def value_of() -> Any:
+            try:
+                return slot.__get__(base, cls)
+            except AttributeError:
+                return MISSING  # a slot never set (or deleted)
+
+        if not write and value_of() is MISSING:
+            return  # the read raises AttributeError: nothing was read
+        if write and self.positions:
+            if self._stale_index(frame, actor, hb, value_of(), f"{label}.{name}", "replaced"):
+                return
+        self._touch(frame, actor, hb, base, name, write, f"{label}.{name}", value_of=value_of)
 
     def _loop_began(self, frame: FrameType, actor: int, base: Any, label: str) -> None:
         """A ``for`` loop over a container began: remember what it saw (asyncio, trio)."""
