@@ -255,6 +255,8 @@ class Detector:
         #: (sequence id, actor) -> the user frame that awaited the trio ``to_thread``
         #: worker which located that actor's position (see detect/handback.py)
         self.awaiting: dict[tuple[int, int], FrameType] = {}
+        #: (queue, element) of the ``.remove()`` being recorded (see _woken_head_leaves)
+        self.removing: tuple[Any, Any] | None = None
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -441,6 +443,7 @@ class Detector:
             self.loops,
             self.signallers,
             self.positions,
+            self.awaiting,
         ):
             table.clear()
         self.pending.clear()
@@ -965,7 +968,10 @@ class Detector:
         elif kind == "get" and isinstance(base, dict) and element is not MISSING:
             self._touch_item(frame, actor, hb, base, element, False, label, element, "read")
         elif kind in ("append", "add", "remove", "pop", "setdefault"):
+            if method == "remove" and isinstance(base, _SEQUENCES):
+                self.removing = (base, element)  # for _woken_head_leaves
             self._whole(frame, actor, hb, base, True, label, action, atomic=True, slot=True)
+            self.removing = None
             if element is MISSING:
                 return
             for slot in _slots_changed(base, kind, element):
@@ -1397,8 +1403,30 @@ class Detector:
             # waker looked at the first entry alone (``q[0]``, ``next(iter(q))``:
             # CPython's asyncio.Lock): no entry was passed over and left queued
             return False
+        if site.slot and self._woken_head_leaves(between):
+            return False
         self._report("atomicity-violation", "stale hand-off", target, check, between[-1], site)
         return True
+
+    def _woken_head_leaves(self, between: list[_Site]) -> bool:
+        """The woken waiter takes its own entry off the head of a walked queue.
+
+        The releaser walked the queue and woke its first entry; only newcomers
+        lined up (behind it) since. Nothing was passed over and left queued:
+        the walk acted like a look at ``q[0]``, and the woken waiter leaving
+        the head is the queue's normal order (aiorwlock 1.5's writers). A
+        walk that did pass entries over (a cancelled waiter skipped and left
+        queued, anyio 4.13's lock) shows as another actor's removal in
+        between, or as entries still ahead of this one.
+        """
+        removing = self.removing
+        if removing is None or not between:
+            return False
+        base, element = removing
+        if element is MISSING or any(w.action != "called .append() on" for w in between):
+            return False
+        kind = _builtin_of(base)
+        return kind.__len__(base) > 0 and kind.__getitem__(base, 0) is element
 
     def _waited_for(self, remote: _Site, hb: int) -> bool:
         """Did ``hb`` wait for the actor that wrote ``remote`` (so it expects its value)?
