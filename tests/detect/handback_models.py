@@ -181,3 +181,27 @@ def marked(marker: str) -> int:
             if line.rstrip().endswith(f"# <- {marker}"):
                 return number
     raise LookupError(marker)
+
+
+def joined_then_appended() -> None:
+    """The worker's position is never used: the thread that waited for it only appends."""
+    items = list(ITEMS)
+    lock = threading.Lock()
+
+    def grow() -> None:
+        out: dict[str, int] = {}
+
+        def measure() -> None:
+            out["cut"] = _cut_locked(items, lock)
+
+        worker = threading.Thread(target=measure)
+        worker.start()
+        worker.join()
+        with lock:
+            items.append(0.5)
+
+    def add() -> None:
+        with lock:
+            items[:0] = [10.0]
+
+    _run(grow, add)

@@ -60,7 +60,9 @@ def test_threads_worker_position_applied_stale_is_flagged(
 
 
 @pytest.mark.parametrize(
-    "target", [models.pool_fixed, models.joined_remeasured], ids=lambda t: t.__name__
+    "target",
+    [models.pool_fixed, models.joined_remeasured, models.joined_then_appended],
+    ids=lambda t: t.__name__,
 )
 def test_threads_worker_position_under_the_lock_or_relocated_is_clean(
     target: Callable[[], None],

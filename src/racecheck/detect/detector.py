@@ -762,8 +762,8 @@ class Detector:
         cut a live entry off its window so. Each position decides one act.
         """
         table = self.positions.get(id(base))
-        if not table:
-            return False
+        if not table or action in _POSITIONLESS:
+            return False  # an append uses no position: it neither acts on one nor spends it
         shadow = self.shadows.get((id(base), WHOLE))
         if shadow is None:
             return False
@@ -1514,6 +1514,8 @@ def _weak_data(base: Any) -> Any:
 
 
 _SLICE_OPS = frozenset(("slice-read", "slice-write", "slice-delete"))
+#: writes of a sequence that apply no position located in it
+_POSITIONLESS = frozenset(("called .append() on", "called .appendleft() on"))
 _DELETE_SUBSCR = dis.opmap["DELETE_SUBSCR"]
 _BISECT_FUNCTIONS = tuple(
     getattr(bisect, name) for name in sorted(POSITION_FUNCTIONS | INSORT_FUNCTIONS)
