@@ -118,6 +118,9 @@ def bench(session: nox.Session) -> None:
 # Real libraries with documented concurrency bugs, each at a buggy and a fixed release.
 with open(os.path.join(os.path.dirname(__file__), "tests", "realcode", "pins.json")) as _fh:
     REALCODE_PINS: dict[str, dict[str, str]] = json.load(_fh)
+# What a library's user test needs besides the library's own dependencies: psycopg-pool
+# runs on psycopg (its bundled libpq: no server, the pool opens no connection).
+REALCODE_EXTRAS: dict[str, list[str]] = {"psycopg-pool": ["psycopg[binary]"]}
 # Every (library, pin), plus buggy releases under pytest-cov (threads and asyncio): coverage's
 # tracer must not hide the bug.
 _REALCODE_PARAMS = [
@@ -145,6 +148,8 @@ def realcode(session: nox.Session, library: str, pin: str, cov: bool) -> None:
         session.install("pytest-cov")
     session.install("--force-reinstall", "--no-deps", f"{library}=={version}")
     session.install(f"{library}=={version}")  # its own dependencies
+    for extra in REALCODE_EXTRAS.get(library, []):
+        session.install(extra)
     tokens = os.path.abspath(os.path.join(session.cache_dir, "realcode-tokens"))
     os.makedirs(tokens, exist_ok=True)
     env = {

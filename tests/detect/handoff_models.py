@@ -6,10 +6,12 @@ detector alone has to see the race):
 * ``FifoLock`` / ``FifoLockFixed``: anyio's asyncio ``Lock`` before and after
   4.14. Before, ``release()`` picks the first live waiter and wakes it, but the
   waiter's queue entry stays until the woken task runs again and removes it
-  itself. A task that arrives in between sees a queue that is not empty and
-  lines up behind an entry whose owner already holds the lock (with a cancelled
-  waiter, the same leftover entry wedges the lock for good). 4.14 pops the
-  entry in ``release()``: the hand-off carries the queue change.
+  itself, and a waiter that gave up (its future cancelled) is passed over and
+  left queued until its task runs: a task that arrives in between lines up
+  behind a dead entry, and with nobody left to wake the lock wedges for good
+  (``fifo_lock_timeout_users``). 4.14 pops the entry in ``release()``: the
+  hand-off carries the queue change. Without a waiter that gives up, the walk
+  wakes the head of the queue and nothing goes wrong (``fifo_no_give_up``).
 * ``RWLock`` / ``RWLockFixed``: an aiorwlock-style readers-writer lock. The
   buggy one decides in ``_wake_up()`` that the lock is free and wakes a
   waiting writer, which counts itself in (``self._w_state += 1``) only when it
@@ -104,12 +106,57 @@ async def fifo_lock_users(lock: FifoLock) -> list[str]:
     return order
 
 
+async def fifo_lock_timeout_users(lock: FifoLock) -> list[str]:
+    """anyio 4.13's failing scenario: a waiter gives up as the holder releases.
+
+    The release skips the given-up waiter's cancelled future (passes it over),
+    wakes the next one, and leaves the given-up entry queued until its task
+    runs again: a newcomer arriving in between lines up behind a dead entry
+    (with nobody left to wake, anyio 4.13's lock wedged so). Without a waiter
+    that gives up, the walk only ever wakes the head of the queue, which is
+    the normal order and not a bug (see walkqueue_models.py).
+    """
+    order: list[str] = []
+
+    async def holder() -> None:
+        await lock.acquire()
+        await asyncio.sleep(1)
+        lock.release()
+        order.append("holder")
+
+    async def impatient() -> None:
+        await asyncio.sleep(0)
+        try:
+            async with asyncio.timeout(1):
+                await lock.acquire()
+        except TimeoutError:
+            return
+        order.append("impatient")
+        lock.release()
+
+    async def patient() -> None:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        await lock.acquire()
+        order.append("patient")
+        lock.release()
+
+    await asyncio.gather(holder(), impatient(), patient())
+    return order
+
+
 async def fifo_buggy() -> None:
-    await fifo_lock_users(FifoLock())
+    await fifo_lock_timeout_users(FifoLock())
 
 
 async def fifo_fixed() -> None:
     await fifo_lock_users(FifoLockFixed())
+    await fifo_lock_timeout_users(FifoLockFixed())
+
+
+async def fifo_no_give_up() -> None:
+    """The buggy lock where no waiter gives up: the walk wakes the head, nothing wedges."""
+    await fifo_lock_users(FifoLock())
 
 
 # -- aiorwlock-style readers-writer lock --------------------------------------------------

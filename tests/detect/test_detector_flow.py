@@ -316,8 +316,8 @@ def test_stale_hand_off_is_flagged_without_assertions(target: Any, state: str) -
 
 @pytest.mark.parametrize(
     "target",
-    [handoff_models.fifo_fixed, handoff_models.rw_fixed],
-    ids=["anyio-lock-4.14", "rwlock-hand-off-carries-state"],
+    [handoff_models.fifo_fixed, handoff_models.rw_fixed, handoff_models.fifo_no_give_up],
+    ids=["anyio-lock-4.14", "rwlock-hand-off-carries-state", "walk-wakes-the-head"],
 )
 def test_fixed_hand_offs_are_clean(target: Any) -> None:
     clean(target, schedules=200)

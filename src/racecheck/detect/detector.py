@@ -47,6 +47,7 @@ container ``(container, *)``, touched by iteration, ``len`` and mutation.
 from __future__ import annotations
 
 import _thread
+import array
 import bisect
 import dis
 import os
@@ -57,6 +58,7 @@ from types import CodeType, FrameType, FunctionType, ModuleType
 from typing import Any
 from weakref import WeakSet, WeakValueDictionary
 
+from racecheck.detect.handback import awaiting_frame, waited_for
 from racecheck.detect.operands import (
     CONTAINER_METHODS,
     INSORT_FUNCTIONS,
@@ -66,12 +68,16 @@ from racecheck.detect.operands import (
     Recipe,
     Sym,
     evaluate,
+    member_slot,
     recipes,
 )
 from racecheck.sources import source_line
 
 _CONTAINERS = (dict, list, set, deque)
 _SEQUENCES = (list, deque)
+#: sequences whose slices are recorded besides lists (exact types: a subclass
+#: with item methods of its own is traced as code instead)
+_BUFFERS = (bytearray, array.array)
 _SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
 _UNTRACKED_GLOBALS = (ModuleType, type, FunctionType, type(len), type(object.__init__))
 _VARIABLES = frozenset(("global-read", "global-write", "deref-read", "deref-write"))
@@ -246,6 +252,11 @@ class Detector:
         #: WHOLE seq then, the actor's step then): ``bisect``/``index`` results, valid
         #: only until someone else shifts the sequence (see _stale_index)
         self.positions: dict[int, dict[int, tuple[_Site, int, int]]] = {}
+        #: (sequence id, actor) -> the user frame that awaited the trio ``to_thread``
+        #: worker which located that actor's position (see detect/handback.py)
+        self.awaiting: dict[tuple[int, int], FrameType] = {}
+        #: (queue, element) of the ``.remove()`` being recorded (see _woken_head_leaves)
+        self.removing: tuple[Any, Any] | None = None
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -432,6 +443,7 @@ class Detector:
             self.loops,
             self.signallers,
             self.positions,
+            self.awaiting,
         ):
             table.clear()
         self.pending.clear()
@@ -493,9 +505,14 @@ class Detector:
                 self._attribute(frame, actor, hb, base, recipe.name, op == "write", label)
                 return
             if not self._plain(base):
+                if type(base) in _BUFFERS:
+                    self._slice_key(frame, actor, hb, base, recipe, label)
                 return
             key = evaluate(recipe.key, frame, f_locals)
             if key is MISSING:
+                return
+            if type(key) is slice:
+                self._slice_key(frame, actor, hb, base, recipe, label)
                 return
             self._item(frame, actor, hb, base, key, op == "write", label)
             return
@@ -552,15 +569,22 @@ class Detector:
             else:
                 namespace = object.__getattribute__(base, "__dict__")
         except AttributeError:
+            # no __dict__: a class with __slots__ keeps its state in them
+            self._slot_attribute(frame, actor, hb, base, name, write, label)
             return
         if type(namespace) is not dict:
             return
         if not write:
             value = namespace.get(name, MISSING)
-            if value is MISSING or isinstance(value, (FunctionType, type(len))):
+            if value is MISSING:
+                self._slot_attribute(frame, actor, hb, base, name, write, label)
+                return
+            if isinstance(value, (FunctionType, type(len))):
                 return  # a method or class attribute: not instance state
         elif self._descriptor(type(base), name):
-            return  # a property's setter runs instead: its own accesses are the real ones
+            # a property's setter runs instead: its own accesses are the real ones
+            self._slot_attribute(frame, actor, hb, base, name, write, label)
+            return
         elif self.positions and self._stale_index(
             frame, actor, hb, namespace.get(name, MISSING), f"{label}.{name}", "replaced"
         ):
@@ -577,6 +601,35 @@ class Detector:
             f"{label}.{name}",
             value_of=lambda: namespace.get(name, MISSING),
         )
+
+    def _slot_attribute(
+        self, frame: FrameType, actor: int, hb: int, base: Any, name: str, write: bool, label: str
+    ) -> None:
+        """``base.name`` where ``name`` is one of the class's ``__slots__``.
+
+        A slot is a member descriptor on the class, not an entry of an
+        instance ``__dict__``: libraries that declare ``__slots__`` for speed
+        (aiorwlock 1.5.1's lock) keep all their state there. Keyed like a
+        ``__dict__`` attribute, ``(obj, name)``; read through the descriptor
+        itself, so no user ``__getattr__`` runs.
+        """
+        cls = type(base)
+        slot = member_slot(cls, name)
+        if slot is None:
+            return
+
+        def value_of() -> Any:
+            try:
+                return slot.__get__(base, cls)
+            except AttributeError:
+                return MISSING  # a slot never set (or deleted)
+
+        if not write and value_of() is MISSING:
+            return  # the read raises AttributeError: nothing was read
+        if write and self.positions:
+            if self._stale_index(frame, actor, hb, value_of(), f"{label}.{name}", "replaced"):
+                return
+        self._touch(frame, actor, hb, base, name, write, f"{label}.{name}", value_of=value_of)
 
     def _loop_began(self, frame: FrameType, actor: int, base: Any, label: str) -> None:
         """A ``for`` loop over a container began: remember what it saw (asyncio, trio)."""
@@ -634,7 +687,9 @@ class Detector:
             function = evaluate(recipe.via, frame, frame.f_locals)
             if not any(function is known for known in _BISECT_FUNCTIONS):
                 return
-        if not isinstance(base, _SEQUENCES) or not self._plain(base):
+        if type(base) not in _BUFFERS and (
+            not isinstance(base, _SEQUENCES) or not self._plain(base)
+        ):
             return
         if op == "slice-read":
             self._whole(frame, actor, hb, base, False, label, "copied a slice of", atomic=True)
@@ -654,6 +709,27 @@ class Detector:
         if not self.found:
             self._touch_item(frame, actor, hb, base, LAST, True, label, -1, action, atomic=True)
 
+    def _slice_key(
+        self, frame: FrameType, actor: int, hb: int, base: Any, recipe: Recipe, label: str
+    ) -> None:
+        """A subscript whose key turns out to be a slice object at run time.
+
+        ``self._data[key] = value`` in a user sequence's ``__setitem__``, called
+        with ``seq[a:b] = v``, or ``lst[s]`` with ``s = slice(...)``: a slice
+        access like ``lst[a:b]``, not an item keyed by the slice (unhashable
+        before 3.12, and keyed so, two overlapping slices would never meet).
+        """
+        key = evaluate(recipe.key, frame, frame.f_locals)
+        if type(key) is not slice:
+            return  # a bytearray's or an array's single items are not recorded
+        if recipe.op == "read":
+            op = "slice-read"
+        elif frame.f_code.co_code[frame.f_lasti] == _DELETE_SUBSCR:
+            op = "slice-delete"
+        else:
+            op = "slice-write"
+        self._sequence_op(frame, actor, hb, base, Recipe(op, recipe.base), label)
+
     def _located(self, frame: FrameType, actor: int, base: Any) -> None:
         """``actor`` just computed a position in ``base`` (its latest one replaces the last)."""
         location = (id(base), WHOLE)
@@ -663,6 +739,11 @@ class Detector:
             return
         table = self.positions.setdefault(id(base), {})
         table[actor] = (view.site, shadow.seq, self.steps.get(actor, 0))
+        awaiting = awaiting_frame(frame)
+        if awaiting is not None:
+            self.awaiting[(id(base), actor)] = awaiting
+        else:
+            self.awaiting.pop((id(base), actor), None)
 
     def _stale_index(
         self, frame: FrameType, actor: int, hb: int, base: Any, target: str, action: str
@@ -681,17 +762,25 @@ class Detector:
         cut a live entry off its window so. Each position decides one act.
         """
         table = self.positions.get(id(base))
-        if not table:
-            return False
+        if not table or action in _POSITIONLESS:
+            return False  # an append uses no position: it neither acts on one nor spends it
         shadow = self.shadows.get((id(base), WHOLE))
         if shadow is None:
             return False
         woke = self.woken.get(actor)
+        mine = table.get(actor)
         for who, (located, seen, step) in list(table.items()):
             if who == actor:
-                if not _read_in_scope(located, frame):
+                if not _read_in_scope(located, frame) and not _in_scope(
+                    self.awaiting.get((id(base), who)), frame
+                ):
                     continue
-            elif woke != (who, step):
+            elif woke != (who, step) and not waited_for(
+                self.signals, hb, located.hb, located.clock
+            ):
+                continue
+            elif mine is not None and mine[1] >= seen:
+                del table[who]  # it located the position again itself since: that decides
                 continue
             del table[who]  # acted on, stale or not
             if shadow.seq <= seen:
@@ -879,7 +968,10 @@ class Detector:
         elif kind == "get" and isinstance(base, dict) and element is not MISSING:
             self._touch_item(frame, actor, hb, base, element, False, label, element, "read")
         elif kind in ("append", "add", "remove", "pop", "setdefault"):
+            if method == "remove" and isinstance(base, _SEQUENCES):
+                self.removing = (base, element)  # for _woken_head_leaves
             self._whole(frame, actor, hb, base, True, label, action, atomic=True, slot=True)
+            self.removing = None
             if element is MISSING:
                 return
             for slot in _slots_changed(base, kind, element):
@@ -1311,8 +1403,30 @@ class Detector:
             # waker looked at the first entry alone (``q[0]``, ``next(iter(q))``:
             # CPython's asyncio.Lock): no entry was passed over and left queued
             return False
+        if site.slot and self._woken_head_leaves(between):
+            return False
         self._report("atomicity-violation", "stale hand-off", target, check, between[-1], site)
         return True
+
+    def _woken_head_leaves(self, between: list[_Site]) -> bool:
+        """The woken waiter takes its own entry off the head of a walked queue.
+
+        The releaser walked the queue and woke its first entry; only newcomers
+        lined up (behind it) since. Nothing was passed over and left queued:
+        the walk acted like a look at ``q[0]``, and the woken waiter leaving
+        the head is the queue's normal order (aiorwlock 1.5's writers). A
+        walk that did pass entries over (a cancelled waiter skipped and left
+        queued, anyio 4.13's lock) shows as another actor's removal in
+        between, or as entries still ahead of this one.
+        """
+        removing = self.removing
+        if removing is None or not between:
+            return False
+        base, element = removing
+        if element is MISSING or any(w.action != "called .append() on" for w in between):
+            return False
+        kind = _builtin_of(base)
+        return kind.__len__(base) > 0 and kind.__getitem__(base, 0) is element
 
     def _waited_for(self, remote: _Site, hb: int) -> bool:
         """Did ``hb`` wait for the actor that wrote ``remote`` (so it expects its value)?
@@ -1400,6 +1514,9 @@ def _weak_data(base: Any) -> Any:
 
 
 _SLICE_OPS = frozenset(("slice-read", "slice-write", "slice-delete"))
+#: writes of a sequence that apply no position located in it
+_POSITIONLESS = frozenset(("called .append() on", "called .appendleft() on"))
+_DELETE_SUBSCR = dis.opmap["DELETE_SUBSCR"]
 _BISECT_FUNCTIONS = tuple(
     getattr(bisect, name) for name in sorted(POSITION_FUNCTIONS | INSORT_FUNCTIONS)
 )

@@ -518,10 +518,51 @@ def instance_attribute(obj: Any, name: str) -> Any:
     try:
         namespace = object.__getattribute__(obj, "__dict__")
     except AttributeError:
-        return _MISSING
+        return slot_value(obj, name)
     if type(namespace) is not dict:
         return dict(namespace).get(name, _MISSING) if isinstance(namespace, dict) else _MISSING
-    return namespace.get(name, _MISSING)
+    value = namespace.get(name, _MISSING)
+    return slot_value(obj, name) if value is _MISSING else value
+
+
+#: (class, name) -> the ``__slots__`` member descriptor storing ``name``, or None
+_slots: dict[tuple[type, str], Any] = {}
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+_TYPE_DICT: Any = type.__dict__["__dict__"].__get__
+_MEMBER = type(type("_Slotted", (), {"__slots__": ("x",)}).__dict__["x"])
+
+
+def member_slot(cls: type, name: str) -> Any:
+    """The ``__slots__`` member descriptor that stores ``name`` for ``cls``, or None.
+
+    The first class along the MRO that defines ``name`` decides, as for any
+    attribute: a property or method of that name shadows a base's slot. Only
+    classes written in Python: a builtin's C members are not user state.
+    """
+    key = (cls, name)
+    found = _slots.get(key, _MISSING)
+    if found is not _MISSING:
+        return found
+    found = None
+    for klass in cls.__mro__:
+        entry = _TYPE_DICT(klass).get(name, _MISSING)
+        if entry is not _MISSING:
+            if klass.__flags__ & _HEAPTYPE and type(entry) is _MEMBER:
+                found = entry
+            break
+    _slots[key] = found
+    return found
+
+
+def slot_value(obj: Any, name: str) -> Any:
+    """``obj.name`` read from its ``__slots__`` member (no user code runs), or missing."""
+    slot = member_slot(type(obj), name)
+    if slot is None:
+        return _MISSING
+    try:
+        return slot.__get__(obj, type(obj))
+    except AttributeError:
+        return _MISSING  # never set, or deleted
 
 
 # type's own descriptors: a metaclass cannot intercept them
