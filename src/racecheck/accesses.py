@@ -53,7 +53,7 @@ import dataclasses
 import functools
 import os
 import sys
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import (
     BuiltinFunctionType,
@@ -117,6 +117,20 @@ ORDER_ONLY = frozenset({ENDED})
 #: succeeded, which is the waiter's next step anyway. Its own enabled state
 #: is then not read (strategies.dpor), only what made it wait (TAKEN).
 STUTTER = -3
+#: pseudo-object: the step is the first of an actor since a wake that a
+#: callback chain carried from an earlier step (key: that step's index in the
+#: run). In asyncio a step that resolves a future often does not make the
+#: waiter runnable itself: a done-callback does, which the loop runs later,
+#: inside whichever step comes next. The waiter's step is ordered after the
+#: step that started the chain: an order, never a race (it could not have
+#: run before it), like ENDED (see :meth:`StepLog.scheduled`).
+WAKE = -4
+#: pseudo-object: the step moved the virtual clock because no actor could
+#: run (key: the clock's ordinal). Every earlier read of the clock was made
+#: by an actor that has blocked since, so those reads are ordered before the
+#: move without racing it: run first, the move could not have happened (its
+#: reader was still enabled). Other conflicts of the two steps still race.
+IDLE_CLOCK = -5
 
 
 class Observer(Protocol):
@@ -522,6 +536,15 @@ class StepLog:
         self._deferred: BaseException | None = None
         #: frames of running point-first operations -> the step that called them
         self._called_in: dict[Any, int] = {}
+        #: wakes carried by callbacks (see scheduled): id(handle) -> the steps that
+        #: started its chain; the chain of the callback running now; and, per
+        #: task (its id), (step in progress when its next step was queued, those steps)
+        self._chains: dict[int, tuple[int, ...]] = {}
+        self._chain: tuple[int, ...] | None = None
+        self._woken: dict[int, tuple[int, tuple[int, ...]]] = {}
+        #: the backend's own notes for the run (asyncio: where tasks ended, what
+        #: a suspended task waits for), dropped with the run's objects
+        self.notes: dict[Any, Any] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -542,6 +565,53 @@ class StepLog:
         self._keep.clear()
         self._called_in.clear()
         self._shape = None
+        self._chains.clear()
+        self._chain = None
+        self._woken.clear()
+        self.notes.clear()
+
+    # -- wakes carried by callbacks (asyncio: backends.asyncio_waits) -----------------
+    def scheduled(self, handle: Any, task: int | None) -> None:
+        """``handle`` was queued: by the step in progress, or by the running callback.
+
+        ``task``: the key (``id``) of the task whose next step the handle is
+        (its step or wake-up), None for a plain callback. A plain callback
+        carries the steps that started its chain; a callback it queues
+        carries them on. A task's step carries them into its first accesses
+        (:meth:`woken`, :data:`WAKE`), so DPOR orders it after the step that
+        really woke it, not after the step the callback happened to run in.
+        """
+        chain = self._chain
+        if chain is None:
+            chain = (self.step,) if self.actor is not None else ()
+        if task is None:
+            if chain:
+                self._chains[id(handle)] = chain
+            else:
+                self._chains.pop(id(handle), None)  # an id reused by a new handle
+        elif chain:
+            self._woken[task] = (self.step if self.actor is not None else -1, chain)
+        else:
+            self._woken.pop(task, None)
+
+    def woken(self, task: int) -> None:
+        """The task keyed ``task`` starts a step: it follows what queued it (WAKE)."""
+        woken = self._woken.pop(task, None)
+        if woken is not None and woken[0] < self.step:
+            self.follow(woken[1])
+
+    def follow(self, steps: Iterable[int]) -> None:
+        """The step in progress could not have run before ``steps`` (earlier ones): WAKE."""
+        now = self.step
+        self.current += [(WAKE, cause, False, "") for cause in steps if cause < now]
+
+    def callback_runs(self, handle: Any) -> None:
+        """A plain callback starts: what it queues carries its chain on."""
+        self._chain = self._chains.pop(id(handle), ())
+
+    def callback_ended(self) -> None:
+        """The callback is over: what is queued now is the step's own doing."""
+        self._chain = None
 
     def stable(self, key: Any) -> Hashable:
         """A key that means the same in every run: scalars as they are, objects by type."""
@@ -582,6 +652,11 @@ class StepLog:
         if iterating and self.actor is not None:
             self.iterating.setdefault(self.actor, {})[(access[0], ANY, False, access[3])] = None
 
+    def clock_moved_idle(self, clock: Any) -> None:
+        """No actor could run, so the clock moved to the next deadline (IDLE_CLOCK)."""
+        self.touch(clock, "now", True)
+        self.current.append((IDLE_CLOCK, self.ordinal(clock), False, ""))
+
     def sync(self, obj: Any) -> None:
         """An operation on a synchronisation primitive: a write to it."""
         if obj is not None:
@@ -620,6 +695,9 @@ class StepLog:
         self._observer = chooser
         self.close(chooser)
         self.enabled = tuple(enabled)
+        # Another actor may run now (a thread calling call_soon_threadsafe):
+        # a chain is only carried within the step its callback began in.
+        self._chain = None
 
     def _raise_deferred(self) -> None:
         error, self._deferred = self._deferred, None

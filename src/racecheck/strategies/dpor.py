@@ -47,7 +47,18 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-from racecheck.accesses import ACTOR, ANY, OPAQUE, ORDER_ONLY, STUTTER, SYNC, TAKEN, Access
+from racecheck.accesses import (
+    ACTOR,
+    ANY,
+    IDLE_CLOCK,
+    OPAQUE,
+    ORDER_ONLY,
+    STUTTER,
+    SYNC,
+    TAKEN,
+    WAKE,
+    Access,
+)
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
 from racecheck.strategies.dpor_order import SearchOrder, pending
@@ -407,8 +418,16 @@ class DPORChooser(BaseChooser):
                 conflicting.update(k for a, k in last_of.items() if a != actor)
             elif last_opaque is not None and events[last_opaque].actor != actor:
                 conflicting.add(last_opaque)
+            wake = event.index.get(WAKE)
+            if wake is not None:
+                # woken by a chain of callbacks that step started (accesses.WAKE)
+                ordered.update(c for c in wake if c < j and events[c].actor != actor)
+            #: earlier reads of a clock this step moved as nobody could run: ordered
+            #: before it, racing it only through another conflict (accesses.IDLE_CLOCK)
+            idle = event.index.get(IDLE_CLOCK, ())
+            after: set[int] = set()
             for obj, keys in event.index.items():
-                if obj == OPAQUE:
+                if obj < 0 and obj != ACTOR:
                     continue
                 known = keys_of.setdefault(obj, set())
                 for key, write in keys.items():
@@ -432,9 +451,10 @@ class DPORChooser(BaseChooser):
                             else:
                                 conflicting.add(last_write)
                         if write:
-                            conflicting.update(r for a, r in reads.items() if a != actor)
+                            readers = (r for a, r in reads.items() if a != actor)
+                            (after if obj in idle else conflicting).update(readers)
             for obj, keys in event.index.items():
-                if obj == OPAQUE:
+                if obj < 0 and obj != ACTOR:
                     continue
                 known = keys_of[obj]
                 for key, write in keys.items():
@@ -456,7 +476,7 @@ class DPORChooser(BaseChooser):
                             state[(obj, key)] = (None, {actor: j})
                         else:
                             found[1][actor] = j
-            predecessors = conflicting | ordered
+            predecessors = conflicting | ordered | after
             own = last_of.get(actor)
             if own is not None:
                 predecessors.add(own)
