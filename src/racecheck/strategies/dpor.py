@@ -52,18 +52,21 @@ from racecheck.accesses import (
     ANY,
     IDLE_CLOCK,
     OPAQUE,
-    ORDER_ONLY,
     STUTTER,
     SYNC,
     TAKEN,
     WAKE,
     Access,
+    order_only,
 )
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
 from racecheck.strategies.dpor_order import SearchOrder, pending
 from racecheck.strategies.dpor_traces import trace_key
 from racecheck.strategies.exhaustive import NondeterminismError
+
+#: pseudo-objects that are no object's state: they order or mark, never conflict as keys
+_PSEUDO = frozenset({OPAQUE, STUTTER, WAKE, IDLE_CLOCK})
 
 #: object (ordinal within a run, type name across runs) -> key -> written?
 Index = dict[Hashable, dict[Hashable, bool]]
@@ -421,13 +424,16 @@ class DPORChooser(BaseChooser):
             wake = event.index.get(WAKE)
             if wake is not None:
                 # woken by a chain of callbacks that step started (accesses.WAKE)
-                ordered.update(c for c in wake if c < j and events[c].actor != actor)
+                for cause in wake:
+                    c = int(cause)  # type: ignore[call-overload]  # WAKE's keys are step indices
+                    if c < j and events[c].actor != actor:
+                        ordered.add(c)
             #: earlier reads of a clock this step moved as nobody could run: ordered
             #: before it, racing it only through another conflict (accesses.IDLE_CLOCK)
             idle = event.index.get(IDLE_CLOCK, ())
             after: set[int] = set()
             for obj, keys in event.index.items():
-                if obj < 0 and obj != ACTOR:
+                if obj != ACTOR and obj in _PSEUDO:
                     continue
                 known = keys_of.setdefault(obj, set())
                 for key, write in keys.items():
@@ -446,7 +452,7 @@ class DPORChooser(BaseChooser):
                                 conflicting.update(w for w in actor_writes.get(place, ()))
                             continue
                         if last_write is not None and events[last_write].actor != actor:
-                            if place in ORDER_ONLY and not write:
+                            if not write and order_only(place):
                                 ordered.add(last_write)
                             else:
                                 conflicting.add(last_write)
@@ -454,7 +460,7 @@ class DPORChooser(BaseChooser):
                             readers = (r for a, r in reads.items() if a != actor)
                             (after if obj in idle else conflicting).update(readers)
             for obj, keys in event.index.items():
-                if obj < 0 and obj != ACTOR:
+                if obj != ACTOR and obj in _PSEUDO:
                     continue
                 known = keys_of[obj]
                 for key, write in keys.items():
