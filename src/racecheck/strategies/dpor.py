@@ -499,6 +499,12 @@ class DPORChooser(BaseChooser):
                 for other in self._enabled[j]:
                     if other != actor and other not in self._enabled[j + 1]:
                         self._reverse_disabled(j, other)
+            if STUTTER in event.index and actor not in event.index.get(ACTOR, ()):
+                # It waits, a stutter (accesses.STUTTER): whatever wakes it next is
+                # not ordered against its earlier steps either. Left in place,
+                # their reads of its enabled state made that wake a race, whose
+                # reversal (the wake first) only repeats the trace.
+                state.pop((ACTOR, actor), None)
             last_of[actor] = j
             if event.opaque:
                 last_opaque = j
