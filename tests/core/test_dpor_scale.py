@@ -201,7 +201,7 @@ _SCENARIO_BUDGET = 250
 _OUT_OF_REACH = (
     "executor: no run ends blocked any more, but 250 runs are 243 distinct traces of a "
     "larger space (event queue puts, the collector's lock, closure variables the "
-    "record-only feed merges); bridge: about 60% of runs still end with only sleeping "
+    "record-only feed merges); bridge: over a third of runs still end with only sleeping "
     "actors enabled, from races of its threads with the loop (docs/architecture.md)"
 )
 
