@@ -840,6 +840,14 @@ class StepLog:
                     runtime = runtime_code[code] = _runtime_kind(code)
                 if runtime:
                     if runtime == _ATTEMPT:
+                        owner = frame.f_locals.get("self")
+                        if isinstance(owner, self._queue_type) and type(owner) is not (
+                            self._queue_type
+                        ):
+                            # a LIFO or priority queue: its items are not numbered,
+                            # so a get that waits cannot tell which get emptied it
+                            self.sync(owner)
+                            return
                         # each (re)entry: where its own records start (see _attempt_over)
                         self._attempts[frame] = len(self.current)
                         return
@@ -936,14 +944,14 @@ class StepLog:
         ordinal, kind = self.ordinal(owner), type(owner).__qualname__
         key = _ATTEMPTS[frame.f_code.co_qualname]
         queue = type(owner) is self._queue_type
-        if getattr(arg, "_asyncio_future_blocking", False) is True and start is not None:
+        if start is not None and getattr(arg, "_asyncio_future_blocking", False) is True:
             # It waits: what it did to the primitive in this step was looking
             # (its own calls, such as ``empty()``), and joining the waiters.
             self.current[start:] = [a for a in self.current[start:] if a[0] != ordinal]
             self._queue_looks.pop(ordinal, None)
             self.current.append((ordinal, key, False, kind))
             self.current.append((ordinal, WAITERS, True, kind))
-        elif queue:
+        elif queue and start is not None:
             pass  # what it did is its _put or _get (see _queue_call)
         else:
             self.current.append((ordinal, SYNC, True, kind))

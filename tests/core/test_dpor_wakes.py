@@ -16,7 +16,7 @@ and no run may end blocked by its sleep set.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -106,7 +106,7 @@ async def task_group() -> None:
 
 
 #: program, its traces: the orders of its conflicting steps
-PROGRAMS: list[tuple[Callable[[], Awaitable[None]], int]] = [
+PROGRAMS: list[tuple[Callable[[], Coroutine[Any, Any, None]], int]] = [
     (wait_one, 1),
     (wait_for_future, 1),
     (gather_two, 2),  # the two children's updates, in either order
@@ -170,7 +170,7 @@ _IN_A_THREAD = [
     ("program", "expected"), _IN_A_THREAD, ids=lambda p: getattr(p, "__name__", "")
 )
 def test_the_same_wakes_on_a_loop_inside_a_thread(
-    program: Callable[[], Awaitable[None]], expected: int
+    program: Callable[[], Coroutine[Any, Any, None]], expected: int
 ) -> None:
     """``asyncio.run`` from a plain ``def``: the threads backend hosts the loop."""
 
@@ -209,29 +209,30 @@ def _wake_ops(variables: int) -> Any:
 
 
 @st.composite
-def wake_programs(draw: Any) -> tuple[int, tuple[tuple[WakeOp, ...], ...], bool]:
+def wake_programs(draw: Any) -> tuple[int, tuple[tuple[WakeOp, ...], ...], bool, bool]:
     variables = draw(st.integers(1, 2))
     op = _wake_ops(variables)
     count = draw(st.integers(2, 3))
     bodies = tuple(tuple(draw(st.lists(op, min_size=1, max_size=2))) for _ in range(count))
     every = [o for body in bodies for o in body]
     every += [inner for o in every if o[0] == "child" for inner in o[1]]
-    # no get waits for ever: never more waiting gets than puts (puts never wait)
-    assume(sum(o[0] == "get" for o in every) <= sum(o[0] == "put" for o in every))
-    return variables, bodies, draw(st.booleans())
+    # no get waits for ever: never more takers than puts (puts never wait)
+    assume(sum(o[0] in ("get", "peek") for o in every) <= sum(o[0] == "put" for o in every))
+    # a LIFO queue's items are not numbered: its operations stay plain writes
+    return variables, bodies, draw(st.booleans()), draw(st.booleans())
 
 
 def _wake_target(
-    program: tuple[int, tuple[tuple[WakeOp, ...], ...], bool],
+    program: tuple[int, tuple[tuple[WakeOp, ...], ...], bool, bool],
     seen: set[Any],
     forbidden: Any = None,
 ) -> Callable[[], Awaitable[None]]:
-    variables, bodies, by_gather = program
+    variables, bodies, by_gather, lifo = program
     names = ("x", "y")[:variables]
 
     async def target() -> None:
         state = dict.fromkeys(names, 0)
-        queue: asyncio.Queue[int] = asyncio.Queue()
+        queue: asyncio.Queue[int] = asyncio.LifoQueue() if lifo else asyncio.Queue()
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         got: list[int] = []
 
@@ -280,10 +281,10 @@ def _wake_target(
     return target
 
 
-@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(program=wake_programs(), data=st.data())
 def test_dpor_matches_exhaustive_search_with_queues_futures_and_joins(
-    program: tuple[int, tuple[tuple[WakeOp, ...], ...], bool], data: Any
+    program: tuple[int, tuple[tuple[WakeOp, ...], ...], bool, bool], data: Any
 ) -> None:
     everything: set[Any] = set()
     full = racecheck.check(
