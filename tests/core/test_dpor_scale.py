@@ -66,7 +66,9 @@ class _Unprobed(DPORChooser):
 
 @pytest.mark.parametrize(
     "target",
-    [thread_bugs.lost_increment_method_fixed, asyncio_bugs.starved_consumer_overflow_fixed],
+    # (the starved consumer's fixed twin now verifies in 20 traces with no probe left to run:
+    # an asyncio.Queue's puts and gets of different items are independent)
+    [thread_bugs.lost_increment_method_fixed, asyncio_bugs.cache_stampede_lock_fixed],
     ids=lambda target: target.__name__,
 )
 def test_probes_leave_the_search_and_its_claim_unchanged(
