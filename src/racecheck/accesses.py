@@ -53,7 +53,7 @@ import dataclasses
 import functools
 import os
 import sys
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import (
     BuiltinFunctionType,
@@ -117,6 +117,20 @@ ORDER_ONLY = frozenset({ENDED})
 #: succeeded, which is the waiter's next step anyway. Its own enabled state
 #: is then not read (strategies.dpor), only what made it wait (TAKEN).
 STUTTER = -3
+#: pseudo-object: the step is the first of an actor since a wake that a
+#: callback chain carried from an earlier step (key: that step's index in the
+#: run). In asyncio a step that resolves a future often does not make the
+#: waiter runnable itself: a done-callback does, which the loop runs later,
+#: inside whichever step comes next. The waiter's step is ordered after the
+#: step that started the chain: an order, never a race (it could not have
+#: run before it), like ENDED (see :meth:`StepLog.scheduled`).
+WAKE = -4
+#: pseudo-object: the step moved the virtual clock because no actor could
+#: run (key: the clock's ordinal). Every earlier read of the clock was made
+#: by an actor that has blocked since, so those reads are ordered before the
+#: move without racing it: run first, the move could not have happened (its
+#: reader was still enabled). Other conflicts of the two steps still race.
+IDLE_CLOCK = -5
 
 
 class Observer(Protocol):
@@ -325,6 +339,7 @@ def _runtime_dirs() -> tuple[str, ...]:
 
 #: where the runtimes' primitives live (asyncio, trio): their methods' calls are sync operations
 _RUNTIME_DIRS = _runtime_dirs()
+_ASYNCIO_DIR = _RUNTIME_DIRS[0]
 _THREADS_DIR = os.path.join(_RACECHECK_DIR, "backends", "threads") + os.sep
 #: racecheck's controlled thread primitives: every method call on one is a sync operation
 _OWN_PRIMITIVES = (_THREADS_DIR + "primitives.py", _THREADS_DIR + "adopt.py")
@@ -334,6 +349,8 @@ _THREAD_METHODS = frozenset(("_start", "_join", "_is_alive"))
 #: one of theirs); racecheck's own, as a write when called, a read when called,
 #: not at all, or when it returns (see _own_mode)
 _FOREIGN, _OWN, _OWN_READ, _OWN_SKIP, _OWN_AFTER, _OWN_AROUND, _BLOCK = 1, 2, 3, 4, 5, 6, 7
+#: an asyncio primitive's operation that may wait (see _ATTEMPTS)
+_ATTEMPT = -1
 
 #: racecheck's own primitives' methods that only look at the primitive
 _OWN_READS = frozenset(
@@ -417,6 +434,48 @@ _STUTTER_ACQUIRES = frozenset(
 )
 
 
+#: a queue's room, like TAKEN for its items: written by whatever fills it (a
+#: put), read by a put that found it full and waited
+FILLED: Hashable = ("<filled>",)
+#: an event's unset state: written by ``clear``, read by a wait that found it unset
+CLEARED: Hashable = ("<cleared>",)
+#: a primitive's queue of waiters: an operation that waits joins it (a write),
+#: so two waiters' places in it are ordered, and which one a release wakes is
+#: explored; the release itself leaves it alone (its wake is a WAKE)
+WAITERS: Hashable = ("<waiters>",)
+
+#: an item of an ``asyncio.Queue``, numbered in the order of the puts: the
+#: k-th put writes ("<item>", k), the k-th get reads it (FIFO). A get that
+#: found its item cannot have run before the put of it (run first, it would
+#: have waited: a stutter), so that read is an order, never a race (like
+#: ENDED); puts are ordered among themselves (FILLED), gets too (TAKEN), and a
+#: put and a get of different items are independent.
+ITEM = "<item>"
+
+
+def order_only(key: Hashable) -> bool:
+    """Does a read of ``key`` follow its write without racing it (ORDER_ONLY, ITEM)?"""
+    return key in ORDER_ONLY or (type(key) is tuple and len(key) == 2 and key[0] == ITEM)
+
+
+#: asyncio's operations that may wait, and what one that waits found (its key).
+#: Recorded when they return or suspend (a profile ``return`` either way), not
+#: when called: one that waited only looked (it reads the key and joins the
+#: waiters), like a thread's blocked acquire (TAKEN, STUTTER), so it does not
+#: race the release, put or set that ends its wait (with that first, it would
+#: simply have gone on, which is its next step anyway); one that went on
+#: writes the key and the primitive.
+_ATTEMPTS: dict[str, Hashable] = {
+    "Lock.acquire": TAKEN,
+    "Semaphore.acquire": TAKEN,
+    "Queue.get": TAKEN,
+    "Queue.put": FILLED,
+    "Event.wait": CLEARED,
+}
+#: operations that change what an _ATTEMPTS key says (besides a completed attempt)
+_ATTEMPT_WRITES: dict[str, Hashable] = {"Event.clear": CLEARED}
+
+
 def _own_mode(code: Any) -> int:
     """How a call of racecheck's own primitive code is recorded.
 
@@ -455,6 +514,8 @@ def _runtime_kind(code: Any) -> int:
     if filename == _THREADS_DIR + "runtime.py" and code.co_name == "block":
         return _BLOCK
     if filename.startswith(_RUNTIME_DIRS):
+        if getattr(code, "co_qualname", "") in _ATTEMPTS and filename.startswith(_ASYNCIO_DIR):
+            return _ATTEMPT
         return _FOREIGN
     return 0
 
@@ -522,6 +583,23 @@ class StepLog:
         self._deferred: BaseException | None = None
         #: frames of running point-first operations -> the step that called them
         self._called_in: dict[Any, int] = {}
+        #: asyncio operations that may wait, running: frame -> where their records start
+        self._attempts: dict[Any, int] = {}
+        import asyncio
+
+        self._queue_type: type = asyncio.Queue
+        #: asyncio queues (ordinal): puts and gets so far; looks waiting to be kept
+        self._queue_counts: dict[int, list[int]] = {}
+        self._queue_looks: dict[int, str] = {}
+        #: wakes carried by callbacks (see scheduled): id(handle) -> the steps that
+        #: started its chain; the chain of the callback running now; and, per
+        #: task (its id), (step in progress when its next step was queued, those steps)
+        self._chains: dict[int, tuple[int, ...]] = {}
+        self._chain: tuple[int, ...] | None = None
+        self._woken: dict[int, tuple[int, tuple[int, ...]]] = {}
+        #: the backend's own notes for the run (asyncio: where tasks ended, what
+        #: a suspended task waits for), dropped with the run's objects
+        self.notes: dict[Any, Any] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -542,6 +620,56 @@ class StepLog:
         self._keep.clear()
         self._called_in.clear()
         self._shape = None
+        self._attempts.clear()
+        self._queue_counts.clear()
+        self._queue_looks.clear()
+        self._chains.clear()
+        self._chain = None
+        self._woken.clear()
+        self.notes.clear()
+
+    # -- wakes carried by callbacks (asyncio: backends.asyncio_waits) -----------------
+    def scheduled(self, handle: Any, task: int | None) -> None:
+        """``handle`` was queued: by the step in progress, or by the running callback.
+
+        ``task``: the key (``id``) of the task whose next step the handle is
+        (its step or wake-up), None for a plain callback. A plain callback
+        carries the steps that started its chain; a callback it queues
+        carries them on. A task's step carries them into its first accesses
+        (:meth:`woken`, :data:`WAKE`), so DPOR orders it after the step that
+        really woke it, not after the step the callback happened to run in.
+        """
+        chain = self._chain
+        if chain is None:
+            chain = (self.step,) if self.actor is not None else ()
+        if task is None:
+            if chain:
+                self._chains[id(handle)] = chain
+            else:
+                self._chains.pop(id(handle), None)  # an id reused by a new handle
+        elif chain:
+            self._woken[task] = (self.step if self.actor is not None else -1, chain)
+        else:
+            self._woken.pop(task, None)
+
+    def woken(self, task: int) -> None:
+        """The task keyed ``task`` starts a step: it follows what queued it (WAKE)."""
+        woken = self._woken.pop(task, None)
+        if woken is not None and woken[0] < self.step:
+            self.follow(woken[1])
+
+    def follow(self, steps: Iterable[int]) -> None:
+        """The step in progress could not have run before ``steps`` (earlier ones): WAKE."""
+        now = self.step
+        self.current += [(WAKE, cause, False, "") for cause in steps if cause < now]
+
+    def callback_runs(self, handle: Any) -> None:
+        """A plain callback starts: what it queues carries its chain on."""
+        self._chain = self._chains.pop(id(handle), ())
+
+    def callback_ended(self) -> None:
+        """The callback is over: what is queued now is the step's own doing."""
+        self._chain = None
 
     def stable(self, key: Any) -> Hashable:
         """A key that means the same in every run: scalars as they are, objects by type."""
@@ -582,6 +710,11 @@ class StepLog:
         if iterating and self.actor is not None:
             self.iterating.setdefault(self.actor, {})[(access[0], ANY, False, access[3])] = None
 
+    def clock_moved_idle(self, clock: Any) -> None:
+        """No actor could run, so the clock moved to the next deadline (IDLE_CLOCK)."""
+        self.touch(clock, "now", True)
+        self.current.append((IDLE_CLOCK, self.ordinal(clock), False, ""))
+
     def sync(self, obj: Any) -> None:
         """An operation on a synchronisation primitive: a write to it."""
         if obj is not None:
@@ -620,6 +753,9 @@ class StepLog:
         self._observer = chooser
         self.close(chooser)
         self.enabled = tuple(enabled)
+        # Another actor may run now (a thread calling call_soon_threadsafe):
+        # a chain is only carried within the step its callback began in.
+        self._chain = None
 
     def _raise_deferred(self) -> None:
         error, self._deferred = self._deferred, None
@@ -647,6 +783,8 @@ class StepLog:
         if self._shape is not None:
             self.current.append(self._shape)
             self._shape = None
+        if self._queue_looks:
+            self._looks()
         actor = self.actor
         if actor is not None:
             self.actor = None
@@ -701,6 +839,18 @@ class StepLog:
                 if runtime is None:
                     runtime = runtime_code[code] = _runtime_kind(code)
                 if runtime:
+                    if runtime == _ATTEMPT:
+                        owner = frame.f_locals.get("self")
+                        if isinstance(owner, self._queue_type) and type(owner) is not (
+                            self._queue_type
+                        ):
+                            # a LIFO or priority queue: its items are not numbered,
+                            # so a get that waits cannot tell which get emptied it
+                            self.sync(owner)
+                            return
+                        # each (re)entry: where its own records start (see _attempt_over)
+                        self._attempts[frame] = len(self.current)
+                        return
                     if runtime >= _OWN:
                         if runtime == _BLOCK:
                             self._blocking(frame)
@@ -716,12 +866,21 @@ class StepLog:
                                 self._own(owner, runtime != _OWN_READ)
                         return
                     owner = frame.f_locals.get("self")
+                    if owner is not None and type(owner) is self._queue_type:
+                        self._queue_call(owner, code.co_name, frame)
+                        return
                     if owner is not None and isinstance(owner, sync_types):
                         self.sync(getattr(owner, "_state", owner))  # trio channels share one
+                        written = _ATTEMPT_WRITES.get(getattr(code, "co_qualname", ""))
+                        if written is not None:
+                            kind = type(owner).__qualname__
+                            self.current.append((self.ordinal(owner), written, True, kind))
                         return
                 caller = frame.f_back
                 if caller is not None and is_user(caller.f_code) and not is_user(frame.f_code):
                     self._entered_library(frame)
+            elif event == "return" and runtime_code.get(frame.f_code) == _ATTEMPT:
+                self._attempt_over(frame, arg)
             elif event == "return" and runtime_code.get(frame.f_code) in _AT_RETURN:
                 owner = frame.f_locals.get("self")
                 passed = self._point_passed(frame)
@@ -738,6 +897,66 @@ class StepLog:
                         self.current.append((self.ordinal(owner), TAKEN, True, kind))
 
         return hook
+
+    def _queue_call(self, queue: Any, name: str, frame: FrameType) -> None:
+        """A method of an ``asyncio.Queue`` (exactly: FIFO) is called: see ITEM.
+
+        Only what changes or shows its items is recorded: ``_put`` and
+        ``_get`` (where every put and get takes effect), and a look at its
+        size. A look made by the queue's own operation (``get`` checks
+        ``empty()``) is kept only if no item moved after it in the step: a
+        get that went on is ordered by its item, one that waits by
+        _attempt_over, one that raised QueueEmpty did look.
+        """
+        ordinal, kind = self.ordinal(queue), type(queue).__qualname__
+        if name == "_put" or name == "_get":
+            counts = self._queue_counts.setdefault(ordinal, [0, 0])
+            side = 0 if name == "_put" else 1
+            number = counts[side]
+            counts[side] = number + 1
+            self._queue_looks.pop(ordinal, None)
+            self.current.append((ordinal, FILLED if side == 0 else TAKEN, True, kind))
+            self.current.append((ordinal, (ITEM, number), side == 0, kind))
+        elif name in ("empty", "full", "qsize"):
+            caller = frame.f_back
+            if caller is not None and caller.f_code.co_filename.startswith(_ASYNCIO_DIR):
+                self._queue_looks[ordinal] = kind
+            else:
+                self.current.append((ordinal, TAKEN, False, kind))
+                self.current.append((ordinal, FILLED, False, kind))
+        elif name in ("task_done", "join", "shutdown", "__init__"):
+            self.current.append((ordinal, SYNC, True, kind))
+        # put_nowait, get_nowait, _wakeup_next, ...: their effects are the calls above
+
+    def _looks(self) -> None:
+        """The queue looks its own operations made and kept (see _queue_call)."""
+        for ordinal, kind in self._queue_looks.items():
+            self.current.append((ordinal, TAKEN, False, kind))
+            self.current.append((ordinal, FILLED, False, kind))
+        self._queue_looks.clear()
+
+    def _attempt_over(self, frame: FrameType, arg: Any) -> None:
+        """An asyncio operation that may wait returns, or suspends to wait (_ATTEMPTS)."""
+        start = self._attempts.pop(frame, None)
+        owner = frame.f_locals.get("self")
+        if owner is None or not isinstance(owner, self._sync):
+            return
+        ordinal, kind = self.ordinal(owner), type(owner).__qualname__
+        key = _ATTEMPTS[frame.f_code.co_qualname]
+        queue = type(owner) is self._queue_type
+        if start is not None and getattr(arg, "_asyncio_future_blocking", False) is True:
+            # It waits: what it did to the primitive in this step was looking
+            # (its own calls, such as ``empty()``), and joining the waiters.
+            self.current[start:] = [a for a in self.current[start:] if a[0] != ordinal]
+            self._queue_looks.pop(ordinal, None)
+            self.current.append((ordinal, key, False, kind))
+            self.current.append((ordinal, WAITERS, True, kind))
+        elif queue and start is not None:
+            pass  # what it did is its _put or _get (see _queue_call)
+        else:
+            self.current.append((ordinal, SYNC, True, kind))
+            if key is not CLEARED:  # a wait that went on took nothing
+                self.current.append((ordinal, key, True, kind))
 
     def _join_alone(self, frame: FrameType) -> None:
         """A join by the last live actor: its point is no decision, so make it a boundary.

@@ -66,7 +66,9 @@ class _Unprobed(DPORChooser):
 
 @pytest.mark.parametrize(
     "target",
-    [thread_bugs.lost_increment_method_fixed, asyncio_bugs.starved_consumer_overflow_fixed],
+    # (the starved consumer's fixed twin now verifies in 20 traces with no probe left to run:
+    # an asyncio.Queue's puts and gets of different items are independent)
+    [thread_bugs.lost_increment_method_fixed, asyncio_bugs.cache_stampede_lock_fixed],
     ids=lambda target: target.__name__,
 )
 def test_probes_leave_the_search_and_its_claim_unchanged(
@@ -199,9 +201,10 @@ def _variant(filename: str, variant: str) -> Any:
 _SCENARIO_BUDGET = 250
 
 _OUT_OF_REACH = (
-    "about 80% of DPOR's runs end with only a sleeping actor enabled: a task's wake is "
-    "recorded in the step where the loop ran the callback chain, not in the step that "
-    "caused it, so DPOR reverses races no run can reverse (docs/architecture.md)"
+    "executor: no run ends blocked any more, but 250 runs are 243 distinct traces of a "
+    "larger space (event queue puts, the collector's lock, closure variables the "
+    "record-only feed merges); bridge: over a third of runs still end with only sleeping "
+    "actors enabled, from races of its threads with the loop (docs/architecture.md)"
 )
 
 

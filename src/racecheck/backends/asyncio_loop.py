@@ -31,7 +31,12 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from racecheck.backends.asyncio_waits import record_task_step
+from racecheck.backends.asyncio_waits import (
+    record_task_step,
+    task_step_begins,
+    task_step_ended,
+    wake_scheduled,
+)
 from racecheck.backends.inline_waits import waits_refused
 from racecheck.detect.stepmon import step_feed
 from racecheck.engine import Controller, Failure, NeedsBackend, RunAborted
@@ -252,6 +257,15 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                     controller.steps += 1  # tick(), inline: one per plain callback
                 if controller.detector is not None:
                     self._rc_host.detect_callback(self, head)
+                    log = controller.steplog
+                    if log is not None:
+                        # what the callback queues carries the wake it carries (DPOR)
+                        log.callback_runs(head)
+                        head._run()
+                        log.callback_ended()
+                        if self._stopping:
+                            return
+                        continue
                 head._run()
                 if self._stopping:
                     return
@@ -320,12 +334,17 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 del ready[position]
                 task = handle._callback.__self__
                 actor = ids[choice]
+            log = controller.steplog
+            if log is not None:  # DPOR: who woke it, and whether it suspended
+                began = task_step_begins(log, task)
             if self._rc_unobserved:
                 # Exploring (nothing to watch: the hot path), or a thread's loop
                 # (the thread's tracer watches the step).
                 handle._run()
             else:
                 self._rc_watched_step(actor, task, handle, choice != 0)
+            if log is not None:
+                task_step_ended(log, task, began)
             if self._stopping:
                 return
 
@@ -459,16 +478,22 @@ class DetectingLoop(ControlledLoop):
 
     def _call_soon(self, callback: Any, args: Any, context: Any) -> Any:
         handle = super()._call_soon(callback, args, context)  # type: ignore[misc]
-        if self._rc_controller.detector is not None:
+        controller = self._rc_controller
+        if controller.detector is not None:
             self._rc_stamp(handle)
+            if controller.steplog is not None:
+                wake_scheduled(controller.steplog, self, handle)
         return handle
 
     def call_at(  # type: ignore[override]
         self, when: float, callback: Any, *args: Any, context: Any = None
     ) -> Any:
         handle = super().call_at(when, callback, *args, context=context)
-        if self._rc_controller.detector is not None:
+        controller = self._rc_controller
+        if controller.detector is not None:
             self._rc_host.detect_scheduled(handle)
+            if controller.steplog is not None:
+                wake_scheduled(controller.steplog, self, handle)
         return handle
 
     def call_soon_threadsafe(  # type: ignore[override]

@@ -12,11 +12,13 @@ import asyncio
 import os
 from typing import TYPE_CHECKING, Any
 
+from racecheck.accesses import STUTTER
 from racecheck.failure import ResourceNames
 from racecheck.sources import is_user_file, source_line
 from racecheck.trace import SourceLine
 
 if TYPE_CHECKING:
+    from racecheck.accesses import StepLog
     from racecheck.recorder import Recorder
 
 _OPERATIONS = {
@@ -170,3 +172,90 @@ def record_task_step(
         resource = recorder.resources().name(sink.touched)
     accesses = tuple(dict.fromkeys(sink.accesses))
     recorder.add_step(actor, sink.lines, operation, resource, preempted, accesses)
+
+
+# -- wakes, for DPOR: who really woke a task -----------------------------------------------
+
+
+def wake_scheduled(log: StepLog, loop: Any, handle: asyncio.Handle) -> None:
+    """A handle was queued on a loop whose run DPOR records (``loop.call_soon``, timers).
+
+    A task's step or wake-up is that task's next step; anything else is a
+    plain callback, which carries the wake on (see ``StepLog.scheduled``):
+    ``asyncio.wait``, ``gather``, ``wait_for``, ``shield`` and a
+    ``TaskGroup`` wake their waiter from a done-callback that the loop runs
+    behind the steps already queued, so the step that ran it is not the
+    step that caused the wake.
+    """
+    owner = getattr(handle._callback, "__self__", None)  # type: ignore[attr-defined]
+    log.scheduled(handle, id(owner) if isinstance(owner, asyncio.Task) else None)
+
+
+def task_step_begins(log: StepLog, task: asyncio.Task[Any]) -> int:
+    """A task step starts: it follows the step that woke it. The step's index.
+
+    Woken from a join of every task of a set (``gather``, a ``TaskGroup``'s
+    end) that completed, it also follows the end of each of those tasks:
+    one callback per task counted them, and only the last one's chain woke
+    it, so the others' ends would seem unordered before it.
+    """
+    log.woken(id(task))
+    notes = log.notes
+    joined = notes.pop(("joins", id(task)), None)
+    if joined is not None:
+        future, tasks = joined
+        if future.done() and not future.cancelled() and future._exception is None:
+            ends = [notes.get(("end", id(t))) for t in tasks]
+            log.follow(end[1] for end in ends if end is not None)
+    return log.step
+
+
+def task_step_ended(log: StepLog, task: asyncio.Task[Any], began: int) -> None:
+    """A task step ended: where a task ended, and what a suspended one waits for.
+
+    Suspended on a future, its wait is a stutter, like a thread blocked on
+    a held lock (``accesses.STUTTER``): with the future resolved first the
+    await would simply have gone on, which is the task's next step anyway,
+    so the suspension is not ordered against the step that ends it.
+    Without this, DPOR tried the resolution first, and that run only found
+    the same execution again, blocked by its sleep set. Only for a step
+    that began where the task step did (a loop inside a thread may cut a
+    task step into several): its first step carries the wake (``WAKE``),
+    which is what orders the task after its waker.
+    """
+    if task.done():
+        if log.actor is not None:
+            log.notes[("end", id(task))] = (task, log.step)
+        return
+    waiter = task._fut_waiter  # type: ignore[attr-defined]
+    if waiter is None:
+        return
+    if began == log.step:
+        log.current.append((STUTTER, 0, False, ""))
+    joined = _joined_tasks(task, waiter)
+    if joined is not None:
+        log.notes[("joins", id(task))] = (waiter, joined)
+
+
+def _joined_tasks(task: asyncio.Task[Any], waiter: Any) -> tuple[Any, ...] | None:
+    """The tasks that all end before ``waiter`` gets a result, if it is such a join.
+
+    ``gather``'s future gets its result only once every child is done (an
+    exception, with ``return_exceptions`` off, comes at the first failure:
+    then the result is not set, and nothing is claimed). A ``TaskGroup``'s
+    exit waits on a future that its last task's end sets.
+    """
+    children = getattr(waiter, "_children", None)
+    if isinstance(children, list) and type(waiter).__name__ == "_GatheringFuture":
+        return tuple(children)
+    for frame in reversed(coroutine_frames(task)):
+        code = frame.f_code
+        if code.co_name in ("__aexit__", "_aexit") and code.co_filename.endswith(_TASKGROUPS):
+            group = frame.f_locals.get("self")
+            if getattr(group, "_on_completed_fut", None) is waiter:
+                return tuple(group._tasks)
+            return None
+    return None
+
+
+_TASKGROUPS = os.path.join("asyncio", "taskgroups.py")

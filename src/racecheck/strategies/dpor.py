@@ -47,12 +47,26 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-from racecheck.accesses import ACTOR, ANY, OPAQUE, ORDER_ONLY, STUTTER, SYNC, TAKEN, Access
+from racecheck.accesses import (
+    ACTOR,
+    ANY,
+    IDLE_CLOCK,
+    OPAQUE,
+    STUTTER,
+    SYNC,
+    TAKEN,
+    WAKE,
+    Access,
+    order_only,
+)
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
 from racecheck.strategies.dpor_order import SearchOrder, pending
 from racecheck.strategies.dpor_traces import trace_key
 from racecheck.strategies.exhaustive import NondeterminismError
+
+#: pseudo-objects that are no object's state: they order or mark, never conflict as keys
+_PSEUDO = frozenset({OPAQUE, STUTTER, WAKE, IDLE_CLOCK})
 
 #: object (ordinal within a run, type name across runs) -> key -> written?
 Index = dict[Hashable, dict[Hashable, bool]]
@@ -407,8 +421,19 @@ class DPORChooser(BaseChooser):
                 conflicting.update(k for a, k in last_of.items() if a != actor)
             elif last_opaque is not None and events[last_opaque].actor != actor:
                 conflicting.add(last_opaque)
+            wake = event.index.get(WAKE)
+            if wake is not None:
+                # woken by a chain of callbacks that step started (accesses.WAKE)
+                for cause in wake:
+                    c = int(cause)  # type: ignore[call-overload]  # WAKE's keys are step indices
+                    if c < j and events[c].actor != actor:
+                        ordered.add(c)
+            #: earlier reads of a clock this step moved as nobody could run: ordered
+            #: before it, racing it only through another conflict (accesses.IDLE_CLOCK)
+            idle = event.index.get(IDLE_CLOCK, ())
+            after: set[int] = set()
             for obj, keys in event.index.items():
-                if obj == OPAQUE:
+                if obj != ACTOR and obj in _PSEUDO:
                     continue
                 known = keys_of.setdefault(obj, set())
                 for key, write in keys.items():
@@ -427,14 +452,15 @@ class DPORChooser(BaseChooser):
                                 conflicting.update(w for w in actor_writes.get(place, ()))
                             continue
                         if last_write is not None and events[last_write].actor != actor:
-                            if place in ORDER_ONLY and not write:
+                            if not write and order_only(place):
                                 ordered.add(last_write)
                             else:
                                 conflicting.add(last_write)
                         if write:
-                            conflicting.update(r for a, r in reads.items() if a != actor)
+                            readers = (r for a, r in reads.items() if a != actor)
+                            (after if obj in idle else conflicting).update(readers)
             for obj, keys in event.index.items():
-                if obj == OPAQUE:
+                if obj != ACTOR and obj in _PSEUDO:
                     continue
                 known = keys_of[obj]
                 for key, write in keys.items():
@@ -456,7 +482,7 @@ class DPORChooser(BaseChooser):
                             state[(obj, key)] = (None, {actor: j})
                         else:
                             found[1][actor] = j
-            predecessors = conflicting | ordered
+            predecessors = conflicting | ordered | after
             own = last_of.get(actor)
             if own is not None:
                 predecessors.add(own)
@@ -473,6 +499,12 @@ class DPORChooser(BaseChooser):
                 for other in self._enabled[j]:
                     if other != actor and other not in self._enabled[j + 1]:
                         self._reverse_disabled(j, other)
+            if STUTTER in event.index and actor not in event.index.get(ACTOR, ()):
+                # It waits, a stutter (accesses.STUTTER): whatever wakes it next is
+                # not ordered against its earlier steps either. Left in place,
+                # their reads of its enabled state made that wake a race, whose
+                # reversal (the wake first) only repeats the trace.
+                state.pop((ACTOR, actor), None)
             last_of[actor] = j
             if event.opaque:
                 last_opaque = j

@@ -378,7 +378,7 @@ class ThreadRuntime:
         """Nobody is enabled: advance virtual time, or the run is deadlocked."""
         deadlines = [a.deadline for a in self.live if a.deadline is not None and not a.finished]
         if deadlines:
-            self._advance(min(deadlines))
+            self._advance(min(deadlines), idle=True)
             return
         if self.controller.aborting:
             raise RunAborted()  # the run is over (interrupted, failed): stop waiting
@@ -449,12 +449,15 @@ class ThreadRuntime:
         text = operation() if callable(operation) else operation
         return f"{text}; {note}" if text else note
 
-    def _advance(self, when: float) -> None:
+    def _advance(self, when: float, idle: bool = False) -> None:
         controller = self.controller
         if when > controller.now:
             controller.now = when
             if controller.steplog is not None:
-                controller.steplog.touch(self.clock, "now", True)
+                if idle:  # nobody could run: after every read of the clock (IDLE_CLOCK)
+                    controller.steplog.clock_moved_idle(self.clock)
+                else:
+                    controller.steplog.touch(self.clock, "now", True)
 
     def read_clock(self) -> float:
         """The virtual time, read by an actor's step (DPOR orders it against advances)."""
