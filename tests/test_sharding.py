@@ -103,8 +103,10 @@ def recorded_threads() -> None:
     ORDERS.append("".join(log))
 
 
+# auto's sliced runs give its DPOR member split DPOR, not the unsliced run's
+# plain DPOR: their union is the one-slice run's (tests/test_sharding_auto.py)
 @pytest.mark.parametrize("target", [recorded, recorded_threads])
-@pytest.mark.parametrize("strategy", ["auto", "random", "pct"])
+@pytest.mark.parametrize("strategy", ["random", "pct"])
 @pytest.mark.parametrize("shards", [2, 4])
 def test_the_shards_together_run_exactly_the_schedules_of_one_process(
     target: object, strategy: str, shards: int

@@ -418,9 +418,11 @@ def explore_slice(
         if (
             member_dpor is not None
             and _split_done(session, member_dpor, state, number)
-            and plan.count == 1
+            and (plan.count == 1 or member_dpor.over)
         ):
-            break  # the whole split search is this slice's: it is over (see sharding_auto)
+            # the whole split search was this slice's, or ended at schedule 1 in
+            # every slice: it is over (see sharding_auto)
+            break
     if session.interrupted:
         raise KeyboardInterrupt
     if state.stopped is None:

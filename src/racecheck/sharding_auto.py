@@ -119,6 +119,11 @@ class SlicedDPOR(BaseChooser):
         self._ordinal = -1
         self._probing = False
         self._spare: dict[str, None] = {}
+        #: plain DPOR watching schedule 1 beside the probe: when that run is the
+        #: program's only trace, the search is over at once, as without slices
+        self._whole: DPORChooser | None = DPORChooser()
+        #: every slice knows the whole search is over (that one-trace case)
+        self.over = False
 
     # -- who runs which turn ---------------------------------------------------------------
     def owner(self, group: int) -> int:
@@ -180,6 +185,8 @@ class SlicedDPOR(BaseChooser):
             self._ordinal, self._current = found
         if self._current is not None:
             self._current.begin(run)
+        if self._whole is not None:
+            self._whole.begin(run)
 
     @property
     def blind(self) -> dict[str, None]:
@@ -190,6 +197,8 @@ class SlicedDPOR(BaseChooser):
         return self._current.blind
 
     def choose(self, candidates: Sequence[int], step: int) -> int:
+        if self._whole is not None:
+            self._whole.choose(candidates, step)  # the natural order: index 0 as well
         if self._current is None:
             return 0
         try:
@@ -201,6 +210,8 @@ class SlicedDPOR(BaseChooser):
     def observe(
         self, step: int, actor: int, accesses: Sequence[Access], enabled: Sequence[int]
     ) -> None:
+        if self._whole is not None:
+            self._whole.observe(step, actor, accesses, enabled)
         if self._current is None:
             return
         try:
@@ -211,6 +222,19 @@ class SlicedDPOR(BaseChooser):
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
         search, group, ordinal = self._current, self._group, self._ordinal
         self._current = None
+        whole, self._whole = self._whole, None
+        if whole is not None and self.gave_up is None:
+            whole.end(decisions, failed, steps)
+            if not whole.has_more() and whole.verified:
+                # one trace: every slice knows the search is over (schedule 1 ran in all)
+                self.depth, self.prefixes, self.enumerated, self.groups = 0, [()], True, 1
+                self.following[0] = 1
+                self.over = True
+                if self.owner(0) == self.index:
+                    self.own_runs += 1
+                    self.finished[0] = whole.traces
+                self.searches.clear()
+                return
         if self._probing:
             if self.depth is None:
                 self.depth = split_depth(decisions)

@@ -44,6 +44,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -65,8 +66,36 @@ async def rare_interleaving() -> None:
     assert not "".join(log).startswith(PATTERN), "".join(log)
 
 
+#: the threads target must not start with this order of threads' lock sections
+THREADS_PATTERN = "dcdcb"
+
+
+def rare_threads() -> None:
+    log: list[str] = []
+    lock = threading.Lock()
+
+    def worker(name: str) -> None:
+        for _ in range(3):
+            with lock:
+                log.append(name)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in "abcd"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not "".join(log).startswith(THREADS_PATTERN), "".join(log)
+
+
+TARGETS = {"asyncio": rare_interleaving, "threads": rare_threads}
+
+
 def _explore(
-    schedules: int, shard: str | None, board: str | None, strategy: str = "auto"
+    schedules: int,
+    shard: str | None,
+    board: str | None,
+    strategy: str = "auto",
+    target: str = "asyncio",
 ) -> dict[str, Any]:
     from racecheck.sharding import Board, SliceState, parse_shard
 
@@ -79,13 +108,14 @@ def _explore(
     cpu, wall = time.process_time(), time.perf_counter()
     out: dict[str, Any] = {"shard": shard, "failure": None, "token": None}
     try:
-        racecheck.check(rare_interleaving, schedules=schedules, label="bench", **options)
+        racecheck.check(TARGETS[target], schedules=schedules, label="bench", **options)
     except racecheck.RaceFound as exc:
         out.update(failure=exc.schedules_run, token=exc.schedule)
     out["cpu"] = time.process_time() - cpu
     out["wall"] = time.perf_counter() - wall
     out["ran"] = state.ran if state is not None else out["failure"]
     out["result"] = None if state is None else state.to_dict()
+    out["by_member"] = {} if state is None else dict(state.by_member)
     return out
 
 
@@ -97,7 +127,11 @@ def _start(own: bool) -> None:
 
 
 def measure(
-    shards: int, schedules: int, strategy: str = "auto", own: bool = True
+    shards: int,
+    schedules: int,
+    strategy: str = "auto",
+    own: bool = True,
+    target: str = "asyncio",
 ) -> dict[str, Any]:
     from racecheck.sharding import ShardResult, merge
 
@@ -105,7 +139,7 @@ def measure(
     # the serial run also in a fresh process: same imports, same session rule
     with context.Pool(1, initializer=_start, initargs=(own,)) as pool:
         start = time.perf_counter()
-        serial = pool.apply(_explore, (schedules, None, None, strategy))
+        serial = pool.apply(_explore, (schedules, None, None, strategy, target))
         serial["elapsed"] = time.perf_counter() - start
     board = tempfile.mkdtemp(prefix="racecheck-bench-")
     try:
@@ -113,7 +147,10 @@ def measure(
             start = time.perf_counter()
             parts = pool.starmap(
                 _explore,
-                [(schedules, f"{i}/{shards}", board, strategy) for i in range(1, shards + 1)],
+                [
+                    (schedules, f"{i}/{shards}", board, strategy, target)
+                    for i in range(1, shards + 1)
+                ],
             )
             elapsed = time.perf_counter() - start
     finally:
@@ -141,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--strategy", choices=["auto", "random", "pct", "exhaustive", "dpor"], default="auto"
     )
+    parser.add_argument("--target", choices=sorted(TARGETS), default="asyncio")
     parser.add_argument(
         "--session",
         choices=["own", "inherit"],
@@ -151,20 +189,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.shards < 1 or args.schedules < 1:
         parser.error("--shards and --schedules must be at least 1")
     before = os.getloadavg()[0]
-    result = measure(args.shards, args.schedules, args.strategy, args.session == "own")
+    result = measure(args.shards, args.schedules, args.strategy, args.session == "own", args.target)
     serial = result["serial"]
+    pattern = PATTERN if args.target == "asyncio" else THREADS_PATTERN
     print(
-        f"rare race ({PATTERN!r} first; {args.strategy} strategy; sessions: {args.session};"
+        f"rare {args.target} race ({pattern!r} first; {args.strategy} strategy;"
+        f" sessions: {args.session};"
         f" load average {before:.1f} before, {os.getloadavg()[0]:.1f} after)"
     )
     print(
         f"  serial     : failure at schedule {serial['failure']},"
         f" wall {serial['elapsed']:.2f} s, cpu {serial['cpu']:.2f} s"
+        f" ({_rate(serial['failure'], serial['cpu'])} schedules/s of cpu)"
     )
     for part in result["parts"]:
+        members = ", ".join(f"{k} {v}" for k, v in sorted(part["by_member"].items()))
         print(
             f"  shard {part['shard']:<5}: ran {part['ran']}, failure {part['failure']},"
             f" wall {part['wall']:.2f} s, cpu {part['cpu']:.2f} s"
+            f" ({_rate(part['ran'], part['cpu'])} schedules/s of cpu)"
+            + (f"; by member: {members}" if members else "")
         )
     print(f"  {args.shards} shards   : wall {result['elapsed']:.2f} s")
     print(
@@ -173,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         f" same failure and token: {'yes' if result['same'] else 'NO'}"
     )
     return 0 if result["same"] else 1
+
+
+def _rate(count: int | None, seconds: float) -> str:
+    return "-" if not count or seconds <= 0 else f"{count / seconds:.0f}"
 
 
 if __name__ == "__main__":
