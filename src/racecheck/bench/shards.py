@@ -29,11 +29,12 @@ What it does not measure: the start-up of a whole ``pytest -n K`` command.
 Each process here imports racecheck (and multiprocessing's spawn start-up)
 only; an xdist worker also starts pytest and every installed plugin, and the
 controller does too before any worker starts (docs/using-racecheck-in-your-
-project.md, "Speed", has the whole-command numbers). And in the default
-portfolio on asyncio the DPOR member's schedules (2/9 of the numbers, each
-several times a sampled one's cost: it records every step's accesses) all
-belong to shard 1, which is then the critical path: the per-shard CPU lines
-show it.
+project.md, "Speed", has the whole-command numbers). In the default
+portfolio the DPOR member's schedules (2/9 of the numbers, each 30-40 times
+a sampled one's cost on asyncio: it records every step's accesses) are split
+DPOR's, dealt across the shards by subtree (:mod:`racecheck.sharding_auto`);
+the per-shard lines count each shard's runs by member. ``--target threads``
+times a rare race between four threads instead.
 """
 
 from __future__ import annotations
