@@ -242,3 +242,78 @@ def test_the_slices_together_run_exactly_the_one_slice_runs_schedules(shards: in
     extra = together - one
     assert set(extra) <= set(one)
     assert sum(together.values()) - sum(s.ran for s in states) == sum(extra.values())
+
+
+PLUGIN_TESTS = """
+import asyncio
+import threading
+import pytest
+
+
+@pytest.mark.racecheck(schedules=700)
+async def test_late_writer():
+    state = {"x": 0}
+
+    async def a():
+        for _ in range(3):
+            await asyncio.sleep(0)
+        value = state["x"]
+        await asyncio.sleep(0)
+        state["x"] = value + 1
+
+    async def b():
+        for _ in range(3):
+            await asyncio.sleep(0)
+
+    async def c():
+        for _ in range(4):
+            await asyncio.sleep(0)
+        state["x"] += 10
+
+    await asyncio.gather(a(), b(), c())
+    assert state["x"] == 11, state
+
+
+@pytest.mark.racecheck(schedules=700)
+def test_threads_lost_update():
+    box = [0]
+
+    def add():
+        value = box[0]
+        box[0] = value + 1
+
+    threads = [threading.Thread(target=add) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert box[0] == 3, box
+"""
+
+
+def test_pytest_shards_with_the_default_strategy_give_the_one_slice_tokens(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    pytest.importorskip("xdist")
+    monkeypatch.setenv("RACECHECK_DB", "none")
+    monkeypatch.setenv("PYTHONHASHSEED", "0")
+    pytester.makepyfile(test_auto_shards=PLUGIN_TESTS)
+    base = ("-p", "no:cacheprovider", "-p", "no:randomly")
+    replay = re.compile(r"pytest '([^']+)' --racecheck-replay=(rc1:\S+)")
+
+    def tokens(*args: str) -> dict[str, str]:
+        result = pytester.runpytest_subprocess(*base, *args)
+        result.assert_outcomes(failed=2)
+        found = dict(m.groups() for m in map(replay.search, result.stdout.lines) if m)
+        assert len(found) == 2, result.stdout.str()
+        return found
+
+    one = tokens("--racecheck-shard=1/1")
+    assert tokens("-n", "2", "--racecheck-shards=auto") == one
+    assert tokens("-n", "2", "--racecheck-shards=4") == one
+    for nodeid, token in one.items():  # each replays serially
+        again = pytester.runpytest_subprocess(*base, nodeid, f"--racecheck-replay={token}")
+        again.assert_outcomes(failed=1)
+        again.stdout.fnmatch_lines(["*racecheck: replayed schedule fails again*"])
