@@ -510,8 +510,7 @@ def verified_note(slices: int, schedules: int) -> str:
     """What a merged split DPOR search proved, in the words of DPOR's own note."""
     # not the slice count: what the merge proved is the same for any (sharding_auto)
     return (
-        f"verified: all non-equivalent interleavings explored by split DPOR"
-        f" ({schedules} schedules)"
+        f"verified: all non-equivalent interleavings explored by split DPOR ({schedules} schedules)"
     )
 
 
