@@ -8,13 +8,18 @@ is that schedule ``k`` of a seeded strategy is a pure function of (seed, k):
 * PCT: one stream per (seed, k), and ``k`` (the run length its change points
   are drawn over) is fixed by the natural-order run, schedule 1, which every
   shard runs;
-* auto, the portfolio: schedule k goes to member ``(k - 1) mod 5`` with the
-  member's own numbering, so skipping a number advances the turn without
-  running it (:meth:`PortfolioChooser.skip`). Its systematic member (exhaustive
-  search) is sequential: each of its schedules follows from the one before.
-  All of its numbers therefore belong to shard 1, and the sampling members'
-  numbers are dealt to whichever shard has the fewest so far, so every prefix
-  of the sequence is spread evenly over the shards;
+* auto, the portfolio: schedule k goes to member ``(k - 1) mod 9`` of its
+  rotation with the member's own numbering, so skipping a number advances the
+  turn without running it (:meth:`PortfolioChooser.skip`). Its systematic
+  member (exhaustive search) is sequential: each of its schedules follows
+  from the one before, so all of its numbers belong to shard 1. Its DPOR
+  member, about nine tenths of the work on asyncio, is replaced in every
+  sliced run (one slice included) by split DPOR whose subtrees' turns are
+  dealt across the slices (:mod:`racecheck.sharding_auto`): a sliced auto
+  run is the same search for any slice count, but not the unsliced run (the
+  other members' schedules are the same at the same numbers; DPOR's are
+  not). The sampling members' numbers are dealt to whichever shard has the
+  fewest so far, so every prefix of the sequence is spread evenly;
 * exhaustive (alone) is split by schedule prefix into subtrees dealt to the
   shards (:mod:`racecheck.sharding_tree`). The single-process number of a
   schedule in one shard's subtree depends on the sizes of the other shards'
@@ -112,6 +117,8 @@ class Board:
         self._checked = 0.0
         self._fail: int | None = None
         self._end: int | None = None
+        #: shard index -> where its split DPOR subtrees were all finished (sharding_auto)
+        self._dpor: dict[int, int] = {}
 
     def _post(self, kind: str, number: int) -> None:
         try:
@@ -126,8 +133,16 @@ class Board:
     def post_end(self, number: int) -> None:
         self._post("end", number)
 
-    def limit(self) -> int | None:
-        """The lowest number past which nothing can matter any more, if one is known."""
+    def post_dpor(self, index: int, number: int) -> None:
+        """Shard ``index``'s split DPOR subtrees were all finished at schedule ``number``."""
+        self._post(f"dpor{index}", number)
+
+    def limit(self, shards: int = 0) -> int | None:
+        """The lowest number past which nothing can matter any more, if one is known.
+
+        With ``shards``, that includes where split DPOR ended: the last of
+        that many shards to finish its subtrees.
+        """
         now = time.monotonic()
         if now - self._checked >= 0.005:
             self._checked = now
@@ -143,7 +158,11 @@ class Board:
                     self._fail = int(number)
                 elif kind == "end" and (self._end is None or int(number) < self._end):
                     self._end = int(number)
+                elif kind.startswith("dpor") and kind[4:].isdigit():
+                    self._dpor[int(kind[4:])] = int(number)
         known = [n for n in (self._fail, self._end) if n is not None]
+        if shards and all(i in self._dpor for i in range(1, shards + 1)):
+            known.append(max(self._dpor.values()))
         return min(known) if known else None
 
 
@@ -177,6 +196,12 @@ class SliceState:
     orderings: set[Any] | None = None
     #: a split exhaustive search: what the merge needs (racecheck.sharding_tree.TreeState)
     tree: Any = None
+    #: auto's split DPOR member (racecheck.sharding_auto): "done", the number at
+    #: which this slice's subtrees were all finished (None: not yet, or never),
+    #: and "clean", nothing out of sight up to there
+    dpor: dict[str, Any] | None = None
+    #: this slice's own runs per portfolio member (what the bench and tests count)
+    by_member: dict[str, int] = field(default_factory=dict)
 
     def own_run(self, decisions: tuple[Any, ...], number: int, accesses: Any) -> None:
         """Count a run of this slice's own, and note what it saw first (with keep_runs)."""
@@ -201,7 +226,7 @@ class SliceState:
         self.orderings = {tuple(o) for o in data.get("after", ())}
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "index": self.shard.index,
             "count": self.shard.count,
             "ran": self.ran,
@@ -213,6 +238,10 @@ class SliceState:
         }
         if self.tree is not None:
             out["tree"] = self.tree.to_dict()
+        if self.dpor is not None:
+            out["dpor"] = dict(self.dpor)
+        if self.by_member:
+            out["by_member"] = dict(self.by_member)
         return out
 
 
@@ -226,22 +255,30 @@ def slice_state(value: object) -> SliceState:
 class Plan:
     """Who owns schedule number k, computed the same way in every shard."""
 
-    def __init__(self, chooser: Chooser, shard: Shard) -> None:
+    def __init__(self, chooser: Chooser, shard: Shard, sliced: Any = None) -> None:
         self.shard = shard
         self.count = shard.count
         self._loads = [0] * shard.count
         self._next = 1
-        self._owners: dict[int, int] = {}
+        self._owners: dict[int, tuple[int, str]] = {}
         from racecheck.strategies.exhaustive import ExhaustiveChooser
         from racecheck.strategies.pct import PCTChooser
         from racecheck.strategies.portfolio import PortfolioChooser
         from racecheck.strategies.random import RandomChooser
 
         self.portfolio = chooser if isinstance(chooser, PortfolioChooser) else None
-        if shard.count == 1:
-            self.kind = "single"
-        elif self.portfolio is not None:
+        #: auto's DPOR member as split DPOR (racecheck.sharding_auto), and its turn count
+        self.sliced = None if sliced is None else sliced[0]
+        self._sliced_name = ""
+        self._sliced_turns = 0
+        if sliced is not None and self.portfolio is not None:
+            self._sliced_name = self.portfolio.members[sliced[1]][0]
+            # the turns the member counts before its first slot (it watches schedule 1)
+            self._sliced_turns = self.portfolio.member_runs[sliced[1]]
+        if self.portfolio is not None and (shard.count > 1 or self.sliced is not None):
             self.kind = "auto"
+        elif shard.count == 1:
+            self.kind = "single"
         elif isinstance(chooser, (RandomChooser, PCTChooser)):
             self.kind = "interleaved"
         elif type(chooser) is ExhaustiveChooser:
@@ -255,19 +292,32 @@ class Plan:
 
     def owner(self, number: int) -> int:
         """The shard (from 1) that runs schedule ``number``."""
+        return self.deal(number)[0]
+
+    def deal(self, number: int) -> tuple[int, str]:
+        """(owner, what the number is): "run"; "probe", which every shard runs; "empty".
+
+        Numbers are dealt in order, each just before it runs: a split DPOR
+        turn's owner, and whether it is a probe, follow from the runs before.
+        """
         if self.kind == "single" or self.kind == "shard 1 only":
-            return 1
+            return 1, "run"
         if self.kind == "interleaved":
-            return (number - 1) % self.count + 1
+            return (number - 1) % self.count + 1, "run"
         while self._next <= number:  # deal in order: every shard agrees
             k = self._next
             assert self.portfolio is not None
-            if self.portfolio.slot_sequential(k):  # exhaustive, dpor: shard 1
+            kind = "run"
+            if self.sliced is not None and self.portfolio.slot_member(k) == self._sliced_name:
+                self._sliced_turns += 1
+                _, owner, kind = self.sliced.turn(self._sliced_turns)
+                who = owner - 1
+            elif self.portfolio.slot_sequential(k):  # exhaustive, plain dpor: shard 1
                 who = 0
             else:
                 who = min(range(self.count), key=lambda i: (self._loads[i], i))
             self._loads[who] += 1
-            self._owners[k] = who + 1
+            self._owners[k] = (who + 1, kind)
             self._next += 1
         return self._owners.pop(number)
 
@@ -295,7 +345,11 @@ def explore_slice(
         state.plan, state.budget = "dpor subtrees", schedules
         split: Report | Found = explore_dpor_subtrees(session, chooser, schedules, state, _found)
         return split
-    plan = Plan(chooser, state.shard)
+    from racecheck.sharding_auto import install
+
+    # auto's DPOR member becomes split DPOR, its turns dealt by subtree (racecheck.sharding_auto)
+    sliced = install(chooser, state.shard.index, state.shard.count)
+    plan = Plan(chooser, state.shard, sliced)
     state.plan, state.budget = plan.kind, schedules
     if plan.kind == "shard 1 only" and state.shard.index != 1:
         return idle_report(state, chooser.name, settings.backend.name)
@@ -306,41 +360,58 @@ def explore_slice(
         assert isinstance(chooser, ExhaustiveChooser)
         outcome: Report | Found = explore_subtrees(session, chooser, schedules, state, _found)
         return outcome
+    member_dpor = None if sliced is None else sliced[0]
+    if member_dpor is not None:
+        state.dpor = {"done": None, "clean": False}
     board = state.board
     state.orderings = session.coverage.orderings
     number = 0
     while number < schedules and not session.interrupted:
         number += 1
-        mine = plan.mine(number)
-        if not mine and number > 1:
+        owner, kind = plan.deal(number)
+        mine = owner == state.shard.index
+        # Schedule 1, the natural order, runs in every shard: it sizes PCT's
+        # k and starts the systematic search, exactly as in a single process.
+        # So does every probe of split DPOR: it names the next subtree.
+        here = number == 1 or kind == "probe" or (mine and kind != "empty")
+        if not here:
             skip = getattr(chooser, "skip", None)
             if skip is not None:
                 skip(number)
+            if mine:  # a finished subtree's turn: nothing runs under its number
+                state.covered = number
             continue
         if board is not None and mine:
-            limit = board.limit()
+            limit = board.limit(state.shard.count)
             if limit is not None and number > limit:
                 state.stopped = f"another shard settled the exploration at schedule {limit}"
                 number -= 1
                 break
-        # Schedule 1, the natural order, runs in every shard: it sizes PCT's
-        # k and starts the systematic search, exactly as in a single process.
         controller = session.run(chooser, number)
         decisions = tuple(controller.decisions)
         failed = controller.failure is not None
+        member = getattr(chooser, "member", None)
         chooser.end(decisions, failed, controller.scheduling_steps)
         if mine:
             seen.add(hash(decisions))
             state.own_run(decisions, number, controller.accesses)
             state.covered = number
+            if member is not None:
+                state.by_member[member] = state.by_member.get(member, 0) + 1
         if settings.progress is not None:
             settings.progress(number, schedules)
         if failed and not session.interrupted:
             assert controller.failure is not None
             if not mine:
-                # Schedule 1 fails: shard 1 owns and reports it; nothing here is lower.
-                state.stopped = "schedule 1 fails; shard 1 reports it"
+                # Schedule 1 or a probe fails: its owner reports it; nothing here is lower.
+                state.stopped = f"schedule {number} fails; shard {owner}/{plan.count} reports it"
                 break
+            if (
+                member_dpor is not None
+                and state.dpor is not None
+                and state.dpor["done"] is not None
+            ):
+                state.dpor["clean"] = state.dpor["clean"] and not session.warnings()
             if board is not None:
                 board.post_failure(number)
             return _found(session, controller.failure, decisions, number)
@@ -348,6 +419,14 @@ def explore_slice(
             state.ended_at = number
             if board is not None:
                 board.post_end(number)
+            break
+        if (
+            member_dpor is not None
+            and _split_done(session, member_dpor, state, number)
+            and (plan.count == 1 or member_dpor.over)
+        ):
+            # the whole split search was this slice's, or ended at schedule 1 in
+            # every slice: it is over (see sharding_auto)
             break
     if session.interrupted:
         raise KeyboardInterrupt
@@ -359,6 +438,10 @@ def explore_slice(
     # Only shard 1 can vouch for the whole space: it ran schedule 1 and, for
     # DPOR (whose backtrack points are found as it runs), the whole search.
     whole = state.shard.index == 1 and not warnings and not limit
+    if member_dpor is not None:
+        assert state.dpor is not None
+        state.dpor["clean"] = state.dpor["clean"] and not warnings and not limit
+        notes.append(f"shard {state.shard}: {member_dpor.summary()}")
     notes.append(
         f"shard {state.shard}: ran {state.ran} of schedules 1..{number}"
         f" ({plan.kind}){'; ' + state.stopped if state.stopped else ''}"
@@ -375,6 +458,26 @@ def explore_slice(
         notes=notes,
         warnings=warnings,
     )
+
+
+def _split_done(session: Session, split: Any, state: SliceState, number: int) -> bool:
+    """Note (and post) the number at which this slice's split DPOR subtrees were all finished.
+
+    Only a clean finish counts: a search that ran code it could not see
+    proves nothing and, as DPOR in the unsliced portfolio, ends nothing.
+    """
+    dpor = state.dpor
+    assert dpor is not None
+    if dpor["done"] is not None:
+        return True
+    if not split.own_done or not split.clean or session.warnings():
+        return False
+    if getattr(session.settings.backend, "scheduling_limit", None):
+        return False
+    dpor["done"], dpor["clean"] = number, True
+    if state.board is not None:
+        state.board.post_dpor(state.shard.index, number)
+    return True
 
 
 def _orderings(accesses: Any) -> frozenset[Any]:
@@ -405,9 +508,9 @@ def merged_coverage(
 
 def verified_note(slices: int, schedules: int) -> str:
     """What a merged split DPOR search proved, in the words of DPOR's own note."""
+    # not the slice count: what the merge proved is the same for any (sharding_auto)
     return (
-        f"verified: all non-equivalent interleavings explored by split DPOR over {slices}"
-        f" slices ({schedules} schedules)"
+        f"verified: all non-equivalent interleavings explored by split DPOR ({schedules} schedules)"
     )
 
 
@@ -456,6 +559,8 @@ class ShardResult:
     extra: dict[str, Any] = field(default_factory=dict)
     #: a split exhaustive search's subtree sizes and failure key (racecheck.sharding_tree)
     tree: dict[str, Any] | None = None
+    #: auto's split DPOR member: where this slice's subtrees were all finished (sharding_auto)
+    dpor: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], failure: int | None) -> ShardResult:
@@ -474,6 +579,12 @@ class ShardResult:
             raise UsageError(f"malformed shard entry {data!r}: {exc}") from None
         if isinstance(data.get("tree"), dict):
             result.tree = data["tree"]
+        dpor = data.get("dpor")
+        if isinstance(dpor, dict):
+            done = dpor.get("done")
+            if done is not None and (isinstance(done, bool) or not isinstance(done, int)):
+                raise UsageError(f"malformed shard entry {data!r}: dpor done {done!r}")
+            result.dpor = {"done": done, "clean": bool(dpor.get("clean"))}
         return result
 
 
@@ -532,6 +643,14 @@ def merge(results: Sequence[ShardResult]) -> Merged:
         return Merged(**asdict(merge_tree(list(results))))
     ends = [r.ended_at for r in results if r.ended_at is not None]
     end = min(ends) if ends else None
+    # auto's split DPOR (racecheck.sharding_auto) ends the exploration where
+    # the last slice finished its subtrees, if every slice did, cleanly
+    split = [r.dpor for r in results]
+    by_dpor = False
+    if split and all(d is not None and d["done"] is not None and d["clean"] for d in split):
+        done = max(int(d["done"]) for d in split if d is not None)
+        if end is None or done < end:
+            end, by_dpor = done, True
     failing = [
         (r.failure, i)
         for i, r in enumerate(results)
@@ -542,4 +661,6 @@ def merge(results: Sequence[ShardResult]) -> Merged:
         number, winner = min(failing)
         return Merged(winner, number, total, False)
     budget = max(r.budget for r in results)
-    return Merged(None, end if end is not None else budget, total, end is not None)
+    return Merged(
+        None, end if end is not None else budget, total, end is not None, verified=by_dpor
+    )

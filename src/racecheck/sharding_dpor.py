@@ -50,8 +50,10 @@ The speed-up is the one of whichever subtree holds the work: ``three_workers``' 
 lies in subtree 0, the prefix that keeps the natural order, whose owner (shard
 1) runs 1661 schedules before it whatever the slice count. The exhaustive
 split cuts that subtree further by first deviation
-(:func:`racecheck.sharding_tree.subtree_depth`); doing the same here, and
-splitting the portfolio's DPOR member, are left to do.
+(:func:`racecheck.sharding_tree.subtree_depth`); doing the same here is
+left to do. The portfolio's DPOR member is split with these subtrees too,
+their turns interleaved rather than one subtree after another
+(:mod:`racecheck.sharding_auto`).
 """
 
 from __future__ import annotations

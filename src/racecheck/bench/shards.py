@@ -29,11 +29,12 @@ What it does not measure: the start-up of a whole ``pytest -n K`` command.
 Each process here imports racecheck (and multiprocessing's spawn start-up)
 only; an xdist worker also starts pytest and every installed plugin, and the
 controller does too before any worker starts (docs/using-racecheck-in-your-
-project.md, "Speed", has the whole-command numbers). And in the default
-portfolio on asyncio the DPOR member's schedules (2/9 of the numbers, each
-several times a sampled one's cost: it records every step's accesses) all
-belong to shard 1, which is then the critical path: the per-shard CPU lines
-show it.
+project.md, "Speed", has the whole-command numbers). In the default
+portfolio the DPOR member's schedules (2/9 of the numbers, each 30-40 times
+a sampled one's cost on asyncio: it records every step's accesses) are split
+DPOR's, dealt across the shards by subtree (:mod:`racecheck.sharding_auto`);
+the per-shard lines count each shard's runs by member. ``--target threads``
+times a rare race between four threads instead.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -65,8 +67,36 @@ async def rare_interleaving() -> None:
     assert not "".join(log).startswith(PATTERN), "".join(log)
 
 
+#: the threads target must not start with this order of threads' lock sections
+THREADS_PATTERN = "dcdcb"
+
+
+def rare_threads() -> None:
+    log: list[str] = []
+    lock = threading.Lock()
+
+    def worker(name: str) -> None:
+        for _ in range(3):
+            with lock:
+                log.append(name)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in "abcd"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not "".join(log).startswith(THREADS_PATTERN), "".join(log)
+
+
+TARGETS = {"asyncio": rare_interleaving, "threads": rare_threads}
+
+
 def _explore(
-    schedules: int, shard: str | None, board: str | None, strategy: str = "auto"
+    schedules: int,
+    shard: str | None,
+    board: str | None,
+    strategy: str = "auto",
+    target: str = "asyncio",
 ) -> dict[str, Any]:
     from racecheck.sharding import Board, SliceState, parse_shard
 
@@ -78,15 +108,37 @@ def _explore(
         options["shard"] = state
     cpu, wall = time.process_time(), time.perf_counter()
     out: dict[str, Any] = {"shard": shard, "failure": None, "token": None}
+    #: (schedule number, cpu so far), every 100 numbers: when this shard passed a number
+    timeline: list[tuple[int, float]] = []
+
+    def progress(done: int, total: int) -> None:
+        if not timeline or done >= timeline[-1][0] + 100:
+            timeline.append((done, time.process_time() - cpu))
+
+    options["progress"] = progress
     try:
-        racecheck.check(rare_interleaving, schedules=schedules, label="bench", **options)
+        racecheck.check(TARGETS[target], schedules=schedules, label="bench", **options)
     except racecheck.RaceFound as exc:
         out.update(failure=exc.schedules_run, token=exc.schedule)
     out["cpu"] = time.process_time() - cpu
     out["wall"] = time.perf_counter() - wall
     out["ran"] = state.ran if state is not None else out["failure"]
     out["result"] = None if state is None else state.to_dict()
+    out["by_member"] = {} if state is None else dict(state.by_member)
+    out["timeline"] = timeline
     return out
+
+
+def _cpu_at(part: dict[str, Any], number: int) -> float:
+    """A shard's cpu when it had run every number of its own up to ``number``.
+
+    A shard that did not stop at the first failure ran on past it (it learns
+    of it only from the board): that is not on the way to the verdict.
+    """
+    for done, cpu in part["timeline"]:
+        if done >= number:
+            return cpu
+    return float(part["cpu"])
 
 
 def _start(own: bool) -> None:
@@ -97,7 +149,11 @@ def _start(own: bool) -> None:
 
 
 def measure(
-    shards: int, schedules: int, strategy: str = "auto", own: bool = True
+    shards: int,
+    schedules: int,
+    strategy: str = "auto",
+    own: bool = True,
+    target: str = "asyncio",
 ) -> dict[str, Any]:
     from racecheck.sharding import ShardResult, merge
 
@@ -105,7 +161,7 @@ def measure(
     # the serial run also in a fresh process: same imports, same session rule
     with context.Pool(1, initializer=_start, initargs=(own,)) as pool:
         start = time.perf_counter()
-        serial = pool.apply(_explore, (schedules, None, None, strategy))
+        serial = pool.apply(_explore, (schedules, None, None, strategy, target))
         serial["elapsed"] = time.perf_counter() - start
     board = tempfile.mkdtemp(prefix="racecheck-bench-")
     try:
@@ -113,7 +169,10 @@ def measure(
             start = time.perf_counter()
             parts = pool.starmap(
                 _explore,
-                [(schedules, f"{i}/{shards}", board, strategy) for i in range(1, shards + 1)],
+                [
+                    (schedules, f"{i}/{shards}", board, strategy, target)
+                    for i in range(1, shards + 1)
+                ],
             )
             elapsed = time.perf_counter() - start
     finally:
@@ -131,6 +190,10 @@ def measure(
         ),
         "wall_ratio": serial["elapsed"] / elapsed,
         "cpu_ratio": serial["cpu"] / max(p["cpu"] for p in parts),
+        # to the verdict: each shard's cpu up to the merged first failure
+        "verdict_ratio": None
+        if first is None
+        else serial["cpu"] / max(_cpu_at(p, merged.schedules_run) for p in parts),
     }
 
 
@@ -141,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--strategy", choices=["auto", "random", "pct", "exhaustive", "dpor"], default="auto"
     )
+    parser.add_argument("--target", choices=sorted(TARGETS), default="asyncio")
     parser.add_argument(
         "--session",
         choices=["own", "inherit"],
@@ -151,28 +215,44 @@ def main(argv: list[str] | None = None) -> int:
     if args.shards < 1 or args.schedules < 1:
         parser.error("--shards and --schedules must be at least 1")
     before = os.getloadavg()[0]
-    result = measure(args.shards, args.schedules, args.strategy, args.session == "own")
+    result = measure(args.shards, args.schedules, args.strategy, args.session == "own", args.target)
     serial = result["serial"]
+    pattern = PATTERN if args.target == "asyncio" else THREADS_PATTERN
     print(
-        f"rare race ({PATTERN!r} first; {args.strategy} strategy; sessions: {args.session};"
+        f"rare {args.target} race ({pattern!r} first; {args.strategy} strategy;"
+        f" sessions: {args.session};"
         f" load average {before:.1f} before, {os.getloadavg()[0]:.1f} after)"
     )
     print(
         f"  serial     : failure at schedule {serial['failure']},"
         f" wall {serial['elapsed']:.2f} s, cpu {serial['cpu']:.2f} s"
+        f" ({_rate(serial['failure'], serial['cpu'])} schedules/s of cpu)"
     )
     for part in result["parts"]:
+        members = ", ".join(f"{k} {v}" for k, v in sorted(part["by_member"].items()))
         print(
             f"  shard {part['shard']:<5}: ran {part['ran']}, failure {part['failure']},"
             f" wall {part['wall']:.2f} s, cpu {part['cpu']:.2f} s"
+            f" ({_rate(part['ran'], part['cpu'])} schedules/s of cpu)"
+            + (f"; by member: {members}" if members else "")
         )
     print(f"  {args.shards} shards   : wall {result['elapsed']:.2f} s")
     print(
         f"  speed-up   : wall {result['wall_ratio']:.2f}x,"
-        f" cpu critical path {result['cpu_ratio']:.2f}x;"
+        f" cpu critical path {result['cpu_ratio']:.2f}x"
+        + (
+            ""
+            if result["verdict_ratio"] is None
+            else f" ({result['verdict_ratio']:.2f}x up to the first failure's number)"
+        )
+        + ";"
         f" same failure and token: {'yes' if result['same'] else 'NO'}"
     )
     return 0 if result["same"] else 1
+
+
+def _rate(count: int | None, seconds: float) -> str:
+    return "-" if not count or seconds <= 0 else f"{count / seconds:.0f}"
 
 
 if __name__ == "__main__":

@@ -359,6 +359,19 @@ class PortfolioChooser(BaseChooser):
         self.turn += 1
         self.member_runs[member] += 1
 
+    def stand_in(self, name: str, chooser: Chooser) -> int | None:
+        """Let ``chooser`` take member ``name``'s turns (sharding's split DPOR); its index.
+
+        Before the first schedule only. The stand-in keeps the member's turns
+        and numbering, so the rotation, and every other member's schedule
+        numbers, stay those of the unsliced portfolio (racecheck.sharding_auto).
+        """
+        for index, (member, _) in enumerate(self.members):
+            if member == name:
+                self.members[index] = (name, chooser)
+                return index
+        return None
+
     def slot_member(self, run: int) -> str:
         """The member that runs schedule ``run`` while every member is active."""
         return self.members[self.round[(run - 1) % len(self.round)]][0]
