@@ -34,6 +34,7 @@ from types import CodeType
 from typing import Any
 
 from racecheck.detect.detector import Detector
+from racecheck.detect.operands import _recipes as _RECIPES
 from racecheck.detect.operands import detect_lines, recipes
 from racecheck.sources import is_user_file
 
@@ -129,7 +130,8 @@ class StepMonitor:
         return disable
 
     def _on_instruction(self, code: CodeType, offset: int) -> Any:
-        recipe = recipes(code).get(offset)
+        entry = _RECIPES.get(id(code))  # recipes(code), without the call
+        recipe = (entry[1] if entry is not None else recipes(code)).get(offset)
         if recipe is None:
             return sys.monitoring.DISABLE  # type: ignore[attr-defined]
         detector = self.detector
