@@ -84,18 +84,18 @@ def test_call_soon_handles_are_asyncios_own() -> None:
         _request.set("inside")
         order: list[str] = []
         context = contextvars.copy_context()
-        first = loop.call_soon(order.append, "first")
+        first: Any = loop.call_soon(order.append, "first")
         second = loop.call_soon(lambda: order.append(_request.get()))
-        third = loop.call_soon(order.append, "third", context=context)
+        third: Any = loop.call_soon(order.append, "third", context=context)
         await asyncio.sleep(0)
         seen.append((first, second, third, context, list(order)))
 
     racecheck.check(target, schedules=3, strategy="random")
     assert len(seen) == 3
     for first, second, third, context, order in seen:
-        assert type(first) is asyncio.Handle
         assert (first._callback.__name__, first._args) == ("append", ("first",))
         assert not first._cancelled and first._source_traceback is None
+        assert type(first) is asyncio.Handle
         assert third._context is context
         assert second._context is not context  # a copy of the caller's, taken then
         # FIFO, and the callback ran in a copy of the context current at call_soon
@@ -110,10 +110,10 @@ def test_call_soon_in_debug_mode_keeps_asyncios_checks() -> None:
         loop = asyncio.get_running_loop()
         loop.set_debug(True)
         try:
-            handle = loop.call_soon(lambda: None)
+            handle: Any = loop.call_soon(lambda: None)
             seen.append(handle._source_traceback)
             with pytest.raises(TypeError, match="coroutines cannot be used with call_soon"):
-                loop.call_soon(target)  # type: ignore[arg-type]
+                loop.call_soon(target)
         finally:
             loop.set_debug(False)
 
