@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import heapq
 import selectors
 import threading
@@ -38,7 +39,7 @@ from racecheck.backends.asyncio_waits import (
     wake_scheduled,
 )
 from racecheck.backends.inline_waits import waits_refused
-from racecheck.detect.stepmon import step_feed
+from racecheck.detect.stepmon import run_step, step_feed
 from racecheck.engine import Controller, Failure, NeedsBackend, RunAborted
 from racecheck.linetrace import collecting_accesses
 from racecheck.recorder import task_label
@@ -46,6 +47,9 @@ from racecheck.recorder import task_label
 _Task = asyncio.Task
 _new_task = _Task.__new__
 _init_task = _Task.__init__
+_Handle: Any = asyncio.Handle
+_new_handle = _Handle.__new__
+_copy_context = contextvars.copy_context
 
 
 class RacecheckTask(asyncio.Task):
@@ -202,7 +206,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     def create_task(self, coro: Any, *, name: Any = None, context: Any = None) -> Any:
         if self._task_factory is not None:  # type: ignore[attr-defined]  # the user's (eager tasks...)
             return super().create_task(coro, name=name, context=context)
-        self._check_closed()
+        if self._closed:  # type: ignore[attr-defined]
+            self._check_closed()  # its error
         # The serial is the task's hash, taken by asyncio's task registry
         # inside Task.__init__ anyway: given up front, the first hash does not
         # go through __hash__'s AttributeError.
@@ -212,6 +217,31 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         if task._source_traceback:  # type: ignore[attr-defined]
             del task._source_traceback[-1]  # type: ignore[attr-defined]
         return task
+
+    def call_soon(  # type: ignore[override]
+        self, callback: Any, *args: Any, context: Any = None
+    ) -> Any:
+        """``BaseEventLoop.call_soon`` with its three Python calls written out.
+
+        Every future's callback, every task wake-up goes through here:
+        ``call_soon``, ``_call_soon``, ``Handle.__init__`` and its
+        ``get_debug`` are four Python frames for a handle of six fields (and,
+        on 3.11, four traced call events inside a detected step). The same
+        fields are set in the same way; debug mode and a closed loop take
+        asyncio's own road (its checks, its source tracebacks, its error).
+        """
+        if self._debug or self._closed:  # type: ignore[attr-defined]
+            return super().call_soon(callback, *args, context=context)
+        handle = _new_handle(_Handle)
+        handle._context = _copy_context() if context is None else context
+        handle._loop = self
+        handle._callback = callback
+        handle._args = args
+        handle._cancelled = False
+        handle._repr = None
+        handle._source_traceback = None
+        self._ready.append(handle)
+        return handle
 
     def _write_to_self(self) -> None:
         self._rc_wakeups += 1
@@ -363,8 +393,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         if controller.recorder is None and controller.accesses is None:
             # what _rc_observe_step would do, without one more call inside the
             # step (on 3.11 each is a traced call event)
-            with step_feed(detector, actor, actor):
-                handle._run()
+            run_step(detector, actor, actor, handle._run)
             return
         with step_feed(detector, actor, actor, recorded=controller.recorder is not None):
             self._rc_observe_step(actor, task, handle, preempted)
@@ -478,6 +507,29 @@ class DetectingLoop(ControlledLoop):
 
     def _call_soon(self, callback: Any, args: Any, context: Any) -> Any:
         handle = super()._call_soon(callback, args, context)  # type: ignore[misc]
+        controller = self._rc_controller
+        if controller.detector is not None:
+            self._rc_stamp(handle)
+            if controller.steplog is not None:
+                wake_scheduled(controller.steplog, self, handle)
+        return handle
+
+    def call_soon(  # type: ignore[override]
+        self, callback: Any, *args: Any, context: Any = None
+    ) -> Any:
+        # ControlledLoop.call_soon's fast road, stamped: no frame in between
+        # (on 3.11 every Python call inside a detected step is a traced event)
+        if self._debug or self._closed:  # type: ignore[attr-defined]
+            return asyncio.SelectorEventLoop.call_soon(self, callback, *args, context=context)
+        handle = _new_handle(_Handle)
+        handle._context = _copy_context() if context is None else context
+        handle._loop = self
+        handle._callback = callback
+        handle._args = args
+        handle._cancelled = False
+        handle._repr = None
+        handle._source_traceback = None
+        self._ready.append(handle)
         controller = self._rc_controller
         if controller.detector is not None:
             self._rc_stamp(handle)

@@ -9,6 +9,7 @@ and the controlled primitives at every hand-off that orders two threads.
 
 from __future__ import annotations
 
+import dis
 import sys
 from collections.abc import Callable
 from types import FrameType
@@ -113,6 +114,25 @@ class detecting:
             sys.settrace(feed.previous)
 
 
+def run_traced_step(detector: Detector, actor: int, hb: int, run: Callable[[], Any]) -> None:
+    """``with detecting(detector, actor, hb): run()``, with no Python call around ``run``.
+
+    On 3.11 every Python call made while the step's trace function is
+    installed is a traced call event, ``detecting.__exit__`` included: here
+    the trace function is taken out by the same frame that put it in.
+    """
+    if detector.access_log is not None:
+        detector.access_log.running(actor)
+    feed = _StepFeed(detector, sys.gettrace())
+    feed.actor, feed.hb, feed.active = actor, hb, True
+    sys.settrace(feed)
+    try:
+        run()
+    finally:
+        feed.active = False
+        sys.settrace(feed.previous)
+
+
 class _StepFeed:
     """The detector's trace function for task steps: hands user-code accesses over.
 
@@ -123,10 +143,10 @@ class _StepFeed:
     __slots__ = (
         "active",
         "actor",
+        "by_id",
         "detector",
         "hb",
         "hot_lines",
-        "on_instruction",
         "on_recipe",
         "previous",
     )
@@ -134,8 +154,8 @@ class _StepFeed:
     def __init__(self, detector: Detector, previous: TraceFn | None) -> None:
         self.detector = detector
         self.previous = previous
-        self.hot_lines = detector.hot_lines
-        self.on_instruction = detector.on_instruction
+        hot_lines = self.hot_lines = detector.hot_lines
+        self.by_id = _code_table(hot_lines)
         self.on_recipe = detector.on_recipe
         self.actor = 0
         self.hb = 0
@@ -148,14 +168,122 @@ class _StepFeed:
         if not self.active:
             return prev_local
         code = frame.f_code
-        hot_lines = self.hot_lines
-        hot = hot_lines.get(code, _UNSEEN)
-        if hot is _UNSEEN:
-            hot = hot_lines[code] = detect_lines(code) if is_user_file(code.co_filename) else None
-        if hot is None:
+        # every Python call of the step lands here (asyncio's own included):
+        # looked up by identity, as hashing a code object rehashes its bytecode
+        info = self.by_id.get(id(code))
+        if info is None:
+            info = _code_info(self.hot_lines, self.by_id, code)
+        if info.hot is None:
             return prev_local
-        frame.f_trace_opcodes = frame.f_lineno in hot
-        return _FrameFeed(self, code, hot, recipes(code), prev_local)
+        outermost = sys.gettrace() is self
+        if outermost:
+            # the outermost tracer: opcode events only where an access is still ahead
+            lasti = frame.f_lasti
+            frame.f_trace_opcodes = (
+                lasti in info.wanted if lasti >= 0 else frame.f_lineno in info.hot
+            )
+            return _PrunedFrameFeed(self, info, prev_local)
+        # chained under another tracer (the trace recorder's line collector, which
+        # wants every opcode of a user frame): opcode events on every hot line, as ever
+        frame.f_trace_opcodes = frame.f_lineno in info.hot
+        return _FrameFeed(self, code, info.hot, info.table, prev_local)
+
+
+class _CodeInfo:
+    """What a step's trace function needs of one code object, worked out once."""
+
+    __slots__ = ("code", "going", "hot", "table", "wanted")
+
+    def __init__(self, code: Any, hot: frozenset[int] | None) -> None:
+        #: kept alive: the table is keyed by its id
+        self.code = code
+        self.hot = hot
+        self.table: dict[int, Any] = {}
+        self.wanted: frozenset[int] = frozenset()
+        self.going: frozenset[int] = frozenset()
+        if hot is None:
+            return
+        self.table = recipes(code)
+        # per line, the offset of its last access: an opcode event past it can
+        # reach no access before the next line event (see _PrunedFrameFeed)
+        line_of: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for instr in dis.get_instructions(code):
+            line = instr.positions.lineno if instr.positions is not None else None
+            if not line:
+                continue
+            line_of[instr.offset] = line
+            if instr.offset in self.table and instr.offset > last.get(line, -1):
+                last[line] = instr.offset
+        #: offsets at or before their line's last access: opcode events wanted
+        self.wanted = frozenset(o for o, line in line_of.items() if o <= last.get(line, -1))
+        #: offsets before their line's last access: opcode events still wanted after them
+        self.going = frozenset(o for o, line in line_of.items() if o < last.get(line, -1))
+
+
+#: the key under which an exploration's ``hot_lines`` keeps its by-id table
+_BY_ID: Any = object()
+
+
+def _code_table(hot_lines: dict[Any, Any]) -> dict[int, _CodeInfo]:
+    """The exploration's id(code) -> _CodeInfo table, kept in its ``hot_lines``.
+
+    There, it lives exactly as long as the exploration's own cache.
+    """
+    table = hot_lines.get(_BY_ID)
+    if table is None:
+        table = hot_lines[_BY_ID] = {}
+    return table
+
+
+def _code_info(hot_lines: dict[Any, Any], by_id: dict[int, _CodeInfo], code: Any) -> _CodeInfo:
+    hot = hot_lines.get(code, _UNSEEN)
+    if hot is _UNSEEN:
+        hot = hot_lines[code] = detect_lines(code) if is_user_file(code.co_filename) else None
+    info = by_id[id(code)] = _CodeInfo(code, hot)
+    return info
+
+
+class _PrunedFrameFeed:
+    """The local trace function of one user frame, when nothing else traces it.
+
+    Opcode events (one Python call per instruction, the bulk of a detected
+    3.11 step) are on only from a line's start up to its last access: past
+    that offset no access of the line can run before the next line event.
+    CPython 3.11 reports a line event at every new line and at every jump
+    backwards except into an ``await``'s ``SEND`` loop (which holds no
+    access), and a resumed frame's call event sets the flag again; an
+    access later in the same line (reached by a forward jump or an exception
+    handler) keeps the events on up to it. So exactly the same accesses
+    reach the detector, instruction by instruction, as with opcode events on
+    for the whole line.
+    """
+
+    __slots__ = ("feed", "info", "inner")
+    wants_opcodes = True
+
+    def __init__(self, feed: _StepFeed, info: _CodeInfo, inner: TraceFn | None) -> None:
+        self.feed = feed
+        self.info = info
+        self.inner = inner
+
+    def __call__(self, frame: FrameType, event: Any, arg: Any) -> Any:
+        if event == "opcode":
+            lasti = frame.f_lasti
+            info = self.info
+            feed = self.feed
+            if feed.active:
+                recipe = info.table.get(lasti)
+                if recipe is not None:
+                    feed.on_recipe(frame, recipe, feed.actor, feed.hb)
+            if lasti not in info.going:
+                frame.f_trace_opcodes = False
+        elif event == "line":
+            frame.f_trace_opcodes = frame.f_lasti in self.info.wanted
+        inner = self.inner
+        if inner is not None:
+            self.inner = inner(frame, event, arg)
+        return self
 
 
 class _FrameFeed:

@@ -493,7 +493,10 @@ class Detector:
             base = _weak_data(base)  # its contents: a set of references, a dict of them
             if base is MISSING:
                 return
-        label = render(recipe.base)
+        cached = _LABELS.get(id(recipe))
+        if cached is None:
+            cached = _LABELS[id(recipe)] = (recipe, render(recipe.base))
+        label = cached[1]
         if op == "read" or op == "write":
             if recipe.namespace:
                 name = evaluate(recipe.key, frame, f_locals)
@@ -1495,6 +1498,9 @@ class Detector:
 
 
 _WEAK = (WeakSet, WeakValueDictionary)
+#: id(recipe) -> (recipe, how its base reads in a report): rendered once, not
+#: at every access (the entry keeps the recipe alive, so its id stays its own)
+_LABELS: dict[int, tuple[Recipe, str]] = {}
 
 
 def _weak_data(base: Any) -> Any:
@@ -1782,8 +1788,12 @@ _LOCAL_LOADS = frozenset(
 _OPAQUE = frozenset(
     ("RETURN_VALUE", "YIELD_VALUE", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP", "RAISE_VARARGS")
 )
-_uses: dict[CodeType, dict[int, str]] = {}
-_listings: dict[CodeType, list[dis.Instruction]] = {}
+#: id(code) -> (code, offset -> use) and (code, listing). Keyed by identity: a
+#: code object hashes its bytecode, constants and names again at every lookup
+#: (about 1 us on 3.12+), and a use is asked at most reads. Each entry keeps
+#: its code object alive, so its id is not reused meanwhile.
+_uses: dict[int, tuple[CodeType, dict[int, str]]] = {}
+_listings: dict[int, tuple[CodeType, list[dis.Instruction]]] = {}
 
 
 def _use(site: _Site) -> str:
@@ -1800,14 +1810,16 @@ def _use(site: _Site) -> str:
     if frame is None or site.offset < 0:
         return "flow"
     code = frame.f_code
-    known = _uses.get(code)
-    if known is None:
-        known = _uses[code] = {}
+    entry = _uses.get(id(code))
+    if entry is None:
+        entry = _uses[id(code)] = (code, {})
+    known = entry[1]
     found = known.get(site.offset)
     if found is None:
-        listing = _listings.get(code)
-        if listing is None:
-            listing = _listings[code] = list(dis.get_instructions(code))
+        listed = _listings.get(id(code))
+        if listed is None:
+            listed = _listings[id(code)] = (code, list(dis.get_instructions(code)))
+        listing = listed[1]
         index = next((i for i, ins in enumerate(listing) if ins.offset == site.offset), -1)
         found = known[site.offset] = "flow" if index < 0 else _use_after(listing, index, True)
     return found
