@@ -19,6 +19,7 @@ import queue
 import re
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -62,73 +63,56 @@ def test_the_buggy_queue_programs_are_still_found(name: str, kind: str) -> None:
     assert found.value.kind == kind
 
 
-def two_producers() -> None:
-    """Two threads put one item each; main joins them, then takes both.
+def _start_all(*bodies: Callable[[], object]) -> None:
+    """Start the threads and return: the main thread adds no conflicts of its own
+    (as in test_dpor_trace_count.py; a join would cut its steps differently
+    in different orders, which counts apart)."""
+    for body in bodies:
+        threading.Thread(target=body).start()
 
-    The puts conflict (the order of the items is seen), nothing else does:
-    2 traces. The main thread's gets come after both joins.
-    """
+
+def two_producers() -> None:
+    """Two threads put one item each: the puts conflict (the items' order is seen), 2 traces."""
     q: queue.Queue[int] = queue.Queue()
-    workers = [threading.Thread(target=q.put, args=(i,)) for i in range(2)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    assert {q.get(), q.get()} == {0, 1}
+    _start_all(lambda: q.put(1), lambda: q.put(2))
+
+
+def three_producers() -> None:
+    """Three threads put one item each: every order of the puts, 3! = 6 traces."""
+    q: queue.Queue[int] = queue.Queue()
+    _start_all(lambda: q.put(1), lambda: q.put(2), lambda: q.put(3))
 
 
 def get_and_task_done() -> None:
-    """One thread takes an item, another marks an earlier one done: they commute.
+    """One thread takes an item, another marks an earlier one done: they commute, 1 trace.
 
     ``get`` changes the items, ``task_done`` the count of unfinished tasks;
-    neither looks at what the other changes: 1 trace.
+    neither looks at what the other changes.
     """
     q: queue.Queue[int] = queue.Queue()
     q.put(1)
     q.put(2)
-    got: list[int] = []
-    workers = [
-        threading.Thread(target=lambda: got.append(q.get())),
-        threading.Thread(target=q.task_done),
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    assert got == [1] and q.unfinished_tasks == 1
+    _start_all(q.get, q.task_done)
 
 
-def producer_consumer() -> None:
-    """One producer puts two items; one consumer takes two (blocking when empty).
+def put_and_qsize() -> None:
+    """A put, a qsize and a task_done: 2 traces.
 
-    The consumer's gets race with the puts: each get either finds an item or
-    waits for the next put. Orders of the four operations where a get never
-    overtakes its put: put put get get, put get put get (and the get that
-    found the queue empty and waited is the same trace as the one that came
-    later: its wait is woken by that put). Counted by hand: 2 traces for the
-    items' operations; a get that found the queue empty and waited, then was
-    woken, is a third shape for each get that can wait (first get: before
-    the first put; second get: before the second put): 2 + ... see the test.
+    The size is read before or after the put (2). The task_done commutes
+    with the qsize, and with the put too: the count of unfinished tasks goes
+    1 -> 2 -> 1 or 1 -> 0 -> 1, and at 0 nobody waits in ``join`` (its
+    ``notify_all`` wakes nobody) and no ``task_done`` could raise.
     """
     q: queue.Queue[int] = queue.Queue()
-    got: list[int] = []
-
-    def consume() -> None:
-        got.append(q.get())
-        got.append(q.get())
-
-    consumer = threading.Thread(target=consume)
-    consumer.start()
-    q.put(1)
-    q.put(2)
-    consumer.join()
-    assert got == [1, 2]
+    q.put(0)
+    sizes: list[int] = []
+    _start_all(lambda: q.put(1), lambda: sizes.append(q.qsize()), q.task_done)
 
 
 @pytest.mark.parametrize(
     ("program", "traces"),
-    [(two_producers, 2), (get_and_task_done, 1)],
-    ids=["two_producers", "get_and_task_done"],
+    [(two_producers, 2), (three_producers, 6), (get_and_task_done, 1), (put_and_qsize, 2)],
+    ids=["two_producers", "three_producers", "get_and_task_done", "put_and_qsize"],
 )
 def test_queue_operations_count_as_one_each(program: Any, traces: int) -> None:
     report = racecheck.check(program, strategy="dpor", schedules=500)
