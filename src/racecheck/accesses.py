@@ -478,6 +478,8 @@ _ITEMS, _TASKS, _SHUT = "items", "unfinished_tasks", "is_shutdown"
 _TOOK: Hashable = ("items", "taken")
 #: whether the count of unfinished tasks is 0 (see _count_effects)
 _ZERO: Hashable = ("unfinished_tasks", "is 0")
+#: the count of unfinished tasks made nonzero (see _count_effects)
+_NONZERO: Hashable = ("unfinished_tasks", "made nonzero")
 _QUEUE_OPS: dict[str, tuple[tuple[Hashable, bool], ...]] = {
     "put": ((_ITEMS, True), (_TASKS, True), (_SHUT, False)),
     "get": ((_ITEMS, True), (_TOOK, True), (_SHUT, False)),
@@ -491,9 +493,12 @@ _QUEUE_OPS: dict[str, tuple[tuple[Hashable, bool], ...]] = {
 #: (an argument is an item, stored by reference, or a flag)
 _QUEUE_CALLS = frozenset({*_QUEUE_OPS, "put_nowait", "get_nowait"})
 #: the operations that count tasks (see _count_written)
-_COUNTING = frozenset({"put", "task_done"})
+_COUNTING = frozenset({"put", "task_done", "join"})
 #: how a step meets a queue's operation (StepLog._queue_op)
 _QUEUE_TAKES, _QUEUE_WAITS, _QUEUE_LATE, _QUEUE_EMPTY = 1, 2, 3, 4
+#: what a queue's method waiting on its condition for as long as it takes read
+#: when it found it had to wait: its wait is a stutter (StepLog._blocking)
+_STUTTER_WAITS: dict[str, Hashable] = {"get": _TOOK, "join": _NONZERO}
 #: the twin of a queue's part that a blocked operation reads (StepLog._queue_op)
 _QUEUE_WAIT = "<waits for>"
 #: racecheck's thread primitives a ``queue.Queue`` is built of (its mutex, its conditions)
@@ -529,21 +534,27 @@ def _queue_method(frame: FrameType | None) -> tuple[Any, str, FrameType] | None:
 
 
 def _count_effects(owner: Any, method: str) -> tuple[tuple[Hashable, bool], ...]:
-    """What a ``put``/``task_done`` does to the count of unfinished tasks, as others see it.
+    """What a ``put``/``task_done``/``join`` does with the count of unfinished tasks.
 
     The count is a counter: increments and decrements commute. Its value is
-    looked at in two ways, recorded as two keys:
+    looked at in three ways, recorded as three keys:
 
-    * ``_TASKS``: ``task_done`` raises below 0 and wakes the threads waiting
-      in ``join`` at 0. Two neighbouring ``put``/``task_done`` behave
-      differently in the other order only where one of them could then
-      raise (a ``put`` from 0, a ``task_done`` from 0 or below) or where the
-      ``task_done`` that reaches 0 wakes a waiter (the count at 1 while a
-      thread waits in ``join``). Those write it, the others read it (who
-      reaches 0 with nobody waiting makes no difference: ``notify_all``
-      then wakes nobody);
-    * ``_ZERO``: ``join`` waits for 0. A ``put`` from 0 and a ``task_done``
-      to 0 (or below) write it; ``join`` reads it.
+    * ``_TASKS``: a ``task_done`` from 0 or below raises, and one that
+      reaches 0 wakes the threads waiting in ``join``. Two neighbouring
+      ``put``/``task_done`` behave differently in the other order only where
+      a ``task_done`` could then raise (after a ``put`` from 0, or from 0
+      itself), or could reach 0 and wake a waiter before a ``put`` from 1
+      (a ``join`` waiting). Those write it, every other ``put``/``task_done``
+      reads it: which of two ``task_done`` reaches 0 makes no difference
+      (``notify_all`` wakes the same waiters), nor does reaching 0 between
+      two puts while nobody waits;
+    * ``_ZERO``: a ``join`` that finds 0 returns. A ``put`` from 0 and a
+      ``task_done`` to 0 write it, that ``join`` reads it;
+    * ``_NONZERO``: a ``join`` that finds the count above 0 waits, a stutter
+      like an acquire of a held lock: it is ordered against the ``put`` from
+      0 that made it wait, not against the ``task_done`` that ends the wait
+      (with that one first, it would simply have returned, its woken step
+      anyway). A ``put`` from 0 writes it, the waiting ``join`` reads it.
 
     A sleeping operation that only read is woken by the first one that
     writes. Traced code that reads the count itself sees its exact value:
@@ -551,12 +562,16 @@ def _count_effects(owner: Any, method: str) -> tuple[tuple[Hashable, bool], ...]
     """
     count = getattr(owner, _TASKS, 0)
     if not isinstance(count, int):
-        return ((_TASKS, True), (_ZERO, True))
+        return ((_TASKS, True), (_ZERO, True), (_NONZERO, True))
+    if method == "join":
+        return ((_NONZERO, False),) if count > 0 else ((_ZERO, False),)
+    if count <= 0:
+        zero: tuple[tuple[Hashable, bool], ...] = ((_TASKS, True), (_ZERO, True))
+        return (*zero, (_NONZERO, True)) if method == "put" else zero
+    if method == "task_done":
+        return ((_TASKS, False), (_ZERO, True)) if count == 1 else ((_TASKS, False),)
     waiting = getattr(getattr(owner, "all_tasks_done", None), "_waiters", None)
-    near = count <= 0 or (count == 1 and (waiting is None or bool(waiting)))
-    if method == "put":
-        return ((_TASKS, near), (_ZERO, True)) if count <= 0 else ((_TASKS, near),)
-    return ((_TASKS, near), (_ZERO, True)) if count <= 1 else ((_TASKS, near),)
+    return ((_TASKS, count == 1 and (waiting is None or bool(waiting))),)
 
 
 def _waits_for_item(method: str, frame: FrameType) -> bool:
@@ -947,10 +962,13 @@ class StepLog:
             found = _queue_method(caller)
             if found is not None:
                 owner, method, where = found
-                if waits_in == "Condition.wait" and _waits_for_item(method, where):
-                    # a get waiting for an item: a stutter, like a blocked acquire
+                stutter = _STUTTER_WAITS.get(method) if waits_in == "Condition.wait" else None
+                if stutter is not None and (method == "join" or _waits_for_item(method, where)):
+                    # a get waiting for an item, a join for the count to reach 0:
+                    # a stutter, like an acquire of a held lock (see _QUEUE_EMPTY
+                    # and _count_effects)
                     kind = type(owner).__qualname__
-                    self.current.append((self.ordinal(owner), _TOOK, False, kind))
+                    self.current.append((self.ordinal(owner), stutter, False, kind))
                     if passed:
                         self.current.append((STUTTER, 0, False, ""))
                     return
@@ -1072,9 +1090,9 @@ class StepLog:
             if part_name != _TASKS:
                 keys = ((part_name, write),)
             elif method not in _COUNTING:
-                keys = ((_ZERO, write),)  # join: waits for 0
+                keys = ((_TASKS, write), (_ZERO, write), (_NONZERO, write))
             elif reads_only:
-                keys = ((_TASKS, False), (_ZERO, False))
+                keys = ((_TASKS, False), (_ZERO, False), (_NONZERO, False))
             else:
                 keys = self._late[id(owner)] = _count_effects(owner, method)
             for key, write in keys:

@@ -19,10 +19,12 @@ import queue
 import re
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import racecheck
 
@@ -118,3 +120,214 @@ def test_queue_operations_count_as_one_each(program: Any, traces: int) -> None:
     report = racecheck.check(program, strategy="dpor", schedules=500)
     assert report.verified, report.notes
     assert _traces(report) == traces, report.notes
+
+
+# -- the count of unfinished tasks is read as a counter: what must still be told apart --
+
+
+def second_task_done_raises_in_the_other_thread() -> None:
+    """One item, two task_done: whichever comes second raises. DPOR must try both."""
+    q: queue.Queue[int] = queue.Queue()
+    q.put(1)
+    raised: list[str] = []
+
+    def done(name: str) -> None:
+        try:
+            q.task_done()
+        except ValueError:
+            raised.append(name)
+
+    first = threading.Thread(target=done, args=("first",))
+    second = threading.Thread(target=done, args=("second",))
+    first.start()
+    second.start()
+    first.join()
+    second.join()
+    assert raised != ["first"], "the first thread's task_done raised"
+
+
+def join_sees_the_count_at_zero_between() -> None:
+    """join returns if it looks while the count is 0, between a task_done and a put;
+    else it waits for a task_done that never comes (a deadlock). DPOR must find it."""
+    q: queue.Queue[int] = queue.Queue()
+    q.put(1)
+
+    def worker() -> None:
+        q.task_done()
+        q.put(2)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    q.join()
+    thread.join()
+
+
+def put_from_one_while_join_waits() -> None:
+    """A join waits at 1; a task_done and a put from 1: the order decides whether
+    the count passes 0 (join returns) or not (join waits for good). The
+    natural order passes 0; the put must be tried first."""
+    q: queue.Queue[int] = queue.Queue()
+    q.put(1)
+    returned: list[bool] = []
+
+    def waiter() -> None:
+        q.join()
+        returned.append(True)
+
+    threads = [
+        threading.Thread(target=waiter),
+        threading.Thread(target=q.task_done),
+        threading.Thread(target=q.put, args=(2,)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+@pytest.mark.parametrize(
+    ("program", "kind"),
+    [
+        (second_task_done_raises_in_the_other_thread, "exception"),
+        (join_sees_the_count_at_zero_between, "deadlock"),
+        (put_from_one_while_join_waits, "deadlock"),
+    ],
+    ids=["task_done_raises", "join_at_zero", "put_from_one"],
+)
+def test_orders_of_the_count_that_matter_are_explored(program: Any, kind: str) -> None:
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(program, strategy="dpor", schedules=500, minimize=False)
+    assert found.value.kind == kind
+
+
+# -- DPOR against sampling on random queue programs (hypothesis) -------------------------
+
+#: ("put", k) q.put(k); ("get",) q.get_nowait() (queue.Empty counts); ("wait",)
+#: q.get(timeout=1) (virtual time); ("size",) q.qsize(); ("done",) q.task_done()
+#: (ValueError counts); ("join",) q.join(); ("mutex",) len(q.queue) under
+#: q.mutex, taken by the program itself; ("w", k) a shared variable written
+QueueOp = tuple[Any, ...]
+
+
+def _queue_op() -> st.SearchStrategy[QueueOp]:
+    return st.one_of(
+        st.tuples(st.just("put"), st.integers(1, 3)),
+        st.just(("get",)),
+        st.just(("wait",)),
+        st.just(("size",)),
+        st.just(("done",)),
+        st.just(("join",)),
+        st.just(("mutex",)),
+        st.tuples(st.just("w"), st.integers(1, 3)),
+    )
+
+
+@st.composite
+def queue_programs(draw: Any, actors: int = 2, ops: int = 3) -> tuple[tuple[QueueOp, ...], ...]:
+    count = draw(st.integers(2, actors))
+    return tuple(tuple(draw(st.lists(_queue_op(), min_size=1, max_size=ops))) for _ in range(count))
+
+
+def _run_queue_ops(
+    q: queue.Queue[int], shared: list[int], ops: Sequence[QueueOp], out: list[int], me: int
+) -> None:
+    acc = 0
+    for op in ops:
+        acc *= 7
+        if op[0] == "put":
+            q.put(op[1])
+        elif op[0] == "get":
+            try:
+                acc += q.get_nowait()
+            except queue.Empty:
+                acc += 5
+        elif op[0] == "wait":
+            try:
+                acc += q.get(timeout=1)
+            except queue.Empty:
+                acc += 5
+        elif op[0] == "size":
+            acc += q.qsize()
+        elif op[0] == "done":
+            try:
+                q.task_done()
+            except ValueError:
+                acc += 6
+        elif op[0] == "join":
+            q.join()
+            acc += 4
+        elif op[0] == "mutex":
+            with q.mutex:
+                acc += len(q.queue)
+        else:
+            acc += shared[0]
+            shared[0] = op[1]
+    out[me] = acc
+
+
+QueueOutcome = tuple[tuple[int, ...], tuple[int, ...], int]
+
+
+def queue_target(
+    program: tuple[tuple[QueueOp, ...], ...],
+    seen: set[QueueOutcome],
+    forbidden: QueueOutcome | None = None,
+) -> Callable[[], None]:
+    def target() -> None:
+        q: queue.Queue[int] = queue.Queue()
+        shared = [0]
+        accs = [0] * len(program)
+        workers = [
+            threading.Thread(target=_run_queue_ops, args=(q, shared, ops, accs, i))
+            for i, ops in enumerate(program)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        final = (tuple(accs), tuple(q.queue), shared[0])
+        seen.add(final)
+        assert final != forbidden, "reached the forbidden state"
+
+    return target
+
+
+def _check(target: Callable[[], None], strategy: str, schedules: int) -> Any:
+    try:
+        return racecheck.check(target, strategy=strategy, schedules=schedules, seed=7)
+    except racecheck.RaceFound as found:
+        return found
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(program=queue_programs(), data=st.data())
+def test_dpor_reaches_every_sampled_state_of_queue_programs(program: Any, data: Any) -> None:
+    """Every state (and failure) a random walk and PCT reach, DPOR reaches too."""
+    sampled: set[QueueOutcome] = set()
+    failed = False
+    for strategy in ("random", "pct"):
+        result = _check(queue_target(program, sampled), strategy, 300)
+        failed = failed or isinstance(result, racecheck.RaceFound)
+    reduced: set[QueueOutcome] = set()
+    dpor = _check(queue_target(program, reduced), "dpor", 3000)
+    if failed:
+        # a deadlock (a join or a get nobody ends): DPOR must find one too
+        assert isinstance(dpor, racecheck.RaceFound), (program, dpor)
+        return
+    assert not isinstance(dpor, racecheck.RaceFound), (program, dpor)
+    assume(dpor.exhausted)
+    assert dpor.verified, dpor.notes
+    assert sampled <= reduced, (program, sampled - reduced)
+    forbidden = data.draw(st.sampled_from(sorted(sampled)), label="forbidden")
+    with pytest.raises(racecheck.RaceFound):
+        racecheck.check(
+            queue_target(program, set(), forbidden),
+            strategy="dpor",
+            schedules=3000,
+            minimize=False,
+        )
