@@ -52,6 +52,7 @@ import builtins
 import dataclasses
 import functools
 import os
+import queue
 import sys
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -108,6 +109,10 @@ TAKEN: Hashable = ("<taken>",)
 #: end; run first, it would have blocked (a STUTTER), so DPOR never tries to
 #: reverse the two (strategies.dpor, ORDER_ONLY).
 ENDED: Hashable = ("<ended>",)
+#: a ``queue.Queue``'s mutex taken by one of its methods (read only: it orders
+#: nothing by itself). The step may still disable a waiter that the last
+#: release woke, which is what strategies.dpor's ``_takes`` looks for.
+HELD: Hashable = ("<held>",)
 #: keys whose conflicts order steps without being races
 ORDER_ONLY = frozenset({ENDED})
 #: pseudo-object: the step ended blocked in an operation whose wait is a mere
@@ -520,6 +525,159 @@ def _runtime_kind(code: Any) -> int:
     return 0
 
 
+#: queue.py, whose ``Queue`` methods are recorded as one operation on the queue
+_QUEUE_FILE = queue.__file__
+#: what a ``queue.Queue`` method does to the queue, by method: (part, written?)
+#: for its items (``_ITEMS``: the container in ``q.queue``) and its count of
+#: unfinished tasks (``_TASKS``: the attribute ``unfinished_tasks``). The keys
+#: are the ones traced code touching those parts directly records. ``put``
+#: reads ``is_shutdown`` (3.13's ``shutdown``, an unlisted method, writes the
+#: whole queue). A method not listed writes everything.
+_ITEMS, _TASKS, _SHUT = "items", "unfinished_tasks", "is_shutdown"
+#: a queue's items as a ``get`` that waits for one sees them: taken by gets,
+#: never given back by a put (see StepLog._queue_op, how=_QUEUE_EMPTY)
+_TOOK: Hashable = ("items", "taken")
+#: whether the count of unfinished tasks is 0 (see _count_effects)
+_ZERO: Hashable = ("unfinished_tasks", "is 0")
+#: the count of unfinished tasks made nonzero (see _count_effects)
+_NONZERO: Hashable = ("unfinished_tasks", "made nonzero")
+_QUEUE_OPS: dict[str, tuple[tuple[Hashable, bool], ...]] = {
+    "put": ((_ITEMS, True), (_TASKS, True), (_SHUT, False)),
+    "get": ((_ITEMS, True), (_TOOK, True), (_SHUT, False)),
+    "task_done": ((_TASKS, True),),
+    "join": ((_TASKS, False),),
+    "qsize": ((_ITEMS, False),),
+    "empty": ((_ITEMS, False),),
+    "full": ((_ITEMS, False),),
+}
+#: the methods traced code calls: each records itself under the queue's mutex
+#: (an argument is an item, stored by reference, or a flag)
+_QUEUE_CALLS = frozenset({*_QUEUE_OPS, "put_nowait", "get_nowait"})
+#: the operations that count tasks (see _count_written)
+_COUNTING = frozenset({"put", "task_done", "join"})
+#: how a step meets a queue's operation (StepLog._queue_op)
+_QUEUE_TAKES, _QUEUE_WAITS, _QUEUE_LATE, _QUEUE_EMPTY = 1, 2, 3, 4
+#: what a queue's method waiting on its condition for as long as it takes read
+#: when it found it had to wait: its wait is a stutter (StepLog._blocking)
+_STUTTER_WAITS: dict[str, Hashable] = {"get": _TOOK, "join": _NONZERO}
+#: the twin of a queue's part that a blocked operation reads (StepLog._queue_op)
+_QUEUE_WAIT = "<waits for>"
+#: racecheck's thread primitives a ``queue.Queue`` is built of (its mutex, its conditions)
+_QUEUE_PARTS = frozenset({"Lock", "Condition"})
+#: how many frames of racecheck's primitives may lie between a queue method and
+#: the primitive operation it runs (``Lock.acquire`` <- ``Condition.__enter__``
+#: <- ``Queue.put``; ``Lock.release`` <- ``Lock.__exit__`` <- ``Condition.__exit__``)
+_QUEUE_DEPTH = 4
+
+
+def _queue_method(frame: FrameType | None) -> tuple[Any, str, FrameType] | None:
+    """The ``queue.Queue`` and its method that run the primitive operation in ``frame``.
+
+    Only a queue built during the run (its mutex is racecheck's ``Lock``), and
+    only when nothing but racecheck's primitives lies between: the same lock
+    taken by traced code (``with q.mutex``) is an ordinary lock operation.
+    """
+    here = frame.f_back if frame is not None else None
+    for _ in range(_QUEUE_DEPTH):
+        if here is None:
+            return None
+        code = here.f_code
+        filename = code.co_filename
+        if filename == _QUEUE_FILE:
+            owner = here.f_locals.get("self")
+            if isinstance(owner, queue.Queue) and _is_own_lock(getattr(owner, "mutex", None)):
+                return owner, code.co_name, here
+            return None
+        if filename not in _OWN_PRIMITIVES:
+            return None
+        here = here.f_back
+    return None
+
+
+def _count_effects(owner: Any, method: str) -> tuple[tuple[Hashable, bool], ...]:
+    """What a ``put``/``task_done``/``join`` does with the count of unfinished tasks.
+
+    The count is a counter: increments and decrements commute. Its value is
+    looked at in three ways, recorded as three keys:
+
+    * ``_TASKS``: a ``task_done`` from 0 or below raises, and one that
+      reaches 0 wakes the threads waiting in ``join``. Two neighbouring
+      ``put``/``task_done`` behave differently in the other order only where
+      a ``task_done`` could then raise (after a ``put`` from 0, or from 0
+      itself), or could reach 0 and wake a waiter before a ``put`` from 1
+      (a ``join`` waiting). Those write it, every other ``put``/``task_done``
+      reads it: which of two ``task_done`` reaches 0 makes no difference
+      (``notify_all`` wakes the same waiters), nor does reaching 0 between
+      two puts while nobody waits;
+    * ``_ZERO``: a ``join`` that finds 0 returns. A ``put`` from 0 and a
+      ``task_done`` to 0 write it, that ``join`` reads it;
+    * ``_NONZERO``: a ``join`` that finds the count above 0 waits, a stutter
+      like an acquire of a held lock: it is ordered against the ``put`` from
+      0 that made it wait, not against the ``task_done`` that ends the wait
+      (with that one first, it would simply have returned, its woken step
+      anyway). A ``put`` from 0 writes it, the waiting ``join`` reads it.
+
+    A sleeping operation that only read is woken by the first one that
+    writes. Traced code that reads the count itself sees its exact value:
+    that is made OPAQUE (:meth:`StepLog.touch`).
+    """
+    count = getattr(owner, _TASKS, 0)
+    if not isinstance(count, int):
+        return ((_TASKS, True), (_ZERO, True), (_NONZERO, True))
+    if method == "join":
+        return ((_NONZERO, False),) if count > 0 else ((_ZERO, False),)
+    if count <= 0:
+        zero: tuple[tuple[Hashable, bool], ...] = ((_TASKS, True), (_ZERO, True))
+        return (*zero, (_NONZERO, True)) if method == "put" else zero
+    if method == "task_done":
+        return ((_TASKS, False), (_ZERO, True)) if count == 1 else ((_TASKS, False),)
+    waiting = getattr(getattr(owner, "all_tasks_done", None), "_waiters", None)
+    return ((_TASKS, count == 1 and (waiting is None or bool(waiting))),)
+
+
+def _waits_for_item(method: str, frame: FrameType) -> bool:
+    """Is this a ``get`` that waits for an item for as long as it takes (no timeout)?
+
+    One with a timeout or ``block=False`` raises ``queue.Empty`` when it finds
+    none: another outcome, not a stutter.
+    """
+    if method != "get":
+        return False
+    local = frame.f_locals
+    return bool(local.get("block", True)) and local.get("timeout") is None
+
+
+def _empty(owner: Any) -> bool:
+    """The queue holds no item (read off its buffer; a subclass's own _qsize is not run)."""
+    try:
+        return len(owner.queue) == 0
+    except Exception:
+        return False
+
+
+def _primitive_frame() -> FrameType | None:
+    """The frame of the thread primitive's method that is handing a sync to the log.
+
+    The race detector's hand-offs (``Lock.acquire`` -> ``_lock_acquired`` ->
+    the detector -> :meth:`StepLog.sync`) come a few frames below it.
+    """
+    here: FrameType | None = sys._getframe(2)
+    for _ in range(6):
+        if here is None:
+            return None
+        if here.f_code.co_filename in _OWN_PRIMITIVES and "self" in here.f_code.co_varnames:
+            owner = here.f_locals.get("self")
+            if type(owner).__qualname__ in _QUEUE_PARTS:
+                return here
+        here = here.f_back
+    return None
+
+
+def _is_own_lock(lock: Any) -> bool:
+    kind = type(lock)
+    return kind.__qualname__ == "Lock" and kind.__module__.endswith("backends.threads.primitives")
+
+
 def _sync_types() -> tuple[type, ...]:
     """The primitives whose every operation is a sync access on the object."""
     import asyncio
@@ -600,6 +758,12 @@ class StepLog:
         #: the backend's own notes for the run (asyncio: where tasks ended, what
         #: a suspended task waits for), dropped with the run's objects
         self.notes: dict[Any, Any] = {}
+        #: id of a queue.Queue's mutex or condition -> the queue (see _queue_op)
+        self._queue_parts: dict[int, Any] = {}
+        #: ids of queues' mutexes a queue method holds now (see _blocking)
+        self._queue_held: set[int] = set()
+        #: id of a queue -> what the task_done holding its mutex does to the count
+        self._late: dict[int, tuple[tuple[Hashable, bool], ...]] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -619,6 +783,9 @@ class StepLog:
         """
         self._keep.clear()
         self._called_in.clear()
+        self._queue_parts.clear()
+        self._queue_held.clear()
+        self._late.clear()
         self._shape = None
         self._attempts.clear()
         self._queue_counts.clear()
@@ -694,6 +861,13 @@ class StepLog:
             if not (pending[0] == ordinal and write and _holds(obj, key)):
                 self.current.append(pending)  # a store that may add a key: the shape changes
         kind = type(obj).__qualname__
+        if key == _TASKS and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
+            self.opaque()  # the exact count, which its operations treat as a counter
+        if key == _NONEMPTY and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
+            # the detector's emptiness test of a call to get/qsize/empty, in the
+            # step that makes the call: the operation itself records what it
+            # reads and changes, in the step where it does (_in_queue)
+            return
         if key == _WHOLE:
             if write:
                 # An item store writes the whole container first: whether it
@@ -718,7 +892,10 @@ class StepLog:
     def sync(self, obj: Any) -> None:
         """An operation on a synchronisation primitive: a write to it."""
         if obj is not None:
-            self.current.append((self.ordinal(obj), SYNC, True, type(obj).__qualname__))
+            kind = type(obj).__qualname__
+            if kind in _QUEUE_PARTS and _queue_method(_primitive_frame()) is not None:
+                return  # a queue's own mutex: recorded as the queue's operation (_in_queue)
+            self.current.append((self.ordinal(obj), SYNC, True, kind))
 
     def ended(self, thread: Any) -> None:
         """A thread's last step: ``is_alive`` (SYNC) and a finished ``join`` (ENDED) read it."""
@@ -862,7 +1039,7 @@ class StepLog:
                                 self._join_alone(frame)
                         elif runtime != _OWN_SKIP:
                             owner = frame.f_locals.get("self")
-                            if owner is not None:
+                            if owner is not None and not self._in_queue(owner, frame):
                                 self._own(owner, runtime != _OWN_READ)
                         return
                     owner = frame.f_locals.get("self")
@@ -889,6 +1066,8 @@ class StepLog:
                     name = frame.f_code.co_name
                     if name == "_join":
                         self._joined(owner, frame, passed)
+                        return
+                    if self._in_queue(owner, frame, True, arg):
                         return
                     looked = arg is False and name in _ACQUIRES
                     self._own(owner, not looked)
@@ -998,6 +1177,32 @@ class StepLog:
         waits_in = getattr(caller.f_code, "co_qualname", "") if caller is not None else ""
         resource = frame.f_locals.get("resource")
         passed = self._point_passed(caller)
+        if resource is not None and type(resource).__qualname__ in _QUEUE_PARTS:
+            found = _queue_method(caller)
+            if found is not None:
+                owner, method, where = found
+                stutter = _STUTTER_WAITS.get(method) if waits_in == "Condition.wait" else None
+                if stutter is not None and (method == "join" or _waits_for_item(method, where)):
+                    # a get waiting for an item, a join for the count to reach 0:
+                    # a stutter, like an acquire of a held lock (see _QUEUE_EMPTY
+                    # and _count_effects)
+                    kind = type(owner).__qualname__
+                    self.current.append((self.ordinal(owner), stutter, False, kind))
+                    if passed:
+                        self.current.append((STUTTER, 0, False, ""))
+                    return
+                # what it waits for is what its operation would read or change
+                self._queue_op(owner, method, how=_QUEUE_WAITS)
+                if waits_in in _STUTTER_ACQUIRES:
+                    if id(resource) not in self._queue_held:
+                        # held by traced code (``with q.mutex``), which wrote TAKEN
+                        kind = type(resource).__qualname__
+                        self.current.append((self.ordinal(resource), TAKEN, False, kind))
+                    if passed:
+                        self.current.append((STUTTER, 0, False, ""))
+                return
+            if id(resource) in self._queue_parts:
+                self.opaque()
         if waits_in in _STUTTER_ACQUIRES and resource is not None:
             # it saw the lock taken: ordered against whoever took it
             kind = type(resource).__qualname__
@@ -1011,6 +1216,114 @@ class StepLog:
                 self.current.append((STUTTER, 0, False, ""))  # a thread never runs again
         elif resource is not None:
             self._own(resource, False)  # it saw the primitive unavailable
+
+    def _in_queue(
+        self, owner: Any, frame: FrameType, at_return: bool = False, returned: Any = None
+    ) -> bool:
+        """A mutex or condition operation run by a ``queue.Queue`` method: recorded here.
+
+        A queue's methods each take its mutex and wait on or notify its
+        conditions, and several of those are scheduling points. Recorded as
+        lock and condition operations, the order of any two critical sections
+        of one queue was a difference of traces, also between operations that
+        commute (a ``get`` and another thread's ``task_done``). Instead the step
+        where the mutex is taken (where the operation reads and changes the
+        queue: nothing else touches the queue while it is held) records what
+        the operation does to the queue (:data:`_QUEUE_OPS`); the release,
+        the waits and the notifies record nothing of their own (whom a notify
+        wakes is an enabled-set change the engine records). ``task_done``
+        writes its count after its notify, so its notify step writes it too.
+        The same mutex or conditions used by traced code (``with q.mutex``)
+        are recorded as usual, and made OPAQUE once the queue is known: such
+        a holder may keep the mutex across points the queue's own operations
+        never do. A queue's operation blocked by such a holder reads the
+        TAKEN it wrote. A blocked attempt is recorded in :meth:`_blocking`.
+
+        Returns False when the operation is to be recorded as usual.
+        """
+        if type(owner).__qualname__ not in _QUEUE_PARTS:
+            return False
+        found = _queue_method(frame)
+        if found is None:
+            if id(owner) in self._queue_parts:
+                self.opaque()
+            return False
+        if at_return:  # see _AT_RETURN
+            name = frame.f_code.co_name
+            if name == "acquire" and returned is True:
+                owner_q, method, where = found
+                empty = method == "get" and _waits_for_item(method, where) and _empty(owner_q)
+                self._queue_op(owner_q, method, _QUEUE_EMPTY if empty else _QUEUE_TAKES)
+                self._queue_held.add(id(owner))
+                kind = type(owner).__qualname__
+                self.current.append((self.ordinal(owner), HELD, False, kind))
+            elif name == "notify" and found[1] == "task_done":
+                self._queue_op(found[0], found[1], how=_QUEUE_LATE)
+        elif frame.f_code.co_name == "release":
+            self._queue_held.discard(id(owner))
+        return True
+
+    def _queue_op(self, owner: Any, method: str, how: int = _QUEUE_TAKES) -> None:
+        """What the ``queue.Queue`` method ``method`` reads and changes of the queue.
+
+        ``how``: the step took the mutex (_QUEUE_TAKES: the parts, and their
+        :data:`_QUEUE_WAIT` twins), waits to take it or for its condition
+        (_QUEUE_WAITS: the twins, read), or changes a part after a point
+        inside the critical section (_QUEUE_LATE: the parts only). The twins
+        order a blocked attempt against the step that took the mutex, not
+        against a later step of the same critical section (``task_done``'s
+        notify): with that step first, the attempt would simply have
+        blocked too, which is no other trace.
+        """
+        if how == _QUEUE_EMPTY:
+            # A get that finds no item and will wait for one. Like an acquire
+            # that finds the lock taken, what it saw is only ordered against
+            # the get that took the last item (_TOOK), not against the put
+            # that will wake it: with that put first, it would simply have
+            # taken the item, which is its woken step anyway.
+            kind = type(owner).__qualname__
+            self.current.append((self.ordinal(owner), _TOOK, False, kind))
+            return
+        reads_only = how == _QUEUE_WAITS
+        parts = self._queue_parts
+        kind = type(owner).__qualname__
+        ordinal = self.ordinal(owner)  # keeps the queue, and so its parts' ids, alive
+        mutex = getattr(owner, "mutex", None)
+        if id(mutex) not in parts:
+            for name in ("mutex", "not_empty", "not_full", "all_tasks_done"):
+                part = getattr(owner, name, None)
+                if part is not None:
+                    parts[id(part)] = owner
+        effects = _QUEUE_OPS.get(method)
+        if effects is None:
+            self.current.append((ordinal, ANY, not reads_only, kind))
+            effects = ((_ITEMS, True),)
+        if how == _QUEUE_LATE:
+            # task_done's count, written after its notify: as its critical
+            # section's first step decided
+            for key, write in self._late.pop(id(owner), ((_TASKS, True), (_ZERO, True))):
+                self.current.append((ordinal, key, write, kind))
+            return
+        for part_name, write in effects:
+            keys: tuple[tuple[Hashable, bool], ...]
+            if part_name != _TASKS:
+                keys = ((part_name, write),)
+            elif method not in _COUNTING:
+                keys = ((_TASKS, write), (_ZERO, write), (_NONZERO, write))
+            elif reads_only:
+                keys = ((_TASKS, False), (_ZERO, False), (_NONZERO, False))
+            else:
+                keys = self._late[id(owner)] = _count_effects(owner, method)
+            for key, write in keys:
+                write = write and not reads_only
+                self.current.append((ordinal, (_QUEUE_WAIT, key), write, kind))
+                if how == _QUEUE_WAITS:
+                    continue
+                if key == _ITEMS:
+                    items = getattr(owner, "queue", owner)
+                    self.current.append((self.ordinal(items), ANY, write, type(items).__qualname__))
+                else:
+                    self.current.append((ordinal, key, write, kind))
 
     def _own(self, obj: Any, write: bool) -> None:
         """An operation on one of racecheck's thread primitives (or a Thread): a sync access."""
@@ -1054,6 +1367,10 @@ class StepLog:
             return
         if code.co_filename.startswith(_RACECHECK_DIR):
             return  # racecheck's own patches: their effects are recorded where they happen
+        if code.co_filename == _QUEUE_FILE and code.co_name in _QUEUE_CALLS:
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, queue.Queue) and _is_own_lock(getattr(owner, "mutex", None)):
+                return  # recorded where it takes the queue's mutex (_in_queue)
         # Quiet stdlib code may still change what it is handed (Counter.update,
         # a cached_property filling an instance): each argument is written.
         names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]

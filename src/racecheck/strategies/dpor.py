@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from racecheck.accesses import (
     ACTOR,
     ANY,
+    HELD,
     IDLE_CLOCK,
     OPAQUE,
     STUTTER,
@@ -149,10 +150,13 @@ def _takes(index: Index) -> bool:
     Only such a step can disable a waiter its release or set woke (see
     DPORChooser._reverse_disabled). Steps that change whether another actor
     may run for other reasons (a loop's tasks taking turns) are left alone:
-    they are ordered against that actor's steps as before.
+    they are ordered against that actor's steps as before. A queue's method
+    taking the queue's mutex (HELD, accesses._in_queue) counts as taking it.
     """
     for obj, keys in index.items():
-        if isinstance(obj, int) and obj >= 0 and (keys.get(TAKEN) or keys.get(SYNC)):
+        if not isinstance(obj, int) or obj < 0:
+            continue
+        if keys.get(TAKEN) or keys.get(SYNC) or HELD in keys:
             return True
     return False
 

@@ -1,0 +1,405 @@
+"""DPOR on ``queue.Queue`` (threads): a queue operation is one operation on the queue.
+
+Each ``put``/``get``/``task_done`` takes the queue's mutex, and its
+conditions' waits and notifies are scheduling points. Recorded as lock and
+condition operations, the order of every two critical sections was a
+difference of traces, also between operations that commute (a ``get`` and
+another thread's ``task_done``): tests/classic's ``queue_sentinel_fixed`` had
+218 traces in 300 schedules and was not verified in 5,000. Recorded as what
+the operation does to the queue (its items, its count of unfinished tasks),
+only operations that really conflict are ordered. The buggy twins must still
+be found, and the trace count of small programs is the one counted by hand.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import queue
+import re
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import racecheck
+
+_CLASSIC = os.path.join(os.path.dirname(os.path.dirname(__file__)), "classic")
+if _CLASSIC not in sys.path:
+    sys.path.insert(0, _CLASSIC)
+
+thread_bugs: Any = importlib.import_module("test_thread_bugs")
+
+
+def _traces(report: racecheck.Report) -> int:
+    (note,) = [n for n in report.notes if n.startswith("verified: all ")]
+    return int(note.split()[2])
+
+
+def _runs(report: racecheck.Report) -> int:
+    """Schedules of the search itself (its few probe runs are extra)."""
+    found = re.search(r"(\d+) probe runs? off the search", " ".join(report.notes))
+    return report.schedules_run - (int(found.group(1)) if found else 0)
+
+
+def one_consumer_fixed() -> None:
+    """A consumer takes items until the sentinel, marking each done; main joins the queue."""
+    q: queue.Queue[int | None] = queue.Queue()
+    got: list[int] = []
+
+    def consume() -> None:
+        while (item := q.get()) is not None:
+            got.append(item)
+            q.task_done()
+        q.task_done()
+
+    consumer = threading.Thread(target=consume)
+    consumer.start()
+    for i in range(3):
+        q.put(i)
+    q.put(None)
+    q.join()
+    consumer.join()
+    assert got == [0, 1, 2]
+
+
+def two_consumers_fixed() -> None:
+    """queue_sentinel_fixed's shape with one item: two consumers, a sentinel each."""
+    q: queue.Queue[int | None] = queue.Queue()
+    got: list[int] = []
+    got_lock = threading.Lock()
+
+    def consume() -> None:
+        while True:
+            item = q.get()
+            try:
+                if item is None:
+                    return
+                with got_lock:
+                    got.append(item)
+            finally:
+                q.task_done()
+
+    consumers = [threading.Thread(target=consume) for _ in range(2)]
+    for consumer in consumers:
+        consumer.start()
+    q.put(1)
+    for _ in consumers:
+        q.put(None)
+    q.join()
+    for consumer in consumers:
+        consumer.join()
+    assert got == [1]
+
+
+#: fixed queue programs and the schedules DPOR verifies them in (measured: 56,
+#: 151, 486 and 35 schedules; recorded as lock and condition operations, none
+#: was verified in 3,000: 1,806, 1,869, 271 and 2,274 traces when it stopped)
+_VERIFIED = [
+    (one_consumer_fixed, 300),
+    (two_consumers_fixed, 600),
+    (thread_bugs.bounded_queue_under_lock_fixed, 1500),
+    (thread_bugs.daemon_poller_fixed, 300),
+]
+
+
+@pytest.mark.parametrize(
+    ("program", "budget"), _VERIFIED, ids=[program.__name__ for program, _ in _VERIFIED]
+)
+def test_fixed_queue_programs_are_verified(program: Callable[[], None], budget: int) -> None:
+    report = racecheck.check(program, strategy="dpor", schedules=budget)
+    assert report.verified, report.notes
+
+
+def test_queue_sentinel_fixed_is_never_called_verified_short_of_its_space() -> None:
+    """Five items, two consumers: thousands of traces of gets and puts remain (see
+    tests/core/test_dpor.py); a budget that ends first says so."""
+    report = racecheck.check(thread_bugs.queue_sentinel_fixed, strategy="dpor", schedules=300)
+    assert not report.verified
+    assert "not verified" in report.notes[0], report.notes
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("forgot_sentinel", "deadlock"),
+        ("queue_empty_then_get", "deadlock"),
+        ("bounded_queue_under_lock", "deadlock"),
+    ],
+)
+def test_the_buggy_queue_programs_are_still_found(name: str, kind: str) -> None:
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(getattr(thread_bugs, name), strategy="dpor", schedules=1000)
+    assert found.value.kind == kind
+
+
+def _start_all(*bodies: Callable[[], object]) -> None:
+    """Start the threads and return: the main thread adds no conflicts of its own
+    (as in test_dpor_trace_count.py; a join would cut its steps differently
+    in different orders, which counts apart)."""
+    for body in bodies:
+        threading.Thread(target=body).start()
+
+
+def two_producers() -> None:
+    """Two threads put one item each: the puts conflict (the items' order is seen), 2 traces."""
+    q: queue.Queue[int] = queue.Queue()
+    _start_all(lambda: q.put(1), lambda: q.put(2))
+
+
+def three_producers() -> None:
+    """Three threads put one item each: every order of the puts, 3! = 6 traces."""
+    q: queue.Queue[int] = queue.Queue()
+    _start_all(lambda: q.put(1), lambda: q.put(2), lambda: q.put(3))
+
+
+def get_and_task_done() -> None:
+    """One thread takes an item, another marks an earlier one done: they commute, 1 trace.
+
+    ``get`` changes the items, ``task_done`` the count of unfinished tasks;
+    neither looks at what the other changes.
+    """
+    q: queue.Queue[int] = queue.Queue()
+    q.put(1)
+    q.put(2)
+    _start_all(q.get, q.task_done)
+
+
+def put_and_qsize() -> None:
+    """A put, a qsize and a task_done: 2 traces.
+
+    The size is read before or after the put (2). The task_done commutes
+    with the qsize, and with the put too: the count of unfinished tasks goes
+    1 -> 2 -> 1 or 1 -> 0 -> 1, and at 0 nobody waits in ``join`` (its
+    ``notify_all`` wakes nobody) and no ``task_done`` could raise.
+    """
+    q: queue.Queue[int] = queue.Queue()
+    q.put(0)
+    sizes: list[int] = []
+    _start_all(lambda: q.put(1), lambda: sizes.append(q.qsize()), q.task_done)
+
+
+@pytest.mark.parametrize(
+    ("program", "traces"),
+    [(two_producers, 2), (three_producers, 6), (get_and_task_done, 1), (put_and_qsize, 2)],
+    ids=["two_producers", "three_producers", "get_and_task_done", "put_and_qsize"],
+)
+def test_queue_operations_count_as_one_each(program: Any, traces: int) -> None:
+    report = racecheck.check(program, strategy="dpor", schedules=500)
+    assert report.verified, report.notes
+    assert _traces(report) == traces, report.notes
+
+
+# -- the count of unfinished tasks is read as a counter: what must still be told apart --
+
+
+def second_task_done_raises_in_the_other_thread() -> None:
+    """One item, two task_done: whichever comes second raises. DPOR must try both."""
+    q: queue.Queue[int] = queue.Queue()
+    q.put(1)
+    raised: list[str] = []
+
+    def done(name: str) -> None:
+        try:
+            q.task_done()
+        except ValueError:
+            raised.append(name)
+
+    first = threading.Thread(target=done, args=("first",))
+    second = threading.Thread(target=done, args=("second",))
+    first.start()
+    second.start()
+    first.join()
+    second.join()
+    assert raised != ["first"], "the first thread's task_done raised"
+
+
+def join_sees_the_count_at_zero_between() -> None:
+    """join returns if it looks while the count is 0, between a task_done and a put;
+    else it waits for a task_done that never comes (a deadlock). DPOR must find it."""
+    q: queue.Queue[int] = queue.Queue()
+    q.put(1)
+
+    def worker() -> None:
+        q.task_done()
+        q.put(2)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    q.join()
+    thread.join()
+
+
+def put_from_one_while_join_waits() -> None:
+    """A join waits at 1; a task_done and a put from 1: the order decides whether
+    the count passes 0 (join returns) or not (join waits for good). The
+    natural order passes 0; the put must be tried first."""
+    q: queue.Queue[int] = queue.Queue()
+    q.put(1)
+    returned: list[bool] = []
+
+    def waiter() -> None:
+        q.join()
+        returned.append(True)
+
+    threads = [
+        threading.Thread(target=waiter),
+        threading.Thread(target=q.task_done),
+        threading.Thread(target=q.put, args=(2,)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+@pytest.mark.parametrize(
+    ("program", "kind"),
+    [
+        (second_task_done_raises_in_the_other_thread, "exception"),
+        (join_sees_the_count_at_zero_between, "deadlock"),
+        (put_from_one_while_join_waits, "deadlock"),
+    ],
+    ids=["task_done_raises", "join_at_zero", "put_from_one"],
+)
+def test_orders_of_the_count_that_matter_are_explored(program: Any, kind: str) -> None:
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(program, strategy="dpor", schedules=500, minimize=False)
+    assert found.value.kind == kind
+
+
+# -- DPOR against sampling on random queue programs (hypothesis) -------------------------
+
+#: ("put", k) q.put(k); ("get",) q.get_nowait() (queue.Empty counts); ("wait",)
+#: q.get(timeout=1) (virtual time); ("size",) q.qsize(); ("done",) q.task_done()
+#: (ValueError counts); ("join",) q.join(); ("mutex",) len(q.queue) under
+#: q.mutex, taken by the program itself; ("w", k) a shared variable written
+QueueOp = tuple[Any, ...]
+
+
+def _queue_op() -> st.SearchStrategy[QueueOp]:
+    return st.one_of(
+        st.tuples(st.just("put"), st.integers(1, 3)),
+        st.just(("get",)),
+        st.just(("wait",)),
+        st.just(("size",)),
+        st.just(("done",)),
+        st.just(("join",)),
+        st.just(("mutex",)),
+        st.tuples(st.just("w"), st.integers(1, 3)),
+    )
+
+
+@st.composite
+def queue_programs(draw: Any, actors: int = 2, ops: int = 3) -> tuple[tuple[QueueOp, ...], ...]:
+    count = draw(st.integers(2, actors))
+    return tuple(tuple(draw(st.lists(_queue_op(), min_size=1, max_size=ops))) for _ in range(count))
+
+
+def _run_queue_ops(
+    q: queue.Queue[int], shared: list[int], ops: Sequence[QueueOp], out: list[int], me: int
+) -> None:
+    acc = 0
+    for op in ops:
+        acc *= 7
+        if op[0] == "put":
+            q.put(op[1])
+        elif op[0] == "get":
+            try:
+                acc += q.get_nowait()
+            except queue.Empty:
+                acc += 5
+        elif op[0] == "wait":
+            try:
+                acc += q.get(timeout=1)
+            except queue.Empty:
+                acc += 5
+        elif op[0] == "size":
+            acc += q.qsize()
+        elif op[0] == "done":
+            try:
+                q.task_done()
+            except ValueError:
+                acc += 6
+        elif op[0] == "join":
+            q.join()
+            acc += 4
+        elif op[0] == "mutex":
+            with q.mutex:
+                acc += len(q.queue)
+        else:
+            acc += shared[0]
+            shared[0] = op[1]
+    out[me] = acc
+
+
+QueueOutcome = tuple[tuple[int, ...], tuple[int, ...], int]
+
+
+def queue_target(
+    program: tuple[tuple[QueueOp, ...], ...],
+    seen: set[QueueOutcome],
+    forbidden: QueueOutcome | None = None,
+) -> Callable[[], None]:
+    def target() -> None:
+        q: queue.Queue[int] = queue.Queue()
+        shared = [0]
+        accs = [0] * len(program)
+        workers = [
+            threading.Thread(target=_run_queue_ops, args=(q, shared, ops, accs, i))
+            for i, ops in enumerate(program)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        final = (tuple(accs), tuple(q.queue), shared[0])
+        seen.add(final)
+        assert final != forbidden, "reached the forbidden state"
+
+    return target
+
+
+def _check(target: Callable[[], None], strategy: str, schedules: int) -> Any:
+    try:
+        return racecheck.check(target, strategy=strategy, schedules=schedules, seed=7)
+    except racecheck.RaceFound as found:
+        return found
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(program=queue_programs(), data=st.data())
+def test_dpor_reaches_every_sampled_state_of_queue_programs(program: Any, data: Any) -> None:
+    """Every state (and failure) a random walk and PCT reach, DPOR reaches too."""
+    sampled: set[QueueOutcome] = set()
+    failed = False
+    for strategy in ("random", "pct"):
+        result = _check(queue_target(program, sampled), strategy, 300)
+        failed = failed or isinstance(result, racecheck.RaceFound)
+    reduced: set[QueueOutcome] = set()
+    dpor = _check(queue_target(program, reduced), "dpor", 3000)
+    if failed:
+        # a deadlock (a join or a get nobody ends): DPOR must find one too
+        assert isinstance(dpor, racecheck.RaceFound), (program, dpor)
+        return
+    assert not isinstance(dpor, racecheck.RaceFound), (program, dpor)
+    assume(dpor.exhausted)
+    assert dpor.verified, dpor.notes
+    assert sampled <= reduced, (program, sampled - reduced)
+    forbidden = data.draw(st.sampled_from(sorted(sampled)), label="forbidden")
+    with pytest.raises(racecheck.RaceFound):
+        racecheck.check(
+            queue_target(program, set(), forbidden),
+            strategy="dpor",
+            schedules=3000,
+            minimize=False,
+        )
