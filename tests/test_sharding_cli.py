@@ -172,30 +172,24 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_run_j_prints_what_j1_prints_timings_aside(project: Path) -> None:
+    """-j changes how long a run takes, never what it says, for every strategy.
+
+    Variants on `auto` run whole in one worker: the portfolio adapts to what
+    its whole run sees (it moves the budget to DPOR once sampling saturates),
+    and a slice cannot see that. The others are sliced across the workers.
+    """
     changeset = str(REPO / "scenarios" / "cleveragents_7120_changeset.py")
     common = ["run", "scen_rare.py", changeset, "--schedules", "150", "--trace"]
     one = racecheck_cli(*common, "--report-dir", "one", cwd=project)
-    outputs, records_of = {}, {}
+    whole = comparable(project, "one")
+    assert len(whole) >= 6
+    assert any(str(r["strategy"]).startswith("auto") for r in whole)
+    assert any(not str(r["strategy"]).startswith("auto") for r in whole)
     for jobs in ("2", "3"):
         many = racecheck_cli(*common, "-j", jobs, "--report-dir", f"j{jobs}", cwd=project)
         assert one.returncode == many.returncode == 0, one.stdout + one.stderr + many.stderr
-        outputs[jobs] = masked(many.stdout.replace(f"j{jobs}/", "one/"))
-        records_of[jobs] = comparable(project, f"j{jobs}")
-    # sliced runs are the same search for any slice count (auto's split DPOR
-    # included: racecheck.sharding_auto): -j 2 and -j 3 print the same
-    assert outputs["2"] == outputs["3"]
-    assert records_of["2"] == records_of["3"]
-    # and what -j 1 prints for every variant whose strategy is not auto; an
-    # auto variant's DPOR member ran split DPOR, so only its verdict must match
-    whole = comparable(project, "one")
-    assert len(whole) == len(records_of["2"]) >= 6
-    for single, sliced in zip(whole, records_of["2"], strict=True):
-        if str(single["strategy"]).startswith("auto"):
-            for key in ("scenario", "variant", "verdict", "schedule"):
-                assert sliced[key] == single[key], (key, single)
-        else:
-            assert sliced == single
-    assert any(not str(r["strategy"]).startswith("auto") for r in whole)
+        assert masked(many.stdout.replace(f"j{jobs}/", "one/")) == masked(one.stdout)
+        assert comparable(project, f"j{jobs}") == whole
     # the coverage column is merged exactly, and there is something to merge
     assert re.search(r"cleveragents-7120-changeset\s+correct .* \d+/[1-9]\d*", one.stdout)
 

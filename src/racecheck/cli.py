@@ -296,6 +296,21 @@ class _Table:
         self.stream.flush()
 
 
+def variant_options(
+    sel: Selection, variant: str, overrides: dict[str, Any], layers: Layers | None
+) -> dict[str, Any]:
+    """The check() options a variant runs with: project config, the scenario's, the CLI's."""
+    from racecheck.config import Layers
+
+    # Interleaving coverage costs a little per schedule; the table shows it.
+    # The scenario's options stand where a pytest marker's do (racecheck.config).
+    options = (layers or Layers()).resolve(
+        {"coverage": True, **sel.scenario.check_options(variant)}
+    )
+    options.update(overrides)
+    return options
+
+
 def _explore(
     sel: Selection,
     variant: str,
@@ -305,15 +320,11 @@ def _explore(
 ) -> tuple[RunRecord, RaceFound | None, BaseException | None, bool]:
     """Explore one variant: (record, failure, error, interrupted)."""
     import racecheck
-    from racecheck.config import Layers
 
     scen = sel.scenario
     var = scen.variants[variant]
     label = scen.label(variant)
-    # Interleaving coverage costs a little per schedule; the table shows it.
-    # The scenario's options stand where a pytest marker's do (racecheck.config).
-    options = (layers or Layers()).resolve({"coverage": True, **scen.check_options(variant)})
-    options.update(overrides)
+    options = variant_options(sel, variant, overrides, layers)
     progress.start(label)
     base = dict(
         scenario=scen.name,
@@ -751,8 +762,9 @@ def _add_run_sharding(p: Any) -> None:
         type=_positive_int,
         default=1,
         metavar="K",
-        help="explore in K processes: every variant is sharded across them and merged; the"
-        " output is that of -j 1, timings aside",
+        help="explore in K processes: variants run side by side, and each variant not on"
+        " auto is also sharded across them and merged; the output is that of -j 1,"
+        " timings aside",
     )
     p.add_argument(
         "--shard",

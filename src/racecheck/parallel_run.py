@@ -1,6 +1,6 @@
 """``racecheck run -j K``: the variants in K processes, each variant sharded across them.
 
-Every variant is split into K slices (:mod:`racecheck.sharding`), and the
+Every variant not on ``auto`` is split into K slices (:mod:`racecheck.sharding`), and the
 slices of all variants go to one pool of K worker processes in order, so a
 single large variant keeps every process busy and many small ones overlap.
 Each slice's result comes back as plain data and the slices of a variant are
@@ -10,6 +10,12 @@ schedules 1..verdict exactly as one process counts it (each slice reports,
 the first schedule number of each distinct schedule and conflict ordering).
 Rows are printed in selection order. So the output is that of ``-j 1``,
 timings aside.
+
+A variant on ``auto`` (the default) runs whole in one worker: the portfolio
+adapts to what its whole run sees, which no slice can (:func:`_runs_whole`).
+To split one large ``auto`` exploration, use ``pytest --racecheck-shards`` or
+``--shard I/N``, whose results do not depend on the slice count but are
+another search than the unsliced one (racecheck.sharding_auto).
 
 Variants with failing schedules saved in the failure database run whole, in
 this process, exactly as ``-j 1`` runs them: the saved schedule is replayed
@@ -93,6 +99,37 @@ def _run_slice(
     )
 
 
+def _run_whole(
+    args: argparse.Namespace, selector: str, variant: str, overrides: dict[str, Any]
+) -> SliceOutcome:
+    """In a worker: explore one variant whole, as ``-j 1`` does (see :func:`_runs_whole`)."""
+    from racecheck import cli
+
+    layers = cli.run_layers(args)
+    sel = cli._resolve([selector])[0]
+    progress = cli._Progress(open(os.devnull, "w"), enabled=False, every=0)
+    rec, failure, error, _ = cli._explore(sel, variant, overrides, progress, layers)
+    return SliceOutcome(
+        rec,
+        None if failure is None else failure.render(),
+        None if error is None else cli._one_line(error),
+        None,
+        "" if failure is None else failure.strategy,
+    )
+
+
+def _runs_whole(options: dict[str, Any]) -> bool:
+    """Whether a variant runs whole in one worker rather than sliced across all of them.
+
+    ``auto`` adapts to what its whole run has seen: once the sampling members
+    saturate, it moves the budget to DPOR (strategies.portfolio). No slice
+    sees the whole run, so sliced it would be another search, and ``-j K``
+    would print other verdicts than ``-j 1``. Such variants overlap with the
+    others instead of splitting.
+    """
+    return str(options.get("strategy")) == "auto"
+
+
 def _merge(
     outcomes: Sequence[SliceOutcome],
 ) -> tuple[RunRecord, Rendered | None, BaseException | None]:
@@ -163,6 +200,7 @@ def outcomes(
     import multiprocessing
 
     from racecheck import cli
+    from racecheck.errors import UsageError
     from racecheck.worker_session import interrupt, own_session
 
     db = cli._failure_db(layers)
@@ -173,7 +211,9 @@ def outcomes(
         initializer=own_session,
     )
     try:
-        planned: list[tuple[Selection, str, list[Future[SliceOutcome]] | None]] = []
+        planned: list[
+            tuple[Selection, str, list[Future[SliceOutcome]] | Future[SliceOutcome] | None]
+        ] = []
         for sel in selections:
             for variant in sel.variants:
                 label = sel.scenario.label(variant)
@@ -181,6 +221,10 @@ def outcomes(
                     planned.append((sel, variant, None))  # run here, as -j 1 does
                     continue
                 selector = f"{sel.file}::{sel.scenario.name}[{variant}]"
+                if _runs_whole(cli.variant_options(sel, variant, overrides, layers)):
+                    whole = pool.submit(_run_whole, args, selector, variant, overrides)
+                    planned.append((sel, variant, whole))
+                    continue
                 futures = [
                     pool.submit(
                         _run_slice, args, selector, variant, overrides, f"{i}/{jobs}", board
@@ -192,6 +236,15 @@ def outcomes(
         for sel, variant, pending in planned:
             if pending is None:
                 yield cli._explore(sel, variant, overrides, quiet, layers)
+                continue
+            if isinstance(pending, Future):
+                ran = pending.result()  # its worker saved its failure, as -j 1 does
+                yield (
+                    ran.record,
+                    None if ran.rendered is None else Rendered(ran.rendered, ran.strategy),
+                    None if ran.error is None else UsageError(ran.error),
+                    False,
+                )
                 continue
             rec, failure, error = _merge([f.result() for f in pending])
             if failure is not None and db is not None and rec.schedule:
