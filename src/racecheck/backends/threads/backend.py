@@ -196,7 +196,7 @@ class ThreadsBackend:
             if not controller.aborting:
                 runtime.fail_exception(root, exc)
         finally:
-            self.tracer.disable_thread()
+            self.tracer.disable_thread(controller.aborting)
             runtime.root_finished = True
             runtime.exit(root)
             runtime.wait_done()
@@ -360,7 +360,7 @@ def _start(self: threading.Thread) -> None:
             if not runtime.controller.aborting:
                 runtime.fail_exception(actor, exc)
         finally:
-            tracer.disable_thread()
+            tracer.disable_thread(runtime.controller.aborting)
             # Stopped before the baton moves on: whoever joins it next finds
             # the Thread finished, with no wait for the worker's tail.
             pool_mark_stopped(self, worker)

@@ -163,7 +163,7 @@ class MonitoringTracer:
     def enable_thread(self, runtime: ThreadRuntime) -> None:
         pass  # process-wide: actor threads are told apart in the callbacks
 
-    def disable_thread(self) -> None:
+    def disable_thread(self, unwinding: bool = False) -> None:
         # Process-wide, so one look at the end of each actor suffices: is the
         # tool id still racecheck's? If another tool freed and took it, its
         # callbacks replaced racecheck's and the run saw nothing after that.
@@ -316,13 +316,22 @@ class SettraceTracer:
         self._threads[ident] = (trace, previous, chain, chained, runtime.by_ident[ident].name)
         sys.settrace(trace)
 
-    def disable_thread(self) -> None:
+    def disable_thread(self, unwinding: bool = False) -> None:
+        """Put back the thread's own tracer; say so if someone else's replaced racecheck's.
+
+        ``unwinding``: the run is over and its actors unwind. racecheck's
+        abort can then surface inside its own trace function (a step bound, a
+        daemon unwound at the program's end), and CPython drops a trace
+        function that raises: no trace function at all is then racecheck's
+        doing, not the code's.
+        """
         entry = self._threads.pop(get_ident(), None)
         if entry is None:
             sys.settrace(None)
             return
         trace, previous, chain, chained, name = entry
-        if sys.gettrace() is not trace:
+        current = sys.gettrace()
+        if current is not trace and not (unwinding and current is None):
             # Replaced by someone else's sys.settrace (a chained tracer that
             # re-installs itself is put back behind racecheck's at once): from
             # then on racecheck saw none of this thread's code.
