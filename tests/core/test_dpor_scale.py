@@ -201,24 +201,25 @@ def _variant(filename: str, variant: str) -> Any:
 _SCENARIO_BUDGET = 250
 
 _OUT_OF_REACH = (
-    "executor: no run ends blocked any more, but 250 runs are 243 distinct traces of a "
-    "larger space (event queue puts, the collector's lock, closure variables the "
-    "record-only feed merges); bridge: over a third of runs still end with only sleeping "
-    "actors enabled, from races of its threads with the loop (docs/architecture.md)"
+    "bridge: over a third of runs still end with only sleeping actors enabled, from races "
+    "of its threads with the loop; 1,500 runs are 637 traces of a larger space "
+    "(docs/architecture.md)"
 )
 
 
 @pytest.mark.slow
+def test_dpor_verifies_the_executors_correct_variant() -> None:
+    """256 traces in 263 runs (11 s here): the wakes recorded where they are caused."""
+    found = _variant("agent_framework_6776_executor.py", "correct")
+    report = racecheck.check(found.target, strategy="dpor", schedules=400, **dict(found.options))
+    assert report.verified, report.notes
+    assert _verified_traces(report) >= 200  # a proof over the real space, not a shortcut
+
+
+@pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason=_OUT_OF_REACH)
-@pytest.mark.parametrize(
-    ("filename", "variant"),
-    [
-        ("agent_framework_6776_executor.py", "correct"),
-        ("cleveragents_7105_bridge.py", "correct"),
-    ],
-)
-def test_dpor_verifies_the_reference_scenarios_correct_variant(filename: str, variant: str) -> None:
-    found = _variant(filename, variant)
+def test_dpor_verifies_the_bridges_correct_variant() -> None:
+    found = _variant("cleveragents_7105_bridge.py", "correct")
     report = racecheck.check(
         found.target, strategy="dpor", schedules=_SCENARIO_BUDGET, **dict(found.options)
     )

@@ -82,7 +82,7 @@ it: DPOR's own estimate of its search's size
 depth-first position read as a fraction of the tree) must leave at most
 ``FINITE_FACTOR`` (4) times the runs it could make in the budget left; the
 estimate runs about 2x high on finite searches and is 10^10 and more on the
-ones DPOR cannot finish (executor, bridge today), where DPOR's schedules
+ones DPOR cannot finish (bridge today), where DPOR's schedules
 would cost several times a sampled one for no proof. The estimate must
 also have settled (within 1.25x of what it was at half as many DPOR runs):
 early on a state's alternatives are not all known, and an exploding search's
