@@ -67,29 +67,31 @@ class SliceOutcome:
     strategy: str = ""
 
 
-def _run_slice(
+def _explore_in_worker(
     args: argparse.Namespace,
     selector: str,
     variant: str,
     overrides: dict[str, Any],
-    shard: str,
-    board: str | None,
+    slicing: tuple[str, str | None] | None,
 ) -> SliceOutcome:
-    """In a worker: explore one slice of one variant."""
+    """In a worker: explore one variant, whole or the slice ``(shard, board)``, as plain data."""
     from racecheck import cli
     from racecheck.sharding import Board, SliceState, parse_shard
 
     layers = cli.run_layers(args)
     sel = cli._resolve([selector])[0]
-    label = sel.scenario.label(variant)
-    state = SliceState(
-        parse_shard(shard), None if board is None else Board(board, label), keep_runs=True
-    )
+    state = None
+    if slicing is not None:
+        shard, board = slicing
+        label = sel.scenario.label(variant)
+        state = SliceState(
+            parse_shard(shard), None if board is None else Board(board, label), keep_runs=True
+        )
+        overrides = {**overrides, "shard": state}
     progress = cli._Progress(open(os.devnull, "w"), enabled=False, every=0)
-    rec, failure, error, _ = cli._explore(
-        sel, variant, {**overrides, "shard": state}, progress, layers
-    )
-    state.board = None  # not sent back
+    rec, failure, error, _ = cli._explore(sel, variant, overrides, progress, layers)
+    if state is not None:
+        state.board = None  # not sent back
     return SliceOutcome(
         rec,
         None if failure is None else failure.render(),
@@ -99,23 +101,23 @@ def _run_slice(
     )
 
 
+def _run_slice(
+    args: argparse.Namespace,
+    selector: str,
+    variant: str,
+    overrides: dict[str, Any],
+    shard: str,
+    board: str | None,
+) -> SliceOutcome:
+    """In a worker: explore one slice of one variant."""
+    return _explore_in_worker(args, selector, variant, overrides, (shard, board))
+
+
 def _run_whole(
     args: argparse.Namespace, selector: str, variant: str, overrides: dict[str, Any]
 ) -> SliceOutcome:
     """In a worker: explore one variant whole, as ``-j 1`` does (see :func:`_runs_whole`)."""
-    from racecheck import cli
-
-    layers = cli.run_layers(args)
-    sel = cli._resolve([selector])[0]
-    progress = cli._Progress(open(os.devnull, "w"), enabled=False, every=0)
-    rec, failure, error, _ = cli._explore(sel, variant, overrides, progress, layers)
-    return SliceOutcome(
-        rec,
-        None if failure is None else failure.render(),
-        None if error is None else cli._one_line(error),
-        None,
-        "" if failure is None else failure.strategy,
-    )
+    return _explore_in_worker(args, selector, variant, overrides, None)
 
 
 def _runs_whole(options: dict[str, Any]) -> bool:
