@@ -95,9 +95,14 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     "args",
     [
         ("-n", "2", "--racecheck-shards=auto"),
-        ("-n", "2", "--racecheck-shards=4"),
-        ("--tx", "2*popen", "--dist", "load", "--racecheck-shards=auto"),
-        ("--racecheck-shards=3",),  # no xdist: the shard items run one after another
+        # the same rule through other ways of handing out items (CI: the first only)
+        pytest.param(("-n", "2", "--racecheck-shards=4"), marks=pytest.mark.slow),
+        pytest.param(
+            ("--tx", "2*popen", "--dist", "load", "--racecheck-shards=auto"),
+            marks=pytest.mark.slow,
+        ),
+        # no xdist: the shard items run one after another
+        pytest.param(("--racecheck-shards=3",), marks=pytest.mark.slow),
     ],
 )
 def test_shard_items_read_as_one_test_with_the_first_failure(

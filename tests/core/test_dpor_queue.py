@@ -371,15 +371,25 @@ def _check(target: Callable[[], None], strategy: str, schedules: int) -> Any:
         return found
 
 
-@settings(
-    max_examples=20,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
+_HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much]
+
+
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=_HEALTH)
 @given(program=queue_programs(), data=st.data())
 def test_dpor_reaches_every_sampled_state_of_queue_programs(program: Any, data: Any) -> None:
     """Every state (and failure) a random walk and PCT reach, DPOR reaches too."""
+    reaches_every_sampled_state(program, data)
+
+
+@pytest.mark.slow
+@settings(max_examples=80, deadline=None, suppress_health_check=_HEALTH)
+@given(program=queue_programs(), data=st.data())
+def test_dpor_reaches_every_sampled_state_of_queue_programs_more(program: Any, data: Any) -> None:
+    """The CI case's property over more programs, not derandomized."""
+    reaches_every_sampled_state(program, data)
+
+
+def reaches_every_sampled_state(program: Any, data: Any) -> None:
     sampled: set[QueueOutcome] = set()
     failed = False
     for strategy in ("random", "pct"):

@@ -16,6 +16,7 @@ and no run may end blocked by its sleep set.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -158,9 +159,17 @@ def test_a_wake_through_a_callback_is_ordered_after_its_cause(
 _AWAIT_OF_DONE = pytest.mark.xfail(
     strict=True, reason="an await of an already-done future is not seen (one blocked run)"
 )
+#: On 3.13 the shutdown no longer meets wait_for_future's await that way (it verifies there).
+_AWAIT_OF_DONE_BEFORE_313 = pytest.mark.xfail(
+    sys.version_info < (3, 13),
+    strict=True,
+    reason="an await of an already-done future is not seen (one blocked run)",
+)
 _IN_A_THREAD = [
     pytest.param(program, expected, marks=_AWAIT_OF_DONE)
-    if program in (wait_for_future, shielded)
+    if program is shielded
+    else pytest.param(program, expected, marks=_AWAIT_OF_DONE_BEFORE_313)
+    if program is wait_for_future
     else (program, expected)
     for program, expected in PROGRAMS
 ]
@@ -281,9 +290,25 @@ def _wake_target(
     return target
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(program=wake_programs(), data=st.data())
 def test_dpor_matches_exhaustive_search_with_queues_futures_and_joins(
+    program: tuple[int, tuple[tuple[WakeOp, ...], ...], bool, bool], data: Any
+) -> None:
+    matches_exhaustive_search(program, data)
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=wake_programs(), data=st.data())
+def test_dpor_matches_exhaustive_search_with_queues_futures_and_joins_more(
+    program: tuple[int, tuple[tuple[WakeOp, ...], ...], bool, bool], data: Any
+) -> None:
+    """The CI case's property over more programs, not derandomized."""
+    matches_exhaustive_search(program, data)
+
+
+def matches_exhaustive_search(
     program: tuple[int, tuple[tuple[WakeOp, ...], ...], bool, bool], data: Any
 ) -> None:
     everything: set[Any] = set()
