@@ -163,7 +163,14 @@ def test_every_slice_carries_its_share_of_the_dpor_schedules(
 
 
 @pytest.mark.parametrize(
-    "target", [three_workers, late_writer, threads_lost_update, counters, five_tasks]
+    "target",
+    [
+        three_workers,
+        late_writer,
+        threads_lost_update,
+        counters,
+        pytest.param(five_tasks, marks=pytest.mark.slow),  # its large space: 8 s
+    ],
 )
 def test_the_verdict_is_the_same_for_one_two_and_four_slices(target: Callable[[], Any]) -> None:
     one = verdict(target, 1, schedules=700)

@@ -374,7 +374,7 @@ def _check(target: Callable[[], None], strategy: str, schedules: int) -> Any:
 _HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much]
 
 
-@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=_HEALTH)
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=_HEALTH)
 @given(program=queue_programs(), data=st.data())
 def test_dpor_reaches_every_sampled_state_of_queue_programs(program: Any, data: Any) -> None:
     """Every state (and failure) a random walk and PCT reach, DPOR reaches too."""
