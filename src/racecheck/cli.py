@@ -18,33 +18,46 @@ import argparse
 import dataclasses
 import json
 import os
-import shlex
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from racecheck.cli_base import (
+    DEFAULT_PATH,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    TRACE_HELP,
+    check_marks,
+    int_arg,
+    one_line_of,
+    positive_int,
+    print_error,
+    replay_command,
+    safe,
+    seconds_arg,
+    trace_packages_of,
+)
 from racecheck.config import describe
-from racecheck.errors import DivergenceError, UsageError, one_line
-from racecheck.outcome import VERDICTS
-from racecheck.progress import DEFAULT_INTERVAL, ProgressDisplay
+from racecheck.errors import DivergenceError, UsageError
+from racecheck.progress import DEFAULT_INTERVAL
 from racecheck.render import cut_message
 from racecheck.textsafe import terminal_safe
+from racecheck.variant_run import (
+    VariantProgress,
+    explore_variant,
+    resolve_selections,
+    run_layers,
+)
 
 if TYPE_CHECKING:
     from racecheck.config import Layers
-    from racecheck.faildb import FailureDB
     from racecheck.loader import Selection
     from racecheck.outcome import RaceFound
     from racecheck.report import RunRecord
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
-DEFAULT_PATH = "scenarios/"
 DEFAULT_REPORT_DIR = "reports/"
 #: options that belong to exploration, not to a single replayed run
 _EXPLORATION_ONLY = ("strategy", "schedules", "seed", "progress")
@@ -58,131 +71,10 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def shell_quote(text: str) -> str:
-    """Quote for a POSIX shell (always for selectors with brackets: zsh globs)."""
-    return shlex.quote(text)
-
-
 # ------------------------------------------------------------------ helpers
 
 
-def _marks(stream: TextIO) -> tuple[str, str]:
-    enc = getattr(stream, "encoding", None) or "ascii"
-    try:
-        "✓✗".encode(enc)
-    except (UnicodeEncodeError, LookupError):
-        return "ok", "FAIL"
-    return "✓", "✗"
-
-
-def _one_line(exc: BaseException) -> str:
-    return one_line(exc, named=not isinstance(exc, UsageError))
-
-
-def _safe(text: object) -> str:
-    """One line of user text, fit for the terminal (see :mod:`racecheck.textsafe`)."""
-    return terminal_safe(text, one_line=True)
-
-
-def _error(message: str) -> None:
-    sys.stderr.write(f"racecheck: error: {_safe(message)}\n")
-
-
-def _resolve(paths: Sequence[str]) -> list[Selection]:
-    from racecheck.loader import resolve
-
-    specs = list(paths) or [DEFAULT_PATH]
-    selections = resolve(specs)
-    if not any(sel.variants for sel in selections):
-        # A run that explores nothing must not look like a run that passed.
-        raise UsageError(f"no scenario found in {', '.join(specs)}")
-    return selections
-
-
-def _finding_of(exc: BaseException) -> dict[str, Any] | None:
-    from racecheck.detect import finding_of
-
-    return finding_of(exc)
-
-
-_TRACE_HELP = (
-    "also trace these installed packages as code under test: module names, distribution names"
-    " or directories, comma-separated (the package defining each target and the packages its"
-    " module imports are traced already)"
-)
-
-
-def _added_trace_packages(options: dict[str, Any], own: Mapping[str, Any]) -> list[str]:
-    """Traced packages the scenario does not name itself (flags, pyproject, profile)."""
-    return [p for p in options.get("trace_packages", ()) if p not in own.get("trace_packages", ())]
-
-
-def _replay_command(
-    selector: str, token: str, detect: bool = False, trace_packages: Sequence[str] = ()
-) -> str:
-    flag = " --detect" if detect else ""
-    if trace_packages:
-        # traced code has scheduling points: the token means this traced set
-        flag += f" --trace-packages {shell_quote(','.join(trace_packages))}"
-    return f"racecheck replay {shell_quote(selector)} {shell_quote(token)}{flag}"
-
-
-def _trace_packages(values: Sequence[str] | None) -> list[str]:
-    """``--trace-packages a,b --trace-packages c`` → ["a", "b", "c"]."""
-    from racecheck.config import parse
-
-    return list(parse("trace_packages", list(values or ()), "--trace-packages"))
-
-
-class _Progress:
-    """The status of the running variant (:class:`racecheck.progress.ProgressDisplay`).
-
-    On a terminal, a line redrawn in place on stdout; otherwise (CI, pipes,
-    ``--json``) a line on stderr every ``every`` seconds (0: none), so that the
-    table and the JSON on stdout stay clean.
-    """
-
-    def __init__(self, stream: TextIO, enabled: bool, every: float = DEFAULT_INTERVAL) -> None:
-        self.quiet = not enabled and every <= 0
-        self.display = (
-            ProgressDisplay(stream, tty=True)
-            if enabled
-            else ProgressDisplay(sys.stderr, tty=False, interval=every, prefix="progress: ")
-        )
-
-    def start(self, label: str) -> None:
-        self.display.start(label)
-
-    def update(self, done: int, total: int) -> None:
-        if not self.quiet:
-            self.display.update(done, total)
-
-    def clear(self) -> None:
-        self.display.finish(final_line=False)
-
-
 # ---------------------------------------------------------------------- run
-
-
-def _record(**fields: Any) -> RunRecord:
-    from racecheck.report import RunRecord
-
-    shard = fields.pop("shard", None)
-    record = RunRecord(**fields)
-    if shard is not None:  # one slice: what racecheck report merge needs
-        record.shard = {**shard.to_dict(), "failure": record.schedules_run if record.kind else None}
-    return record
-
-
-def _slice(options: dict[str, Any]) -> Any:
-    """A fresh slice state for this variant when --shard is given (racecheck.sharding)."""
-    if options.get("shard") is None:
-        options.pop("shard", None)
-        return None
-    from racecheck.sharding import slice_state
-
-    state = options["shard"] = slice_state(options["shard"])
-    return state
 
 
 def record_to_json(rec: RunRecord) -> dict[str, Any]:
@@ -233,9 +125,9 @@ class _Table:
 
     def __init__(self, stream: TextIO, selections: Sequence[Selection]) -> None:
         self.stream = stream
-        self.ok_mark, self.bad_mark = _marks(stream)
-        self.w_scen = max([len("scenario")] + [len(_safe(s.scenario.name)) for s in selections])
-        self.w_var = max([len("variant")] + [len(_safe(v)) for s in selections for v in s.variants])
+        self.ok_mark, self.bad_mark = check_marks(stream)
+        self.w_scen = max([len("scenario")] + [len(safe(s.scenario.name)) for s in selections])
+        self.w_var = max([len("variant")] + [len(safe(v)) for s in selections for v in s.variants])
         self._header_done = False
 
     def _line(self, *cols: str) -> str:
@@ -278,8 +170,8 @@ class _Table:
             scheds = f"{rec.schedules_run}"
         self.stream.write(
             self._line(
-                _safe(rec.scenario),
-                _safe(rec.variant),
+                safe(rec.scenario),
+                safe(rec.variant),
                 rec.expect,
                 rec.verdict,
                 self.ok_mark if rec.ok else self.bad_mark,
@@ -296,189 +188,26 @@ class _Table:
         self.stream.flush()
 
 
-def variant_options(
-    sel: Selection, variant: str, overrides: dict[str, Any], layers: Layers | None
-) -> dict[str, Any]:
-    """The check() options a variant runs with: project config, the scenario's, the CLI's."""
-    from racecheck.config import Layers
-
-    # Interleaving coverage costs a little per schedule; the table shows it.
-    # The scenario's options stand where a pytest marker's do (racecheck.config).
-    options = (layers or Layers()).resolve(
-        {"coverage": True, **sel.scenario.check_options(variant)}
-    )
-    options.update(overrides)
-    return options
-
-
-def _explore(
-    sel: Selection,
-    variant: str,
-    overrides: dict[str, Any],
-    progress: _Progress,
-    layers: Layers | None = None,
-) -> tuple[RunRecord, RaceFound | None, BaseException | None, bool]:
-    """Explore one variant: (record, failure, error, interrupted)."""
-    import racecheck
-
-    scen = sel.scenario
-    var = scen.variants[variant]
-    label = scen.label(variant)
-    options = variant_options(sel, variant, overrides, layers)
-    progress.start(label)
-    base = dict(
-        scenario=scen.name,
-        variant=variant,
-        expect=var.expect,
-        strategy=str(options["strategy"]),
-        seed=options["seed"] if isinstance(options["seed"], int) else 0,
-        shard=_slice(options),
-    )
-    t0 = time.perf_counter()
-    # A slice saves no token: the next run would replay one that is not the first failure.
-    db = None if layers is None or base["shard"] is not None else _failure_db(layers)
-    try:
-        if db is not None:
-            _replay_saved(db, var.target, label, options)
-        report = racecheck.check(var.target, label=label, progress=progress.update, **options)
-    except racecheck.RaceFound as exc:
-        if db is not None:
-            db.failed(label, exc.schedule)
-        seconds = time.perf_counter() - t0
-        progress.clear()
-        verdict = VERDICTS.get(exc.kind, exc.kind)
-        cmd = _replay_command(
-            sel.selector(variant),
-            exc.schedule,
-            bool(options.get("detect")),
-            _added_trace_packages(options, scen.check_options(variant)),
-        )
-        exc.replay_hint = cmd
-        rec = _record(
-            **base,
-            verdict=verdict,
-            kind=exc.kind,
-            schedules_run=exc.schedules_run,
-            exhausted=False,
-            schedule=exc.schedule,
-            seconds=seconds,
-            ok=verdict == var.expect,
-            message=exc.summary,
-            original_schedule=exc.original_schedule,
-            preemptions=exc.preemptions,
-            original_preemptions=exc.original_preemptions,
-            replay_command=cmd,
-            trace=exc.trace,
-            detail=exc.detail or None,
-            race=_finding_of(exc),
-            distinct_schedules=exc.distinct_schedules,
-            distinct_orderings=exc.distinct_orderings,
-        )
-        return rec, exc, None, False
-    except KeyboardInterrupt as exc:
-        progress.clear()
-        seconds = time.perf_counter() - t0
-        rec = _interrupted_record(base, exc, progress, seconds, sel.selector(variant))
-        return rec, None, None, True
-    except Exception as exc:  # UsageError from the engine, or a broken scenario
-        seconds = time.perf_counter() - t0
-        progress.clear()
-        rec = _record(
-            **base,
-            verdict="error",
-            kind=None,
-            schedules_run=0,
-            exhausted=False,
-            schedule=None,
-            seconds=seconds,
-            ok=False,
-            message=_one_line(exc),
-        )
-        return rec, None, exc, False
-    seconds = time.perf_counter() - t0
-    progress.clear()
-    rec = _record(
-        **base,
-        verdict="safe",
-        kind=None,
-        schedules_run=report.schedules_run,
-        exhausted=bool(report.exhausted),
-        schedule=None,
-        seconds=seconds,
-        ok=var.expect == "safe" and not report.interrupted,
-        distinct_schedules=getattr(report, "distinct_schedules", 0),
-        distinct_orderings=getattr(report, "distinct_orderings", 0),
-        warnings=list(report.warnings),
-        verified=bool(getattr(report, "verified", False)),
-        verified_note=next((n for n in report.notes if n.startswith("verified: ")), ""),
-    )
-    return rec, None, None, bool(report.interrupted)
-
-
-def _interrupted_record(
-    base: dict[str, Any],
-    exc: KeyboardInterrupt,
-    progress: _Progress,
-    seconds: float,
-    selector: str,
-) -> RunRecord:
-    """The in-flight variant when Ctrl-C came: its count so far, marked interrupted."""
-    from racecheck.errors import Interrupted
-
-    if isinstance(exc, Interrupted):
-        done, message, token = exc.schedules_run, exc.describe(), exc.schedule
-    else:  # the engine was not exploring (a saved schedule's replay): the display's count
-        done = progress.display.done
-        message, token = f"after {done} schedules", None
-    return _record(
-        **base,
-        verdict="interrupted",
-        kind=None,
-        schedules_run=done,
-        exhausted=False,
-        schedule=token,
-        seconds=seconds,
-        ok=False,
-        message=message,
-        replay_command=_replay_command(selector, token) if token else None,
-    )
-
-
-def _failure_db(layers: Layers) -> FailureDB | None:
-    from racecheck.faildb import FailureDB
-
-    return FailureDB.at(layers.get("db"), os.getcwd())
-
-
-def _replay_saved(db: FailureDB, target: Any, label: str, options: dict[str, Any]) -> None:
-    """The saved failing schedules of ``label``, before exploring (RaceFound propagates)."""
-    from racecheck.pinning import replay_first
-
-    for token in db.tokens(label):
-        replay_first(target, [token], {**options, "label": label}, what="saved")
-        db.ran_clean(label, token)
-
-
 def _schedules(n: int) -> str:
     return f"{n} schedule{'' if n == 1 else 's'}"
 
 
 def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list[str]:
     """Lines printed under the table for one record (empty when nothing to say)."""
-    label = _safe(f"{rec.scenario}[{rec.variant}]")
-    message = _safe(cut_message(rec.message or ""))
+    label = safe(f"{rec.scenario}[{rec.variant}]")
+    message = safe(cut_message(rec.message or ""))
     mark = "" if rec.ok else "UNMET: "
     if rec.verdict == "error":
         return []  # already reported on stderr as it happened
     if rec.verdict == "interrupted":
         stop = [f"{label}: interrupted {message}"]
         if rec.replay_command:
-            stop.append(f"  replay: {_safe(rec.replay_command)}")
+            stop.append(f"  replay: {safe(rec.replay_command)}")
         return stop
     if rec.verdict == "safe":
         warnings = [f"warning: {label}: {warning}" for warning in rec.warnings]
         if rec.verified_note:
-            warnings.append(f"{label}: {_safe(rec.verified_note)}")
+            warnings.append(f"{label}: {safe(rec.verified_note)}")
         if rec.ok:
             return warnings
         return [
@@ -498,7 +227,7 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
         expected = "" if rec.ok else f" (expected {rec.expect})"
         # the portfolio names the member that found it, and after how many of its own
         member = failure.strategy if failure is not None and ": " in failure.strategy else ""
-        found_by = f" ({_safe(member)})" if member else ""
+        found_by = f" ({safe(member)})" if member else ""
         lines.append(
             f"{mark}{label}: {rec.verdict} after {_schedules(rec.schedules_run)}{found_by}"
             f"{expected}: {message}"
@@ -507,32 +236,8 @@ def _detail(rec: RunRecord, failure: RaceFound | None, show_trace: bool) -> list
         # the first line of the rendering repeats the summary printed just above
         lines += ["  " + line for line in failure.render().splitlines()[1:]]
     elif rec.replay_command:
-        lines.append(f"  replay: {_safe(rec.replay_command)}")
+        lines.append(f"  replay: {safe(rec.replay_command)}")
     return lines
-
-
-def run_layers(args: argparse.Namespace) -> Layers:
-    """The run's settings: options given > environment > profile > [tool.racecheck]."""
-    from racecheck.config import build_layers, load_project
-
-    given = {
-        name: getattr(args, name)
-        for name in ("strategy", "schedules", "seed", "report_dir", "db")
-        if getattr(args, name, None) is not None
-    }
-    if args.detect:
-        given["detect"] = True
-    packages = _trace_packages(args.trace_packages)
-    if packages:
-        given["trace_packages"] = packages
-    if args.paths:
-        given["paths"] = list(args.paths)
-    return build_layers(
-        command_line=given,
-        project=load_project(os.getcwd()),
-        profile=args.profile,
-        profile_flag="--profile",
-    )
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -547,7 +252,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         # Before importing or exploring anything: a bad directory costs nothing.
         check_report_dir(args.report_dir)
-    selections = _resolve(layers.get("paths", []))
+    selections = resolve_selections(layers.get("paths", []))
     if args.select:
         for sel in selections:
             sel.variants = [v for v in sel.variants if args.select in sel.scenario.label(v)]
@@ -564,7 +269,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     out = sys.stdout
     table = None if args.json else _Table(out, selections)
-    progress = _Progress(out, enabled=not args.json and out.isatty(), every=args.progress_every)
+    progress = VariantProgress(
+        out, enabled=not args.json and out.isatty(), every=args.progress_every
+    )
     records: list[RunRecord] = []
     failures: dict[int, RaceFound] = {}
     errors: list[RunRecord] = []
@@ -578,7 +285,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 failures[id(rec)] = failure
             if error is not None:
                 errors.append(rec)
-                _error(f"{rec.scenario}[{rec.variant}]: {rec.message}")
+                print_error(f"{rec.scenario}[{rec.variant}]: {rec.message}")
             if table is not None:
                 table.row(rec)
             if stopped:
@@ -602,16 +309,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
             out.write("\n" + "\n".join(details) + "\n")
         met = sum(1 for r in records if r.ok)
         unmet = [
-            _safe(f"{r.scenario}[{r.variant}]")
+            safe(f"{r.scenario}[{r.variant}]")
             for r in records
             if not r.ok and r.verdict != "interrupted"
         ]
         summary = f"\n{len(records)} variant{'s' if len(records) != 1 else ''}: {met} met"
         if unmet:
             summary += f", {len(unmet)} unmet ({', '.join(unmet)})"
-        halted = [
-            _safe(f"{r.scenario}[{r.variant}]") for r in records if r.verdict == "interrupted"
-        ]
+        halted = [safe(f"{r.scenario}[{r.variant}]") for r in records if r.verdict == "interrupted"]
         if halted:
             summary += f", {len(halted)} interrupted ({', '.join(halted)})"
         out.write(summary + "\n")
@@ -624,42 +329,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write reports to {args.report_dir}: {reason}") from None
         note = sys.stderr if args.json else out
         if paths and not interrupted:
-            note.write("reports: " + _safe(", ".join(str(p) for p in paths)) + "\n")
+            note.write("reports: " + safe(", ".join(str(p) for p in paths)) + "\n")
     out.flush()
     if interrupted:
         written = f"partial reports: {', '.join(map(str, paths))}" if paths else "no report written"
-        sys.stderr.write(f"racecheck: interrupted (results above are partial; {_safe(written)})\n")
+        sys.stderr.write(f"racecheck: interrupted (results above are partial; {safe(written)})\n")
         return EXIT_USAGE
     if errors:
         return EXIT_USAGE
     return EXIT_OK if all(r.ok for r in records) else EXIT_FAILED
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text!r}")
-    return value
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
 
 
 def _add_run(sub: Any) -> None:
@@ -679,8 +357,8 @@ def _add_run(sub: Any) -> None:
         help="auto | pct | pct-random | pos | surw | random | exhaustive | dpor | hypothesis"
         " (default: auto)",
     )
-    p.add_argument("--schedules", type=_positive_int, help="schedules per variant (default 1000)")
-    p.add_argument("--seed", type=_int, help="seed for the strategy (default 0)")
+    p.add_argument("--schedules", type=positive_int, help="schedules per variant (default 1000)")
+    p.add_argument("--seed", type=int_arg, help="seed for the strategy (default 0)")
     p.add_argument(
         "-k", "--select", metavar="TEXT", help="only variants whose NAME[VARIANT] contains TEXT"
     )
@@ -696,7 +374,7 @@ def _add_run(sub: Any) -> None:
     )
     p.add_argument(
         "--progress-every",
-        type=_seconds,
+        type=seconds_arg,
         default=DEFAULT_INTERVAL,
         metavar="SECONDS",
         help="without a terminal, print a progress line (schedules, rate, ETA) on stderr"
@@ -720,7 +398,7 @@ def _add_run(sub: Any) -> None:
         help="skip interleaving coverage (distinct orderings of conflicting accesses): faster",
     )
     p.add_argument("--detect", action="store_true", help=_DETECT_HELP)
-    p.add_argument("--trace-packages", action="append", metavar="NAMES", help=_TRACE_HELP)
+    p.add_argument("--trace-packages", action="append", metavar="NAMES", help=TRACE_HELP)
     _add_run_sharding(p)
     p.set_defaults(func=_cmd_run)
 
@@ -737,7 +415,7 @@ def _shard_arg(text: str) -> str:
 def _outcomes(
     selections: Sequence[Selection],
     overrides: dict[str, Any],
-    progress: _Progress,
+    progress: VariantProgress,
     layers: Layers,
     args: argparse.Namespace,
 ) -> Iterator[tuple[RunRecord, RaceFound | None, BaseException | None, bool]]:
@@ -752,14 +430,14 @@ def _outcomes(
         return
     for sel in selections:
         for variant in sel.variants:
-            yield _explore(sel, variant, overrides, progress, layers)
+            yield explore_variant(sel, variant, overrides, progress, layers)
 
 
 def _add_run_sharding(p: Any) -> None:
     p.add_argument(
         "-j",
         "--jobs",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         metavar="K",
         help="explore in K processes: variants run side by side, and each variant not on"
@@ -789,15 +467,15 @@ def _cmd_report_merge(args: argparse.Namespace) -> int:
     records = [record for record, _ in merged]
     out = sys.stdout
     for record, how in merged:
-        name = _safe(f"{record.scenario}[{record.variant}]")
+        name = safe(f"{record.scenario}[{record.variant}]")
         mark = "met" if record.ok else "UNMET"
         if how is None:
-            line = f"{name}: error in a slice: {_safe(record.message or '')}"
+            line = f"{name}: error in a slice: {safe(record.message or '')}"
         elif how.winner is not None:
             line = (
                 f"{name}: {record.verdict} at schedule {how.schedules_run}"
                 f" ({how.total_ran} run by the slices in all):"
-                f" {_safe(cut_message(record.message or ''))}"
+                f" {safe(cut_message(record.message or ''))}"
             )
         elif how.ended:
             line = (
@@ -811,12 +489,12 @@ def _cmd_report_merge(args: argparse.Namespace) -> int:
             )
         out.write(f"{line} [{mark}]\n")
         if record.schedule and record.replay_command:
-            out.write(f"  replay: {_safe(record.replay_command)}\n")
+            out.write(f"  replay: {safe(record.replay_command)}\n")
     try:
         paths = write_reports(records, out_dir)
     except OSError as exc:
         raise UsageError(f"cannot write reports to {args.out}: {exc.strerror or exc}") from None
-    out.write("reports: " + _safe(", ".join(str(p) for p in paths)) + "\n")
+    out.write("reports: " + safe(", ".join(str(p) for p in paths)) + "\n")
     if any(r.verdict == "error" for r in records):
         return EXIT_USAGE
     return EXIT_OK if all(r.ok for r in records) else EXIT_FAILED
@@ -889,7 +567,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     options = {k: v for k, v in scen.check_options(variant).items() if k not in _EXPLORATION_ONLY}
     if args.detect:
         options["detect"] = True
-    extra = _trace_packages(args.trace_packages)
+    extra = trace_packages_of(args.trace_packages)
     if extra:
         options["trace_packages"] = [*options.get("trace_packages", ()), *extra]
     selector = f"{display_path(files[id(scen)])}::{scen.name}[{variant}]"
@@ -899,17 +577,17 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             scen.variants[variant].target, token, label=recorded_on or label, **options
         )
     except racecheck.RaceFound as exc:
-        exc.replay_hint = _replay_command(selector, token, bool(options.get("detect")), extra)
-        sys.stdout.write(f"replaying {_safe(what)}\n{exc.render()}\n")
+        exc.replay_hint = replay_command(selector, token, bool(options.get("detect")), extra)
+        sys.stdout.write(f"replaying {safe(what)}\n{exc.render()}\n")
         return EXIT_FAILED
     except DivergenceError as exc:
         if recorded_on is None:
             raise
         raise UsageError(
-            f"the schedule recorded on {recorded_on} does not apply to {label}: {_one_line(exc)}"
+            f"the schedule recorded on {recorded_on} does not apply to {label}: {one_line_of(exc)}"
         ) from None
     sys.stdout.write(
-        f"racecheck: the schedule ran to completion on {_safe(what)} without failing:"
+        f"racecheck: the schedule ran to completion on {safe(what)} without failing:"
         " the failure does not reproduce on this code\n"
     )
     return EXIT_OK
@@ -952,7 +630,7 @@ def _add_replay(sub: Any) -> None:
         action="store_true",
         help="replay with the race detector on (for tokens a --detect run printed)",
     )
-    p.add_argument("--trace-packages", action="append", metavar="NAMES", help=_TRACE_HELP)
+    p.add_argument("--trace-packages", action="append", metavar="NAMES", help=TRACE_HELP)
     p.set_defaults(func=_cmd_replay)
 
 
@@ -966,7 +644,7 @@ def _describe_options(options: dict[str, Any]) -> str:
 def _cmd_list(args: argparse.Namespace) -> int:
     from racecheck.loader import display_path
 
-    selections = _resolve(args.paths)
+    selections = resolve_selections(args.paths)
     out = sys.stdout
     if args.json:
         data = []
@@ -1141,7 +819,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except UsageError as exc:
-        _error(_one_line(exc))
+        print_error(one_line_of(exc))
         return EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write("racecheck: interrupted\n")

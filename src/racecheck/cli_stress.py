@@ -1,8 +1,10 @@
 """``racecheck stress FILE[::NAME]``: the CLI of stress mode (:mod:`racecheck.stress`).
 
-Registered by :func:`racecheck.cli._add_stress`. Exit codes follow the CLI's:
-1 when any run failed, hung or crashed, 0 when none did, 2 for bad input (one
-line on stderr) and for Ctrl-C (after printing the partial statistics).
+Registered by :func:`racecheck.cli._add_stress`; it shares only
+:mod:`racecheck.cli_base` with the other commands. Exit codes follow the
+CLI's: 1 when any run failed, hung or crashed, 0 when none did, 2 for bad
+input (one line on stderr) and for Ctrl-C (after printing the partial
+statistics).
 """
 
 from __future__ import annotations
@@ -14,15 +16,15 @@ import sys
 import time
 from typing import Any
 
-from racecheck.cli import (
+from racecheck.cli_base import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
-    _int,
-    _positive_int,
-    _replay_command,
-    _safe,
-    _seconds,
+    int_arg,
+    positive_int,
+    replay_command,
+    safe,
+    seconds_arg,
 )
 from racecheck.errors import UsageError
 from racecheck.progress import DEFAULT_INTERVAL
@@ -78,7 +80,7 @@ class _StressProgress:
     """
 
     def __init__(self, label: str, every: float) -> None:
-        self.label = _safe(label)
+        self.label = safe(label)
         self.every = every
         self.tty = sys.stderr.isatty()
         self.started = self.last = time.monotonic()
@@ -136,7 +138,7 @@ def _cmd_stress(args: argparse.Namespace) -> int:
         if repro is not None and repro.token and args.parallel == 1 and label is not None:
             # a scenario variant: the CLI's own replay command applies
             selector = f"{args.target.partition('::')[0]}::{label}"
-            repro.replay = _replay_command(selector, repro.token)
+            repro.replay = replay_command(selector, repro.token)
         if args.json:
             reports.append(report.to_dict())
         else:
@@ -165,7 +167,7 @@ def _cmd_stress(args: argparse.Namespace) -> int:
 
 
 def _non_negative_int(text: str) -> int:
-    value = _int(text)
+    value = int_arg(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
     return value
@@ -200,10 +202,10 @@ def add_parser(sub: Any) -> None:
         help="a scenario file, FILE::SCENARIO[VARIANT], or FILE::FUNCTION (a zero-argument"
         " function or coroutine function defined in the file)",
     )
-    p.add_argument("--runs", type=_positive_int, default=1000, help="runs (default 1000)")
+    p.add_argument("--runs", type=positive_int, default=1000, help="runs (default 1000)")
     p.add_argument(
         "--parallel",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         metavar="K",
         help="copies started together in every run: threads, or tasks for async (default 1)",
@@ -216,7 +218,7 @@ def add_parser(sub: Any) -> None:
         help="a run taking longer is a hang: its stacks are dumped and it is abandoned"
         " (default 10)",
     )
-    p.add_argument("--seed", type=_int, default=None, help="seed of the jitter settings")
+    p.add_argument("--seed", type=int_arg, default=None, help="seed of the jitter settings")
     p.add_argument(
         "--reproduce",
         type=_non_negative_int,
@@ -234,14 +236,14 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--processes",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         metavar="P",
         help="worker processes running at once (implies --isolate process; default 1)",
     )
     p.add_argument(
         "--progress-every",
-        type=_seconds,
+        type=seconds_arg,
         default=DEFAULT_INTERVAL,
         metavar="SECONDS",
         help="without a terminal, print a progress line on stderr this often"

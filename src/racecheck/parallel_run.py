@@ -75,11 +75,17 @@ def _explore_in_worker(
     slicing: tuple[str, str | None] | None,
 ) -> SliceOutcome:
     """In a worker: explore one variant, whole or the slice ``(shard, board)``, as plain data."""
-    from racecheck import cli
+    from racecheck.cli_base import one_line_of
     from racecheck.sharding import Board, SliceState, parse_shard
+    from racecheck.variant_run import (
+        VariantProgress,
+        explore_variant,
+        resolve_selections,
+        run_layers,
+    )
 
-    layers = cli.run_layers(args)
-    sel = cli._resolve([selector])[0]
+    layers = run_layers(args)
+    sel = resolve_selections([selector])[0]
     state = None
     if slicing is not None:
         shard, board = slicing
@@ -88,14 +94,14 @@ def _explore_in_worker(
             parse_shard(shard), None if board is None else Board(board, label), keep_runs=True
         )
         overrides = {**overrides, "shard": state}
-    progress = cli._Progress(open(os.devnull, "w"), enabled=False, every=0)
-    rec, failure, error, _ = cli._explore(sel, variant, overrides, progress, layers)
+    progress = VariantProgress(open(os.devnull, "w"), enabled=False, every=0)
+    rec, failure, error, _ = explore_variant(sel, variant, overrides, progress, layers)
     if state is not None:
         state.board = None  # not sent back
     return SliceOutcome(
         rec,
         None if failure is None else failure.render(),
-        None if error is None else cli._one_line(error),
+        None if error is None else one_line_of(error),
         state,
         "" if failure is None else failure.strategy,
     )
@@ -201,11 +207,16 @@ def outcomes(
     """(record, failure, error, interrupted) per variant, in selection order."""
     import multiprocessing
 
-    from racecheck import cli
     from racecheck.errors import UsageError
+    from racecheck.variant_run import (
+        VariantProgress,
+        explore_variant,
+        failure_db,
+        variant_options,
+    )
     from racecheck.worker_session import interrupt, own_session
 
-    db = cli._failure_db(layers)
+    db = failure_db(layers)
     board = tempfile.mkdtemp(prefix="racecheck-run-")
     pool = ProcessPoolExecutor(
         max_workers=jobs,
@@ -223,7 +234,7 @@ def outcomes(
                     planned.append((sel, variant, None))  # run here, as -j 1 does
                     continue
                 selector = f"{sel.file}::{sel.scenario.name}[{variant}]"
-                if _runs_whole(cli.variant_options(sel, variant, overrides, layers)):
+                if _runs_whole(variant_options(sel, variant, overrides, layers)):
                     whole = pool.submit(_run_whole, args, selector, variant, overrides)
                     planned.append((sel, variant, whole))
                     continue
@@ -234,10 +245,10 @@ def outcomes(
                     for i in range(1, jobs + 1)
                 ]
                 planned.append((sel, variant, futures))
-        quiet = cli._Progress(open(os.devnull, "w"), enabled=False, every=0)
+        quiet = VariantProgress(open(os.devnull, "w"), enabled=False, every=0)
         for sel, variant, pending in planned:
             if pending is None:
-                yield cli._explore(sel, variant, overrides, quiet, layers)
+                yield explore_variant(sel, variant, overrides, quiet, layers)
                 continue
             if isinstance(pending, Future):
                 ran = pending.result()  # its worker saved its failure, as -j 1 does
