@@ -693,16 +693,59 @@ def _acts(event: Event) -> bool:
         return False
     if event.detail in {"setitem", "local-key"}:
         return event.percall or event.detail == "local-key"
+    if event.detail == "setattr":
+        return event.percall  # `self.session.authenticated = True`: a flag flip
     return event.kind == "mutate"
 
 
 def _governs(check: Event, act: Event) -> bool:
     if check.detail == "membership" and act.kind == "write":
         return False  # `k in self.d`, then rebinding self.d to a fresh table: no stale key
+    if not _touches_checked_path(check, act):
+        return False
     if check.detail == "recheck":
         return True  # a while loop's exit test: everything after the loop relies on it
     inside = any(arm.node == check.scope for arm in act.path)
     return inside or (check.guard and act.order > check.end)
+
+
+def _rel(node: ast.AST | None) -> str | None:
+    """``envelope.rcpt_tos`` for ``self.envelope.rcpt_tos``: the path below the root name."""
+    path = dotted(node) if isinstance(node, ast.expr) else None
+    return path.split(".", 1)[1] if path is not None and "." in path else None
+
+
+def _touches_checked_path(check: Event, act: Event) -> bool:
+    """Can ``act`` change what ``check`` tested, when it acts below the checked attribute?
+
+    Both are keyed by the attribute of ``self`` they reach (``self.envelope``).
+    An act on a field deeper down (``self.envelope.content = ...``,
+    ``self.envelope.rcpt_tos.append(...)``) changes the check only when the check
+    reads that field or something below it: aiosmtpd's ``if not
+    self.envelope.rcpt_tos:`` is not made false by storing ``content``, and nats'
+    ``if self._sub and self._sub._jsi:`` not by setting ``self._sub._jsi._fcr``.
+    """
+    if act.kind != "mutate":
+        return True
+    node = act.node
+    if act.detail == "setattr":
+        target: ast.AST | None = node
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        target = node.func.value
+    elif isinstance(node, ast.Subscript):
+        target = node.value
+    else:
+        return True
+    acted = _rel(target)
+    top = act.key.split(".", 1)[1] if act.key.startswith("self.") else None
+    if acted is None or top is None or acted == top or not acted.startswith(top + "."):
+        return True  # the attribute itself (or a path the lint cannot spell): as before
+    read = {
+        path
+        for n in ast.walk(check.node)
+        if isinstance(n, ast.Attribute) and (path := _rel(n)) is not None
+    }
+    return any(path == acted or path.startswith(acted + ".") for path in read)
 
 
 def _once_writes(facts: _Facts) -> list[Event]:
@@ -781,7 +824,7 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
         if (id(where(test)), act.key) in reported or _inside_callee(test, act):
             continue
         suspend = _gap(test, act, awaits, entries=entries)
-        if suspend is None:
+        if suspend is None or _claimed(facts, test, act):
             continue
         reported.add((id(where(test)), act.key))
         split = f"({line_of(act)}) are split by an await ({line_of(suspend)})"
@@ -816,6 +859,31 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
                 "another task can pass the same check meanwhile",
                 end=where(act),
             )
+
+
+def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
+    """Did this call act on the checked state before its first await after the check?
+
+    ``if key not in cache: cache[key] = future`` and only then ``await``: the
+    check and its first act are atomic, so a second task fails the check; the
+    later ``cache[key] = result`` replaces this call's own claim (aioesphomeapi's
+    ``singleton``: the "store a future before the first await" fix).
+    """
+    first_await = facts.next_await(test.order)
+    for claim in facts.events[facts.events.index(test) + 1 :]:
+        if claim.order >= act.order or (first_await is not None and claim.order > first_await):
+            return False
+        if (
+            claim.key == act.key
+            and claim.kind in {"write", "mutate"}
+            and _acts(claim)
+            and reaches(test, claim)
+            and reaches(claim, act)
+            and set(claim.path) <= set(act.path)
+            and set(claim.loops) <= set(act.loops)
+        ):
+            return True
+    return False
 
 
 #: mutators that only add to a collection
@@ -933,6 +1001,8 @@ def _lost_update(module: Module, facts: _Facts) -> Iterator[Finding]:
             for o in write.sources
             if o in by_order and by_order[o].key == write.key and reaches(by_order[o], write)
         ]
+        if write.kind == "mutate":
+            reads = [read for read in reads if not _handed_whole(read)]
         if not reads or id(where(write)) in reported:
             continue
         read = max(reads, key=lambda e: e.order)
@@ -951,6 +1021,24 @@ def _lost_update(module: Module, facts: _Facts) -> Iterator[Finding]:
             "tasks meanwhile are lost",
             end=where(write),
         )
+
+
+def _handed_whole(read: Event) -> bool:
+    """Is ``read`` the whole collection passed as a call's argument (``Packet(self.map)``)?
+
+    A slot store (``self.map[k] = v``) loses another task's update only when
+    ``v`` comes from the slot's old value (``self.map[k]``, ``self.map.get(k)``).
+    A value computed by code the whole collection was handed to is the callee's
+    result, not a slot read back (asyncmy's binlog reader stores a new table
+    id after parsing a packet it gave the map to): no evidence of a lost update.
+    """
+    for node in ast.walk(read.site):
+        if isinstance(node, ast.Call) and (
+            any(arg is read.node for arg in node.args)
+            or any(kw.value is read.node for kw in node.keywords)
+        ):
+            return True
+    return False
 
 
 def _dead_store(facts: _Facts, write: Event) -> bool:
