@@ -43,7 +43,7 @@ class Channel:
     def _connected(self):
         return self._protocol is not None and not self._protocol.lost
 
-    async def connect(self):
+    async def __connect__(self):
         if not self._connected:
             async with self._connect_lock:
                 if not self._connected:
@@ -155,7 +155,9 @@ def test_an_act_on_another_field_of_the_checked_object_is_not_governed() -> None
 
 
 def test_a_set_of_the_checked_field_itself_still_fires() -> None:
-    source = OTHER_FIELD.replace("self.envelope.content = content", "self.envelope.rcpt_tos = content")
+    source = OTHER_FIELD.replace(
+        "self.envelope.content = content", "self.envelope.rcpt_tos = content"
+    )
     assert errors(source) == [(4, "RC102")]
 
 
@@ -204,7 +206,8 @@ def test_a_task_stored_on_the_object_drives_it() -> None:
 def test_tasks_started_in_a_loop_are_workers_and_stay_errors() -> None:
     source = MAIN_TASK.replace(
         "        self.main_task = self.loop.create_task(self.main())\n        await",
-        "        self.tasks = [self.loop.create_task(self.main()) for _ in range(4)]\n        await",
+        "        self.tasks = [self.loop.create_task(self.main()) for _ in range(4)]\n"
+        "        await",
     ).replace("await self.main_task", "await asyncio.gather(*self.tasks)")
     assert errors(source) == [(15, "RC102")]
 
@@ -316,5 +319,7 @@ def test_a_class_that_runs_the_loop_it_keeps_is_bound_to_it_by_design() -> None:
 
 
 def test_a_kept_loop_the_class_does_not_run_still_fires() -> None:
-    source = OWN_LOOP.replace("self.loop.run_until_complete(self.main())", "asyncio.run(self.main())")
+    source = OWN_LOOP.replace(
+        "self.loop.run_until_complete(self.main())", "asyncio.run(self.main())"
+    )
     assert [f.line for f in lint(source) if f.code == "RC107" and f.severity == "error"] != []

@@ -222,10 +222,13 @@ def test_canonical_operations_stay_errors() -> None:
 
 
 # ── a lock taken with acquire() (aiosmtplib's connect lock) ─────────────────
+# (the method is `send_hello`, not aiosmtplib's `connect`: a `connect()` that returns
+# nothing and that nothing in the class calls is a start-up step, a warning since the
+# fourth held-out round; these tests are about the lock.)
 
 _ACQUIRED = """
 class SMTP:
-    async def connect(self, hostname):
+    async def send_hello(self, hostname):
         await self._connect_lock.acquire()
         try:
             if self.local_hostname is None:

@@ -84,7 +84,22 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
             written = {f.line for f in lost}
             found = [f for f in found if f.code != "RC102" or f.end_line not in written]
             found.extend(lost)
+        outside = (
+            driver is None
+            and info is not None
+            and any(f.severity == "error" for f in found)
+            and _called_from_outside(module, info, func)
+        )
         for finding in found:
+            if outside and finding.severity == "error":
+                finding = replace(
+                    finding,
+                    severity="warning",
+                    message=f"{finding.message}; but nothing in this module names "
+                    f"{func.name}(): its caller is elsewhere (a base class from another "
+                    "module, a dynamic getattr), and whether that caller holds a lock or "
+                    "runs it once the lint cannot see",
+                )
             if driver is not None and finding.severity == "error":
                 finding = replace(
                     finding,
@@ -94,6 +109,36 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                     "object races here",
                 )
             yield finding
+
+
+def _called_from_outside(module: Module, info: ClassInfo, func: FunctionNode) -> bool:
+    """A private method nothing in the module names, in a class with a base from elsewhere.
+
+    psycopg-pool's null pool overrides ``_get_ready_connection``, which the base
+    class in another module calls inside ``async with self._lock:``. The lint
+    reads one module: the caller, and the lock it holds, are out of sight. A
+    public method may be called by anyone, and a private one called here is
+    judged at its callers, so both stay as they are.
+    """
+    name = func.name
+    if not name.startswith("_") or name.endswith("__"):
+        return False
+    if all(base.rsplit(".", 1)[-1] in module.classes for base in info.bases):
+        return False  # every base is here: its callers would be here too
+    return name not in memo(module.tree, "named_attrs", partial(_named_attrs, module.tree))
+
+
+def _named_attrs(tree: ast.Module) -> frozenset[str]:
+    """Every attribute name the module reads or calls, and every string it holds."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.add(node.value)
+    return frozenset(found)
 
 
 def _suspends(func: ast.AsyncFunctionDef) -> bool:
@@ -137,6 +182,10 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
         drivers["__await__"] = "the object is started by awaiting it"
     init = methods.get("__init__")
     started = _task_starts(module, init) if init is not None else set()
+    kept: dict[str, int] = {}  # name -> how often a method keeps a task of it on the object
+    for method in methods.values():
+        for name in memo(method, "kept_tasks", partial(_kept_task_starts, module, method)):
+            kept[name] = kept.get(name, 0) + 1
     for name, method in methods.items():
         if not isinstance(method, ast.AsyncFunctionDef) or name in drivers:
             continue
@@ -148,17 +197,28 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
             drivers[name] = "it ends by serving until shutdown"
         elif name in started and all(user == "__init__" for user, _ in refs.get(name, [])):
             drivers[name] = "the object's background task, started once in __init__"
+        elif kept.get(name, 0) and kept[name] == len(refs.get(name, [])):
+            drivers[name] = "the object's own task, kept on it (`self.<task> = create_task(...)`)"
     changed = True
     while changed:  # helpers only drivers use are part of them
         changed = False
         for name, method in methods.items():
             users = refs.get(name, [])
-            if name in drivers or not users or not isinstance(method, ast.AsyncFunctionDef):
+            if name in drivers or not isinstance(method, ast.AsyncFunctionDef):
                 continue
             private = name.startswith("_") and not name.endswith("__")
-            if not private and any(user != "__await__" for user, _ in users):
+            inside = all(user in drivers and not repeated for user, repeated in users)
+            if not (users and inside and (private or all(u == "__await__" for u, _ in users))):
+                if _starts_up(name, method) and all(
+                    (u in drivers or u in _ENTRIES) and not repeated for u, repeated in users
+                ):
+                    drivers[name] = (
+                        "a start-up step no operation of the class calls: run once by "
+                        "whoever builds the object"
+                    )
+                    changed = True
                 continue
-            if all(user in drivers and not repeated for user, repeated in users):
+            if inside:
                 first = users[0][0]
                 drivers[name] = (
                     "only __await__() starts it"
@@ -173,6 +233,80 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
 
 #: calls that start a coroutine as a task of its own
 _TASK_STARTS = frozenset({"create_task", "ensure_future", "start_soon", "spawn"})
+
+#: first words of public coroutine methods that start an object up rather than use it
+_STARTUP_VERBS = frozenset(
+    {
+        "connect",
+        "start",
+        "startup",
+        "open",
+        "run",
+        "main",
+        "serve",
+        "initialize",
+        "init",
+        "setup",
+        "login",
+        "handshake",
+        "listen",
+        "bind",
+    }
+)
+
+#: the protocol methods that start an object up when a program enters or awaits it
+_ENTRIES = frozenset({"__aenter__", "__await__"})
+
+
+def _starts_up(name: str, method: ast.AsyncFunctionDef) -> bool:
+    """``connect()``, ``start()``, ``connect_tls()``, ``__aenter__``: a start-up step by name.
+
+    Judged by name on purpose, as locks are: a public method named so is the step
+    a program runs once on an object it has just built (nats' ``Service.start``
+    from ``add_service``, a transport's ``connect_tls``). Only when nothing in the
+    class calls it except the object's entry points and drivers: a lazy
+    ``connect()`` that the operations call on use is an operation. Nor is one that
+    returns a value (``return self._con``, ``return self``): callers call such a
+    getter whenever they need what it returns, so it is an operation too.
+    """
+    if name != "__aenter__" and (
+        name.startswith("_") or name.split("_", 1)[0] not in _STARTUP_VERBS
+    ):
+        return False
+    return not any(
+        isinstance(node, ast.Return)
+        and node.value is not None
+        and not (isinstance(node.value, ast.Constant) and node.value.value is None)
+        for node in iter_own(method)
+    )
+
+
+def _kept_task_starts(module: Module, method: FunctionNode) -> list[str]:
+    """Methods ``method`` starts as a task kept on the object: ``self.t = create_task(self.m())``.
+
+    One object, one such task (arq's ``Worker.main``, started by ``run()`` or
+    ``async_run()`` into ``self.main_task``): a second is a program starting the
+    object twice. A task started in a loop is one of a pool and stays an operation
+    (``_method_refs`` marks it as started repeatedly).
+    """
+    me = module.self_name(method)
+    found = []
+    for node in iter_own(method):
+        if not isinstance(node, ast.Assign | ast.AnnAssign) or not isinstance(node.value, ast.Call):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not any(
+            isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me
+            for t in targets
+        ):
+            continue
+        call = node.value
+        if last_name(call.func) in _TASK_STARTS and call.args:
+            first = call.args[0]
+            target = first.func if isinstance(first, ast.Call) else first
+            if isinstance(target, ast.Attribute) and _on(target, me):
+                found.append(target.attr)
+    return found
 
 
 def _task_starts(module: Module, init: FunctionNode) -> set[str]:
@@ -701,8 +835,6 @@ def _acts(event: Event) -> bool:
 def _governs(check: Event, act: Event) -> bool:
     if check.detail == "membership" and act.kind == "write":
         return False  # `k in self.d`, then rebinding self.d to a fresh table: no stale key
-    if not _touches_checked_path(check, act):
-        return False
     if check.detail == "recheck":
         return True  # a while loop's exit test: everything after the loop relies on it
     inside = any(arm.node == check.scope for arm in act.path)
@@ -746,6 +878,18 @@ def _touches_checked_path(check: Event, act: Event) -> bool:
         if isinstance(n, ast.Attribute) and (path := _rel(n)) is not None
     }
     return any(path == acted or path.startswith(acted + ".") for path in read)
+
+
+def _rebound_between(facts: _Facts, check: Event, act: Event) -> bool:
+    """Is the checked attribute itself rebound between the check and a deeper act?
+
+    aiomysql's ``begin_nested``: ``self._transaction = NestedTransaction(...)``,
+    then ``self._transaction._savepoint = await ...``: the act reaches the object
+    through the attribute again after the await, and may land on another task's.
+    """
+    return any(
+        reaches(check, write) and reaches(write, act) for write in facts.writes.get(act.key, ())
+    )
 
 
 def _once_writes(facts: _Facts) -> list[Event]:
@@ -816,7 +960,10 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
         governing = [
             c
             for c in checks.get(act.key, ())
-            if reaches(c, act) and _governs(c, act) and not _adds_to_non_empty(c, act)
+            if reaches(c, act)
+            and _governs(c, act)
+            and not _adds_to_non_empty(c, act)
+            and (_touches_checked_path(c, act) or _rebound_between(facts, c, act))
         ]
         if not governing:
             continue
@@ -876,6 +1023,7 @@ def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
         if (
             claim.key == act.key
             and claim.kind in {"write", "mutate"}
+            and any(arm.node == test.scope for arm in claim.path)  # where the check held
             and _acts(claim)
             and reaches(test, claim)
             and reaches(claim, act)
