@@ -33,6 +33,10 @@ BUGGY = textwrap.dedent(
 
         def hit(self):
             self.n += 1
+
+
+    async def run_branches(runtime, branches):
+        await asyncio.gather(*(runtime.step(branch) for branch in branches))
     """
 )
 CLEAN = "async def main():\n    value = await compute()\n    return value\n"

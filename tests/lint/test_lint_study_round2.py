@@ -114,6 +114,10 @@ def test_a_fail_fast_section_does_not_excuse_state_written_before_it() -> None:
             with self._busy:
                 await self._send(request)
             return self._current
+
+
+    async def call_all(client, requests):
+        await asyncio.gather(*(client.call(r) for r in requests))
     """
     assert errors(source) == ["RC101"]
 

