@@ -176,6 +176,11 @@ FINITE_FACTOR = 4
 #: at most SETTLE_GROWTH times what it was at half as many (see _settled)
 SETTLE_RUNS = 16
 SETTLE_GROWTH = 1.25
+#: sampled schedules whose accesses are recorded on demand, at most, when
+#: coverage is off (see fingerprints_next_schedule): the estimate needs
+#: RECORDED_MIN of them; more than this many say little more, and each costs
+#: up to several plain schedules on asyncio
+RECORD_CAP = 150
 
 
 def rotation(names: Sequence[str], turns: Mapping[str, int]) -> list[int]:
@@ -261,6 +266,10 @@ class PortfolioChooser(BaseChooser):
         self.completed_at: int | None = None
         #: DPOR's estimate of its search's size after each of its runs (until the shift)
         self.estimates: list[float | None] = []
+        #: a saturation watch counts the sampled schedules' fingerprints (it said so)
+        self.counted = False
+        #: sampled schedules whose accesses were recorded on demand, for that count
+        self.recorded_on_demand = 0
 
     @property
     def systematic(self) -> Chooser | None:
@@ -467,21 +476,10 @@ class PortfolioChooser(BaseChooser):
         Returns the note, or None while nothing moved (asked again after the
         next sampled schedule).
         """
-        found = [
-            i
-            for i in dict.fromkeys(self.active)
-            if callable(getattr(self.members[i][1], "estimated_runs", None))
-        ]
-        if not found or self.budget is None or self.shifted is not None:
+        outlook = self._outlook()
+        if outlook is None:
             return None
-        dpor = found[0]
-        chooser = self.members[dpor][1]
-        estimate = chooser.estimated_runs()  # type: ignore[attr-defined]
-        left = self.budget - self.turn
-        if estimate is None or left <= 0 or not chooser.has_more() or not self._settled():
-            return None  # a search whose estimate still grows has no size yet
-        own = self._own_runs(dpor)
-        reach = left * SHIFT_TURNS / (SHIFT_TURNS + 1)
+        dpor, estimate, own, reach = outlook
         name = self.members[dpor][0]
         size = f"about {estimate:,.0f} runs in all, {own} done"
         if converged and estimate - own <= FINITE_FACTOR * reach:
@@ -502,6 +500,70 @@ class PortfolioChooser(BaseChooser):
         return (
             f"{why}, so after schedule {self.turn} it took {SHIFT_TURNS} turns in {SHIFT_TURNS + 1}"
         )
+
+    def _outlook(self) -> tuple[int, float, int, float] | None:
+        """DPOR's settled view of its search: (its index, estimate, runs done, reach).
+
+        ``reach`` is what it could run in the budget left once it takes
+        ``SHIFT_TURNS`` turns in ``SHIFT_TURNS + 1``. None before the budget
+        is known, after the shift, or while DPOR's estimate is missing or
+        still growing.
+        """
+        found = [
+            i
+            for i in dict.fromkeys(self.active)
+            if callable(getattr(self.members[i][1], "estimated_runs", None))
+        ]
+        if not found or self.budget is None or self.shifted is not None:
+            return None
+        dpor = found[0]
+        chooser = self.members[dpor][1]
+        estimate = chooser.estimated_runs()  # type: ignore[attr-defined]
+        left = self.budget - self.turn
+        if estimate is None or left <= 0 or not chooser.has_more() or not self._settled():
+            return None  # a search whose estimate still grows has no size yet
+        return dpor, float(estimate), self._own_runs(dpor), left * SHIFT_TURNS / (SHIFT_TURNS + 1)
+
+    def fingerprints_counted(self) -> None:
+        """Saturation hook: a watch counts the sampled schedules' fingerprints.
+
+        Only then is recording accesses for them (fingerprints_next_schedule)
+        worth its cost; a sharded slice, or ``saturation=0``, has no watch.
+        """
+        self.counted = True
+
+    def fingerprints_next_schedule(self) -> bool:
+        """Should the schedule about to begin record its accesses, for saturation alone?
+
+        With interleaving coverage off (``racecheck.check``'s and the pytest
+        plugin's default) a sampled schedule's fingerprint is its decision
+        sequence, which rarely repeats: the samplers would never be seen to
+        converge, and a shift to DPOR on a program whose DPOR search is
+        finite but larger than the budget left waited in vain. Recording
+        every schedule's accesses costs up to several times a plain schedule
+        on asyncio, so the portfolio asks for it only where the answer can
+        move the budget: on sampled schedules, while DPOR's settled estimate
+        says its search is finite (within ``FINITE_FACTOR`` times what it can
+        run in the budget left) and the shift has not happened, at most
+        ``RECORD_CAP`` of them. A program whose DPOR search explodes, or that
+        fails before DPOR's estimate settles (at least ``SETTLE_RUNS`` of its
+        runs, about schedule 72), never pays for it. Recording changes no
+        decision: the schedules, and their tokens, are those of a plain run.
+
+        Asked once per schedule, before it begins.
+        """
+        if not self.counted or self.recorded_on_demand >= RECORD_CAP or not self.active:
+            return False
+        if not _samples(self.members[self.active[self.turn % len(self.active)]][1]):
+            return False
+        outlook = self._outlook()
+        if outlook is None:
+            return False
+        _, estimate, own, reach = outlook
+        if estimate - own > FINITE_FACTOR * reach:
+            return False
+        self.recorded_on_demand += 1
+        return True
 
     def _settled(self) -> bool:
         """Has DPOR's estimate stopped growing with its runs?
