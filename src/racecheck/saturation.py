@@ -28,7 +28,19 @@ says:
   unordered group): two runs with the same fingerprint ordered every
   observed conflict the same way;
 * without it, the fingerprint is the run's decision sequence: two runs with
-  the same decisions *are* the same schedule of a deterministic program.
+  the same decisions *are* the same schedule of a deterministic program;
+* with coverage off, a portfolio may record the accesses of some sampled
+  schedules on demand (``fingerprints_next_schedule``): the Good-Turing
+  estimate then counts those schedules alone (at least ``RECORDED_MIN``),
+  since a decision sequence and an ordering are different measures, and its
+  note says how many of the sampled schedules were recorded.
+
+What the estimate assumes: the sampled schedules are independent draws from
+one distribution (each member draws its own, the rotation mixes them), and
+only traced code's accesses are seen (an ordering that differs only inside
+untraced code counts as a repeat). Getting it wrong moves budget, never a
+verdict: "verified" comes from DPOR alone, which withholds it whenever a run
+ran code it could not see.
 
 Either way the claim is about the strategy, not the program: after ``w``
 schedules in a row that were all repeats, a further schedule is new with

@@ -108,12 +108,27 @@ What it costs, and what it does not:
   or off: the same schedule and member as before the shift existed,
   tests/core/test_portfolio_shift.py);
 * ``schedules=`` stays a hard cap: only the split inside it moves;
-* it needs the sampled schedules' fingerprints to repeat: with access
-  information (coverage on, as in ``racecheck run``) they are orderings of
-  conflicting accesses and repeat on a program with few of them; without it
-  (``racecheck.check``'s default) they are decision sequences, which rarely
-  repeat on a long run, and the split stays 2/9 (``check(...,
-  coverage=True)`` verifies the changeset fix as ``racecheck run`` does);
+* it needs the sampled schedules' fingerprints to repeat: they are
+  orderings of conflicting accesses, which repeat on a program with few of
+  them; decision sequences hardly ever repeat on a long run. With coverage on
+  (``racecheck run``) every schedule records its accesses. With it off
+  (``racecheck.check``'s and the pytest plugin's default) the portfolio asks
+  for them on demand (:meth:`PortfolioChooser.fingerprints_next_schedule`):
+  on sampled schedules only, while DPOR's settled estimate says its search is
+  finite (within ``FINITE_FACTOR`` of its reach) but not within reach (then
+  the budget moves whatever the samplers show) and the budget has not moved,
+  at most ``RECORD_CAP`` (150) of them; the Good-Turing estimate then
+  counts those schedules alone and needs at least
+  :data:`~racecheck.saturation.RECORDED_MIN` (60) of them, and the note says
+  how many of how many were recorded. Recording accesses changes no decision
+  (the schedules and tokens are a plain run's); it costs up to several
+  plain schedules each on asyncio (about 6x on autobot's and marsys's
+  programs, nothing measurable on the changeset's threads), paid only on
+  programs whose DPOR search looks finite, after DPOR's estimate has settled
+  (at least 16 of its runs). Before this, ``racecheck.check`` of the
+  changeset fix at 500 schedules said "safe" where ``racecheck run
+  --schedules 500`` said "verified"; now both verify it
+  (tests/core/test_portfolio_plain.py, tests/test_plugin_auto_verified.py);
 * ``saturation=0`` turns it off with saturation;
 * a sharded exploration (``-j``, ``--racecheck-shards``) never shifts: which
   member owns a schedule number must be known to every slice in advance, and
@@ -544,7 +559,8 @@ class PortfolioChooser(BaseChooser):
         on asyncio, so the portfolio asks for it only where the answer can
         move the budget: on sampled schedules, while DPOR's settled estimate
         says its search is finite (within ``FINITE_FACTOR`` times what it can
-        run in the budget left) and the shift has not happened, at most
+        run in the budget left) but not within reach (then the budget moves
+        whatever the samplers show) and the shift has not happened, at most
         ``RECORD_CAP`` of them. A program whose DPOR search explodes, or that
         fails before DPOR's estimate settles (at least ``SETTLE_RUNS`` of its
         runs, about schedule 72), never pays for it. Recording changes no
@@ -560,8 +576,8 @@ class PortfolioChooser(BaseChooser):
         if outlook is None:
             return False
         _, estimate, own, reach = outlook
-        if estimate - own > FINITE_FACTOR * reach:
-            return False
+        if not reach < estimate - own <= FINITE_FACTOR * reach:
+            return False  # within reach it moves anyway; beyond 4x it never does
         self.recorded_on_demand += 1
         return True
 
