@@ -130,6 +130,7 @@ class SaturationWatch:
         #: (every one with coverage on; on demand without it: see _tell_converged)
         self.recorded = 0
         self.recorded_singletons = 0
+        self.recorded_distinct = 0
         #: the chooser acted on the sampling members' convergence (once)
         self.converged = False
 
@@ -194,6 +195,7 @@ class SaturationWatch:
         if isinstance(fingerprint, tuple) and fingerprint[0] == "a":
             self.recorded += 1
             self.recorded_singletons += change
+            self.recorded_distinct += 1 if seen == 0 else 0
 
     def novelty(self) -> float:
         """Good-Turing: about how likely the next sampled schedule shows something new.
@@ -228,7 +230,7 @@ class SaturationWatch:
         schedules on demand only (``fingerprints_next_schedule``, while a
         shift to DPOR waits for convergence alone): the estimate is then
         taken over those schedules, and needs at least ``RECORDED_MIN`` of
-        them; the decision sequences before them are not counted in it.
+        them; the other sampled schedules' decision sequences are not counted in it.
         """
         hook = getattr(chooser, "after_sampling", None)
         if hook is None or self.converged or self.sampled < NOVELTY_MIN:
@@ -262,9 +264,7 @@ class SaturationWatch:
 
     def _distinct(self) -> int:
         """Distinct fingerprints of the measure novelty() counts."""
-        if not self.recorded:
-            return len(self.counts)
-        return sum(1 for key in self.counts if isinstance(key, tuple) and key[0] == "a")
+        return self.recorded_distinct if self.recorded else len(self.counts)
 
     def what(self) -> str:
         if self.measured == {"accesses"}:

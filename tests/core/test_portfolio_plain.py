@@ -179,3 +179,43 @@ def test_untraced_code_touching_shared_state_is_never_verified(schedules: int) -
     assert not report.verified and not report.exhausted
     assert "verified: all" not in notes
     assert "untraced code ran from traced code (sortedcontainers" in notes
+
+
+# -- the estimate counts one measure ----------------------------------------------------
+
+
+class _Listener:
+    """A sampling chooser as the watch sees one: it hears what the watch concludes."""
+
+    samples = True
+    member = "random"
+    name = "auto"
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[int, bool, str]] = []
+
+    def after_sampling(self, sampled: int, converged: bool, claim: str) -> str | None:
+        self.heard.append((sampled, converged, claim))
+        return None
+
+
+def test_the_estimate_counts_only_the_schedules_whose_accesses_were_recorded() -> None:
+    watch, chooser = SaturationWatch(), _Listener()
+    for n in range(150):  # decision sequences, all distinct: nothing to judge by
+        watch.after_run(chooser, [(2, n % 2), (n, 0)], None)
+    assert chooser.heard[-1][:2] == (150, False)
+    assert "150 distinct decision sequences" in chooser.heard[-1][2]
+    same = [(0, "w:x"), (1, "w:x")]  # the same ordering each time, recorded on demand
+    for n in range(RECORDED_MIN - 1):
+        watch.after_run(chooser, [(2, 1), (1000 + n, 0)], same)
+    _, converged, claim = chooser.heard[-1]
+    assert not converged and f"too few to judge (fewer than {RECORDED_MIN})" in claim
+    watch.after_run(chooser, [(2, 1), (5000, 0)], same)
+    _, converged, claim = chooser.heard[-1]
+    # one ordering, seen 60 times: the 150 distinct decision sequences do not count
+    assert converged and watch.novelty() == 0.0
+    assert claim.startswith(
+        f"{RECORDED_MIN} of the sampling members' {150 + RECORDED_MIN} schedules had their"
+        " accesses recorded"
+    )
+    assert "showed 1 distinct orderings of conflicting accesses" in claim
