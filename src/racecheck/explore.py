@@ -373,7 +373,7 @@ class Session:
             # another run (hypothesis loops on its own, past _explore's check).
             raise KeyboardInterrupt
         controller = Controller(chooser, self.settings.max_steps, recorder)
-        if self.settings.coverage and recorder is None:
+        if recorder is None and (self.settings.coverage or _fingerprints_this_schedule(chooser)):
             controller.accesses = []
         if self.settings.detect:
             from racecheck.detect import new_detector
@@ -426,7 +426,7 @@ class Session:
         self.runs += 1
         if run == 1 and recorder is None and self.first is None:
             self.first = tuple(controller.decisions)
-        if controller.accesses is not None:
+        if controller.accesses is not None and self.settings.coverage:
             self.coverage.add_run(controller.accesses)
         if controller.internal_error is not None:
             raise controller.internal_error
@@ -831,6 +831,16 @@ def _observes_this_schedule(chooser: Chooser) -> bool:
     if per_schedule is not None:
         return bool(per_schedule())
     return bool(getattr(chooser, "observes_accesses", False))
+
+
+def _fingerprints_this_schedule(chooser: Chooser) -> bool:
+    """Record this schedule's accesses for saturation's fingerprint alone (coverage off)?
+
+    The portfolio asks for it on a few sampled schedules only, where the
+    answer can move its budget (PortfolioChooser.fingerprints_next_schedule).
+    """
+    wants = getattr(chooser, "fingerprints_next_schedule", None)
+    return bool(wants()) if wants is not None else False
 
 
 def _record_accesses(controller: Controller, hot_lines: dict[Any, Any]) -> None:

@@ -28,7 +28,19 @@ says:
   unordered group): two runs with the same fingerprint ordered every
   observed conflict the same way;
 * without it, the fingerprint is the run's decision sequence: two runs with
-  the same decisions *are* the same schedule of a deterministic program.
+  the same decisions *are* the same schedule of a deterministic program;
+* with coverage off, a portfolio may record the accesses of some sampled
+  schedules on demand (``fingerprints_next_schedule``): the Good-Turing
+  estimate then counts those schedules alone (at least ``RECORDED_MIN``),
+  since a decision sequence and an ordering are different measures, and its
+  note says how many of the sampled schedules were recorded.
+
+What the estimate assumes: the sampled schedules are independent draws from
+one distribution (each member draws its own, the rotation mixes them), and
+only traced code's accesses are seen (an ordering that differs only inside
+untraced code counts as a repeat). Getting it wrong moves budget, never a
+verdict: "verified" comes from DPOR alone, which withholds it whenever a run
+ran code it could not see.
 
 Either way the claim is about the strategy, not the program: after ``w``
 schedules in a row that were all repeats, a further schedule is new with
@@ -63,6 +75,12 @@ DEFAULT_WINDOW = 1000
 #: most NOVELTY_THRESHOLD (see :meth:`SaturationWatch.novelty`)
 NOVELTY_MIN = 150
 NOVELTY_THRESHOLD = 0.05
+#: ... and, when only some sampled schedules had their accesses recorded (on
+#: demand, coverage off), at least this many of those: a 5% estimate then rests
+#: on at most 3 fingerprints seen once
+RECORDED_MIN = 60
+
+_ORDERINGS = "ordering of conflicting accesses (per-object access order)"
 
 
 def access_fingerprint(accesses: Sequence[tuple[int, str]]) -> Hashable:
@@ -108,6 +126,11 @@ class SaturationWatch:
         self.counts: dict[Hashable, int] = {}
         #: fingerprints seen exactly once (Good-Turing's N1)
         self.singletons = 0
+        #: the same, for the sampled schedules whose accesses were recorded
+        #: (every one with coverage on; on demand without it: see _tell_converged)
+        self.recorded = 0
+        self.recorded_singletons = 0
+        self.recorded_distinct = 0
         #: the chooser acted on the sampling members' convergence (once)
         self.converged = False
 
@@ -123,6 +146,9 @@ class SaturationWatch:
             fingerprint = ("d", hash(tuple(decisions)))
         member = str(getattr(chooser, "member", None) or chooser.name)
         self.runs[member] = self.runs.get(member, 0) + 1
+        listens = getattr(chooser, "fingerprints_counted", None)
+        if listens is not None:
+            listens()  # a portfolio may record accesses on demand (see _tell_converged)
         self._count(fingerprint)
         self._tell_converged(chooser)
         if fingerprint in self.seen:
@@ -164,7 +190,12 @@ class SaturationWatch:
         self.sampled += 1
         seen = self.counts.get(fingerprint, 0)
         self.counts[fingerprint] = seen + 1
-        self.singletons += 1 if seen == 0 else -1 if seen == 1 else 0
+        change = 1 if seen == 0 else -1 if seen == 1 else 0
+        self.singletons += change
+        if isinstance(fingerprint, tuple) and fingerprint[0] == "a":
+            self.recorded += 1
+            self.recorded_singletons += change
+            self.recorded_distinct += 1 if seen == 0 else 0
 
     def novelty(self) -> float:
         """Good-Turing: about how likely the next sampled schedule shows something new.
@@ -176,7 +207,14 @@ class SaturationWatch:
         find a new ordering every hundred schedules has a novelty of about
         1%, which says the same about their value as the streak would after
         hundreds more.
+
+        Counted over the schedules whose accesses were recorded, when there
+        are any: a decision sequence and an ordering of conflicting accesses
+        are different measures, and mixing them would count one run's
+        decisions as new next to another's identical ordering.
         """
+        if self.recorded:
+            return self.recorded_singletons / self.recorded
         return self.singletons / self.sampled if self.sampled else 1.0
 
     def _tell_converged(self, chooser: Any) -> None:
@@ -187,24 +225,50 @@ class SaturationWatch:
         converged (novelty at most ``NOVELTY_THRESHOLD``) and the claim that
         says so; the chooser decides what to do with it and returns the note
         of what it did (then it is not asked again), or None.
+
+        Without coverage a portfolio records the accesses of its sampled
+        schedules on demand only (``fingerprints_next_schedule``, while a
+        shift to DPOR waits for convergence alone): the estimate is then
+        taken over those schedules, and needs at least ``RECORDED_MIN`` of
+        them; the other sampled schedules' decision sequences are not counted in it.
         """
         hook = getattr(chooser, "after_sampling", None)
         if hook is None or self.converged or self.sampled < NOVELTY_MIN:
             return
         novelty = self.novelty()
-        claim = (
-            f"the sampling members' {self.sampled} schedules showed {len(self.counts)} distinct"
-            f" {_plural(self.what())}, {self.singletons} of them once: a further sampled"
-            f" schedule would be new with probability about {novelty:.2g} (Good-Turing estimate)"
+        estimate = (
+            f"a further sampled schedule would be new with probability about {novelty:.2g}"
+            " (Good-Turing estimate)"
         )
-        done = hook(self.sampled, novelty <= NOVELTY_THRESHOLD, claim)
+        if self.recorded == self.sampled or not self.recorded:
+            what = _plural(self.what()) if not self.recorded else _plural(_ORDERINGS)
+            singletons = self.recorded_singletons if self.recorded else self.singletons
+            claim = (
+                f"the sampling members' {self.sampled} schedules showed {self._distinct()}"
+                f" distinct {what}, {singletons} of them once: {estimate}"
+            )
+            enough = True
+        else:
+            enough = self.recorded >= RECORDED_MIN
+            claim = (
+                f"{self.recorded} of the sampling members' {self.sampled} schedules had their"
+                " accesses recorded (the others are told apart by decision sequence only and"
+                f" are not counted here) and showed {self._distinct()}"
+                f" distinct {_plural(_ORDERINGS)}, {self.recorded_singletons} of them once: "
+                + (estimate if enough else f"too few to judge (fewer than {RECORDED_MIN})")
+            )
+        done = hook(self.sampled, enough and novelty <= NOVELTY_THRESHOLD, claim)
         if done:
             self.converged = True
             self.notes.append(str(done))
 
+    def _distinct(self) -> int:
+        """Distinct fingerprints of the measure novelty() counts."""
+        return self.recorded_distinct if self.recorded else len(self.counts)
+
     def what(self) -> str:
         if self.measured == {"accesses"}:
-            return "ordering of conflicting accesses (per-object access order)"
+            return _ORDERINGS
         if self.measured == {"decisions"}:
             return "decision sequence (no access information was recorded)"
         return "ordering of conflicting accesses, or decision sequence where no access was recorded"

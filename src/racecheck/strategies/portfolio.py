@@ -108,12 +108,27 @@ What it costs, and what it does not:
   or off: the same schedule and member as before the shift existed,
   tests/core/test_portfolio_shift.py);
 * ``schedules=`` stays a hard cap: only the split inside it moves;
-* it needs the sampled schedules' fingerprints to repeat: with access
-  information (coverage on, as in ``racecheck run``) they are orderings of
-  conflicting accesses and repeat on a program with few of them; without it
-  (``racecheck.check``'s default) they are decision sequences, which rarely
-  repeat on a long run, and the split stays 2/9 (``check(...,
-  coverage=True)`` verifies the changeset fix as ``racecheck run`` does);
+* it needs the sampled schedules' fingerprints to repeat: they are
+  orderings of conflicting accesses, which repeat on a program with few of
+  them; decision sequences hardly ever repeat on a long run. With coverage on
+  (``racecheck run``) every schedule records its accesses. With it off
+  (``racecheck.check``'s and the pytest plugin's default) the portfolio asks
+  for them on demand (:meth:`PortfolioChooser.fingerprints_next_schedule`):
+  on sampled schedules only, while DPOR's settled estimate says its search is
+  finite (within ``FINITE_FACTOR`` of its reach) but not within reach (then
+  the budget moves whatever the samplers show) and the budget has not moved,
+  at most ``RECORD_CAP`` (150) of them; the Good-Turing estimate then
+  counts those schedules alone and needs at least
+  :data:`~racecheck.saturation.RECORDED_MIN` (60) of them, and the note says
+  how many of how many were recorded. Recording accesses changes no decision
+  (the schedules and tokens are a plain run's); it costs up to several
+  plain schedules each on asyncio (about 6x on autobot's and marsys's
+  programs, nothing measurable on the changeset's threads), paid only on
+  programs whose DPOR search looks finite, after DPOR's estimate has settled
+  (at least 16 of its runs). Before this, ``racecheck.check`` of the
+  changeset fix at 500 schedules said "safe" where ``racecheck run
+  --schedules 500`` said "verified"; now both verify it
+  (tests/core/test_portfolio_plain.py, tests/test_plugin_auto_verified.py);
 * ``saturation=0`` turns it off with saturation;
 * a sharded exploration (``-j``, ``--racecheck-shards``) never shifts: which
   member owns a schedule number must be known to every slice in advance, and
@@ -176,6 +191,11 @@ FINITE_FACTOR = 4
 #: at most SETTLE_GROWTH times what it was at half as many (see _settled)
 SETTLE_RUNS = 16
 SETTLE_GROWTH = 1.25
+#: sampled schedules whose accesses are recorded on demand, at most, when
+#: coverage is off (see fingerprints_next_schedule): the estimate needs
+#: RECORDED_MIN of them; more than this many say little more, and each costs
+#: up to several plain schedules on asyncio
+RECORD_CAP = 150
 
 
 def rotation(names: Sequence[str], turns: Mapping[str, int]) -> list[int]:
@@ -261,6 +281,10 @@ class PortfolioChooser(BaseChooser):
         self.completed_at: int | None = None
         #: DPOR's estimate of its search's size after each of its runs (until the shift)
         self.estimates: list[float | None] = []
+        #: a saturation watch counts the sampled schedules' fingerprints (it said so)
+        self.counted = False
+        #: sampled schedules whose accesses were recorded on demand, for that count
+        self.recorded_on_demand = 0
 
     @property
     def systematic(self) -> Chooser | None:
@@ -467,21 +491,10 @@ class PortfolioChooser(BaseChooser):
         Returns the note, or None while nothing moved (asked again after the
         next sampled schedule).
         """
-        found = [
-            i
-            for i in dict.fromkeys(self.active)
-            if callable(getattr(self.members[i][1], "estimated_runs", None))
-        ]
-        if not found or self.budget is None or self.shifted is not None:
+        outlook = self._outlook()
+        if outlook is None:
             return None
-        dpor = found[0]
-        chooser = self.members[dpor][1]
-        estimate = chooser.estimated_runs()  # type: ignore[attr-defined]
-        left = self.budget - self.turn
-        if estimate is None or left <= 0 or not chooser.has_more() or not self._settled():
-            return None  # a search whose estimate still grows has no size yet
-        own = self._own_runs(dpor)
-        reach = left * SHIFT_TURNS / (SHIFT_TURNS + 1)
+        dpor, estimate, own, reach = outlook
         name = self.members[dpor][0]
         size = f"about {estimate:,.0f} runs in all, {own} done"
         if converged and estimate - own <= FINITE_FACTOR * reach:
@@ -502,6 +515,71 @@ class PortfolioChooser(BaseChooser):
         return (
             f"{why}, so after schedule {self.turn} it took {SHIFT_TURNS} turns in {SHIFT_TURNS + 1}"
         )
+
+    def _outlook(self) -> tuple[int, float, int, float] | None:
+        """DPOR's settled view of its search: (its index, estimate, runs done, reach).
+
+        ``reach`` is what it could run in the budget left once it takes
+        ``SHIFT_TURNS`` turns in ``SHIFT_TURNS + 1``. None before the budget
+        is known, after the shift, or while DPOR's estimate is missing or
+        still growing.
+        """
+        found = [
+            i
+            for i in dict.fromkeys(self.active)
+            if callable(getattr(self.members[i][1], "estimated_runs", None))
+        ]
+        if not found or self.budget is None or self.shifted is not None:
+            return None
+        dpor = found[0]
+        chooser = self.members[dpor][1]
+        estimate = chooser.estimated_runs()  # type: ignore[attr-defined]
+        left = self.budget - self.turn
+        if estimate is None or left <= 0 or not chooser.has_more() or not self._settled():
+            return None  # a search whose estimate still grows has no size yet
+        return dpor, float(estimate), self._own_runs(dpor), left * SHIFT_TURNS / (SHIFT_TURNS + 1)
+
+    def fingerprints_counted(self) -> None:
+        """Saturation hook: a watch counts the sampled schedules' fingerprints.
+
+        Only then is recording accesses for them (fingerprints_next_schedule)
+        worth its cost; a sharded slice, or ``saturation=0``, has no watch.
+        """
+        self.counted = True
+
+    def fingerprints_next_schedule(self) -> bool:
+        """Should the schedule about to begin record its accesses, for saturation alone?
+
+        With interleaving coverage off (``racecheck.check``'s and the pytest
+        plugin's default) a sampled schedule's fingerprint is its decision
+        sequence, which rarely repeats: the samplers would never be seen to
+        converge, and a shift to DPOR on a program whose DPOR search is
+        finite but larger than the budget left waited in vain. Recording
+        every schedule's accesses costs up to several times a plain schedule
+        on asyncio, so the portfolio asks for it only where the answer can
+        move the budget: on sampled schedules, while DPOR's settled estimate
+        says its search is finite (within ``FINITE_FACTOR`` times what it can
+        run in the budget left) but not within reach (then the budget moves
+        whatever the samplers show) and the shift has not happened, at most
+        ``RECORD_CAP`` of them. A program whose DPOR search explodes, or that
+        fails before DPOR's estimate settles (at least ``SETTLE_RUNS`` of its
+        runs, about schedule 72), never pays for it. Recording changes no
+        decision: the schedules, and their tokens, are those of a plain run.
+
+        Asked once per schedule, before it begins.
+        """
+        if not self.counted or self.recorded_on_demand >= RECORD_CAP or not self.active:
+            return False
+        if not _samples(self.members[self.active[self.turn % len(self.active)]][1]):
+            return False
+        outlook = self._outlook()
+        if outlook is None:
+            return False
+        _, estimate, own, reach = outlook
+        if not reach < estimate - own <= FINITE_FACTOR * reach:
+            return False  # within reach it moves anyway; beyond 4x it never does
+        self.recorded_on_demand += 1
+        return True
 
     def _settled(self) -> bool:
         """Has DPOR's estimate stopped growing with its runs?
