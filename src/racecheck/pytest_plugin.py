@@ -774,6 +774,8 @@ def _record(
             distinct_schedules=getattr(report, "distinct_schedules", 0),
             distinct_orderings=getattr(report, "distinct_orderings", 0),
             warnings=list(getattr(report, "warnings", ())),
+            verified=bool(getattr(report, "verified", False)),
+            verified_note=next((n for n in report.notes if n.startswith("verified: ")), ""),
         )
     item.user_properties.append((_PROP_RECORD, record))
 

@@ -127,10 +127,17 @@ def _verdict(record: RunRecord) -> str:
     return f'<span class="verdict v-{_e(record.verdict)}">{_e(label)}</span>'
 
 
+def _space_tag(record: RunRecord) -> str:
+    """What a safe verdict covered, when it is more than a sample."""
+    if record.verified:
+        return '<span class="tag">verified</span>'
+    return '<span class="tag">exhausted</span>' if record.exhausted else ""
+
+
 def _cell(record: RunRecord, anchor: str | None) -> str:
     state = "ok" if record.ok else "bad"
     tick = "✓" if record.ok else "✗"
-    exhausted = '<span class="tag">exhausted</span>' if record.exhausted else ""
+    exhausted = _space_tag(record)
     link = f' · <a href="#{anchor}">details ↓</a>' if anchor else ""
     return (
         f'<td class="cell {state}"><div class="head"><span class="tick">{tick}</span>'
@@ -197,7 +204,7 @@ def _tests(records: Sequence[RunRecord], anchors: dict[int, str]) -> str:
         state = "ok" if r.ok else "bad"
         tick = "✓" if r.ok else "✗"
         link = f' · <a href="#{anchors[i]}">details ↓</a>' if i in anchors else ""
-        exhausted = '<span class="tag">exhausted</span>' if r.exhausted else ""
+        exhausted = _space_tag(r)
         rows.append(
             f'<tr class="{state}"><th scope="row" class="nodeid">{_node_id(r.scenario)}</th>'
             f'<td><span class="tick">{tick}</span> {_verdict(r)}{exhausted}{link}</td>'

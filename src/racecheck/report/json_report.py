@@ -82,6 +82,8 @@ def outcome_text(record: RunRecord) -> str:
         return f"interrupted: {record.message or runs}"
     if record.verdict == "safe":
         space = ", bounded space exhausted" if record.exhausted else ""
+        if record.verified:  # a proof, not a sample: every non-equivalent interleaving ran
+            space = ", verified: every non-equivalent interleaving explored"
         found = f"no failure in {runs}{space}"
     else:
         found = f"found {got} after {runs}"
@@ -180,6 +182,8 @@ def _record_dict(record: RunRecord) -> dict[str, Any]:
         "seed": record.seed,
         "schedules_run": record.schedules_run,
         "exhausted": record.exhausted,
+        "verified": record.verified,
+        "verified_note": record.verified_note,
         "seconds": round(record.seconds, 6),
         "schedule": record.schedule,
         "original_schedule": record.original_schedule,

@@ -95,6 +95,7 @@ def _testcase(suite: ET.Element, record: RunRecord) -> None:
         "kind": record.kind or "",
         "schedules_run": str(record.schedules_run),
         "exhausted": str(record.exhausted).lower(),
+        "verified": str(record.verified).lower(),
         "strategy": record.strategy,
         "seed": str(record.seed),
         "schedule": record.schedule or "",
