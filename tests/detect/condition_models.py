@@ -204,3 +204,35 @@ def marked(marker: str) -> int:
             if line.rstrip().endswith(f"# <- {marker}"):
                 return number
     raise LookupError(marker)
+
+
+def answered_before_asked_for() -> None:
+    """The answer is published under the lock with a flag; the asker may never wait.
+
+    When the answerer runs first, the asker's ``while`` sees the flag already
+    set and does not wait: nothing but the lock orders the two, and the lock
+    alone does not say that the asker expected the answerer's value.
+    """
+    cond = threading.Condition()
+    slot: dict[str, Any] = {"v": None, "answered": False}
+
+    def asker() -> None:
+        with cond:
+            slot["v"] = "question"
+            cond.notify()
+        with cond:
+            while not slot["answered"]:
+                cond.wait()
+        with cond:
+            answer = slot["v"]
+        assert answer == "answer"
+
+    def answerer() -> None:
+        with cond:
+            while slot["v"] is None:
+                cond.wait()
+            slot["v"] = "answer"
+            slot["answered"] = True
+            cond.notify()
+
+    _run(asker, answerer)
