@@ -27,7 +27,7 @@ def _finding(target: Callable[[], Any], schedules: int = 300) -> Any:
     with pytest.raises(racecheck.RaceFound) as info:
         racecheck.check(target, detect=True, schedules=schedules, seed=0, backend="threads")
     assert info.value.kind in ("atomicity-violation", "data-race"), info.value
-    return info.value.cause.finding  # type: ignore[union-attr]
+    return info.value.cause.finding
 
 
 def test_write_after_notify_outside_the_lock_is_still_a_data_race() -> None:

@@ -71,7 +71,7 @@ def test_lazy_load_without_a_lock_is_a_data_race() -> None:
             seed=0,
             backend="threads",
         )
-    finding: Any = info.value.cause.finding  # type: ignore[union-attr]
+    finding: Any = info.value.cause.finding
     assert finding.kind == "data-race", finding
     assert {a.target for a in finding.accesses} <= {"self.index", "self.loaded"}, finding
     assert len({a.actor for a in finding.accesses}) == 2, finding
