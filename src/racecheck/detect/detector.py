@@ -275,8 +275,10 @@ class Detector:
         clock[hb] += 1
         self.signals[hb][hb] = clock[hb]
 
-    def release(self, hb: int, obj: Any, signal: bool = True) -> None:
-        if self.access_log is not None:
+    def release(self, hb: int, obj: Any, signal: bool = True, record: bool = True) -> None:
+        # ``record=False``: an edge the step log already has through a lock (a
+        # Condition's notify -> wait), kept out of DPOR's record
+        if record and self.access_log is not None:
             self.access_log.sync(obj)
         clock = self._clock(hb)
         entry = self.sync.get(id(obj))
@@ -289,8 +291,8 @@ class Detector:
             self.signallers[id(obj)] = (hb, self.steps.get(hb, 0))
         self._tick(hb)
 
-    def acquire(self, hb: int, obj: Any, signal: bool = True) -> None:
-        if self.access_log is not None:
+    def acquire(self, hb: int, obj: Any, signal: bool = True, record: bool = True) -> None:
+        if record and self.access_log is not None:
             self.access_log.sync(obj)
         entry = self.sync.get(id(obj))
         if entry is not None:

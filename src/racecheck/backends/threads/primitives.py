@@ -95,7 +95,8 @@ def _condition_detector(runtime: ThreadRuntime | None, me: Actor | None) -> Any:
     detector = runtime.controller.detector
     if detector is None or detector.record_only:
         # DPOR's record alone: the condition's lock already orders both sides, and a
-        # sync record per waiter would only add dependencies to explore
+        # sync record per waiter would only add dependencies to explore (with the
+        # detector on, the edge is kept out of the record the same way)
         return None
     return detector
 
@@ -337,7 +338,7 @@ class Condition:
             if detector is not None:
                 # Before the lock is taken back: the critical section the wait returns
                 # into is the woken thread's first one (the stale hand-off rule's step).
-                detector.acquire(me.id, waiter)
+                detector.acquire(me.id, waiter, record=False)
         self._acquire_restore(saved)
         return notified
 
@@ -370,7 +371,7 @@ class Condition:
                 # A waiter woken by this notify waited for the notifier: a signal
                 # edge, like Event.set -> wait (a future's result is handed back so).
                 # Per waiter, so a thread that starts waiting later learns nothing.
-                detector.release(me.id, waiter)
+                detector.release(me.id, waiter, record=False)
             waiter.notified = True
             if waiter.real is not None:
                 waiter.real.release()
