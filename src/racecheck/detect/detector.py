@@ -509,7 +509,7 @@ class Detector:
             if recipe.name is not None:  # attribute
                 self._attribute(frame, actor, hb, base, recipe.name, op == "write", label)
                 return
-            if not self._plain(base):
+            if not self._plain(base) and not (recipe.inner and self._storage(base, recipe)):
                 if type(base) in _BUFFERS:
                     self._slice_key(frame, actor, hb, base, recipe, label)
                 return
@@ -527,7 +527,7 @@ class Detector:
         if op == "call" and recipe.name in _QUEUE_METHODS and self._queue(base):
             self._queue_call(frame, actor, hb, base, recipe.name, label)
             return
-        if not self._plain(base):
+        if not self._plain(base) and not (recipe.inner and self._storage(base, recipe)):
             return
         if op == "truth":
             self._emptiness(frame, actor, hb, base, label)
@@ -866,6 +866,19 @@ class Detector:
                 for name in _ITEM_METHODS
             )
         return known
+
+    def _storage(self, base: Any, recipe: Recipe) -> bool:
+        """Does an ``inner`` recipe reach ``base``'s builtin storage?
+
+        ``super().__setitem__(k, v)`` in a subclass's own ``__setitem__`` does
+        (the subclass's ``obj[k]`` is skipped, so this is the one access); ``k
+        in self.keys()`` does unless the class redefines ``keys`` in Python.
+        """
+        if not isinstance(base, _CONTAINERS):
+            return False
+        if recipe.name == "keys":
+            return not isinstance(getattr(type(base), "keys", None), FunctionType)
+        return True
 
     def _descriptor(self, cls: type, name: str) -> bool:
         known = self.descriptors.get((cls, name))
