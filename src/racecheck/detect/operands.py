@@ -458,9 +458,9 @@ def _call_recipe(callable_slots: list[Sym], args: list[Sym]) -> Recipe | None:
         if slot[0] == "method" and slot[1] is not None and slot[1][0] == "super":
             # super().__setitem__(k, v) in a container subclass: the builtin's storage
             receiver = slot[1][1]
-            op = _SUPER_ITEM_METHODS.get(slot[2])
-            if op is not None and receiver is not None and args:
-                return Recipe(op, receiver, None, first_arg, inner=True)
+            kind = _SUPER_ITEM_METHODS.get(slot[2])
+            if kind is not None and receiver is not None and args:
+                return Recipe(kind, receiver, None, first_arg, inner=True)
             return None
         if slot[0] == "method" and slot[2] in CONTAINER_METHODS:
             return Recipe("call", slot[1], slot[2], first_arg)
