@@ -112,3 +112,15 @@ def marked(marker: str) -> int:
             if line.rstrip().endswith(f"# <- {marker}"):
                 return number
     raise LookupError(marker)
+
+
+async def keys_view_check_buggy() -> None:
+    """``k not in d.keys()`` on a plain dict is the same check as ``k not in d``."""
+    registry: dict[str, int] = {}
+
+    async def register(name: str, value: int) -> None:
+        if name not in registry.keys():  # <- keys check
+            await asyncio.sleep(0)
+            registry[name] = value  # <- keys store
+
+    await asyncio.gather(register("db", 1), register("db", 2))

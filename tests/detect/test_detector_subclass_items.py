@@ -42,3 +42,13 @@ def test_single_flight_or_hits_through_a_subclass_lru_are_clean(
 ) -> None:
     report = racecheck.check(target, detect=True, schedules=100, seed=0)
     assert report.schedules_run >= 1
+
+
+def test_membership_of_a_plain_dicts_keys_view_is_a_check() -> None:
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(models.keys_view_check_buggy, detect=True, schedules=100, seed=0)
+    finding = info.value.cause.finding
+    assert finding.pattern == "stale check", finding
+    check, other, act = finding.accesses
+    assert check.lineno == models.marked("keys check"), finding
+    assert other.lineno == act.lineno == models.marked("keys store"), finding
