@@ -95,6 +95,30 @@ def producer_consumer() -> None:
     assert sorted(taken) == [0, 1, 2]
 
 
+def bounded_buffer() -> None:
+    """Two producers, two consumers, one slot: ``notify_all`` and ``while`` re-checks."""
+    cond = threading.Condition()
+    slot: list[int] = []
+    taken: list[int] = []
+
+    def producer(n: int) -> None:
+        with cond:
+            while slot:
+                cond.wait()
+            slot.append(n)
+            cond.notify_all()
+
+    def consumer() -> None:
+        with cond:
+            while not slot:
+                cond.wait()
+            taken.append(slot.pop())
+            cond.notify_all()
+
+    _run(consumer, consumer, lambda: producer(1), lambda: producer(2))
+    assert sorted(taken) == [1, 2]
+
+
 def result_written_before_notify() -> None:
     """The result is written outside the lock, then published under it: ordered."""
     cond = threading.Condition()

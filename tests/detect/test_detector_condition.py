@@ -53,6 +53,7 @@ def test_read_deciding_on_a_write_after_notify_is_still_a_data_race() -> None:
     "target",
     [
         models.producer_consumer,
+        models.bounded_buffer,
         models.result_written_before_notify,
         models.overwritten_by_whom_one_waited_for,
         models.handed_back_relocated,
