@@ -31,16 +31,8 @@ def _finding(target: Callable[[], Any], schedules: int, **options: Any) -> Any:
 @pytest.mark.parametrize(
     ("target", "act"),
     [
-        pytest.param(
-            models.pool_buggy,
-            "act",
-            id="thread-pool",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="a future's result is handed over through a Condition, which the"
-                " threads backend does not report as a signal (only a lock hand-off)",
-            ),
-        ),
+        # the future's result passes through a Condition: notify -> wait is a signal
+        pytest.param(models.pool_buggy, "act", id="thread-pool"),
         pytest.param(models.joined_buggy, "act (joined)", id="joined-thread"),
     ],
 )

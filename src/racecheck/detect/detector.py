@@ -275,8 +275,10 @@ class Detector:
         clock[hb] += 1
         self.signals[hb][hb] = clock[hb]
 
-    def release(self, hb: int, obj: Any, signal: bool = True) -> None:
-        if self.access_log is not None:
+    def release(self, hb: int, obj: Any, signal: bool = True, record: bool = True) -> None:
+        # ``record=False``: an edge the step log already has through a lock (a
+        # Condition's notify -> wait), kept out of DPOR's record
+        if record and self.access_log is not None:
             self.access_log.sync(obj)
         clock = self._clock(hb)
         entry = self.sync.get(id(obj))
@@ -289,8 +291,8 @@ class Detector:
             self.signallers[id(obj)] = (hb, self.steps.get(hb, 0))
         self._tick(hb)
 
-    def acquire(self, hb: int, obj: Any, signal: bool = True) -> None:
-        if self.access_log is not None:
+    def acquire(self, hb: int, obj: Any, signal: bool = True, record: bool = True) -> None:
+        if record and self.access_log is not None:
             self.access_log.sync(obj)
         entry = self.sync.get(id(obj))
         if entry is not None:
@@ -507,7 +509,7 @@ class Detector:
             if recipe.name is not None:  # attribute
                 self._attribute(frame, actor, hb, base, recipe.name, op == "write", label)
                 return
-            if not self._plain(base):
+            if not self._plain(base) and not (recipe.inner and self._storage(base, recipe)):
                 if type(base) in _BUFFERS:
                     self._slice_key(frame, actor, hb, base, recipe, label)
                 return
@@ -525,7 +527,7 @@ class Detector:
         if op == "call" and recipe.name in _QUEUE_METHODS and self._queue(base):
             self._queue_call(frame, actor, hb, base, recipe.name, label)
             return
-        if not self._plain(base):
+        if not self._plain(base) and not (recipe.inner and self._storage(base, recipe)):
             return
         if op == "truth":
             self._emptiness(frame, actor, hb, base, label)
@@ -864,6 +866,19 @@ class Detector:
                 for name in _ITEM_METHODS
             )
         return known
+
+    def _storage(self, base: Any, recipe: Recipe) -> bool:
+        """Does an ``inner`` recipe reach ``base``'s builtin storage?
+
+        ``super().__setitem__(k, v)`` in a subclass's own ``__setitem__`` does
+        (the subclass's ``obj[k]`` is skipped, so this is the one access); ``k
+        in self.keys()`` does unless the class redefines ``keys`` in Python.
+        """
+        if not isinstance(base, _CONTAINERS):
+            return False
+        if recipe.name == "keys":
+            return not isinstance(getattr(type(base), "keys", None), FunctionType)
+        return True
 
     def _descriptor(self, cls: type, name: str) -> bool:
         known = self.descriptors.get((cls, name))

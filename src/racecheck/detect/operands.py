@@ -122,6 +122,10 @@ class Recipe:
     #: ``via``, when set, must evaluate to that builtin (a shadowed ``getattr`` is not one)
     via: Sym = None
     namespace: bool = False
+    #: the builtin's own item access on a container subclass that redefines it in
+    #: Python (``super().__setitem__(k, v)``, ``k in self.keys()``): the storage
+    #: itself, which the subclass's ``obj[k]`` (skipped) reaches through here
+    inner: bool = False
 
 
 #: id(code) -> (code, its recipes). Keyed by identity: a code object hashes its
@@ -155,6 +159,8 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
 
     listing = list(dis.get_instructions(code))
     awaits = _await_loops(listing)
+    #: ``super()`` without arguments is bound to the function's first argument
+    first: Sym = ("local", code.co_varnames[0]) if code.co_argcount else None
     #: an await's SEND target -> the stack below the awaitable when the await began
     below_await: dict[int, list[Sym]] = {}
     for index, instr in enumerate(listing):
@@ -202,6 +208,12 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
         elif name == "LOAD_METHOD" or (name == "LOAD_ATTR" and _PY312 and arg & 1):
             (receiver,) = pop()
             stack.extend((("method", receiver, argval), receiver))
+        elif name == "LOAD_SUPER_ATTR":  # 3.12+: super().name
+            _, _, receiver = pop(3)
+            if arg & 1:
+                stack.extend((("method", ("super", receiver), argval), receiver))
+            else:
+                stack.append(None)
         elif name == "LOAD_ATTR":
             (base,) = pop()
             out[instr.offset] = Recipe("read", base, argval)
@@ -238,7 +250,11 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             pop(4)
         elif name == "CONTAINS_OP":
             key, base = pop(2)
-            out[instr.offset] = Recipe("contains", base, None, key)
+            if base is not None and base is not NULL and base[0] == "keys":
+                # ``k in self.keys()``: membership of the storage behind the view
+                out[instr.offset] = Recipe("contains", base[1], "keys", key, inner=True)
+            else:
+                out[instr.offset] = Recipe("contains", base, None, key)
             stack.append(None)
         elif name == "GET_ITER":
             (base,) = pop()
@@ -257,7 +273,12 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             recipe = _call_recipe(callable_slots, args)
             if recipe is not None:
                 out[instr.offset] = recipe
-            stack.append(_call_result(callable_slots, args))
+            builtin = _global_slot(callable_slots)
+            if builtin is not None and builtin[1] == "super" and argc in (0, 2):
+                # 3.11: super() (bound to the first argument) or super(cls, obj)
+                stack.append(("super", first if argc == 0 else args[1]))
+            else:
+                stack.append(_call_result(callable_slots, args))
         elif name in _TRUTH_TESTS:
             # `if self.items:` / `while not queue:`: the truth of a container decides
             # what runs next (3.13 tests it in TO_BOOL, earlier versions in the jump)
@@ -400,7 +421,12 @@ def _global_slot(callable_slots: list[Sym]) -> Sym:
 
 
 def _call_result(callable_slots: list[Sym], args: list[Sym]) -> Sym:
-    """``vars(obj)`` is obj's namespace; every other call result is unknown."""
+    """``vars(obj)`` is obj's namespace, ``d.keys()`` its keys; other call results are unknown."""
+    for slot in callable_slots:
+        if slot is not None and slot is not NULL and slot[0] == "method":
+            if slot[2] == "keys" and not args and slot[1] is not None:
+                return ("keys", slot[1])
+            break
     slot = _global_slot(callable_slots)
     if slot is not None and slot[1] == "vars" and len(args) == 1:
         return ("ns", args[0], slot)
@@ -429,11 +455,27 @@ def _call_recipe(callable_slots: list[Sym], args: list[Sym]) -> Recipe | None:
     for slot in callable_slots:
         if slot is None or slot is NULL:
             continue
+        if slot[0] == "method" and slot[1] is not None and slot[1][0] == "super":
+            # super().__setitem__(k, v) in a container subclass: the builtin's storage
+            receiver = slot[1][1]
+            kind = _SUPER_ITEM_METHODS.get(slot[2])
+            if kind is not None and receiver is not None and args:
+                return Recipe(kind, receiver, None, first_arg, inner=True)
+            return None
         if slot[0] == "method" and slot[2] in CONTAINER_METHODS:
             return Recipe("call", slot[1], slot[2], first_arg)
         if slot[0] == "global" and slot[1] in SCANNING_BUILTINS and args:
             return Recipe("scan-arg", first_arg, slot[1])
     return None
+
+
+#: a container's item methods called on ``super()``: what each does to the item
+_SUPER_ITEM_METHODS = {
+    "__getitem__": "read",
+    "__setitem__": "write",
+    "__delitem__": "write",
+    "__contains__": "contains",
+}
 
 
 def _bisect_call(callable_slots: list[Sym]) -> tuple[str, Sym] | None:

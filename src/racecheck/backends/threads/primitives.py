@@ -88,6 +88,19 @@ def _acquired(runtime: ThreadRuntime | None, me: Actor | None, obj: Any) -> None
             detector.acquire(me.id, obj)
 
 
+def _condition_detector(runtime: ThreadRuntime | None, me: Actor | None) -> Any:
+    """The detector to tell of a ``Condition`` hand-off, or ``None``: see Condition.notify."""
+    if me is None or runtime is None:
+        return None
+    detector = runtime.controller.detector
+    if detector is None or detector.record_only:
+        # DPOR's record alone: the condition's lock already orders both sides, and a
+        # sync record per waiter would only add dependencies to explore (with the
+        # detector on, the edge is kept out of the record the same way)
+        return None
+    return detector
+
+
 def _lock_acquired(runtime: ThreadRuntime | None, me: Actor | None, lock: Any) -> None:
     """A lock taken: ordered after its last release, and held (for race reports)."""
     if me is not None and runtime is not None:
@@ -320,6 +333,12 @@ class Condition:
             raise
         if not notified:
             _discard(self._waiters, waiter)
+        else:
+            detector = _condition_detector(runtime, me)
+            if detector is not None:
+                # Before the lock is taken back: the critical section the wait returns
+                # into is the woken thread's first one (the stale hand-off rule's step).
+                detector.acquire(me.id, waiter, record=False)
         self._acquire_restore(saved)
         return notified
 
@@ -344,9 +363,15 @@ class Condition:
         runtime, me = _context()
         if me is not None and runtime is not None:
             runtime.point(me, "notify", self)
+        detector = _condition_detector(runtime, me)
         waiters = self._waiters
         while waiters and n > 0:
             waiter = waiters.popleft()
+            if detector is not None and me is not None:
+                # A waiter woken by this notify waited for the notifier: a signal
+                # edge, like Event.set -> wait (a future's result is handed back so).
+                # Per waiter, so a thread that starts waiting later learns nothing.
+                detector.release(me.id, waiter, record=False)
             waiter.notified = True
             if waiter.real is not None:
                 waiter.real.release()
