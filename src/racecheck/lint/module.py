@@ -263,7 +263,15 @@ class Module:
 
     @classmethod
     def parse(cls, path: str, source: str) -> Module:
-        tree = ast.parse(source, filename=path)
+        return cls.from_tree(path, cls.parse_tree(path, source))
+
+    @staticmethod
+    def parse_tree(path: str, source: str) -> ast.Module:
+        return ast.parse(source, filename=path)
+
+    @classmethod
+    def from_tree(cls, path: str, tree: ast.Module) -> Module:
+        """The module of an already parsed tree, indexed (timed apart from the parse)."""
         module = cls(path, tree)
         module._index()
         return module
