@@ -126,7 +126,41 @@ def is_locklike(expr: ast.expr) -> bool:
 #: rule reads them through their parent (``node.ctx``, ``test.op``) and none looks
 #: for them in a walk; they are a third of a module's nodes.
 _TOKEN_FIELDS = frozenset({"ctx", "op", "ops"})
+#: fields that never hold a node (identifiers, constants, flags), in any node class
+_PLAIN_FIELDS = frozenset(
+    {"id", "attr", "arg", "asname", "module", "level", "is_async", "simple", "conversion"}
+    | {"type_comment", "kind", "rest", "kwd_attrs", "tag"}
+)
+#: fields that hold no node in these classes (``TypeAlias.name`` is a node: not here)
+_PLAIN_IN: dict[str, frozenset[str]] = {
+    "Constant": frozenset({"value"}),
+    "MatchSingleton": frozenset({"value"}),
+    "Global": frozenset({"names"}),
+    "Nonlocal": frozenset({"names"}),
+    **{
+        kind: frozenset({"name"})
+        for kind in (
+            "FunctionDef",
+            "AsyncFunctionDef",
+            "ClassDef",
+            "alias",
+            "ExceptHandler",
+            "MatchAs",
+            "MatchStar",
+            "TypeVar",
+            "ParamSpec",
+            "TypeVarTuple",
+        )
+    },
+}
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    skip = _TOKEN_FIELDS | _PLAIN_FIELDS | _PLAIN_IN.get(kind.__name__, frozenset())
+    fields: tuple[str, ...] = getattr(kind, "_fields", ())
+    found = _CHILD_FIELDS[kind] = tuple(f for f in fields if f not in skip)
+    return found
 
 
 def children(node: ast.AST) -> list[ast.AST]:
@@ -138,10 +172,9 @@ def children(node: ast.AST) -> list[ast.AST]:
     (``_TOKEN_FIELDS``) are left out: a walk that visited them visited a third
     more nodes for nothing.
     """
-    kind = node.__class__
-    fields = _CHILD_FIELDS.get(kind)
+    fields = _CHILD_FIELDS.get(node.__class__)
     if fields is None:
-        fields = _CHILD_FIELDS[kind] = tuple(f for f in node._fields if f not in _TOKEN_FIELDS)
+        fields = _child_fields(node.__class__)
     found: list[ast.AST] = []
     for name in fields:
         value = getattr(node, name, None)
