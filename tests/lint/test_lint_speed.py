@@ -214,3 +214,9 @@ def test_paused_gc_restores_the_collector_state() -> None:
         assert not gc.isenabled()  # the caller's choice stands
     finally:
         gc.enable()
+
+
+def test_lint_paths_pausing_the_collector_per_file_finds_the_same(edge_project: Path) -> None:
+    paused = lint_paths([edge_project], pause_gc=True)
+    assert gc.isenabled()
+    assert paused == lint_paths([edge_project]) != []

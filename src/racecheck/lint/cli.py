@@ -28,7 +28,6 @@ from racecheck.lint.run import (
     count_files,
     lint_paths,
     lint_paths_timed,
-    paused_gc,
 )
 
 EXIT_CLEAN = 0
@@ -130,8 +129,7 @@ def run(args: argparse.Namespace) -> int:
             args.paths, select=args.select, ignore=args.ignore, runs=args.timing_runs
         )
     else:
-        with paused_gc():
-            findings = lint_paths(args.paths, select=args.select, ignore=args.ignore)
+        findings = lint_paths(args.paths, select=args.select, ignore=args.ignore, pause_gc=True)
     if args.format == "json":
         json.dump([f.to_json() for f in findings], sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -23,7 +23,7 @@ import re
 import time
 import tokenize
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -213,12 +213,20 @@ def lint_paths(
     paths: Iterable[str | os.PathLike[str]],
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
+    *,
+    pause_gc: bool = False,
 ) -> list[Finding]:
-    """Lint every Python file under ``paths``; findings sorted by path, line, column."""
+    """Lint every Python file under ``paths``; findings sorted by path, line, column.
+
+    ``pause_gc``: the garbage collector off while each file is linted (see
+    :func:`paused_gc`); the command line's choice, not a library's.
+    """
     codes = resolve_codes(select, ignore)
     findings: list[Finding] = []
     for file in iter_files(paths):
-        findings.extend(_lint(read_source(file), str(file), codes))
+        source = read_source(file)
+        with paused_gc() if pause_gc else nullcontext():
+            findings.extend(_lint(source, str(file), codes))
     return sorted(findings)
 
 
@@ -284,7 +292,7 @@ def lint_paths_timed(
             start = time.process_time()
             source = read_source(file)
             seconds["read"] = time.process_time() - start
-            with paused_gc() if pause_gc else _nothing():
+            with paused_gc() if pause_gc else nullcontext():
                 found = _lint(source, str(file), codes, timing=seconds)
                 start = time.process_time()
             if pause_gc:  # the young collection at the end belongs to this file
@@ -297,11 +305,6 @@ def lint_paths_timed(
         assert best is not None
         timings.append(best)
     return sorted(findings), timings
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 def count_files(paths: Iterable[str | os.PathLike[str]]) -> int:
