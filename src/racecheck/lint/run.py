@@ -157,8 +157,15 @@ def _lint(
 
 
 def needed_checks(source: str) -> tuple[Check, ...]:
-    """The checks that can report on ``source``: those whose trigger words it holds."""
-    return tuple(check for check in CHECKS if TRIGGERS[check].search(source))
+    """The checks that can report on ``source``: those whose trigger words it holds.
+
+    A check with no entry in :data:`TRIGGERS` (a new one) always runs.
+    """
+    return tuple(
+        check
+        for check in CHECKS
+        if (words := TRIGGERS.get(check)) is None or words.search(source) is not None
+    )
 
 
 def _lint_checked(
