@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -21,11 +22,20 @@ from typing import Any, NoReturn
 from racecheck.errors import UsageError
 from racecheck.lint.findings import Finding
 from racecheck.lint.registry import RULES, resolve_codes
-from racecheck.lint.run import count_files, lint_paths
+from racecheck.lint.run import (
+    PHASES,
+    FileTiming,
+    count_files,
+    lint_paths,
+    lint_paths_timed,
+)
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+
+#: issue 14's budget: CPU time per file
+BUDGET_SECONDS = 0.050
 
 HELP = "statically check Python files for await-atomicity and thread races"
 DESCRIPTION = (
@@ -63,6 +73,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--explain", metavar="CODE", help="describe a rule (what, why, example, fix) and exit"
     )
+    parser.add_argument(
+        "--timing",
+        action="store_true",
+        help="print each file's CPU time by phase (slowest files, and how many are over "
+        "50 ms) on stderr",
+    )
+    parser.add_argument(
+        "--timing-top",
+        type=int,
+        default=10,
+        metavar="N",
+        help="with --timing: how many of the slowest files to list (10)",
+    )
+    parser.add_argument(
+        "--timing-runs",
+        type=int,
+        default=1,
+        metavar="K",
+        help="with --timing: lint each file K times and keep its fastest run (1)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -91,7 +121,15 @@ def run(args: argparse.Namespace) -> int:
     if not args.paths:
         raise UsageError("lint needs at least one PATH")
     resolve_codes(args.select, args.ignore)  # bad codes fail before any file is read
-    findings = lint_paths(args.paths, select=args.select, ignore=args.ignore)
+    timings: list[FileTiming] | None = None
+    if getattr(args, "timing", False):
+        if args.timing_top < 0:
+            raise UsageError(f"--timing-top must be 0 or more, not {args.timing_top}")
+        findings, timings = lint_paths_timed(
+            args.paths, select=args.select, ignore=args.ignore, runs=args.timing_runs
+        )
+    else:
+        findings = lint_paths(args.paths, select=args.select, ignore=args.ignore, pause_gc=True)
     if args.format == "json":
         json.dump([f.to_json() for f in findings], sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -103,7 +141,34 @@ def run(args: argparse.Namespace) -> int:
         stream = sys.stderr if args.format == "json" else sys.stdout
         for code, count in sorted(Counter(f.code for f in findings).items()):
             stream.write(f"{count:5d}  {code}  {RULES[code].name}\n")
+    if timings is not None:
+        sys.stderr.write(timing_report(timings, args.timing_top, args.timing_runs))
     return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def timing_report(timings: Sequence[FileTiming], top: int, runs: int) -> str:
+    """The slowest files by phase, and how many files are over the 50 ms budget."""
+    try:
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:  # not every platform has a load average
+        load = "unknown"
+    over = [t for t in timings if t.total > BUDGET_SECONDS]
+    runs_text = "one run" if runs == 1 else f"fastest of {runs} runs"
+    lines = [
+        f"Timing: CPU ms per file ({runs_text}; load average {load}), slowest first:",
+        "  ".join(f"{name:>7}" for name in ("total", *PHASES)) + "    lines  path",
+    ]
+    for t in sorted(timings, key=lambda t: -t.total)[:top]:
+        cells = [t.total, *(t.seconds.get(name, 0.0) for name in PHASES)]
+        lines.append("  ".join(f"{1000 * x:7.1f}" for x in cells) + f"  {t.lines:7d}  {t.path}")
+    total = sum(t.total for t in timings)
+    mean = 1000 * total / len(timings) if timings else 0.0
+    worst = 1000 * max((t.total for t in timings), default=0.0)
+    lines.append(
+        f"{len(over)} of {_plural(len(timings), 'file')} over {1000 * BUDGET_SECONDS:.0f} ms; "
+        f"mean {mean:.1f} ms, max {worst:.1f} ms, total {total:.2f} s"
+    )
+    return "\n".join(lines) + "\n"
 
 
 def _plural(count: int, word: str) -> str:
