@@ -70,3 +70,47 @@ def test_no_trace_function_is_left_behind() -> None:
     from racecheck.backends.threads.runtime import PLAIN_TRACES
 
     assert not PLAIN_TRACES, "racecheck's trace functions outlived the exploration"
+
+
+class _Finalized:
+    """Says when it was finalised, relative to the schedules."""
+
+    def __init__(self, events: list[str], run: int) -> None:
+        self.events = events
+        self.run = run
+
+    def __del__(self) -> None:
+        self.events.append(f"freed {self.run}")
+
+
+def test_a_runs_threads_are_finalised_between_schedules() -> None:
+    # racecheck frees a run's threads by reference counting (they no longer
+    # form cycles with its bookkeeping): whatever they hold must still be
+    # finalised between schedules, as the collection between schedules
+    # always guaranteed, never inside one (when a pooled worker next wakes).
+    events: list[str] = []
+    runs = [0]
+
+    def target() -> None:
+        runs[0] += 1
+        run = runs[0]
+        events.append("start")
+        threads = [threading.Thread(target=lambda: None) for _ in range(2)]
+        for thread in threads:
+            thread.payload = _Finalized(events, run)  # type: ignore[attr-defined]
+            thread.start()
+        for thread in threads:
+            thread.join()
+        del threads, thread
+        events.append("end")
+
+    racecheck.check(target, strategy="random", schedules=6, seed=0, saturation=0)
+    inside = False
+    freed = 0
+    for event in events:
+        if event in ("start", "end"):
+            inside = event == "start"
+        else:
+            freed += 1
+            assert not inside, f"{event} inside a schedule: {events}"
+    assert freed >= 2 * (runs[0] - 1), events

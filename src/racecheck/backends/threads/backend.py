@@ -210,6 +210,7 @@ class ThreadsBackend:
             _discard_abandoned_loops(runtime)
             STATE.runtime = None
             self._tally_visibility(runtime)
+            _untangle(runtime)
 
     def _tally_visibility(self, runtime: ThreadRuntime) -> None:
         if len(runtime.actors) < 2 or runtime.controller.failure is not None:
@@ -263,6 +264,32 @@ def describe_blocked(name: str, frame: Any) -> str:
         " a C extension's lock, a socket or a subprocess). Make the object inside the"
         " target, or keep it where the target or a module global can reach it"
     )
+
+
+def _untangle(runtime: ThreadRuntime) -> None:
+    """Let the run's threads and actors go by reference counting, not the collector.
+
+    A started Thread names its actor and its run's runtime, which name it
+    back: every schedule left a few dozen objects in cycles (the Threads,
+    their Events and Conditions, the actors, the runtime), and the collection
+    between schedules then had them to find and free, a large part of a small
+    schedule's cost. The run is over and nothing reads these names again
+    (``_actor_of`` asks for *this* run's runtime): dropped, the cycles are gone.
+    A Thread keeps its hash (``_racecheck_hash``), which sets of threads kept
+    past the run still need.
+    """
+    # First every worker's tail: its job names the run's objects, and the
+    # last reference must go here, between schedules, not on a worker thread
+    # while the next schedule runs.
+    pool: ThreadPool = runtime.pool  # type: ignore[attr-defined]
+    pool.settle(runtime.used_workers, _JOIN_GRACE)  # type: ignore[attr-defined]
+    for actor in runtime.actors:
+        thread = actor.thread
+        if thread is not None:
+            names = thread.__dict__
+            if names.get("_racecheck_runtime") is runtime:
+                del names["_racecheck_runtime"]
+                names.pop("_racecheck_actor", None)
 
 
 def _reap(runtime: ThreadRuntime) -> None:

@@ -302,6 +302,8 @@ class SettraceTracer:
         self.warnings = []
 
     def uninstall(self) -> None:
+        for entry in self._threads.values():  # threads that never got to disable_thread
+            PLAIN_TRACES.discard(entry[0])
         self._threads.clear()
 
     def set_recording(self, recording: bool) -> None:
