@@ -16,10 +16,11 @@ import racecheck
 from racecheck.bench.workloads import asyncio_deposits, two_threads
 
 
-def _seconds(func: Callable[[], Any]) -> float:
-    start = time.perf_counter()
+def _seconds(func: Callable[[], Any]) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (every thread of the process) that ``func`` took."""
+    start, cpu = time.perf_counter(), time.process_time()
     func()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def overhead(
@@ -95,12 +96,14 @@ def overhead(
         bases: list[float] = []
         runs: list[float] = []
         ratios: list[float] = []
+        cpu_ratios: list[float] = []
         for _ in range(rounds):
-            base = _seconds(plain)
-            run = _seconds(controlled)
+            base, base_cpu = _seconds(plain)
+            run, run_cpu = _seconds(controlled)
             bases.append(base)
             runs.append(run)
             ratios.append(run / base)
+            cpu_ratios.append(run_cpu / base_cpu if base_cpu > 0 else float("nan"))
         rows.append(
             {
                 "workload": name,
@@ -108,6 +111,9 @@ def overhead(
                 "racecheck_per_s": schedules / statistics.median(runs),
                 "cost_ratio": statistics.median(ratios),
                 "ratios": ratios,
+                # CPU time of the whole process: on a shared machine the wall
+                # clock also counts the time other processes held the cores
+                "cpu_cost_ratio": statistics.median(cpu_ratios),
             }
         )
     return rows
