@@ -101,9 +101,7 @@ def run(args: Any) -> int:
             f"overhead: {args.schedules} schedules per measurement, median of {rounds} rounds;"
             " plain = the same workload uninstrumented (asyncio: one reused event loop)"
         )
-        print(
-            f"{'workload':<40} {'plain/s':>10} {'racecheck/s':>12} {'cost':>7} {'cpu cost':>9}"
-        )
+        print(f"{'workload':<40} {'plain/s':>10} {'racecheck/s':>12} {'cost':>7} {'cpu cost':>9}")
         for row in overhead(args.schedules, rounds):
             print(
                 f"{row['workload']:<40} {row['uninstrumented_per_s']:>10.0f}"
