@@ -19,7 +19,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 from typing import Any
 
 from racecheck.backends.threads import primitives
@@ -394,10 +393,12 @@ def _start(self: threading.Thread) -> None:
             tracer = runtime.tracer  # type: ignore[attr-defined]
             tracer.enable_thread(runtime)
             steplog = runtime.controller.steplog
-            watching = steplog.watching() if steplog is not None else nullcontext()
             try:
-                with watching:  # DPOR: this thread's C calls and primitives (racecheck.accesses)
-                    run()
+                if steplog is None:
+                    run()  # no context manager: on 3.11 each of its calls is a traced event
+                else:
+                    with steplog.watching():  # DPOR: this thread's C calls and primitives
+                        run()
             except RunAborted:
                 pass
             except BaseException as exc:
