@@ -65,6 +65,11 @@ _real_sleep = time.sleep
 #:
 #: Only racecheck's plain trace functions are listed: a chained one (coverage)
 #: keeps seeing everything. On 3.12+ (sys.monitoring) the set stays empty.
+#: The one way user code runs inside them: a Thread subclass overriding
+#: ``__hash__`` or the ``daemon``/``name`` properties, which ``Thread.__init__``
+#: and ``start`` use; such an override now runs without scheduling points of
+#: its own, like any code racecheck itself calls. A Python audit hook sees a
+#: ``sys.settrace`` event at each of these calls on 3.11.
 PLAIN_TRACES: set[Any] = set()
 gettrace = sys.gettrace
 settrace = sys.settrace
