@@ -115,3 +115,24 @@ def test_a_missing_scenario_path_is_a_usage_error(tmp_path: Path) -> None:
     assert out.returncode == 2, out.stdout + out.stderr
     assert "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_no_table_prints_the_overhead_rows_only(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "racecheck", "bench", "--no-table", "--schedules", "5"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("workload"))
+    assert header.split()[-2:] == ["cpu", "cost"]
+    rows = [line for line in lines if line.startswith(("asyncio", "threads"))]
+    assert len(rows) == 4, out.stdout
+    for row in rows:
+        wall, cpu = row.split()[-2:]
+        assert wall.endswith("x") and cpu.endswith("x")
+        assert float(cpu[:-1]) > 0
+    assert "schedules to first failure" not in out.stdout

@@ -77,6 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--schedules", type=_positive, default=2000, help="runs per overhead workload"
     )
     parser.add_argument("--no-overhead", action="store_true", help="skip the overhead measurements")
+    parser.add_argument(
+        "--no-table", action="store_true", help="skip the strategy table (overhead only)"
+    )
 
 
 def _progress(row: Any) -> None:
@@ -98,12 +101,15 @@ def run(args: Any) -> int:
             f"overhead: {args.schedules} schedules per measurement, median of {rounds} rounds;"
             " plain = the same workload uninstrumented (asyncio: one reused event loop)"
         )
-        print(f"{'workload':<40} {'plain/s':>10} {'racecheck/s':>12} {'cost':>7}")
+        print(f"{'workload':<40} {'plain/s':>10} {'racecheck/s':>12} {'cost':>7} {'cpu cost':>9}")
         for row in overhead(args.schedules, rounds):
             print(
                 f"{row['workload']:<40} {row['uninstrumented_per_s']:>10.0f}"
                 f" {row['racecheck_per_s']:>12.0f} {row['cost_ratio']:>6.2f}x"
+                f" {row['cpu_cost_ratio']:>8.2f}x"
             )
+    if getattr(args, "no_table", False):
+        return 0
     print()
     try:
         rows = measure(

@@ -453,7 +453,15 @@ class Adoption:
         kind = type(obj)
         if kind is dict:
             module_namespace = id(obj) in self.module_namespaces
+            passed_over = _PASSED_OVER
+            function = types.FunctionType
             for key, value in list(obj.items()):
+                kind = type(value)  # _passed_over(value), written out: the hottest loop
+                if kind in passed_over or (
+                    kind is function
+                    and not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+                ):
+                    continue
                 if module_namespace and isinstance(key, str) and key.startswith("__"):
                     continue  # __spec__, __loader__, __builtins__: the import system's
                 here = (where, f".{key}" if isinstance(key, str) else "[...]")
@@ -464,14 +472,17 @@ class Adoption:
                     todo.append((value, here))
         elif kind is list or kind is deque:
             for index, value in enumerate(list(obj)):
+                if _passed_over(value):
+                    continue
                 new = self.replacement(value, (where, f"[{index}]"))
                 if new is not None:
                     self._set_item(obj, index, value, new)
                 elif _worth_visiting(value):
                     todo.append((value, (where, f"[{index}]")))
         elif kind is tuple or kind is frozenset or kind is set:
+            passed_over = _PASSED_OVER
             for value in obj:
-                if _worth_visiting(value):
+                if type(value) not in passed_over and _worth_visiting(value):
                     todo.append((value, where))
         elif kind is types.CellType:
             try:
@@ -503,6 +514,8 @@ class Adoption:
             if _skipped(module) or module == "builtins":
                 return
             for key, value in list(vars(obj).items()):
+                if _passed_over(value):
+                    continue
                 here = (obj.__qualname__, f".{key}")
                 new = self.replacement(value, here)
                 if new is not None:
@@ -534,7 +547,7 @@ class Adoption:
             namespace = None
         if type(namespace) is dict:
             for key, value in list(namespace.items()):
-                if is_thread and key in _THREAD_INTERNALS:
+                if _passed_over(value) or (is_thread and key in _THREAD_INTERNALS):
                     continue
                 here = (label, f".{key}")
                 new = self.replacement(value, here)
@@ -589,6 +602,26 @@ def _worth_visiting(value: Any) -> bool:
         # most functions hold nothing of their own: only closures and defaults can
         return bool(value.__closure__ or value.__defaults__ or value.__kwdefaults__)
     return kind not in _ATOMIC_TYPES and not issubclass(kind, _ATOMIC)
+
+
+#: types the walk neither rewrites nor enters: atomic, and not a lock or a lock's method
+_PASSED_OVER = _ATOMIC_TYPES - _REPLACEABLE
+
+
+def _passed_over(value: Any) -> bool:
+    """Would ``replacement`` leave ``value`` alone and ``_worth_visiting`` say no?
+
+    Checked first, before the step's name is formatted: most values the walk
+    meets (ints, strings, plain functions, descriptors) are neither, and the
+    walk is a fixed cost of every exploration on threads. An exact-type test
+    only: subclasses of the atomic types take the full road, as before.
+    """
+    kind = type(value)
+    if kind in _PASSED_OVER:
+        return True
+    if kind is types.FunctionType:
+        return not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+    return False
 
 
 #: a Thread's own bookkeeping (its tstate lock, its started Event): never rewritten

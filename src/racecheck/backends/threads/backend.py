@@ -19,7 +19,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 from typing import Any
 
 from racecheck.backends.threads import primitives
@@ -27,7 +26,13 @@ from racecheck.backends.threads.adopt import Adoption, adopt
 from racecheck.backends.threads.pool import ThreadPool
 from racecheck.backends.threads.pool import mark_stopped as pool_mark_stopped
 from racecheck.backends.threads.primitives import STATE
-from racecheck.backends.threads.runtime import Actor, ThreadRuntime
+from racecheck.backends.threads.runtime import (
+    PLAIN_TRACES,
+    Actor,
+    ThreadRuntime,
+    gettrace,
+    settrace,
+)
 from racecheck.backends.threads.tracer import make_tracer
 from racecheck.engine import Controller, RunAborted
 from racecheck.errors import UsageError
@@ -204,6 +209,7 @@ class ThreadsBackend:
             _discard_abandoned_loops(runtime)
             STATE.runtime = None
             self._tally_visibility(runtime)
+            _untangle(runtime)
 
     def _tally_visibility(self, runtime: ThreadRuntime) -> None:
         if len(runtime.actors) < 2 or runtime.controller.failure is not None:
@@ -259,6 +265,32 @@ def describe_blocked(name: str, frame: Any) -> str:
     )
 
 
+def _untangle(runtime: ThreadRuntime) -> None:
+    """Let the run's threads and actors go by reference counting, not the collector.
+
+    A started Thread names its actor and its run's runtime, which name it
+    back: every schedule left a few dozen objects in cycles (the Threads,
+    their Events and Conditions, the actors, the runtime), and the collection
+    between schedules then had them to find and free, a large part of a small
+    schedule's cost. The run is over and nothing reads these names again
+    (``_actor_of`` asks for *this* run's runtime): dropped, the cycles are gone.
+    A Thread keeps its hash (``_racecheck_hash``), which sets of threads kept
+    past the run still need.
+    """
+    # First every worker's tail: its job names the run's objects, and the
+    # last reference must go here, between schedules, not on a worker thread
+    # while the next schedule runs.
+    pool: ThreadPool = runtime.pool  # type: ignore[attr-defined]
+    pool.settle(runtime.used_workers, _JOIN_GRACE)  # type: ignore[attr-defined]
+    for actor in runtime.actors:
+        thread = actor.thread
+        if thread is not None:
+            names = thread.__dict__
+            if names.get("_racecheck_runtime") is runtime:
+                del names["_racecheck_runtime"]
+                names.pop("_racecheck_actor", None)
+
+
 def _reap(runtime: ThreadRuntime) -> None:
     """Make sure no actor's code runs on into the next run.
 
@@ -282,25 +314,32 @@ _ABSENT = object()
 
 
 def _init(self: threading.Thread, *args: Any, **kwargs: Any) -> None:
-    _ORIGINAL_INIT(self, *args, **kwargs)
-    runtime = STATE.runtime
-    if runtime is not None:
-        if kwargs.get("daemon") is None:
-            me = runtime.me()
-            if me is not None and me.thread is None:
-                # Made by the target, which stands for the program's main
-                # thread: not a daemon unless told, whatever racecheck's own
-                # explorer thread is (else it is unwound, unrun, when the
-                # target returns without joining it). Left blocked when the
-                # run ends, it is unwound as before (runtime._idle): at a real
-                # exit, hooks such as concurrent.futures' wake such threads.
-                self.daemon = False
-                self._racecheck_main_made = True  # type: ignore[attr-defined]
-        # A counter of its own: locks are numbered only when something asks
-        # for their name (the detector, DPOR's record), which must not move
-        # a thread's hash and with it the order a set of threads is joined in.
-        runtime.threads_made += 1
-        self._racecheck_hash = (1 << 40) + runtime.threads_made  # type: ignore[attr-defined]
+    trace = gettrace()  # 3.11: racecheck's own work runs untraced (see runtime.PLAIN_TRACES)
+    if trace in PLAIN_TRACES:
+        settrace(None)
+    try:
+        _ORIGINAL_INIT(self, *args, **kwargs)
+        runtime = STATE.runtime
+        if runtime is not None:
+            if kwargs.get("daemon") is None:
+                me = runtime.me()
+                if me is not None and me.thread is None:
+                    # Made by the target, which stands for the program's main
+                    # thread: not a daemon unless told, whatever racecheck's own
+                    # explorer thread is (else it is unwound, unrun, when the
+                    # target returns without joining it). Left blocked when the
+                    # run ends, it is unwound as before (runtime._idle): at a real
+                    # exit, hooks such as concurrent.futures' wake such threads.
+                    self.daemon = False
+                    self._racecheck_main_made = True  # type: ignore[attr-defined]
+            # A counter of its own: locks are numbered only when something asks
+            # for their name (the detector, DPOR's record), which must not move
+            # a thread's hash and with it the order a set of threads is joined in.
+            runtime.threads_made += 1
+            self._racecheck_hash = (1 << 40) + runtime.threads_made  # type: ignore[attr-defined]
+    finally:
+        if trace in PLAIN_TRACES:
+            settrace(trace)
 
 
 def _hash(self: threading.Thread) -> int:
@@ -322,61 +361,70 @@ def _controlled() -> tuple[ThreadRuntime | None, Actor | None]:
 
 
 def _start(self: threading.Thread) -> None:
-    runtime, me = _controlled()
-    if runtime is None or me is None:
-        _ORIGINAL_START(self)
-        return
-    if runtime.controller.aborting:
-        raise RunAborted()
-    name = self.name
-    if _DEFAULT_THREAD_NAME.match(name):
-        name = _DEFAULT_THREAD_NAME.sub(f"Thread-{runtime.next_id}", name)
-    actor = runtime.new_actor(name, self, self.daemon)
-    detector = runtime.controller.detector
-    if detector is not None:
-        detector.fork(me.id, actor.id)
-        detector.names[actor.id] = name
-    self._racecheck_actor = actor  # type: ignore[attr-defined]
-    self._racecheck_runtime = runtime  # type: ignore[attr-defined]
-    run = self.run
-
-    def actor_main() -> None:
-        # The worker woke on its wake lock, which is this actor's gate: it
-        # holds the baton already.
-        if runtime.controller.aborting:
-            pool_mark_stopped(self, worker)
-            runtime.exit(actor)
-            return
-        tracer = runtime.tracer  # type: ignore[attr-defined]
-        tracer.enable_thread(runtime)
-        steplog = runtime.controller.steplog
-        watching = steplog.watching() if steplog is not None else nullcontext()
-        try:
-            with watching:  # DPOR: this thread's C calls and primitives (racecheck.accesses)
-                run()
-        except RunAborted:
-            pass
-        except BaseException as exc:
-            if not runtime.controller.aborting:
-                runtime.fail_exception(actor, exc)
-        finally:
-            tracer.disable_thread(runtime.controller.aborting)
-            # Stopped before the baton moves on: whoever joins it next finds
-            # the Thread finished, with no wait for the worker's tail.
-            pool_mark_stopped(self, worker)
-            runtime.exit(actor)
-
-    pool: ThreadPool = runtime.pool  # type: ignore[attr-defined]
-    me.passthrough += 1  # a new worker's own Thread handshake must be the real one
+    trace = gettrace()  # 3.11: racecheck's own work runs untraced (see runtime.PLAIN_TRACES)
+    if trace in PLAIN_TRACES:
+        settrace(None)
     try:
-        worker = pool.lend(self, actor_main, runtime.used_workers)  # type: ignore[attr-defined]
+        runtime, me = _controlled()
+        if runtime is None or me is None:
+            _ORIGINAL_START(self)
+            return
+        if runtime.controller.aborting:
+            raise RunAborted()
+        name = self.name
+        if _DEFAULT_THREAD_NAME.match(name):
+            name = _DEFAULT_THREAD_NAME.sub(f"Thread-{runtime.next_id}", name)
+        actor = runtime.new_actor(name, self, self.daemon)
+        detector = runtime.controller.detector
+        if detector is not None:
+            detector.fork(me.id, actor.id)
+            detector.names[actor.id] = name
+        self._racecheck_actor = actor  # type: ignore[attr-defined]
+        self._racecheck_runtime = runtime  # type: ignore[attr-defined]
+        run = self.run
+
+        def actor_main() -> None:
+            # The worker woke on its wake lock, which is this actor's gate: it
+            # holds the baton already.
+            if runtime.controller.aborting:
+                pool_mark_stopped(self, worker)
+                runtime.exit(actor)
+                return
+            tracer = runtime.tracer  # type: ignore[attr-defined]
+            tracer.enable_thread(runtime)
+            steplog = runtime.controller.steplog
+            try:
+                if steplog is None:
+                    run()  # no context manager: on 3.11 each of its calls is a traced event
+                else:
+                    with steplog.watching():  # DPOR: this thread's C calls and primitives
+                        run()
+            except RunAborted:
+                pass
+            except BaseException as exc:
+                if not runtime.controller.aborting:
+                    runtime.fail_exception(actor, exc)
+            finally:
+                tracer.disable_thread(runtime.controller.aborting)
+                # Stopped before the baton moves on: whoever joins it next finds
+                # the Thread finished, with no wait for the worker's tail.
+                pool_mark_stopped(self, worker)
+                runtime.exit(actor)
+
+        pool: ThreadPool = runtime.pool  # type: ignore[attr-defined]
+        me.passthrough += 1  # a new worker's own Thread handshake must be the real one
+        try:
+            worker = pool.lend(self, actor_main, runtime.used_workers)  # type: ignore[attr-defined]
+        finally:
+            me.passthrough -= 1
+        self._racecheck_worker = worker  # type: ignore[attr-defined]
+        actor.gate = worker.wake  # the worker runs the first time the actor is chosen
+        actor.ident = worker.ident
+        runtime.by_ident[worker.ident] = actor
+        runtime.point(me, f"start {name}")
     finally:
-        me.passthrough -= 1
-    self._racecheck_worker = worker  # type: ignore[attr-defined]
-    actor.gate = worker.wake  # the worker runs the first time the actor is chosen
-    actor.ident = worker.ident
-    runtime.by_ident[worker.ident] = actor
-    runtime.point(me, f"start {name}")
+        if trace in PLAIN_TRACES:
+            settrace(trace)
 
 
 def _actor_of(thread: threading.Thread, runtime: ThreadRuntime) -> Actor | None:
@@ -387,20 +435,27 @@ def _actor_of(thread: threading.Thread, runtime: ThreadRuntime) -> Actor | None:
 
 
 def _join(self: threading.Thread, timeout: float | None = None) -> None:
-    runtime, me = _controlled()
-    target = _actor_of(self, runtime) if runtime is not None else None
-    if runtime is None or me is None or target is None:
-        _ORIGINAL_JOIN(self, timeout)
-        return
-    if self is threading.current_thread():
-        raise RuntimeError("cannot join current thread")
-    runtime.point(me, f"join {target.name}")
-    if not target.finished:
-        deadline = None if timeout is None else runtime.controller.now + timeout
-        runtime.block(me, lambda: target.finished, deadline, f"join {target.name}")
-    detector = runtime.controller.detector
-    if target.finished and detector is not None:
-        detector.joined(me.id, target.id)
+    trace = gettrace()  # 3.11: racecheck's own work runs untraced (see runtime.PLAIN_TRACES)
+    if trace in PLAIN_TRACES:
+        settrace(None)
+    try:
+        runtime, me = _controlled()
+        target = _actor_of(self, runtime) if runtime is not None else None
+        if runtime is None or me is None or target is None:
+            _ORIGINAL_JOIN(self, timeout)
+            return
+        if self is threading.current_thread():
+            raise RuntimeError("cannot join current thread")
+        runtime.point(me, f"join {target.name}")
+        if not target.finished:
+            deadline = None if timeout is None else runtime.controller.now + timeout
+            runtime.block(me, lambda: target.finished, deadline, f"join {target.name}")
+        detector = runtime.controller.detector
+        if target.finished and detector is not None:
+            detector.joined(me.id, target.id)
+    finally:
+        if trace in PLAIN_TRACES:
+            settrace(trace)
 
 
 def _is_alive(self: threading.Thread) -> bool:

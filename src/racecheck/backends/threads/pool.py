@@ -118,6 +118,10 @@ class ThreadPool:
                 try:
                     job()
                 finally:
+                    # The job names the run's Thread, actor and runtime: held
+                    # here until the next wake-up, they would be freed inside
+                    # the next schedule (see backend._untangle), not with their run.
+                    job = None
                     worker.busy.release()
                 if self._closed:
                     # Closed while this job ran (an aborted run still
@@ -138,6 +142,15 @@ class ThreadPool:
             worker.busy.release()
             return True
         return False
+
+    def settle(self, workers: set[Worker], timeout: float) -> None:
+        """Wait until each of ``workers`` has finished its job's tail.
+
+        Not for a worker already forgotten (lost in C): it may never come back.
+        """
+        for worker in workers:
+            if worker in self._all:
+                self.wait_idle(worker, timeout)
 
     def close(self, grace: float = 2.0) -> None:
         """Let every worker's OS thread end, and wait (bounded) until it has.

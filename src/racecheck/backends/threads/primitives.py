@@ -19,7 +19,14 @@ import threading
 import time as _time_module
 from typing import Any
 
-from racecheck.backends.threads.runtime import Actor, ThreadRuntime, get_ident
+from racecheck.backends.threads.runtime import (
+    PLAIN_TRACES,
+    Actor,
+    ThreadRuntime,
+    get_ident,
+    gettrace,
+    settrace,
+)
 from racecheck.engine import RunAborted
 
 _allocate_lock = _thread.allocate_lock
@@ -132,33 +139,47 @@ class Lock:
         self._owner: Actor | None = None
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        runtime, me = _context()
-        if me is None or runtime is None:
-            return self._real.acquire(blocking, timeout)
-        runtime.point(me, "acquire", self)
-        real = self._real
-        if not real.acquire(False):
-            if not blocking:
-                return False
-            ok = runtime.block(
-                me, lambda: not real.locked(), _deadline(runtime, timeout), "acquire", self
-            )
-            if not ok or not real.acquire(False):
-                return False
-        self._owner = me
-        log = runtime.controller.accesses
-        if log is not None:
-            log.append((me.id, f"lock:{_serial(self, runtime)}"))
-        _lock_acquired(runtime, me, self)
-        return True
+        trace = gettrace()  # 3.11: racecheck's own work runs untraced (see runtime.PLAIN_TRACES)
+        if trace in PLAIN_TRACES:
+            settrace(None)
+        try:
+            runtime, me = _context()
+            if me is None or runtime is None:
+                return self._real.acquire(blocking, timeout)
+            runtime.point(me, "acquire", self)
+            real = self._real
+            if not real.acquire(False):
+                if not blocking:
+                    return False
+                ok = runtime.block(
+                    me, lambda: not real.locked(), _deadline(runtime, timeout), "acquire", self
+                )
+                if not ok or not real.acquire(False):
+                    return False
+            self._owner = me
+            log = runtime.controller.accesses
+            if log is not None:
+                log.append((me.id, f"lock:{_serial(self, runtime)}"))
+            _lock_acquired(runtime, me, self)
+            return True
+        finally:
+            if trace in PLAIN_TRACES:
+                settrace(trace)
 
     def release(self) -> None:
-        runtime, me = _context()
-        _lock_released(runtime, me, self)
-        self._real.release()
-        self._owner = None
-        if me is not None and runtime is not None:
-            runtime.point(me, "released", self)
+        trace = gettrace()  # 3.11: racecheck's own work runs untraced (see runtime.PLAIN_TRACES)
+        if trace in PLAIN_TRACES:
+            settrace(None)
+        try:
+            runtime, me = _context()
+            _lock_released(runtime, me, self)
+            self._real.release()
+            self._owner = None
+            if me is not None and runtime is not None:
+                runtime.point(me, "released", self)
+        finally:
+            if trace in PLAIN_TRACES:
+                settrace(trace)
 
     def locked(self) -> bool:
         return self._real.locked()
@@ -173,7 +194,14 @@ class Lock:
     __enter__ = acquire
 
     def __exit__(self, *exc: object) -> None:
-        self.release()
+        trace = gettrace()  # 3.11: racecheck's own work runs untraced (see runtime.PLAIN_TRACES)
+        if trace in PLAIN_TRACES:
+            settrace(None)
+        try:
+            self.release()
+        finally:
+            if trace in PLAIN_TRACES:
+                settrace(trace)
 
     def __repr__(self) -> str:
         return f"<racecheck Lock {'locked' if self.locked() else 'unlocked'}>"

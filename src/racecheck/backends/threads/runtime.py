@@ -44,6 +44,37 @@ get_ident = _thread.get_ident
 allocate_lock = _thread.allocate_lock
 _real_sleep = time.sleep
 
+#: Python 3.11 traces actor threads with sys.settrace (see tracer.py), which
+#: slows every frame the thread runs, racecheck's own included: each call is
+#: a Python-level "call" event, each bytecode goes through the tracing path.
+#: The scheduler's entry points called from user code (Thread.__init__/start/
+#: join, Lock.acquire/release) run nothing of the user's, so they switch the
+#: thread's trace function off for their own duration and put it back before
+#: they return to the user's frame, whose local trace function (its points)
+#: is untouched: the same events reach user code, and racecheck's work runs
+#: at full speed. Written out at each entry point (a helper would be one more
+#: traced call)::
+#:
+#:     trace = gettrace()
+#:     if trace in PLAIN_TRACES:
+#:         settrace(None)
+#:     try: ...
+#:     finally:
+#:         if trace in PLAIN_TRACES:
+#:             settrace(trace)
+#:
+#: Only racecheck's plain trace functions are listed: a chained one (coverage)
+#: keeps seeing everything. On 3.12+ (sys.monitoring) the set stays empty.
+#: The one way user code runs inside them: a Thread subclass overriding
+#: ``__hash__`` or the ``daemon``/``name`` properties, which ``Thread.__init__``
+#: and ``start`` use; such an override now runs without scheduling points of
+#: its own, like any code racecheck itself calls. A Python audit hook sees a
+#: ``sys.settrace`` event at each of these calls on 3.11.
+PLAIN_TRACES: set[Any] = set()
+gettrace = sys.gettrace
+settrace = sys.settrace
+
+
 #: how far (virtual seconds) an idle event loop's next timer may run ahead of
 #: the actors that could still run: within it, the timer firing now is one
 #: more choice (see ThreadRuntime._early_timers)
