@@ -82,6 +82,11 @@ PROBE, RUN, EMPTY = "probe", "run", "empty"
 #: asyncio schedule 2-3x slower)
 GROUPS = 8
 
+#: plain DPOR goes on in every slice while its estimate of its whole search
+#: (DPORChooser.estimated_runs) stays at most this many runs (and the budget):
+#: a small search verifies at the unsliced run's number; a larger one is split
+WHOLE_LIMIT = 2000
+
 
 class SlicedDPOR(BaseChooser):
     """Split DPOR behind the portfolio's DPOR member's turns (see the module docstring)."""
@@ -119,10 +124,18 @@ class SlicedDPOR(BaseChooser):
         self._ordinal = -1
         self._probing = False
         self._spare: dict[str, None] = {}
-        #: plain DPOR watching schedule 1 beside the probe: when that run is the
-        #: program's only trace, the search is over at once, as without slices
+        self._run = 0
+        #: plain DPOR, the unsliced member's search, run by every slice while
+        #: its search looks small (the first phase; None once split)
         self._whole: DPORChooser | None = DPORChooser()
-        #: every slice knows the whole search is over (that one-trace case)
+        #: the exploration's budget (schedule numbers), which caps the first phase
+        self.budget: int | None = None
+        #: the member's turns the first phase used: split DPOR numbers its own from here
+        self.offset = 0
+        #: why the first phase ended, and after how many of plain DPOR's runs
+        self.split_why = ""
+        self.whole_runs = 0
+        #: every slice knows the whole search is over (plain DPOR finished it)
         self.over = False
 
     # -- who runs which turn ---------------------------------------------------------------
@@ -136,10 +149,13 @@ class SlicedDPOR(BaseChooser):
         subtree ``o``'s is counted by slice ``o mod N + 1``); turn ``S + 1 + t``
         is group ``t mod G``'s.
         """
+        if self._whole is not None:
+            # plain DPOR: every slice runs it; owner 0 lets the plan deal the count
+            return -1, 0, PROBE
         if not self.enumerated:
             ordinal = len(self.prefixes) - 1
             return ordinal, self.owner(ordinal), PROBE
-        group = (run - 1 - len(self.prefixes)) % self.groups
+        group = (run - self.offset - 1 - len(self.prefixes)) % self.groups
         owner = self.owner(group)
         if owner == self.index and (self.gave_up is not None or self._group_done(group)):
             return group, owner, EMPTY
@@ -163,6 +179,12 @@ class SlicedDPOR(BaseChooser):
 
     # -- a run -----------------------------------------------------------------------------
     def begin(self, run: int) -> None:
+        self._run = run
+        if self._whole is not None:
+            self._current = None
+            self._probing = False
+            self._whole.begin(run)
+            return
         where, owner, kind = self.turn(run)
         self._probing = kind == PROBE
         self._current = None
@@ -185,12 +207,12 @@ class SlicedDPOR(BaseChooser):
             self._ordinal, self._current = found
         if self._current is not None:
             self._current.begin(run)
-        if self._whole is not None:
-            self._whole.begin(run)
 
     @property
     def blind(self) -> dict[str, None]:
         """What this run could not see, for the subtree whose run it is."""
+        if self._whole is not None:
+            return self._whole.blind
         if self._current is None:
             self._spare = {}
             return self._spare
@@ -198,7 +220,11 @@ class SlicedDPOR(BaseChooser):
 
     def choose(self, candidates: Sequence[int], step: int) -> int:
         if self._whole is not None:
-            self._whole.choose(candidates, step)  # the natural order: index 0 as well
+            try:
+                return self._whole.choose(candidates, step)
+            except NondeterminismError as exc:
+                self._give_up(str(exc))
+                return 0
         if self._current is None:
             return 0
         try:
@@ -211,7 +237,11 @@ class SlicedDPOR(BaseChooser):
         self, step: int, actor: int, accesses: Sequence[Access], enabled: Sequence[int]
     ) -> None:
         if self._whole is not None:
-            self._whole.observe(step, actor, accesses, enabled)
+            try:
+                self._whole.observe(step, actor, accesses, enabled)
+            except NondeterminismError as exc:
+                self._give_up(str(exc))
+            return
         if self._current is None:
             return
         try:
@@ -220,21 +250,11 @@ class SlicedDPOR(BaseChooser):
             self._give_up(str(exc))
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
+        if self._whole is not None:
+            self._end_whole(decisions, failed, steps)
+            return
         search, group, ordinal = self._current, self._group, self._ordinal
         self._current = None
-        whole, self._whole = self._whole, None
-        if whole is not None and self.gave_up is None:
-            whole.end(decisions, failed, steps)
-            if not whole.has_more() and whole.verified:
-                # one trace: every slice knows the search is over (schedule 1 ran in all)
-                self.depth, self.prefixes, self.enumerated, self.groups = 0, [()], True, 1
-                self.following[0] = 1
-                self.over = True
-                if self.owner(0) == self.index:
-                    self.own_runs += 1
-                    self.finished[0] = whole.traces
-                self.searches.clear()
-                return
         if self._probing:
             if self.depth is None:
                 self.depth = split_depth(decisions)
@@ -263,6 +283,51 @@ class SlicedDPOR(BaseChooser):
             self.unseen.update(search.blind)
             self.following[group] = ordinal + GROUPS
             del self.searches[group]
+
+    def _end_whole(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
+        """A run of the first phase: plain DPOR goes on, ends the search, or is split."""
+        whole = self._whole
+        assert whole is not None
+        self.whole_runs += 1
+        if self.gave_up is None:
+            try:
+                whole.end(decisions, failed, steps)
+            except NondeterminismError as exc:
+                self._give_up(str(exc))
+        if self.gave_up is None and not whole.has_more() and not whole.verified:
+            # it ran code it could not see: it proves nothing, and its turns run nothing
+            self.unseen.update(whole.blind)
+            self._give_up("plain DPOR finished but could not see every conflict")
+        if self.gave_up is not None or not whole.has_more():
+            # the search is over in every slice (each ran all of it): one group of
+            # one subtree, finished, or given up (then its turns run nothing)
+            self._whole = None
+            self.depth, self.prefixes, self.enumerated, self.groups = 0, [()], True, 1
+            self.following[0] = 1
+            self.offset = self._run
+        if self.gave_up is not None:
+            return
+        if self._whole is None:
+            self.over = True
+            self.finished[0] = whole.traces
+            self.split_why = f"plain DPOR verified the program in {self.whole_runs} runs"
+            return
+        estimate = whole.estimated_runs()
+        limit = min(WHOLE_LIMIT, self.budget or WHOLE_LIMIT)
+        if self.whole_runs >= limit or (estimate is not None and estimate > limit):
+            # too large for every slice to run: split it (from its natural order again)
+            self._whole = None
+            self.offset = self._run
+            self.split_why = (
+                f"plain DPOR's search looked larger than {limit:,} runs (about"
+                f" {estimate or 0:,.0f}) after {self.whole_runs}, so it was split"
+            )
+
+    def estimated_runs(self) -> float | None:
+        """Plain DPOR's estimate while every slice runs it (the portfolio's shift reads it)."""
+        if self._whole is None:
+            return None  # split DPOR's size is known to no one slice: never shift to it
+        return self._whole.estimated_runs()
 
     def _give_up(self, why: str) -> None:
         """The target does not repeat itself: no subtree of this slice can be searched."""
