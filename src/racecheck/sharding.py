@@ -502,8 +502,7 @@ def _shift(chooser: Any, plan: Plan, state: SliceState, notes: list[str]) -> Non
     note = hook(
         plan.sampled,
         False,
-        f"a slice does not know whether the sampling members' {plan.sampled} schedules"
-        " converged",
+        f"a slice does not know whether the sampling members' {plan.sampled} schedules converged",
     )
     if note:
         notes.append(f"shard {state.shard}: {note}")

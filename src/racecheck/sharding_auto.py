@@ -13,18 +13,41 @@ What a sliced auto run is. Every slice of a run with ``shard=`` (one slice,
 ``1/1``, included) replaces the portfolio's DPOR member by a
 :class:`SlicedDPOR` that keeps that member's turns and numbering, so the
 rotation, and the schedule every other member runs at every number, are
-those of the unsliced run. Only what the DPOR turns run differs:
+those of the unsliced run. Its turns go through two phases:
 
-* the member's first turns are the *probes* of split DPOR: schedule 1 (the
-  natural order, which it watches as the unsliced member does) fixes a depth
-  ``D`` (:func:`racecheck.sharding_dpor.split_depth`, a constant number of
-  subtrees, never the slice count); its turns 1..S are the first schedules of
-  the S subtrees (every prefix of ``D`` choices, in order), each naming the
-  next;
-* after that, its turn ``S + 1 + t`` runs the next schedule of subtree
-  ``t mod S``, searched by that subtree's own source-DPOR
-  (:class:`racecheck.sharding_dpor.SubtreeDPOR`). A finished subtree's turn
-  runs nothing: its number is used, no schedule runs under it.
+* First, plain DPOR, the unsliced member's own search, run by *every* slice
+  (each number counted by one, the least loaded), for as long as DPOR's
+  estimate of its whole search (:meth:`DPORChooser.estimated_runs`) stays
+  within :data:`WHOLE_LIMIT` runs and the budget. Every slice then holds the
+  whole search, so a small program is verified at the unsliced run's number
+  (a three-task program at 20, where split DPOR needed 452; a three-thread
+  locked counter at 790, where split DPOR did not finish in 3,000), and the
+  portfolio's shift of its budget to DPOR (racecheck.strategies.portfolio)
+  happens in the slices too, at the same numbers, when DPOR's search fits in
+  the budget left: every slice knows that estimate. The other reason to shift,
+  sampling having converged, needs every sampled schedule and is not used
+  sliced (racecheck.sharding._shift). Why not split from the start: split
+  DPOR needs many times plain DPOR's runs to cover a program (its full
+  expansion above ``D`` and its subtrees' empty sleep sets run shared traces
+  again; >5,000 against 399 on that counter), and while a search is small,
+  running it whole in every slice costs little.
+* Once the estimate passes the limit, the search is large: no budget verifies
+  it and it is most of the run's work, so it is split, from its natural order
+  again, and its turns run split DPOR, dealt across the slices:
+
+  - the split's first turns are its *probes*: the first (the natural order)
+    fixes a depth ``D`` (:func:`racecheck.sharding_dpor.split_depth`, a
+    constant number of subtrees, never the slice count); its turns 1..S are
+    the first schedules of the S subtrees (every prefix of ``D`` choices, in
+    order), each naming the next;
+  - after that, its turn ``S + 1 + t`` runs the next schedule of group
+    ``t mod G`` of the subtrees, searched by that subtree's own source-DPOR
+    (:class:`racecheck.sharding_dpor.SubtreeDPOR`). A finished group's turn
+    runs nothing: its number is used, no schedule runs under it.
+
+Where a large search is split depends on DPOR's estimate after each of its
+runs, which every slice computes alike (every slice ran every run of the
+first phase), so the split happens at the same number for any slice count.
 
 So the DPOR work is spread over the subtrees turn by turn, not subtree after
 subtree: at every point of the numbering each subtree has had its share.
@@ -37,17 +60,20 @@ slices is exactly the schedules of the one-slice run (probes aside, run
 again by every slice), the lowest failing number and its token are the same,
 and each slice's token is an ordinary one that replays on its own.
 
-The price: a sliced auto run is not the unsliced run. The other members'
-schedules are the same at the same numbers, so a failure they find first
-is the same failure, number and token; a failure DPOR finds first may be a
-different one, at another number (split DPOR searches S subtrees side by
-side where plain DPOR goes depth first from the natural order), and split
-DPOR needs more schedules than plain DPOR to cover a small program (its
-expansion above ``D`` runs shared traces again; sharding_dpor measures it).
-What it gains, measured by :mod:`racecheck.bench.shards`: each of N slices
-carries about 1/N of the DPOR turns at every point of the numbering.
+The price: a sliced auto run is not always the unsliced run. Up to the
+split (for a small program, all of it) it is, schedule for schedule, unless
+the unsliced run dropped a saturated sampling member or shifted because
+sampling converged: neither is known to one slice. After the split, the
+other members' schedules are the same at the same numbers, so a failure
+they find first is the same failure, number and token; a failure DPOR finds
+first may be a different one, at another number. What it gains, measured by
+:mod:`racecheck.bench.shards`: past the split, each of N slices carries about
+1/N of the DPOR turns at every point of the numbering; before it, the DPOR
+runs are every slice's (a rare race's search is split after a handful of
+runs: an asyncio one at schedule 1, a four-thread one after 20 or so).
 
-DPOR's end. The search is complete when every subtree is finished. A slice
+DPOR's end. Plain DPOR's end (first phase) is known to every slice at the
+same number. Split DPOR's search is complete when every subtree is finished. A slice
 knows that of its own subtrees: it notes the number of the run that
 finished the last of them (and whether any of them ran code DPOR could not
 see). The exploration ends at the largest such number over all slices,
@@ -346,6 +372,12 @@ class SlicedDPOR(BaseChooser):
         return not self.unseen and not any(s.blind for _, s in self.searches.values())
 
     def summary(self) -> str:
+        gave_up = f"; gave up: {self.gave_up}" if self.gave_up else ""
+        first = f"auto's dpor member ran plain DPOR in every slice for {self.whole_runs} runs"
+        if self._whole is not None:
+            return f"{first} (its search still looked small){gave_up}"
+        if self.over or self.gave_up is not None:
+            return f"{first} ({self.split_why or 'not split'}){gave_up}"
         if not self.enumerated:
             where = f"{len(self.prefixes)} subtrees found so far"
         else:
@@ -357,10 +389,9 @@ class SlicedDPOR(BaseChooser):
                 f" {len(self.prefixes)} subtrees, searched {self.groups} at a time; this slice"
                 f" owns {len(owned)} and finished {len(self.finished)}"
             )
-        gave_up = f"; gave up: {self.gave_up}" if self.gave_up else ""
         return (
-            f"auto's dpor member ran split DPOR ({where}): {self.own_runs} schedules of its"
-            f" own subtrees, {self.probes} first schedules of other slices'{gave_up}"
+            f"{first}; {self.split_why}: split DPOR ({where}): {self.own_runs} schedules of"
+            f" its own subtrees, {self.probes} first schedules of other slices'{gave_up}"
         )
 
 
