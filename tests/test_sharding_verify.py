@@ -105,3 +105,45 @@ def test_a_few_hundred_dpor_runs_are_verified_about_as_early_as_unsliced() -> No
     # one search for every slice count, ending within a quarter of the unsliced run's
     assert len(ends) == 1, ends
     assert ends.pop() <= alone.schedules_run * 1.25
+
+
+def test_without_saturation_the_slices_do_not_shift_either() -> None:
+    # saturation=0 turns the unsliced portfolio's shift to DPOR off; so it does sliced
+    alone = racecheck.check(threads_counter, schedules=3000, saturation=0)
+    assert alone.verified
+    merged, _ = sliced(threads_counter, 2, schedules=3000, saturation=0)
+    assert merged.verified
+    assert merged.schedules_run == alone.schedules_run
+
+
+async def five_tasks() -> None:
+    """Many conflicting steps: a DPOR space far larger than any budget here."""
+    log: list[str] = []
+
+    async def worker(name: str) -> None:
+        for _ in range(4):
+            log.append(name)
+            await asyncio.sleep(0)
+
+    await asyncio.gather(*(worker(name) for name in "abcde"))
+
+
+def _whole_runs(outcome: Any) -> int:
+    """How many runs of plain DPOR every slice made before the split (from its note)."""
+    import re
+
+    for note in outcome.notes:
+        found = re.search(r"ran plain DPOR in every slice for (\d+) runs; .* so it was split", note)
+        if found:
+            return int(found.group(1))
+    raise AssertionError(f"no split in {outcome.notes}")
+
+
+def test_a_large_search_is_split_early_at_the_same_run_for_every_slice_count() -> None:
+    # a search no budget verifies is split after a few runs, so the slices share it
+    runs = set()
+    for shards in (1, 2, 4):
+        _, outcomes = sliced(five_tasks, shards, schedules=400)
+        runs.update(_whole_runs(o) for o in outcomes)
+    assert len(runs) == 1, runs
+    assert runs.pop() <= 64

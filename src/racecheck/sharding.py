@@ -13,12 +13,17 @@ is that schedule ``k`` of a seeded strategy is a pure function of (seed, k):
   turn without running it (:meth:`PortfolioChooser.skip`). Its systematic
   member (exhaustive search) is sequential: each of its schedules follows
   from the one before, so all of its numbers belong to shard 1. Its DPOR
-  member, about nine tenths of the work on asyncio, is replaced in every
-  sliced run (one slice included) by split DPOR whose subtrees' turns are
-  dealt across the slices (:mod:`racecheck.sharding_auto`): a sliced auto
-  run is the same search for any slice count, but not the unsliced run (the
-  other members' schedules are the same at the same numbers; DPOR's are
-  not). The sampling members' numbers are dealt to whichever shard has the
+  member, about nine tenths of the work on asyncio, runs plain DPOR in
+  every slice while its search is small (so a small program verifies where
+  it does unsliced, and the portfolio's move of its budget to DPOR happens
+  in the slices too when DPOR's search fits in the budget left), and split
+  DPOR, its subtrees' turns dealt across the slices, once the search is
+  large (:mod:`racecheck.sharding_auto`): a sliced auto run is the same
+  search for any slice count; it is the unsliced run up to the split, except
+  where the unsliced run acted on its sampling members' convergence, which
+  no slice sees. The rotation is read from the portfolio as each number is
+  dealt, so a move to DPOR deals the numbers after it alike in every slice.
+  The sampling members' numbers are dealt to whichever shard has the
   fewest so far, so every prefix of the sequence is spread evenly;
 * exhaustive (alone) is split by schedule prefix into subtrees dealt to the
   shards (:mod:`racecheck.sharding_tree`). The single-process number of a

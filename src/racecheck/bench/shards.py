@@ -259,7 +259,7 @@ def pytest_sessionfinish(session):
             json.dump({"who": who, "cpu": time.process_time()}, out)
 """
 
-_FIRST = re.compile(r"first failure at schedule (\d+)|after (\d+) of \d+ schedules")
+_FIRST = re.compile(r"first failure at schedule ([\d,]+)|after ([\d,]+) of [\d,]+ schedules")
 _REPLAY = re.compile(r"pytest '([^']+)' --racecheck-replay=(rc1:\S+)")
 
 
@@ -289,7 +289,9 @@ def _pytest(directory: str, args: list[str]) -> dict[str, Any]:
         "processes": processes,
         "critical": max(workers) if workers else float("nan"),
         "total_cpu": sum(p["cpu"] for p in processes),
-        "failure": None if first is None else int(first.group(1) or first.group(2)),
+        "failure": None
+        if first is None
+        else int((first.group(1) or first.group(2)).replace(",", "")),
         "nodeid": None if replay is None else replay.group(1),
         "token": None if replay is None else replay.group(2),
         "output": out + done.stderr,
