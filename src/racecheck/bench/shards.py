@@ -280,7 +280,11 @@ def pytest_sessionfinish(session):
             json.dump({"who": who, "cpu": time.process_time()}, out)
 """
 
-_FIRST = re.compile(r"first failure at schedule ([\d,]+)|after ([\d,]+) of [\d,]+ schedules")
+#: the merged first failure of shards; a serial run's "race found after N schedules"
+_FIRST = (
+    re.compile(r"first failure at schedule ([\d,]+)"),
+    re.compile(r"found after ([\d,]+) schedule"),
+)
 _REPLAY = re.compile(r"pytest '([^']+)' --racecheck-replay=(rc1:\S+)")
 
 
@@ -301,7 +305,7 @@ def _pytest(directory: str, args: list[str]) -> dict[str, Any]:
             processes.append(json.load(data))
     shutil.rmtree(cpu_dir, ignore_errors=True)
     out = done.stdout
-    first = _FIRST.search(out)
+    first = _FIRST[0].search(out) or _FIRST[1].search(out)
     replay = _REPLAY.search(out)
     workers = [p["cpu"] for p in processes if p["who"] != "main"] or [p["cpu"] for p in processes]
     return {
@@ -310,9 +314,7 @@ def _pytest(directory: str, args: list[str]) -> dict[str, Any]:
         "processes": processes,
         "critical": max(workers) if workers else float("nan"),
         "total_cpu": sum(p["cpu"] for p in processes),
-        "failure": None
-        if first is None
-        else int((first.group(1) or first.group(2)).replace(",", "")),
+        "failure": None if first is None else int(first.group(1).replace(",", "")),
         "nodeid": None if replay is None else replay.group(1),
         "token": None if replay is None else replay.group(2),
         "output": out + done.stderr,
@@ -365,9 +367,10 @@ def main_pytest(workers: int, schedules: int, shards: str) -> int:
     wall = serial["wall"] / sharded["wall"]
     cpu = serial["critical"] / sharded["critical"]
     same = "yes" if serial["failure"] == sharded["failure"] else "no"
+    token = "yes" if serial["token"] == sharded["token"] else "no"
     print(
         f"  speed-up : wall {wall:.2f}x, cpu critical path {cpu:.2f}x;"
-        f" same failure number as serial: {same};"
+        f" same failure number as serial: {same}, same token: {token};"
         f" the -n {workers} token replays serially: {'yes' if result['replayed'] else 'NO'}"
     )
     return 0 if result["replayed"] else 1
