@@ -18,10 +18,20 @@ measures the neighbours too; the cpu critical path does not move with the
 load. The two runs need not fail at the same number: the serial portfolio
 drops saturated sampling members and may shift its budget to DPOR when
 sampling converges, which a slice cannot know (racecheck.sharding_auto).
-Measured on the loaded 2-core machine (load average 12): serial first failure
-at schedule 28,667 in 217 s wall, 50.1 s cpu; ``-n 2`` first failure at
-31,791 in 121 s wall, critical path 26.8 s cpu (26.6 s the other worker):
-1.80x wall, 1.87x cpu critical path; the token replayed serially.
+Measured on the shared 2-core machine (budget 100,000; serial first failure
+at schedule 28,667, random's 3,533rd; ``-n 2`` at 31,791, the same schedule
+and token, later in number because the serial portfolio dropped saturated
+sampling members; the ``-n 2`` token replayed serially every time):
+
+    load before/after   serial wall / cpu    -n 2 wall / critical path   wall   cpu path
+    4.9 / 2.6           42.2 s / 42.1 s      23.9 s / 22.7 s             1.76x  1.86x
+    9.5 / 12.7          153.6 s / 50.4 s     108.7 s / 28.3 s            1.41x  1.78x
+    7.9 / 10.2          ~150 s / 45.8 s      78.1 s / 24.4 s             1.97x  1.88x
+    12.3 / 12.7         216.8 s / 50.1 s     120.6 s / 26.8 s            1.80x  1.87x
+
+The sharded run does 9-11% more cpu in all than the serial one (its 3,124
+more schedules, two pytest start-ups, split DPOR's probes), which is why the
+cpu path stays under 2x.
 
 The workload needs thousands of schedules under the default strategy before
 it fails (five tasks of six steps; it fails only when the run starts
