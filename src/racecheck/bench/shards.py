@@ -26,7 +26,7 @@ sampling members; the ``-n 2`` token replayed serially every time):
     load before/after   serial wall / cpu    -n 2 wall / critical path   wall   cpu path
     4.9 / 2.6           42.2 s / 42.1 s      23.9 s / 22.7 s             1.76x  1.86x
     9.5 / 12.7          153.6 s / 50.4 s     108.7 s / 28.3 s            1.41x  1.78x
-    7.9 / 10.2          ~150 s / 45.8 s      78.1 s / 24.4 s             1.97x  1.88x
+    7.9 / 10.2          153.6 s / 45.8 s     78.1 s / 24.4 s             1.97x  1.88x
     12.3 / 12.7         216.8 s / 50.1 s     120.6 s / 26.8 s            1.80x  1.87x
 
 The sharded run does 9-11% more cpu in all than the serial one (its 3,124
