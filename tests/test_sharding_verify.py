@@ -133,7 +133,7 @@ def _whole_runs(outcome: Any) -> int:
     import re
 
     for note in outcome.notes:
-        found = re.search(r"ran plain DPOR in every slice for (\d+) runs; .* so it was split", note)
+        found = re.search(r"plain DPOR in every slice for (\d+) runs?; .* so it was split", note)
         if found:
             return int(found.group(1))
     raise AssertionError(f"no split in {outcome.notes}")

@@ -346,7 +346,7 @@ class SlicedDPOR(BaseChooser):
             self.offset = self._run
             self.split_why = (
                 f"plain DPOR's search looked larger than {limit:,} runs (about"
-                f" {estimate or 0:,.0f}) after {self.whole_runs}, so it was split"
+                f" {estimate or 0:,.0f}) after {self.whole_runs} of its runs, so it was split"
             )
 
     def estimated_runs(self) -> float | None:
@@ -373,7 +373,8 @@ class SlicedDPOR(BaseChooser):
 
     def summary(self) -> str:
         gave_up = f"; gave up: {self.gave_up}" if self.gave_up else ""
-        first = f"auto's dpor member ran plain DPOR in every slice for {self.whole_runs} runs"
+        runs = f"{self.whole_runs} run{'s' if self.whole_runs != 1 else ''}"
+        first = f"auto's dpor member ran plain DPOR in every slice for {runs}"
         if self._whole is not None:
             return f"{first} (its search still looked small){gave_up}"
         if self.over or self.gave_up is not None:
