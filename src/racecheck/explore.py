@@ -605,6 +605,7 @@ def _explore_on_backend(
 
         shard = slice_state(options.pop("shard"))
         shard.budget = schedules
+        shard.shift = watch.window > 0  # saturation=0: no shift to DPOR, as unsliced
         if strategy == "hypothesis" and shard.shard.index != 1:
             return idle_report(shard, strategy, settings.backend.name)
     if strategy == "hypothesis":

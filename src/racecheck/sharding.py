@@ -13,12 +13,17 @@ is that schedule ``k`` of a seeded strategy is a pure function of (seed, k):
   turn without running it (:meth:`PortfolioChooser.skip`). Its systematic
   member (exhaustive search) is sequential: each of its schedules follows
   from the one before, so all of its numbers belong to shard 1. Its DPOR
-  member, about nine tenths of the work on asyncio, is replaced in every
-  sliced run (one slice included) by split DPOR whose subtrees' turns are
-  dealt across the slices (:mod:`racecheck.sharding_auto`): a sliced auto
-  run is the same search for any slice count, but not the unsliced run (the
-  other members' schedules are the same at the same numbers; DPOR's are
-  not). The sampling members' numbers are dealt to whichever shard has the
+  member, about nine tenths of the work on asyncio, runs plain DPOR in
+  every slice while its search is small (so a small program verifies where
+  it does unsliced, and the portfolio's move of its budget to DPOR happens
+  in the slices too when DPOR's search fits in the budget left), and split
+  DPOR, its subtrees' turns dealt across the slices, once the search is
+  large (:mod:`racecheck.sharding_auto`): a sliced auto run is the same
+  search for any slice count; it is the unsliced run up to the split, except
+  where the unsliced run acted on its sampling members' convergence, which
+  no slice sees. The rotation is read from the portfolio as each number is
+  dealt, so a move to DPOR deals the numbers after it alike in every slice.
+  The sampling members' numbers are dealt to whichever shard has the
   fewest so far, so every prefix of the sequence is spread evenly;
 * exhaustive (alone) is split by schedule prefix into subtrees dealt to the
   shards (:mod:`racecheck.sharding_tree`). The single-process number of a
@@ -202,6 +207,8 @@ class SliceState:
     dpor: dict[str, Any] | None = None
     #: this slice's own runs per portfolio member (what the bench and tests count)
     by_member: dict[str, int] = field(default_factory=dict)
+    #: the portfolio may move its budget to DPOR (``saturation=0`` says no, as unsliced)
+    shift: bool = True
 
     def own_run(self, decisions: tuple[Any, ...], number: int, accesses: Any) -> None:
         """Count a run of this slice's own, and note what it saw first (with keep_runs)."""
@@ -261,6 +268,10 @@ class Plan:
         self._loads = [0] * shard.count
         self._next = 1
         self._owners: dict[int, tuple[int, str]] = {}
+        #: numbers dealt so far to sampling members, and whether the last one was
+        #: one (the portfolio's shift to DPOR counts them as the unsliced run does)
+        self.sampled = 0
+        self.sampling = False
         from racecheck.strategies.exhaustive import ExhaustiveChooser
         from racecheck.strategies.pct import PCTChooser
         from racecheck.strategies.portfolio import PortfolioChooser
@@ -306,16 +317,24 @@ class Plan:
             return (number - 1) % self.count + 1, "run"
         while self._next <= number:  # deal in order: every shard agrees
             k = self._next
-            assert self.portfolio is not None
+            portfolio = self.portfolio
+            assert portfolio is not None
             kind = "run"
-            if self.sliced is not None and self.portfolio.slot_member(k) == self._sliced_name:
+            # the member whose turn k is, as the portfolio will take it (dealt
+            # just before it runs: after a shift to DPOR the rotation is another)
+            name, member = portfolio.members[portfolio.active[(k - 1) % len(portfolio.active)]]
+            if self.sliced is not None and name == self._sliced_name:
                 self._sliced_turns += 1
                 _, owner, kind = self.sliced.turn(self._sliced_turns)
                 who = owner - 1
-            elif self.portfolio.slot_sequential(k):  # exhaustive, plain dpor: shard 1
+                if owner == 0:  # run in every slice, counted by the least loaded
+                    who = min(range(self.count), key=lambda i: (self._loads[i], i))
+            elif not getattr(member, "samples", True):  # exhaustive, plain dpor: shard 1
                 who = 0
             else:
                 who = min(range(self.count), key=lambda i: (self._loads[i], i))
+                self.sampled += 1
+            self.sampling = kind == "run" and bool(getattr(member, "samples", True))
             self._loads[who] += 1
             self._owners[k] = (who + 1, kind)
             self._next += 1
@@ -363,6 +382,11 @@ def explore_slice(
     member_dpor = None if sliced is None else sliced[0]
     if member_dpor is not None:
         state.dpor = {"done": None, "clean": False}
+        member_dpor.budget = schedules
+    plan_budget = getattr(chooser, "plan_budget", None)
+    if plan_budget is not None:
+        plan_budget(schedules)
+    shifted: list[str] = []
     board = state.board
     state.orderings = session.coverage.orderings
     number = 0
@@ -380,6 +404,7 @@ def explore_slice(
                 skip(number)
             if mine:  # a finished subtree's turn: nothing runs under its number
                 state.covered = number
+            _shift(chooser, plan, state, shifted)
             continue
         if board is not None and mine:
             limit = board.limit(state.shard.count)
@@ -420,6 +445,7 @@ def explore_slice(
             if board is not None:
                 board.post_end(number)
             break
+        _shift(chooser, plan, state, shifted)
         if (
             member_dpor is not None
             and _split_done(session, member_dpor, state, number)
@@ -442,6 +468,7 @@ def explore_slice(
         assert state.dpor is not None
         state.dpor["clean"] = state.dpor["clean"] and not warnings and not limit
         notes.append(f"shard {state.shard}: {member_dpor.summary()}")
+    notes += shifted
     notes.append(
         f"shard {state.shard}: ran {state.ran} of schedules 1..{number}"
         f" ({plan.kind}){'; ' + state.stopped if state.stopped else ''}"
@@ -458,6 +485,32 @@ def explore_slice(
         notes=notes,
         warnings=warnings,
     )
+
+
+def _shift(chooser: Any, plan: Plan, state: SliceState, notes: list[str]) -> None:
+    """Let the portfolio move its budget to DPOR where every slice can agree it should.
+
+    The unsliced portfolio asks after each sampled schedule from the
+    ``NOVELTY_MIN``-th on (racecheck.saturation). A slice asks at the same
+    numbers, run here or not, but cannot say whether sampling converged (it
+    saw only its own samples), so only the other reason can move the budget:
+    DPOR's search, which every slice runs alike while it is plain DPOR
+    (racecheck.sharding_auto), looks finite and fits in the budget left.
+    """
+    from racecheck.saturation import NOVELTY_MIN
+
+    hook = getattr(chooser, "after_sampling", None)
+    if hook is None or notes or not plan.sampling or plan.sampled < NOVELTY_MIN:
+        return
+    if not state.shift:
+        return
+    note = hook(
+        plan.sampled,
+        False,
+        f"a slice does not know whether the sampling members' {plan.sampled} schedules converged",
+    )
+    if note:
+        notes.append(f"shard {state.shard}: {note}")
 
 
 def _split_done(session: Session, split: Any, state: SliceState, number: int) -> bool:

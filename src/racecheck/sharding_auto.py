@@ -13,18 +13,41 @@ What a sliced auto run is. Every slice of a run with ``shard=`` (one slice,
 ``1/1``, included) replaces the portfolio's DPOR member by a
 :class:`SlicedDPOR` that keeps that member's turns and numbering, so the
 rotation, and the schedule every other member runs at every number, are
-those of the unsliced run. Only what the DPOR turns run differs:
+those of the unsliced run. Its turns go through two phases:
 
-* the member's first turns are the *probes* of split DPOR: schedule 1 (the
-  natural order, which it watches as the unsliced member does) fixes a depth
-  ``D`` (:func:`racecheck.sharding_dpor.split_depth`, a constant number of
-  subtrees, never the slice count); its turns 1..S are the first schedules of
-  the S subtrees (every prefix of ``D`` choices, in order), each naming the
-  next;
-* after that, its turn ``S + 1 + t`` runs the next schedule of subtree
-  ``t mod S``, searched by that subtree's own source-DPOR
-  (:class:`racecheck.sharding_dpor.SubtreeDPOR`). A finished subtree's turn
-  runs nothing: its number is used, no schedule runs under it.
+* First, plain DPOR, the unsliced member's own search, run by *every* slice
+  (each number counted by one, the least loaded), for as long as DPOR's
+  estimate of its whole search (:meth:`DPORChooser.estimated_runs`) stays
+  within :data:`WHOLE_LIMIT` runs and the budget. Every slice then holds the
+  whole search, so a small program is verified at the unsliced run's number
+  (a three-task program at 20, where split DPOR needed 452; a three-thread
+  locked counter at 790, where split DPOR did not finish in 3,000), and the
+  portfolio's shift of its budget to DPOR (racecheck.strategies.portfolio)
+  happens in the slices too, at the same numbers, when DPOR's search fits in
+  the budget left: every slice knows that estimate. The other reason to shift,
+  sampling having converged, needs every sampled schedule and is not used
+  sliced (racecheck.sharding._shift). Why not split from the start: split
+  DPOR needs many times plain DPOR's runs to cover a program (its full
+  expansion above ``D`` and its subtrees' empty sleep sets run shared traces
+  again; >5,000 against 399 on that counter), and while a search is small,
+  running it whole in every slice costs little.
+* Once the estimate passes the limit, the search is large: no budget verifies
+  it and it is most of the run's work, so it is split, from its natural order
+  again, and its turns run split DPOR, dealt across the slices:
+
+  - the split's first turns are its *probes*: the first (the natural order)
+    fixes a depth ``D`` (:func:`racecheck.sharding_dpor.split_depth`, a
+    constant number of subtrees, never the slice count); its turns 1..S are
+    the first schedules of the S subtrees (every prefix of ``D`` choices, in
+    order), each naming the next;
+  - after that, its turn ``S + 1 + t`` runs the next schedule of group
+    ``t mod G`` of the subtrees, searched by that subtree's own source-DPOR
+    (:class:`racecheck.sharding_dpor.SubtreeDPOR`). A finished group's turn
+    runs nothing: its number is used, no schedule runs under it.
+
+Where a large search is split depends on DPOR's estimate after each of its
+runs, which every slice computes alike (every slice ran every run of the
+first phase), so the split happens at the same number for any slice count.
 
 So the DPOR work is spread over the subtrees turn by turn, not subtree after
 subtree: at every point of the numbering each subtree has had its share.
@@ -37,17 +60,20 @@ slices is exactly the schedules of the one-slice run (probes aside, run
 again by every slice), the lowest failing number and its token are the same,
 and each slice's token is an ordinary one that replays on its own.
 
-The price: a sliced auto run is not the unsliced run. The other members'
-schedules are the same at the same numbers, so a failure they find first
-is the same failure, number and token; a failure DPOR finds first may be a
-different one, at another number (split DPOR searches S subtrees side by
-side where plain DPOR goes depth first from the natural order), and split
-DPOR needs more schedules than plain DPOR to cover a small program (its
-expansion above ``D`` runs shared traces again; sharding_dpor measures it).
-What it gains, measured by :mod:`racecheck.bench.shards`: each of N slices
-carries about 1/N of the DPOR turns at every point of the numbering.
+The price: a sliced auto run is not always the unsliced run. Up to the
+split (for a small program, all of it) it is, schedule for schedule, unless
+the unsliced run dropped a saturated sampling member or shifted because
+sampling converged: neither is known to one slice. After the split, the
+other members' schedules are the same at the same numbers, so a failure
+they find first is the same failure, number and token; a failure DPOR finds
+first may be a different one, at another number. What it gains, measured by
+:mod:`racecheck.bench.shards`: past the split, each of N slices carries about
+1/N of the DPOR turns at every point of the numbering; before it, the DPOR
+runs are every slice's (a rare race's search is split after a handful of
+runs: an asyncio one at schedule 1, a four-thread one after 20 or so).
 
-DPOR's end. The search is complete when every subtree is finished. A slice
+DPOR's end. Plain DPOR's end (first phase) is known to every slice at the
+same number. Split DPOR's search is complete when every subtree is finished. A slice
 knows that of its own subtrees: it notes the number of the run that
 finished the last of them (and whether any of them ran code DPOR could not
 see). The exploration ends at the largest such number over all slices,
@@ -81,6 +107,11 @@ PROBE, RUN, EMPTY = "probe", "run", "empty"
 #: (the collector walks it after every run: 25 live searches made a sampled
 #: asyncio schedule 2-3x slower)
 GROUPS = 8
+
+#: plain DPOR goes on in every slice while its estimate of its whole search
+#: (DPORChooser.estimated_runs) stays at most this many runs (and the budget):
+#: a small search verifies at the unsliced run's number; a larger one is split
+WHOLE_LIMIT = 2000
 
 
 class SlicedDPOR(BaseChooser):
@@ -119,10 +150,18 @@ class SlicedDPOR(BaseChooser):
         self._ordinal = -1
         self._probing = False
         self._spare: dict[str, None] = {}
-        #: plain DPOR watching schedule 1 beside the probe: when that run is the
-        #: program's only trace, the search is over at once, as without slices
+        self._run = 0
+        #: plain DPOR, the unsliced member's search, run by every slice while
+        #: its search looks small (the first phase; None once split)
         self._whole: DPORChooser | None = DPORChooser()
-        #: every slice knows the whole search is over (that one-trace case)
+        #: the exploration's budget (schedule numbers), which caps the first phase
+        self.budget: int | None = None
+        #: the member's turns the first phase used: split DPOR numbers its own from here
+        self.offset = 0
+        #: why the first phase ended, and after how many of plain DPOR's runs
+        self.split_why = ""
+        self.whole_runs = 0
+        #: every slice knows the whole search is over (plain DPOR finished it)
         self.over = False
 
     # -- who runs which turn ---------------------------------------------------------------
@@ -136,10 +175,13 @@ class SlicedDPOR(BaseChooser):
         subtree ``o``'s is counted by slice ``o mod N + 1``); turn ``S + 1 + t``
         is group ``t mod G``'s.
         """
+        if self._whole is not None:
+            # plain DPOR: every slice runs it; owner 0 lets the plan deal the count
+            return -1, 0, PROBE
         if not self.enumerated:
             ordinal = len(self.prefixes) - 1
             return ordinal, self.owner(ordinal), PROBE
-        group = (run - 1 - len(self.prefixes)) % self.groups
+        group = (run - self.offset - 1 - len(self.prefixes)) % self.groups
         owner = self.owner(group)
         if owner == self.index and (self.gave_up is not None or self._group_done(group)):
             return group, owner, EMPTY
@@ -163,6 +205,12 @@ class SlicedDPOR(BaseChooser):
 
     # -- a run -----------------------------------------------------------------------------
     def begin(self, run: int) -> None:
+        self._run = run
+        if self._whole is not None:
+            self._current = None
+            self._probing = False
+            self._whole.begin(run)
+            return
         where, owner, kind = self.turn(run)
         self._probing = kind == PROBE
         self._current = None
@@ -185,12 +233,12 @@ class SlicedDPOR(BaseChooser):
             self._ordinal, self._current = found
         if self._current is not None:
             self._current.begin(run)
-        if self._whole is not None:
-            self._whole.begin(run)
 
     @property
     def blind(self) -> dict[str, None]:
         """What this run could not see, for the subtree whose run it is."""
+        if self._whole is not None:
+            return self._whole.blind
         if self._current is None:
             self._spare = {}
             return self._spare
@@ -198,7 +246,11 @@ class SlicedDPOR(BaseChooser):
 
     def choose(self, candidates: Sequence[int], step: int) -> int:
         if self._whole is not None:
-            self._whole.choose(candidates, step)  # the natural order: index 0 as well
+            try:
+                return self._whole.choose(candidates, step)
+            except NondeterminismError as exc:
+                self._give_up(str(exc))
+                return 0
         if self._current is None:
             return 0
         try:
@@ -211,7 +263,11 @@ class SlicedDPOR(BaseChooser):
         self, step: int, actor: int, accesses: Sequence[Access], enabled: Sequence[int]
     ) -> None:
         if self._whole is not None:
-            self._whole.observe(step, actor, accesses, enabled)
+            try:
+                self._whole.observe(step, actor, accesses, enabled)
+            except NondeterminismError as exc:
+                self._give_up(str(exc))
+            return
         if self._current is None:
             return
         try:
@@ -220,21 +276,11 @@ class SlicedDPOR(BaseChooser):
             self._give_up(str(exc))
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
+        if self._whole is not None:
+            self._end_whole(decisions, failed, steps)
+            return
         search, group, ordinal = self._current, self._group, self._ordinal
         self._current = None
-        whole, self._whole = self._whole, None
-        if whole is not None and self.gave_up is None:
-            whole.end(decisions, failed, steps)
-            if not whole.has_more() and whole.verified:
-                # one trace: every slice knows the search is over (schedule 1 ran in all)
-                self.depth, self.prefixes, self.enumerated, self.groups = 0, [()], True, 1
-                self.following[0] = 1
-                self.over = True
-                if self.owner(0) == self.index:
-                    self.own_runs += 1
-                    self.finished[0] = whole.traces
-                self.searches.clear()
-                return
         if self._probing:
             if self.depth is None:
                 self.depth = split_depth(decisions)
@@ -264,6 +310,51 @@ class SlicedDPOR(BaseChooser):
             self.following[group] = ordinal + GROUPS
             del self.searches[group]
 
+    def _end_whole(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
+        """A run of the first phase: plain DPOR goes on, ends the search, or is split."""
+        whole = self._whole
+        assert whole is not None
+        self.whole_runs += 1
+        if self.gave_up is None:
+            try:
+                whole.end(decisions, failed, steps)
+            except NondeterminismError as exc:
+                self._give_up(str(exc))
+        if self.gave_up is None and not whole.has_more() and not whole.verified:
+            # it ran code it could not see: it proves nothing, and its turns run nothing
+            self.unseen.update(whole.blind)
+            self._give_up("plain DPOR finished but could not see every conflict")
+        if self.gave_up is not None or not whole.has_more():
+            # the search is over in every slice (each ran all of it): one group of
+            # one subtree, finished, or given up (then its turns run nothing)
+            self._whole = None
+            self.depth, self.prefixes, self.enumerated, self.groups = 0, [()], True, 1
+            self.following[0] = 1
+            self.offset = self._run
+        if self.gave_up is not None:
+            return
+        if self._whole is None:
+            self.over = True
+            self.finished[0] = whole.traces
+            self.split_why = f"plain DPOR verified the program in {self.whole_runs} runs"
+            return
+        estimate = whole.estimated_runs()
+        limit = min(WHOLE_LIMIT, self.budget or WHOLE_LIMIT)
+        if self.whole_runs >= limit or (estimate is not None and estimate > limit):
+            # too large for every slice to run: split it (from its natural order again)
+            self._whole = None
+            self.offset = self._run
+            self.split_why = (
+                f"plain DPOR's search looked larger than {limit:,} runs (about"
+                f" {estimate or 0:,.0f}) after {self.whole_runs} of its runs, so it was split"
+            )
+
+    def estimated_runs(self) -> float | None:
+        """Plain DPOR's estimate while every slice runs it (the portfolio's shift reads it)."""
+        if self._whole is None:
+            return None  # split DPOR's size is known to no one slice: never shift to it
+        return self._whole.estimated_runs()
+
     def _give_up(self, why: str) -> None:
         """The target does not repeat itself: no subtree of this slice can be searched."""
         if self.gave_up is None:
@@ -281,6 +372,13 @@ class SlicedDPOR(BaseChooser):
         return not self.unseen and not any(s.blind for _, s in self.searches.values())
 
     def summary(self) -> str:
+        gave_up = f"; gave up: {self.gave_up}" if self.gave_up else ""
+        runs = f"{self.whole_runs} run{'s' if self.whole_runs != 1 else ''}"
+        first = f"auto's dpor member ran plain DPOR in every slice for {runs}"
+        if self._whole is not None:
+            return f"{first} (its search still looked small){gave_up}"
+        if self.over or self.gave_up is not None:
+            return f"{first} ({self.split_why or 'not split'}){gave_up}"
         if not self.enumerated:
             where = f"{len(self.prefixes)} subtrees found so far"
         else:
@@ -292,10 +390,9 @@ class SlicedDPOR(BaseChooser):
                 f" {len(self.prefixes)} subtrees, searched {self.groups} at a time; this slice"
                 f" owns {len(owned)} and finished {len(self.finished)}"
             )
-        gave_up = f"; gave up: {self.gave_up}" if self.gave_up else ""
         return (
-            f"auto's dpor member ran split DPOR ({where}): {self.own_runs} schedules of its"
-            f" own subtrees, {self.probes} first schedules of other slices'{gave_up}"
+            f"{first}; {self.split_why}: split DPOR ({where}): {self.own_runs} schedules of"
+            f" its own subtrees, {self.probes} first schedules of other slices'{gave_up}"
         )
 
 

@@ -51,8 +51,9 @@ lies in subtree 0, the prefix that keeps the natural order, whose owner (shard
 1) runs 1661 schedules before it whatever the slice count. The exhaustive
 split cuts that subtree further by first deviation
 (:func:`racecheck.sharding_tree.subtree_depth`); doing the same here is
-left to do. The portfolio's DPOR member is split with these subtrees too,
-their turns interleaved rather than one subtree after another
+left to do. The portfolio's DPOR member is split with these subtrees too
+once its search looks large (a small one runs as plain DPOR in every
+slice), their turns interleaved rather than one subtree after another
 (:mod:`racecheck.sharding_auto`).
 """
 
