@@ -112,3 +112,30 @@ def test_a_sampled_safe_run_claims_no_proof(pytester: pytest.Pytester, real_engi
     assert record["verified"] is False and record["verified_note"] == "", record
     page = (pytester.path / "out" / "index.html").read_text("utf-8")
     assert '<span class="tag">verified</span>' not in page
+
+
+def test_a_merge_of_slices_says_verified_where_the_merge_proves_it(tmp_path: Path) -> None:
+    """Split DPOR: no slice proves anything alone; `racecheck report merge` must say it did."""
+    (tmp_path / "scen.py").write_text(SCENARIO)
+    env = dict(
+        {k: v for k, v in os.environ.items() if not k.startswith("RACECHECK_")},
+        PYTHONHASHSEED="0",
+    )
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "racecheck", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=300,
+        )
+
+    for index in (1, 2):
+        part = cli("run", "scen.py", "--shard", f"{index}/2", "--report-dir", f"s{index}")
+        assert part.returncode == 0, (part.stdout, part.stderr)
+    merged = cli("report", "merge", "s1", "s2", "-o", "merged")
+    assert merged.returncode == 0, (merged.stdout, merged.stderr)
+    assert "verified" in merged.stdout, merged.stdout
+    _check_reports(tmp_path / "merged")

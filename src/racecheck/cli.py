@@ -477,6 +477,11 @@ def _cmd_report_merge(args: argparse.Namespace) -> int:
                 f" ({how.total_ran} run by the slices in all):"
                 f" {safe(cut_message(record.message or ''))}"
             )
+        elif record.verified:
+            line = (
+                f"{name}: no failure; {safe(record.verified_note or 'verified')} (it ended at"
+                f" schedule {how.schedules_run}; {how.total_ran} run by the slices in all)"
+            )
         elif how.ended:
             line = (
                 f"{name}: no failure; the search ran every schedule (it ended at schedule"

@@ -144,7 +144,7 @@ def _merge(
     from dataclasses import replace
 
     from racecheck.errors import UsageError
-    from racecheck.sharding import ShardResult, merge, merged_coverage, verified_note
+    from racecheck.sharding import ShardResult, merge, merged_coverage, merged_proof
 
     for outcome in outcomes:
         if outcome.error is not None:
@@ -185,11 +185,7 @@ def _merge(
         schedules_run=merged.schedules_run,
         # shard 1 says it for a sequential search it ran whole; a split one, the merge
         exhausted=first.exhausted or bool(merged.exhausted),
-        # split DPOR: no slice may say it, the merge of all of them can
-        # (racecheck.sharding_dpor)
-        verified=first.verified or merged.verified,
-        verified_note=first.verified_note
-        or (verified_note(len(outcomes), merged.schedules_run) if merged.verified else ""),
+        **merged_proof(first.verified, first.verified_note, merged, len(outcomes)),
         distinct_schedules=distinct,
         distinct_orderings=orderings,
         warnings=warnings,

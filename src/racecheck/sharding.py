@@ -567,6 +567,20 @@ def verified_note(slices: int, schedules: int) -> str:
     )
 
 
+def merged_proof(verified: bool, note: str, merged: Merged, slices: int) -> dict[str, Any]:
+    """``verified`` and ``verified_note`` of a merged record, from its first slice's.
+
+    A sequential search that shard 1 ran whole says it itself; a split DPOR
+    search never does in a slice, only the merge of all of them can
+    (racecheck.sharding_dpor).
+    """
+    if verified:
+        return {"verified": True, "verified_note": note}
+    if merged.verified:
+        return {"verified": True, "verified_note": verified_note(slices, merged.schedules_run)}
+    return {"verified": False, "verified_note": ""}
+
+
 def idle_report(state: SliceState, strategy: str, backend: str) -> Report:
     """A shard with nothing to run: the strategy is sequential and shard 1 runs it whole."""
     from racecheck.outcome import Report

@@ -27,7 +27,7 @@ from typing import Any
 from racecheck.errors import UsageError
 from racecheck.report import RunRecord
 from racecheck.report.json_report import trace_from_dict
-from racecheck.sharding import Merged, ShardResult, merge
+from racecheck.sharding import Merged, ShardResult, merge, merged_proof
 from racecheck.trace import Trace
 
 
@@ -122,8 +122,7 @@ def merge_slices(paths: Sequence[str | Path]) -> list[tuple[RunRecord, Merged | 
                 first,
                 schedules_run=merged.schedules_run,
                 exhausted=bool(merged.exhausted) or any(bool(d.get("exhausted")) for d in slices),
-                # split DPOR: only the merge of every slice verifies (racecheck.sharding_dpor)
-                verified=first.verified or merged.verified,
+                **merged_proof(first.verified, first.verified_note, merged, len(slices)),
                 seconds=seconds,
                 distinct_schedules=distinct,
                 warnings=warnings,
