@@ -746,6 +746,8 @@ class StepLog:
         import asyncio
 
         self._queue_type: type = asyncio.Queue
+        self._future_type: type = asyncio.Future
+        self._task_type: type = asyncio.Task
         #: asyncio queues (ordinal): puts and gets so far; looks waiting to be kept
         self._queue_counts: dict[int, list[int]] = {}
         self._queue_looks: dict[int, str] = {}
@@ -902,6 +904,27 @@ class StepLog:
         ordinal, kind = self.ordinal(thread), type(thread).__qualname__
         self.current.append((ordinal, SYNC, True, kind))
         self.current.append((ordinal, ENDED, True, kind))
+
+    def finished(self, future: Any) -> None:
+        """The step finished an asyncio future or task: an ``await`` of it goes on now (ENDED)."""
+        self.current.append((self.ordinal(future), ENDED, True, type(future).__qualname__))
+
+    def awaited(self, obj: Any) -> None:
+        """Traced code is about to ``await obj`` (the detector's feed).
+
+        An asyncio future (or task) that is done already does not suspend
+        the await: the step goes on only because the step that finished it
+        (:meth:`finished`) ran first. Run before that step, the await would
+        have waited (a stutter), so the step reads the future's end as a
+        finished ``join`` reads a thread's: an order, never a race
+        (ORDER_ONLY). What the step did before the await still races as
+        usual (strategies.dpor, _order_only_prefix). Without this the
+        step's later conflicts with the finishing step (a loop inside a
+        thread: the shutdown that follows) made a race whose reversal only
+        ran the same trace again, blocked by its sleep set.
+        """
+        if isinstance(obj, self._future_type) and obj.done():  # type: ignore[attr-defined]
+            self.current.append((self.ordinal(obj), ENDED, False, type(obj).__qualname__))
 
     def opaque(self) -> None:
         """The step did something that cannot be placed: it conflicts with everything."""
@@ -1352,6 +1375,16 @@ class StepLog:
         if name == "cancel":
             self.opaque()  # changes what another actor's next step does
             return
+        if (
+            name in _FINISHES
+            and isinstance(owner, self._future_type)
+            and not isinstance(owner, self._task_type)
+            and not owner.done()  # type: ignore[attr-defined]
+        ):
+            # An await of it goes on from now (see awaited). Its other readers
+            # (done(), result()) read the whole future, which conflicts with this.
+            self.finished(owner)
+            return
         self.current.append(
             (self.ordinal(owner), ANY, name not in _READ_ONLY, type(owner).__qualname__)
         )
@@ -1392,6 +1425,10 @@ class StepLog:
             if value is None or isinstance(value, _PASSIVE):
                 continue
             self.current.append((self.ordinal(value), ANY, True, type(value).__qualname__))
+
+
+#: a plain asyncio future's methods that finish it (called on one not done yet)
+_FINISHES = frozenset({"set_result", "set_exception"})
 
 
 #: library functions (by qualified name, with the end of their file name) that
