@@ -760,6 +760,12 @@ class StepLog:
         #: the backend's own notes for the run (asyncio: where tasks ended, what
         #: a suspended task waits for), dropped with the run's objects
         self.notes: dict[Any, Any] = {}
+        #: cross-thread hand-offs onto loops (see handed_off): the thread whose
+        #: call_soon_threadsafe is under way, per loop ordinal the hand-offs so
+        #: far, and id(handle) -> its number and the handle (kept: its id is not reused)
+        self._threadsafe: tuple[int, int] | None = None
+        self._handoff_counts: dict[int, int] = {}
+        self._handoffs: dict[int, tuple[int, Any]] = {}
         #: id of a queue.Queue's mutex or condition -> the queue (see _queue_op)
         self._queue_parts: dict[int, Any] = {}
         #: ids of queues' mutexes a queue method holds now (see _blocking)
@@ -796,6 +802,9 @@ class StepLog:
         self._chain = None
         self._woken.clear()
         self.notes.clear()
+        self._threadsafe = None
+        self._handoff_counts.clear()
+        self._handoffs.clear()
 
     # -- wakes carried by callbacks (asyncio: backends.asyncio_waits) -----------------
     def scheduled(self, handle: Any, task: int | None) -> None:
@@ -905,6 +914,57 @@ class StepLog:
         self.current.append((ordinal, SYNC, True, kind))
         self.current.append((ordinal, ENDED, True, kind))
 
+    # -- cross-thread hand-offs onto a loop (a loop inside a thread) ------------------
+    def threadsafe_call(self, loop: Any, thread: int) -> None:
+        """``thread`` calls ``loop.call_soon_threadsafe``: its handle wakes the loop."""
+        self._threadsafe = (id(loop), thread)
+
+    def handed_off(self, loop: Any, handle: Any, thread: int) -> None:
+        """Another thread queued ``handle`` on ``loop`` (a write of the loop: SYNC).
+
+        Queued by ``call_soon_threadsafe``, which also wakes the loop, it is a
+        hand-off: numbered like an asyncio queue's items, it writes its item
+        (ITEM, order-only when read), which the loop's run of it reads
+        (:meth:`handoff_taken`).
+        """
+        self.sync(loop)
+        if self._threadsafe != (id(loop), thread):
+            return  # a plain call_soon from another thread wakes nobody: no hand-off
+        self._threadsafe = None
+        ordinal = self.ordinal(loop)
+        number = self._handoff_counts.get(ordinal, 0)
+        self._handoff_counts[ordinal] = number + 1
+        self._handoffs[id(handle)] = (number, handle)
+        self.current.append((ordinal, (ITEM, ("handoff", number)), True, type(loop).__qualname__))
+
+    def handoff_taken(self, loop: Any, handle: Any) -> bool:
+        """The loop's thread runs plain callback ``handle``: record what its look saw.
+
+        A hand-off (:meth:`handed_off`) that the loop finds with nothing but
+        later hand-offs behind it, and no timer pending, is all its look at
+        the ready queue saw: without it (and so without the later ones) the
+        loop would have gone idle in ``select()``, a wait only a self-pipe
+        write ends (a stutter), and this very hand-off's write ends it. So
+        the look reads the hand-off's item, an order after the call that
+        queued it and never a race with it, instead of the whole queue,
+        which every cross-thread call writes (SYNC). Without this,
+        every hand-off raced the loop's look that ran it, and the reversal
+        (the loop first) only went idle: a run that ended with only
+        sleeping actors enabled. Returns False when the look read more
+        (anything else queued or a timer pending): the caller records the
+        whole queue as read.
+        """
+        found = self._handoffs.pop(id(handle), None)
+        if found is None or loop._scheduled:
+            return False
+        number = found[0]
+        handoffs = self._handoffs
+        if any(id(later) not in handoffs for later in loop._ready):
+            return False  # without this hand-off, the loop would have run that
+        key = (ITEM, ("handoff", number))
+        self.current.append((self.ordinal(loop), key, False, type(loop).__qualname__))
+        return True
+
     def finished(self, future: Any) -> None:
         """The step finished an asyncio future or task: an ``await`` of it goes on now (ENDED)."""
         self.current.append((self.ordinal(future), ENDED, True, type(future).__qualname__))
@@ -956,6 +1016,7 @@ class StepLog:
         # Another actor may run now (a thread calling call_soon_threadsafe):
         # a chain is only carried within the step its callback began in.
         self._chain = None
+        self._threadsafe = None  # a hand-off is queued in the step that offered it
 
     def _raise_deferred(self) -> None:
         error, self._deferred = self._deferred, None

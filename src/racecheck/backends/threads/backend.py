@@ -516,10 +516,11 @@ class ThreadHost:
         log = self.controller.steplog
         if log is not None:
             loop = handle._loop
-            if threading.get_ident() != loop._thread_id:
+            thread = threading.get_ident()
+            if thread != loop._thread_id:
                 # Queued from another thread (call_soon, ensure_future, a
                 # cancel): what the loop's next steps run depends on when.
-                log.sync(loop)
+                log.handed_off(loop, handle, thread)  # a write of the loop, at least
 
     def detect_callback(self, loop: Any, handle: Any) -> None:
         me = self.runtime.me()
@@ -531,7 +532,7 @@ class ThreadHost:
             # so steps of the loop's own tasks stay independent of each other,
             # and ordered against whatever another thread queued.
             log = self.controller.steplog
-            if log is not None:
+            if log is not None and (handle is None or not log.handoff_taken(loop, handle)):
                 log.touch(loop, "*", False)
             return
         detector.acquire(me.id, loop)
@@ -545,6 +546,7 @@ class ThreadHost:
             log = self.controller.steplog
             if log is not None:
                 log.sync(loop)  # a write: ordered against the loop's reads of its queue
+                log.threadsafe_call(loop, threading.get_ident())  # its handle: a hand-off
             return
         detector.release(me.id, loop)
 
