@@ -120,6 +120,9 @@ HELD: Hashable = ("<held>",)
 #: strategies.dpor, _order_only_points). A release writes no SYNC, so the
 #: release and the next acquire are not a race whose reversal only blocks.
 FREED: Hashable = ("<freed>",)
+#: a loop's hand-offs from other threads (``call_soon_threadsafe``): each writes it,
+#: so they are ordered among themselves (see StepLog.handed_off)
+HANDOFFS: Hashable = ("<handoffs>",)
 #: keys whose conflicts order steps without being races
 ORDER_ONLY = frozenset({ENDED, FREED})
 #: pseudo-object: the step ended blocked in an operation whose wait is a mere
@@ -936,15 +939,33 @@ class StepLog:
         (ITEM, order-only when read), which the loop's run of it reads
         (:meth:`handoff_taken`).
         """
-        self.sync(loop)
         if self._threadsafe != (id(loop), thread):
-            return  # a plain call_soon from another thread wakes nobody: no hand-off
+            # a plain call_soon from another thread wakes nobody (no hand-off):
+            # what an idle loop's look read (see idle_look)
+            self.sync(loop)
+            return
         self._threadsafe = None
         ordinal = self.ordinal(loop)
         number = self._handoff_counts.get(ordinal, 0)
         self._handoff_counts[ordinal] = number + 1
         self._handoffs[id(handle)] = (number, handle)
-        self.current.append((ordinal, (ITEM, ("handoff", number)), True, type(loop).__qualname__))
+        kind = type(loop).__qualname__
+        # hand-offs are ordered among themselves (the loop runs them in that order)
+        self.current.append((ordinal, HANDOFFS, True, kind))
+        self.current.append((ordinal, (ITEM, ("handoff", number)), True, kind))
+
+    def idle_look(self, loop: Any) -> None:
+        """The loop's thread found nothing to run and no timer: it waits in ``select()``.
+
+        Only a self-pipe write (a hand-off) ends that wait, and with the
+        hand-off first the loop would simply have run it: a stutter, which
+        does not race the hand-off. A plain ``call_soon`` from another thread
+        (SYNC) wakes nobody: had it come first, the loop would not have
+        waited, so the look reads it (the lost wakeup stays a race).
+        """
+        kind = type(loop).__qualname__
+        self.current.append((self.ordinal(loop), SYNC, False, kind))
+        self.current.append((STUTTER, 0, False, ""))
 
     def handoff_taken(self, loop: Any, handle: Any) -> bool:
         """The loop's thread runs plain callback ``handle``: record what its look saw.
@@ -956,7 +977,7 @@ class StepLog:
         write ends (a stutter), and this very hand-off's write ends it. So
         the look reads the hand-off's item, an order after the call that
         queued it and never a race with it, instead of the whole queue,
-        which every cross-thread call writes (SYNC). Without this,
+        which every cross-thread call writes. Without this,
         every hand-off raced the loop's look that ran it, and the reversal
         (the loop first) only went idle: a run that ended with only
         sleeping actors enabled. Returns False when the look read more

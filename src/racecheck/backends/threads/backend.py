@@ -545,8 +545,8 @@ class ThreadHost:
         if detector.record_only:
             log = self.controller.steplog
             if log is not None:
-                log.sync(loop)  # a write: ordered against the loop's reads of its queue
-                log.threadsafe_call(loop, threading.get_ident())  # its handle: a hand-off
+                # its handle is a hand-off, recorded when queued (StepLog.handed_off)
+                log.threadsafe_call(loop, threading.get_ident())
             return
         detector.release(me.id, loop)
 
@@ -569,6 +569,9 @@ class ThreadHost:
         # wakeup racecheck must reproduce, not paper over.
         seen = loop._rc_wakeups
         runtime = self.runtime
+        log = self.controller.steplog
+        if log is not None and deadline is None and loop._rc_wakeups == seen:
+            log.idle_look(loop)  # a wait only a hand-off ends: a stutter
         if deadline is not None:
             # Its timer may fire while other actors could still run (see
             # ThreadRuntime._early_timers): a thread may be descheduled that long.
