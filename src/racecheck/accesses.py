@@ -113,18 +113,11 @@ ENDED: Hashable = ("<ended>",)
 #: nothing by itself). The step may still disable a waiter that the last
 #: release woke, which is what strategies.dpor's ``_takes`` looks for.
 HELD: Hashable = ("<held>",)
-#: a mutex's release (racecheck's own ``Lock``/``RLock``), read by an acquire
-#: that got it: an order, never a race. Run before the release, that acquire
-#: would have blocked (a stutter), so it never races the release; it races the
-#: acquire before it (TAKEN, checked without the release between them: see
-#: strategies.dpor, _order_only_points). A release writes no SYNC, so the
-#: release and the next acquire are not a race whose reversal only blocks.
-FREED: Hashable = ("<freed>",)
 #: a loop's hand-offs from other threads (``call_soon_threadsafe``): each writes it,
 #: so they are ordered among themselves (see StepLog.handed_off)
 HANDOFFS: Hashable = ("<handoffs>",)
 #: keys whose conflicts order steps without being races
-ORDER_ONLY = frozenset({ENDED, FREED})
+ORDER_ONLY = frozenset({ENDED})
 #: pseudo-object: the step ended blocked in an operation whose wait is a mere
 #: stutter (an acquire of a held lock, a join of a running thread). Whoever
 #: ends the wait (the release, the thread's end) and the blocked attempt are
@@ -916,8 +909,6 @@ class StepLog:
             kind = type(obj).__qualname__
             if kind in _QUEUE_PARTS and _queue_method(_primitive_frame()) is not None:
                 return  # a queue's own mutex: recorded as the queue's operation (_in_queue)
-            if _is_mutex(obj):
-                return  # its acquire and release record themselves (see FREED)
             self.current.append((self.ordinal(obj), SYNC, True, kind))
 
     def ended(self, thread: Any) -> None:
@@ -1154,7 +1145,7 @@ class StepLog:
                         elif runtime != _OWN_SKIP:
                             owner = frame.f_locals.get("self")
                             if owner is not None and not self._in_queue(owner, frame):
-                                self._own_call(owner, code.co_name, runtime != _OWN_READ)
+                                self._own(owner, runtime != _OWN_READ)
                         return
                     owner = frame.f_locals.get("self")
                     if owner is not None and type(owner) is self._queue_type:
@@ -1184,22 +1175,10 @@ class StepLog:
                     if self._in_queue(owner, frame, True, arg):
                         return
                     looked = arg is False and name in _ACQUIRES
-                    mutex = _is_mutex(owner)
-                    if mutex and looked:
-                        self._own_call(owner, name, False)  # found it held: a look at all of it
-                    else:
-                        self._own(owner, not looked)
+                    self._own(owner, not looked)
                     if not looked and name in _TAKES:
                         kind = type(owner).__qualname__
                         self.current.append((self.ordinal(owner), TAKEN, True, kind))
-                        if mutex:
-                            # after TAKEN: the race with the acquire before it is
-                            # checked without the release between them (FREED).
-                            # One that could not wait (a try, a timeout) would
-                            # have failed before the release, not waited: a race.
-                            waits = _waits_for_ever(frame)
-                            key = FREED if waits else ANY
-                            self.current.append((self.ordinal(owner), key, False, kind))
 
         return hook
 
@@ -1455,24 +1434,6 @@ class StepLog:
         """An operation on one of racecheck's thread primitives (or a Thread): a sync access."""
         self.current.append((self.ordinal(obj), SYNC, write, type(obj).__qualname__))
 
-    def _own_call(self, obj: Any, name: str, write: bool) -> None:
-        """A primitive's method recorded when called (or a look when it returns).
-
-        A mutex (FREED): its release writes only FREED, and a look at it
-        (``locked``, a try-acquire that failed) reads all of it, releases
-        included. Anything else: a sync access.
-        """
-        if not _is_mutex(obj):
-            self._own(obj, write)
-            return
-        kind = type(obj).__qualname__
-        if not write:
-            self.current.append((self.ordinal(obj), ANY, False, kind))
-        elif name in _RELEASES:
-            self.current.append((self.ordinal(obj), FREED, True, kind))
-        else:
-            self._own(obj, True)
-
     def _c_call(self, function: Any, frame: FrameType) -> None:
         owner = getattr(function, "__self__", None)
         name = getattr(function, "__name__", "")
@@ -1546,32 +1507,6 @@ class StepLog:
             if value is None or isinstance(value, _PASSIVE):
                 continue
             self.current.append((self.ordinal(value), ANY, True, type(value).__qualname__))
-
-
-#: racecheck's own mutexes (see FREED), by type
-_PRIMITIVES_MODULE = "racecheck.backends.threads.primitives"
-_MUTEX_NAMES = frozenset({"Lock", "RLock"})
-_mutex_types: dict[type, bool] = {}
-#: a mutex's methods that release it (recorded when called)
-_RELEASES = frozenset({"release", "_release_save"})
-
-
-def _waits_for_ever(frame: FrameType) -> bool:
-    """Did this acquire (or ``_acquire_restore``) wait as long as it took, with no timeout?"""
-    values = frame.f_locals
-    blocking = values.get("blocking", True)
-    timeout = values.get("timeout", -1)
-    return blocking is True and (timeout is None or (type(timeout) in (int, float) and timeout < 0))
-
-
-def _is_mutex(obj: Any) -> bool:
-    kind = type(obj)
-    found = _mutex_types.get(kind)
-    if found is None:
-        found = _mutex_types[kind] = (
-            kind.__module__ == _PRIMITIVES_MODULE and kind.__qualname__ in _MUTEX_NAMES
-        )
-    return found
 
 
 #: a plain asyncio future's methods that finish it (called on one not done yet)

@@ -223,10 +223,6 @@ def _find_conflicts(
                     if not write and place == key and order_only(place):
                         ordered.add(last_write)
                         gates.add(last_write)
-                    elif write and place == key and order_only(place):
-                        # two writes of an order-only key (two releases of a
-                        # mutex): ordered by the read between them (the acquire)
-                        ordered.add(last_write)
                     else:
                         conflicting.add(last_write)
                 if write:
