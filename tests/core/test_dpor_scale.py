@@ -201,9 +201,9 @@ def _variant(filename: str, variant: str) -> Any:
 _SCENARIO_BUDGET = 250
 
 _OUT_OF_REACH = (
-    "bridge: 3 of 250 runs end blocked now, but the space is larger than 250 runs: about "
-    "100 runs go to which of two identical pool workers takes which job, half of them "
-    "repeating a trace (docs/architecture.md, 'Event loops inside threads')"
+    "bridge: 22 of 250 runs still end blocked and about 190 go to RLock races between the "
+    "loop's thread and the main thread (a concurrent future's condition), a release racing "
+    "the next acquire among them (docs/architecture.md, 'Event loops inside threads')"
 )
 
 
