@@ -195,7 +195,7 @@ def _find_conflicts(
 
     ``gates``: the steps an order-only read follows (ENDED, an ITEM), which
     are also in ``ordered``. A step's accesses before such a read could have
-    run before the write it reads: see _order_only_prefix.
+    run before the write it reads: see _order_only_points.
     """
     conflicting, ordered, after, gates = found
     for obj, keys in index.items():
