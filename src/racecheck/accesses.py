@@ -999,7 +999,7 @@ class StepLog:
         have waited (a stutter), so the step reads the future's end as a
         finished ``join`` reads a thread's: an order, never a race
         (ORDER_ONLY). What the step did before the await still races as
-        usual (strategies.dpor, _order_only_prefix). Without this the
+        usual (strategies.dpor, _order_only_points). Without this the
         step's later conflicts with the finishing step (a loop inside a
         thread: the shutdown that follows) made a race whose reversal only
         ran the same trace again, blocked by its sleep set.
