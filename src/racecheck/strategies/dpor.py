@@ -20,6 +20,12 @@ stateless: every schedule is a fresh run of the target from the start.
   that waiter added to its state: the waiter's retry races with it, but the
   next release sits between the two in happens-before and no race of the
   run's steps leads to that order (:meth:`DPORChooser._reverse_disabled`).
+* An order-only read (a finished join, a get that took its item, an await
+  of a done future: ``accesses.ORDER_ONLY``, ``ITEM``) orders its step after
+  the write it reads without a race: run first, the step would have waited.
+  What the step did *before* that read could have run first all the same,
+  so those accesses are checked again without that order, and their races
+  reversed (``_order_only_points``).
 * Sleep sets: after an actor's branch at a state was explored, that actor
   sleeps in its siblings' branches until a step conflicts with what it would
   do next. A run whose every enabled actor sleeps is redundant; it is run to
