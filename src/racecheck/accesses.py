@@ -113,6 +113,9 @@ ENDED: Hashable = ("<ended>",)
 #: nothing by itself). The step may still disable a waiter that the last
 #: release woke, which is what strategies.dpor's ``_takes`` looks for.
 HELD: Hashable = ("<held>",)
+#: a loop's hand-offs from other threads (``call_soon_threadsafe``): each writes it,
+#: so they are ordered among themselves (see StepLog.handed_off)
+HANDOFFS: Hashable = ("<handoffs>",)
 #: keys whose conflicts order steps without being races
 ORDER_ONLY = frozenset({ENDED})
 #: pseudo-object: the step ended blocked in an operation whose wait is a mere
@@ -746,6 +749,8 @@ class StepLog:
         import asyncio
 
         self._queue_type: type = asyncio.Queue
+        self._future_type: type = asyncio.Future
+        self._task_type: type = asyncio.Task
         #: asyncio queues (ordinal): puts and gets so far; looks waiting to be kept
         self._queue_counts: dict[int, list[int]] = {}
         self._queue_looks: dict[int, str] = {}
@@ -758,6 +763,12 @@ class StepLog:
         #: the backend's own notes for the run (asyncio: where tasks ended, what
         #: a suspended task waits for), dropped with the run's objects
         self.notes: dict[Any, Any] = {}
+        #: cross-thread hand-offs onto loops (see handed_off): the thread whose
+        #: call_soon_threadsafe is under way, per loop ordinal the hand-offs so
+        #: far, and id(handle) -> its number and the handle (kept: its id is not reused)
+        self._threadsafe: tuple[int, int] | None = None
+        self._handoff_counts: dict[int, int] = {}
+        self._handoffs: dict[int, tuple[int, Any]] = {}
         #: id of a queue.Queue's mutex or condition -> the queue (see _queue_op)
         self._queue_parts: dict[int, Any] = {}
         #: ids of queues' mutexes a queue method holds now (see _blocking)
@@ -794,6 +805,9 @@ class StepLog:
         self._chain = None
         self._woken.clear()
         self.notes.clear()
+        self._threadsafe = None
+        self._handoff_counts.clear()
+        self._handoffs.clear()
 
     # -- wakes carried by callbacks (asyncio: backends.asyncio_waits) -----------------
     def scheduled(self, handle: Any, task: int | None) -> None:
@@ -903,6 +917,96 @@ class StepLog:
         self.current.append((ordinal, SYNC, True, kind))
         self.current.append((ordinal, ENDED, True, kind))
 
+    # -- cross-thread hand-offs onto a loop (a loop inside a thread) ------------------
+    def threadsafe_call(self, loop: Any, thread: int) -> None:
+        """``thread`` calls ``loop.call_soon_threadsafe``: its handle wakes the loop."""
+        self._threadsafe = (id(loop), thread)
+
+    def handed_off(self, loop: Any, handle: Any, thread: int) -> None:
+        """Another thread queued ``handle`` on ``loop`` (a write of the loop: SYNC).
+
+        Queued by ``call_soon_threadsafe``, which also wakes the loop, it is a
+        hand-off: numbered like an asyncio queue's items, it writes its item
+        (ITEM, order-only when read), which the loop's run of it reads
+        (:meth:`handoff_taken`).
+        """
+        if self._threadsafe != (id(loop), thread):
+            # a plain call_soon from another thread wakes nobody (no hand-off):
+            # what an idle loop's look read (see idle_look)
+            self.sync(loop)
+            return
+        self._threadsafe = None
+        ordinal = self.ordinal(loop)
+        number = self._handoff_counts.get(ordinal, 0)
+        self._handoff_counts[ordinal] = number + 1
+        self._handoffs[id(handle)] = (number, handle)
+        kind = type(loop).__qualname__
+        # hand-offs are ordered among themselves (the loop runs them in that order)
+        self.current.append((ordinal, HANDOFFS, True, kind))
+        self.current.append((ordinal, (ITEM, ("handoff", number)), True, kind))
+
+    def idle_look(self, loop: Any) -> None:
+        """The loop's thread found nothing to run and no timer: it waits in ``select()``.
+
+        Only a self-pipe write (a hand-off) ends that wait, and with the
+        hand-off first the loop would simply have run it: a stutter, which
+        does not race the hand-off. A plain ``call_soon`` from another thread
+        (SYNC) wakes nobody: had it come first, the loop would not have
+        waited, so the look reads it (the lost wakeup stays a race).
+        """
+        kind = type(loop).__qualname__
+        self.current.append((self.ordinal(loop), SYNC, False, kind))
+        self.current.append((STUTTER, 0, False, ""))
+
+    def handoff_taken(self, loop: Any, handle: Any) -> bool:
+        """The loop's thread runs plain callback ``handle``: record what its look saw.
+
+        A hand-off (:meth:`handed_off`) that the loop finds with nothing but
+        later hand-offs behind it, and no timer pending, is all its look at
+        the ready queue saw: without it (and so without the later ones) the
+        loop would have gone idle in ``select()``, a wait only a self-pipe
+        write ends (a stutter), and this very hand-off's write ends it. So
+        the look reads the hand-off's item, an order after the call that
+        queued it and never a race with it, instead of the whole queue,
+        which every cross-thread call writes. Without this,
+        every hand-off raced the loop's look that ran it, and the reversal
+        (the loop first) only went idle: a run that ended with only
+        sleeping actors enabled. Returns False when the look read more
+        (anything else queued or a timer pending): the caller records the
+        whole queue as read.
+        """
+        found = self._handoffs.pop(id(handle), None)
+        if found is None or loop._scheduled:
+            return False
+        number = found[0]
+        handoffs = self._handoffs
+        if any(id(later) not in handoffs for later in loop._ready):
+            return False  # without this hand-off, the loop would have run that
+        key = (ITEM, ("handoff", number))
+        self.current.append((self.ordinal(loop), key, False, type(loop).__qualname__))
+        return True
+
+    def finished(self, future: Any) -> None:
+        """The step finished an asyncio future or task: an ``await`` of it goes on now (ENDED)."""
+        self.current.append((self.ordinal(future), ENDED, True, type(future).__qualname__))
+
+    def awaited(self, obj: Any) -> None:
+        """Traced code is about to ``await obj`` (the detector's feed).
+
+        An asyncio future (or task) that is done already does not suspend
+        the await: the step goes on only because the step that finished it
+        (:meth:`finished`) ran first. Run before that step, the await would
+        have waited (a stutter), so the step reads the future's end as a
+        finished ``join`` reads a thread's: an order, never a race
+        (ORDER_ONLY). What the step did before the await still races as
+        usual (strategies.dpor, _order_only_points). Without this the
+        step's later conflicts with the finishing step (a loop inside a
+        thread: the shutdown that follows) made a race whose reversal only
+        ran the same trace again, blocked by its sleep set.
+        """
+        if isinstance(obj, self._future_type) and obj.done():  # type: ignore[attr-defined]
+            self.current.append((self.ordinal(obj), ENDED, False, type(obj).__qualname__))
+
     def opaque(self) -> None:
         """The step did something that cannot be placed: it conflicts with everything."""
         self.current.append((OPAQUE, ANY, True, ""))
@@ -933,6 +1037,7 @@ class StepLog:
         # Another actor may run now (a thread calling call_soon_threadsafe):
         # a chain is only carried within the step its callback began in.
         self._chain = None
+        self._threadsafe = None  # a hand-off is queued in the step that offered it
 
     def _raise_deferred(self) -> None:
         error, self._deferred = self._deferred, None
@@ -1352,6 +1457,16 @@ class StepLog:
         if name == "cancel":
             self.opaque()  # changes what another actor's next step does
             return
+        if (
+            name in _FINISHES
+            and isinstance(owner, self._future_type)
+            and not isinstance(owner, self._task_type)
+            and not owner.done()  # type: ignore[attr-defined]
+        ):
+            # An await of it goes on from now (see awaited). Its other readers
+            # (done(), result()) read the whole future, which conflicts with this.
+            self.finished(owner)
+            return
         self.current.append(
             (self.ordinal(owner), ANY, name not in _READ_ONLY, type(owner).__qualname__)
         )
@@ -1392,6 +1507,10 @@ class StepLog:
             if value is None or isinstance(value, _PASSIVE):
                 continue
             self.current.append((self.ordinal(value), ANY, True, type(value).__qualname__))
+
+
+#: a plain asyncio future's methods that finish it (called on one not done yet)
+_FINISHES = frozenset({"set_result", "set_exception"})
 
 
 #: library functions (by qualified name, with the end of their file name) that

@@ -226,6 +226,7 @@ def task_step_ended(log: StepLog, task: asyncio.Task[Any], began: int) -> None:
     if task.done():
         if log.actor is not None:
             log.notes[("end", id(task))] = (task, log.step)
+            log.finished(task)  # an await of it goes on from now (StepLog.awaited)
         return
     waiter = task._fut_waiter  # type: ignore[attr-defined]
     if waiter is None:

@@ -408,6 +408,10 @@ class Detector:
         """``on_instruction`` for a caller that has looked the recipe up already."""
         if self.found:
             return
+        if recipe.op == "await":
+            if self.access_log is not None:
+                self._awaited(frame, recipe)
+            return
         if self.unsettled:
             for view, value_of in self.unsettled:
                 view.value = value_of()
@@ -416,6 +420,15 @@ class Detector:
             self._switched(actor)
         try:
             self._access(frame, recipe, actor, hb)
+        except Exception:
+            pass  # an object the detector cannot read must never break the code under test
+
+    def _awaited(self, frame: FrameType, recipe: Recipe) -> None:
+        """An ``await``: no access of its own, but DPOR orders one of a done future."""
+        try:
+            awaited = evaluate(recipe.base, frame, frame.f_locals)
+            if awaited is not MISSING:
+                self.access_log.awaited(awaited)
         except Exception:
             pass  # an object the detector cannot read must never break the code under test
 

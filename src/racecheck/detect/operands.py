@@ -112,7 +112,8 @@ class Recipe:
     #: ``bisect`` function, ``via`` the callable); "contains"; "iterate"; "next" (a later step
     #: of a ``for`` loop, ``name``: the offset of the GET_ITER that began it); "call" (container
     #: method or scanning builtin); "truth" (a branch on a container's emptiness);
-    #: "global-read"/"global-write"; "deref-read"/"deref-write"
+    #: "global-read"/"global-write"; "deref-read"/"deref-write"; "await" (what an
+    #: ``await`` waits for: not an access, handed to DPOR's step log only)
     op: str
     base: Sym
     name: Any = None  # attribute name, global/cell name, method name
@@ -279,6 +280,13 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
                 stack.append(("super", first if argc == 0 else args[1]))
             else:
                 stack.append(_call_result(callable_slots, args))
+        elif name == "GET_AWAITABLE":
+            # what an ``await`` waits for: DPOR orders the await of a future that
+            # is done already after the step that finished it (accesses.StepLog.awaited)
+            (awaited,) = pop()
+            if awaited is not None and awaited is not NULL and awaited[0] in _TESTABLE:
+                out[instr.offset] = Recipe("await", awaited)
+            stack.append(None)
         elif name in _TRUTH_TESTS:
             # `if self.items:` / `while not queue:`: the truth of a container decides
             # what runs next (3.13 tests it in TO_BOOL, earlier versions in the jump)

@@ -20,6 +20,12 @@ stateless: every schedule is a fresh run of the target from the start.
   that waiter added to its state: the waiter's retry races with it, but the
   next release sits between the two in happens-before and no race of the
   run's steps leads to that order (:meth:`DPORChooser._reverse_disabled`).
+* An order-only read (a finished join, a get that took its item, an await
+  of a done future: ``accesses.ORDER_ONLY``, ``ITEM``) orders its step after
+  the write it reads without a race: run first, the step would have waited.
+  What the step did *before* that read could have run first all the same,
+  so those accesses are checked again without that order, and their races
+  reversed (``_order_only_points``).
 * Sleep sets: after an actor's branch at a state was explored, that actor
   sleeps in its siblings' branches until a step conflicts with what it would
   do next. A run whose every enabled actor sleeps is redundant; it is run to
@@ -175,6 +181,92 @@ def _conflict(a: Index, b: Index) -> bool:
             elif _keys_conflict(keys, other):
                 return True
     return False
+
+
+#: (conflicting, ordered, after, gates): what _find_conflicts fills in
+_Found = tuple[set[int], set[int], set[int], set[int]]
+
+
+def _find_conflicts(
+    index: Index,
+    actor: int,
+    idle: object,
+    events: Sequence[_Event],
+    state: dict[tuple[Hashable, Hashable], tuple[int | None, dict[int, int]]],
+    keys_of: dict[Hashable, set[Hashable]],
+    actor_writes: dict[Hashable, list[int]],
+    found: _Found,
+) -> None:
+    """The earlier steps a step with ``index`` conflicts with, as the run's state says.
+
+    ``gates``: the steps an order-only read follows (ENDED, an ITEM), which
+    are also in ``ordered``. A step's accesses before such a read could have
+    run before the write it reads: see _order_only_points.
+    """
+    conflicting, ordered, after, gates = found
+    for obj, keys in index.items():
+        if obj != ACTOR and obj in _PSEUDO:
+            continue
+        known = keys_of.setdefault(obj, set())
+        for key, write in keys.items():
+            places = list(known) if key == ANY else [key, ANY]
+            for place in places:
+                entry = state.get((obj, place))
+                if entry is None:
+                    continue
+                last_write, reads = entry
+                if obj == ACTOR:
+                    # see _actor_keys_conflict: changes of an actor's
+                    # enabled state are ordered against its steps only
+                    if write:
+                        conflicting.update(r for a, r in reads.items() if a != actor)
+                    else:
+                        conflicting.update(w for w in actor_writes.get(place, ()))
+                    continue
+                if last_write is not None and events[last_write].actor != actor:
+                    # only a read of that very key is order-only: a read of the
+                    # whole object (``future.done()``) races the write as usual
+                    if not write and place == key and order_only(place):
+                        ordered.add(last_write)
+                        gates.add(last_write)
+                    else:
+                        conflicting.add(last_write)
+                if write:
+                    readers = (r for a, r in reads.items() if a != actor)
+                    (after if obj in idle else conflicting).update(readers)  # type: ignore[operator]
+
+
+def _order_only_points(accesses: Sequence[Access]) -> list[int]:
+    """Positions in a step's accesses of its order-only reads that something came before.
+
+    An order-only read (a finished join, an asyncio get that took an item,
+    an ``await`` of a future that was done) is the point where the step
+    could not have gone on before the write it reads: run first, it would
+    have waited there (a stutter). What the step did *before* that point
+    could have run first all the same (``r = box.x; await queue.get()``
+    reads ``box.x`` whether the get waits or not), so those accesses race
+    as usual, unordered by that write (see DPORChooser._add_backtracks).
+    """
+    points = []
+    seen = False
+    for position, (obj, key, write, _) in enumerate(accesses):
+        if obj >= 0 and not write and order_only(key):
+            if seen:
+                points.append(position)
+        elif obj >= 0 or obj == OPAQUE:
+            seen = True
+    return points
+
+
+def _before(accesses: Sequence[Access], position: int) -> Index:
+    """What a step did before ``position`` (order-only reads left out), as an index.
+
+    The step's read of its own enabled state and its wakes (recorded at
+    its end and start) belong to its start, whatever came after.
+    """
+    early = [a for a in accesses[:position] if a[0] < 0 or a[2] or not order_only(a[1])]
+    early += [a for a in accesses[position:] if (a[0] == ACTOR and not a[2]) or a[0] == WAKE]
+    return _index(early, typed=False)
 
 
 @dataclass
@@ -436,33 +528,38 @@ class DPORChooser(BaseChooser):
             #: before it, racing it only through another conflict (accesses.IDLE_CLOCK)
             idle = event.index.get(IDLE_CLOCK, ())
             after: set[int] = set()
-            for obj, keys in event.index.items():
-                if obj != ACTOR and obj in _PSEUDO:
-                    continue
-                known = keys_of.setdefault(obj, set())
-                for key, write in keys.items():
-                    places = list(known) if key == ANY else [key, ANY]
-                    for place in places:
-                        found = state.get((obj, place))
-                        if found is None:
-                            continue
-                        last_write, reads = found
-                        if obj == ACTOR:
-                            # see _actor_keys_conflict: changes of an actor's
-                            # enabled state are ordered against its steps only
-                            if write:
-                                conflicting.update(r for a, r in reads.items() if a != actor)
-                            else:
-                                conflicting.update(w for w in actor_writes.get(place, ()))
-                            continue
-                        if last_write is not None and events[last_write].actor != actor:
-                            if not write and order_only(place):
-                                ordered.add(last_write)
-                            else:
-                                conflicting.add(last_write)
-                        if write:
-                            readers = (r for a, r in reads.items() if a != actor)
-                            (after if obj in idle else conflicting).update(readers)
+            gates: set[int] = set()
+            wakes = set(ordered)
+            _find_conflicts(
+                event.index,
+                actor,
+                idle,
+                events,
+                state,
+                keys_of,
+                actor_writes,
+                (conflicting, ordered, after, gates),
+            )
+            #: what the step did before each order-only read, which could have run
+            #: before the write that read follows (see _order_only_points)
+            early: list[_Found] = []
+            if gates:
+                followed: set[int] = set()  # the writes the reads so far follow
+                for position in _order_only_points(event.accesses):
+                    start = _before(event.accesses, position)
+                    start_found: _Found = (set(), wakes | followed, set(), set())
+                    if OPAQUE in start:
+                        start_found[0].update(k for a, k in last_of.items() if a != actor)
+                    elif last_opaque is not None and events[last_opaque].actor != actor:
+                        start_found[0].add(last_opaque)
+                    _find_conflicts(
+                        start, actor, idle, events, state, keys_of, actor_writes, start_found
+                    )
+                    early.append(start_found)
+                    read = event.accesses[position]
+                    entry = state.get((read[0], read[1]))
+                    if entry is not None and entry[0] is not None:
+                        followed.add(entry[0])
             for obj, keys in event.index.items():
                 if obj != ACTOR and obj in _PSEUDO:
                     continue
@@ -499,6 +596,21 @@ class DPORChooser(BaseChooser):
             for i in sorted(conflicting - ordered):  # a step it could not precede: no race
                 if not (cover >> i) & 1:
                     self._reverse(i, j, hb)
+            for early_conflicts, early_ordered, early_after, _ in early:
+                early_before = early_cover = 0
+                for p in early_conflicts | early_ordered | early_after:
+                    early_before |= hb[p] | (1 << p)
+                    early_cover |= hb[p]
+                if own is not None:
+                    early_before |= hb[own] | (1 << own)
+                    early_cover |= hb[own]
+                # the reversal runs the step's start first: there it follows what
+                # that start follows, not the writes its later reads follow
+                hb[j] = early_before
+                for i in sorted(early_conflicts - early_ordered):
+                    if not (early_cover >> i) & 1:
+                        self._reverse(i, j, hb)
+                hb[j] = before
             if j + 1 < len(self._enabled) and _takes(event.index):
                 for other in self._enabled[j]:
                     if other != actor and other not in self._enabled[j + 1]:

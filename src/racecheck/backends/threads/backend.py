@@ -571,10 +571,11 @@ class ThreadHost:
         log = self.controller.steplog
         if log is not None:
             loop = handle._loop
-            if threading.get_ident() != loop._thread_id:
+            thread = threading.get_ident()
+            if thread != loop._thread_id:
                 # Queued from another thread (call_soon, ensure_future, a
                 # cancel): what the loop's next steps run depends on when.
-                log.sync(loop)
+                log.handed_off(loop, handle, thread)  # a write of the loop, at least
 
     def detect_callback(self, loop: Any, handle: Any) -> None:
         me = self.runtime.me()
@@ -586,7 +587,7 @@ class ThreadHost:
             # so steps of the loop's own tasks stay independent of each other,
             # and ordered against whatever another thread queued.
             log = self.controller.steplog
-            if log is not None:
+            if log is not None and (handle is None or not log.handoff_taken(loop, handle)):
                 log.touch(loop, "*", False)
             return
         detector.acquire(me.id, loop)
@@ -599,7 +600,8 @@ class ThreadHost:
         if detector.record_only:
             log = self.controller.steplog
             if log is not None:
-                log.sync(loop)  # a write: ordered against the loop's reads of its queue
+                # its handle is a hand-off, recorded when queued (StepLog.handed_off)
+                log.threadsafe_call(loop, threading.get_ident())
             return
         detector.release(me.id, loop)
 
@@ -622,6 +624,9 @@ class ThreadHost:
         # wakeup racecheck must reproduce, not paper over.
         seen = loop._rc_wakeups
         runtime = self.runtime
+        log = self.controller.steplog
+        if log is not None and deadline is None and loop._rc_wakeups == seen:
+            log.idle_look(loop)  # a wait only a hand-off ends: a stutter
         if deadline is not None:
             # Its timer may fire while other actors could still run (see
             # ThreadRuntime._early_timers): a thread may be descheduled that long.
