@@ -26,6 +26,7 @@ from dataclasses import replace
 from functools import partial
 
 from racecheck.lint import module as nodes  # `nodes.children`: the counted walk
+from racecheck.lint.callers import lifecycle_callers
 from racecheck.lint.fanout import _sites as fanout_sites
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
@@ -111,6 +112,19 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                     f"{func.name}(): its caller is elsewhere (a base class from another "
                     "module, a dynamic getattr), and whether that caller holds a lock or "
                     "runs it once the lint cannot see",
+                )
+            if (
+                driver is None
+                and finding.severity == "error"
+                and finding.code in ("RC102", "RC103")
+                and (steps := lifecycle_callers(module.path, func.name)) is not None
+            ):
+                finding = replace(
+                    finding,
+                    severity="warning",
+                    message=f"{finding.message}; but the package calls {func.name}() only "
+                    f"on lifecycle paths ({steps}): it races only when a program runs "
+                    "one object's start-up, reconnect or driver twice at once",
                 )
             if driver is not None and finding.severity == "error":
                 finding = replace(
