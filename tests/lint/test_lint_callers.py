@@ -56,9 +56,7 @@ def package(root: Path, files: dict[str, str]) -> Path:
 
 
 def severities(pkg: Path, name: str) -> list[tuple[int, str, str]]:
-    return [
-        (f.line, f.code, f.severity) for f in lint_paths([pkg]) if Path(f.path).name == name
-    ]
+    return [(f.line, f.code, f.severity) for f in lint_paths([pkg]) if Path(f.path).name == name]
 
 
 # ── a reconnect routine ─────────────────────────────────────────────────────
