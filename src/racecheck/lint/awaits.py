@@ -70,6 +70,8 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                 )
             if func.name in locked[id(info)]:
                 continue  # every caller holds a lock, or runs it once per object
+        if any(is_locklike(d.func if isinstance(d, ast.Call) else d) for d in func.decorator_list):
+            continue  # `@operation_lock`: the wrapper holds a lock around the whole call
         facts = flows.get(id(func))
         if facts is None or not facts.awaits:
             continue
@@ -1075,7 +1077,12 @@ def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
         if (
             claim.key == act.key
             and claim.kind in {"write", "mutate"}
-            and any(arm.node == test.scope for arm in claim.path)  # where the check held
+            and (
+                any(arm.node == test.scope for arm in claim.path)  # where the check held
+                # or past a guard that leaves: ``if k in d: raise`` then ``d[k] = ...``
+                # (matrix-nio's in-flight marker), reached only when the check passed
+                or (test.guard and set(test.path) <= set(claim.path))
+            )
             and _acts(claim)
             and reaches(test, claim)
             and reaches(claim, act)
