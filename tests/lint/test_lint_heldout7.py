@@ -75,3 +75,80 @@ def test_method_under_a_lock_decorator_is_no_race() -> None:
 def test_method_under_another_decorator_stays_an_error() -> None:
     other = _DECORATED.replace("@operation_lock", "@retry_on_error")
     assert severities(other) == [(11, "RC102", "error")]
+
+
+# ── an asyncio lock and a threading lock in exclusive arms ──────────────────
+# (pymodbus' TransactionManager: a sync client gets an RLock, an async one an
+# asyncio.Lock; one object is never both)
+
+_EITHER = """
+import asyncio
+from threading import RLock
+
+class Manager:
+    def __init__(self, sync_client=None):
+        self.params = {}
+        if sync_client:
+            self._sync_lock = RLock()
+        else:
+            self._lock = asyncio.Lock()
+
+    def sync_execute(self, request):
+        with self._sync_lock:
+            self.params["last"] = request
+
+    async def execute(self, request):
+        async with self._lock:
+            self.params["last"] = request
+"""
+
+
+def test_asyncio_and_threading_lock_in_exclusive_arms_is_no_race() -> None:
+    assert severities(_EITHER) == []
+
+
+def test_asyncio_lock_beside_a_threading_lock_stays_an_error() -> None:
+    both = _EITHER.replace("        else:\n            self._lock", "        self._lock")
+    assert severities(both) == [(10, "RC106", "error")]
+
+
+# ── "not started yet" guard, then a new value stored ────────────────────────
+# (aioxmpp's ClientSession.proceed: `if self._response is None: raise`, then
+# `self._response = await ...`: no store can make the other task's check fail)
+
+_STARTED = """
+class Session:
+    async def proceed(self, payload):
+        if self._response is None:
+            raise RuntimeError("not started yet")
+        request = self._build(payload)
+        self._response = await self._stream.send(request)
+        return self._response.payload
+"""
+
+
+def test_stored_value_after_a_not_none_guard_is_no_race() -> None:
+    assert severities(_STARTED) == []
+
+
+def test_lazy_fill_under_an_is_none_check_stays_an_error() -> None:
+    lazy = """
+    class Session:
+        async def proceed(self, payload):
+            if self._response is None:
+                self._response = await self._stream.start()
+            return self._response.payload
+    """
+    assert severities(lazy) == [(4, "RC102", "error")]
+
+
+def test_lazy_fill_after_an_is_not_none_guard_stays_an_error() -> None:
+    lazy = """
+    class Session:
+        async def get(self):
+            if self._conn is not None:
+                return self._conn
+            self._conn = await self._connect()
+            return self._conn
+    """
+    assert severities(lazy) == [(4, "RC102", "error")]

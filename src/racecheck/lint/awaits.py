@@ -29,7 +29,7 @@ from racecheck.lint import module as nodes  # `nodes.children`: the counted walk
 from racecheck.lint.callers import lifecycle_callers
 from racecheck.lint.fanout import _sites as fanout_sites
 from racecheck.lint.findings import Finding
-from racecheck.lint.flow import Event, Flow, common_lock, reaches
+from racecheck.lint.flow import Event, Flow, common_lock, ending, reaches
 from racecheck.lint.module import (
     ClassInfo,
     FunctionNode,
@@ -1017,6 +1017,7 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
             if reaches(c, act)
             and _governs(c, act)
             and not _adds_to_non_empty(c, act)
+            and not _keeps_set(c, act)
             and (_touches_checked_path(c, act) or _rebound_between(facts, c, act))
         ]
         if not governing:
@@ -1115,6 +1116,43 @@ def _adds_to_non_empty(check: Event, act: Event) -> bool:
         if arm.node == check.scope:
             return (arm.index == 0) != negated
     return False
+
+
+def _keeps_set(check: Event, act: Event) -> bool:
+    """``if self.x is None: raise``, then ``self.x = <a value>`` after the ``if``.
+
+    The check refuses to go on until ``x`` is set; the act stores another value.
+    A second task that passed the check meanwhile still holds a true check: no
+    store of a value can make ``x`` None again (aioxmpp's ``proceed()`` of a
+    started command). Storing ``None`` could, and a lazy fill under ``is None``
+    (the act inside the arm) is the race, both still reported.
+    """
+    stmt = check.site
+    if check.via is not None or not isinstance(stmt, ast.If) or stmt.test is not check.node:
+        return False
+    test = stmt.test
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+        and isinstance(test.left, ast.Attribute)
+        and check.key.endswith("." + test.left.attr)
+    ):
+        return False
+    if stmt.orelse or ending(stmt.body) not in {"raise", "return"}:
+        return False
+    if any(arm.node == check.scope for arm in act.path):
+        return False
+    site = act.site
+    return (
+        act.kind == "write"
+        and act.via is None
+        and isinstance(site, ast.Assign | ast.AnnAssign)
+        and site.value is not None
+        and not (isinstance(site.value, ast.Constant) and site.value.value is None)
+    )
 
 
 def _inside_callee(first: Event, last: Event) -> bool:
