@@ -1081,8 +1081,15 @@ def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
             and (
                 any(arm.node == test.scope for arm in claim.path)  # where the check held
                 # or past a guard that leaves: ``if k in d: raise`` then ``d[k] = ...``
-                # (matrix-nio's in-flight marker), reached only when the check passed
-                or (test.guard and set(test.path) <= set(claim.path))
+                # (matrix-nio's in-flight marker), reached only when the check passed;
+                # only a slot store on a membership check: an ``append`` past
+                # ``if not self._waiters: return`` claims no slot (a FIFO lock's hand-off)
+                or (
+                    test.guard
+                    and test.detail == "membership"
+                    and claim.detail in {"setitem", "local-key"}
+                    and set(test.path) <= set(claim.path)
+                )
             )
             and _acts(claim)
             and reaches(test, claim)
