@@ -69,6 +69,10 @@ def test_method_only_a_reconnect_routine_calls_is_a_warning(tmp_path: Path) -> N
             "sub.py": _SUB,
             "client.py": """
             class Client:
+                async def reconnect(self):
+                    await self._transport.open()
+                    await self._recreate_subscriptions()
+
                 async def _recreate_subscriptions(self):
                     for sub in self._subs:
                         await sub.restore()
@@ -108,6 +112,27 @@ def test_same_shape_outside_a_package_stays_an_error(tmp_path: Path) -> None:
     (tmp_path / "client.py").write_text("async def connect(s):\n    await s.restore()\n")
     # no __init__.py: a directory of scripts, not a package whose callers are all known
     assert [(f.code, f.severity) for f in lint_paths([tmp_path])] == [("RC102", "error")]
+
+
+def test_private_connect_an_operation_calls_is_no_lifecycle_path(tmp_path: Path) -> None:
+    # aiomysql: `ping()` reconnects through `_connect()`, so the handshake step
+    # `_connect()` calls runs whenever two pings find the connection dropped
+    pkg = package(
+        tmp_path,
+        {
+            "sub.py": _SUB,
+            "client.py": """
+            class Client:
+                async def ping(self):
+                    if self._dropped:
+                        await self._connect()
+
+                async def _connect(self):
+                    await self._sub.restore()
+            """,
+        },
+    )
+    assert severities(pkg, "sub.py") == [(4, "RC102", "error")]
 
 
 # ── a driver task's callback ────────────────────────────────────────────────

@@ -14,7 +14,9 @@ of a package for one finding would cost more than the lint of that file).
 Every reference to the method's name - ``.name`` or a string ``"name"`` - in
 every module of the package (the topmost directory chain with
 ``__init__.py``) must be a call inside a function that is a lifecycle step:
-its name starts with a start-up/teardown/reconnect verb, it is a task the
+its public name starts with a start-up/teardown/reconnect verb (a private
+``_connect`` is judged by its own callers: it is often the lazy reconnect of
+an operation), it is a task the
 module keeps on its object (``self.t = create_task(self.f())``), or, up to
 three callers deep, a coroutine whose own callers all are. References are
 matched by name only, so another class's method of the same name counts as a
@@ -211,7 +213,9 @@ def _lifecycle_step(
     name = func.name
     if name in _ENTRY_DUNDERS:
         return f"{name}()"
-    if name.lstrip("_").split("_", 1)[0].lower() in _LIFECYCLE_VERBS:
+    if not name.startswith("_") and name.split("_", 1)[0].lower() in _LIFECYCLE_VERBS:
+        # public only: a private ``_connect()`` is often the lazy reconnect an
+        # operation calls (aiomysql's ``ping()``); it is judged by its callers
         return f"{name}()"
     kept = re.compile(
         rf"self\.\w+[ \t]*=[ \t]*[\w.]*\b(?:create_task|ensure_future|spawn)\([ \t]*self\.{name}\("
