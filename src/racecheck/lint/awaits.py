@@ -119,7 +119,7 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                 driver is None
                 and finding.severity == "error"
                 and finding.code in ("RC102", "RC103")
-                and (steps := lifecycle_callers(module.path, func.name)) is not None
+                and (steps := lifecycle_callers(module, func.name)) is not None
             ):
                 finding = replace(
                     finding,

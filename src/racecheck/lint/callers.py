@@ -37,7 +37,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+
+from racecheck.lint.module import Module, memo
 
 #: first words of functions that are a lifecycle step of their object
 _LIFECYCLE_VERBS = frozenset(
@@ -90,7 +93,16 @@ class _File:
     defs: list[_Def]
 
 
-_PACKAGES: dict[Path, tuple[tuple[tuple[str, int, int], ...], list[_File]]] = {}
+@dataclass
+class _Package:
+    root: Path
+    stamp: tuple[tuple[str, int, int], ...]
+    files: list[_File]
+    #: method name -> the answer of :func:`lifecycle_callers` (a package's text is fixed)
+    answers: dict[str, str | None]
+
+
+_PACKAGES: dict[Path, _Package] = {}
 
 
 def package_root(path: str) -> Path | None:
@@ -106,7 +118,7 @@ def package_root(path: str) -> Path | None:
     return here
 
 
-def _files(root: Path) -> list[_File]:
+def _package(root: Path) -> _Package:
     """The package's modules, read once per run (re-read when a file changes)."""
     stamp: list[tuple[str, int, int]] = []
     for top, dirs, names in os.walk(root):
@@ -121,8 +133,8 @@ def _files(root: Path) -> list[_File]:
                 stamp.append((full, st.st_mtime_ns, st.st_size))
     key = tuple(stamp)
     cached = _PACKAGES.get(root)
-    if cached is not None and cached[0] == key:
-        return cached[1]
+    if cached is not None and cached.stamp == key:
+        return cached
     files: list[_File] = []
     for full, _, _ in stamp:
         try:
@@ -141,8 +153,8 @@ def _files(root: Path) -> list[_File]:
         ]
         files.append(_File(Path(full), text, starts, defs))
     _PACKAGES.clear()  # one package at a time: a run walks packages in order
-    _PACKAGES[root] = (key, files)
-    return files
+    package = _PACKAGES[root] = _Package(root, key, files, {})
+    return package
 
 
 def _enclosing(file: _File, line: int, indent: int) -> _Def | None:
@@ -153,13 +165,23 @@ def _enclosing(file: _File, line: int, indent: int) -> _Def | None:
     return None
 
 
-def lifecycle_callers(path: str, name: str) -> str | None:
-    """Why every caller of method ``name`` in ``path``'s package is a lifecycle step, or None."""
-    root = package_root(path)
-    if root is None or not name.isidentifier():
+def lifecycle_callers(module: Module, name: str) -> str | None:
+    """Why every caller of method ``name`` in the module's package is a lifecycle step, or None.
+
+    The package is found, walked and checked for changes once per linted module
+    (``memo``), and each name is judged once per package text.
+    """
+    package = memo(module.tree, "package", partial(_module_package, module.path))
+    if package is None or not name.isidentifier():
         return None
-    files = _files(root)
-    return _judge(files, root, name, _DEPTH, {name})
+    if name not in package.answers:
+        package.answers[name] = _judge(package.files, package.root, name, _DEPTH, {name})
+    return package.answers[name]
+
+
+def _module_package(path: str) -> _Package | None:
+    root = package_root(path)
+    return None if root is None else _package(root)
 
 
 def _judge(files: list[_File], root: Path, name: str, depth: int, seen: set[str]) -> str | None:
