@@ -26,9 +26,10 @@ from dataclasses import replace
 from functools import partial
 
 from racecheck.lint import module as nodes  # `nodes.children`: the counted walk
+from racecheck.lint.callers import lifecycle_callers
 from racecheck.lint.fanout import _sites as fanout_sites
 from racecheck.lint.findings import Finding
-from racecheck.lint.flow import Event, Flow, common_lock, reaches
+from racecheck.lint.flow import Event, Flow, common_lock, ending, reaches
 from racecheck.lint.module import (
     ClassInfo,
     FunctionNode,
@@ -69,6 +70,8 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                 )
             if func.name in locked[id(info)]:
                 continue  # every caller holds a lock, or runs it once per object
+        if any(is_locklike(d.func if isinstance(d, ast.Call) else d) for d in func.decorator_list):
+            continue  # `@operation_lock`: the wrapper holds a lock around the whole call
         facts = flows.get(id(func))
         if facts is None or not facts.awaits:
             continue
@@ -111,6 +114,19 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                     f"{func.name}(): its caller is elsewhere (a base class from another "
                     "module, a dynamic getattr), and whether that caller holds a lock or "
                     "runs it once the lint cannot see",
+                )
+            if (
+                driver is None
+                and finding.severity == "error"
+                and finding.code in ("RC102", "RC103")
+                and (steps := lifecycle_callers(module, func.name)) is not None
+            ):
+                finding = replace(
+                    finding,
+                    severity="warning",
+                    message=f"{finding.message}; but the package calls {func.name}() only "
+                    f"on lifecycle paths ({steps}): it races only when a program runs "
+                    "one object's start-up, reconnect or driver twice at once",
                 )
             if driver is not None and finding.severity == "error":
                 finding = replace(
@@ -1001,6 +1017,7 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
             if reaches(c, act)
             and _governs(c, act)
             and not _adds_to_non_empty(c, act)
+            and not _keeps_set(c, act)
             and (_touches_checked_path(c, act) or _rebound_between(facts, c, act))
         ]
         if not governing:
@@ -1061,7 +1078,19 @@ def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
         if (
             claim.key == act.key
             and claim.kind in {"write", "mutate"}
-            and any(arm.node == test.scope for arm in claim.path)  # where the check held
+            and (
+                any(arm.node == test.scope for arm in claim.path)  # where the check held
+                # or past a guard that leaves: ``if k in d: raise`` then ``d[k] = ...``
+                # (matrix-nio's in-flight marker), reached only when the check passed;
+                # only a slot store on a membership check: an ``append`` past
+                # ``if not self._waiters: return`` claims no slot (a FIFO lock's hand-off)
+                or (
+                    test.guard
+                    and test.detail == "membership"
+                    and claim.detail in {"setitem", "local-key"}
+                    and set(test.path) <= set(claim.path)
+                )
+            )
             and _acts(claim)
             and reaches(test, claim)
             and reaches(claim, act)
@@ -1094,6 +1123,43 @@ def _adds_to_non_empty(check: Event, act: Event) -> bool:
         if arm.node == check.scope:
             return (arm.index == 0) != negated
     return False
+
+
+def _keeps_set(check: Event, act: Event) -> bool:
+    """``if self.x is None: raise``, then ``self.x = <a value>`` after the ``if``.
+
+    The check refuses to go on until ``x`` is set; the act stores another value.
+    A second task that passed the check meanwhile still holds a true check: no
+    store of a value can make ``x`` None again (aioxmpp's ``proceed()`` of a
+    started command). Storing ``None`` could, and a lazy fill under ``is None``
+    (the act inside the arm) is the race, both still reported.
+    """
+    stmt = check.site
+    if check.via is not None or not isinstance(stmt, ast.If) or stmt.test is not check.node:
+        return False
+    test = stmt.test
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+        and isinstance(test.left, ast.Attribute)
+        and check.key.endswith("." + test.left.attr)
+    ):
+        return False
+    if stmt.orelse or ending(stmt.body) not in {"raise", "return"}:
+        return False
+    if any(arm.node == check.scope for arm in act.path):
+        return False
+    site = act.site
+    return (
+        act.kind == "write"
+        and act.via is None
+        and isinstance(site, ast.Assign | ast.AnnAssign)
+        and site.value is not None
+        and not (isinstance(site.value, ast.Constant) and site.value.value is None)
+    )
 
 
 def _inside_callee(first: Event, last: Event) -> bool:

@@ -327,6 +327,10 @@ def _asyncio_lock_across_threads(
     for attr, (kind, created) in module.primitive_attrs(info).items():
         if kind not in ASYNCIO_LOCKS or not _created_in(info, created):
             continue
+        if evidence.startswith("it creates a threading lock") and _either_lock(
+            module, info, created
+        ):
+            continue  # a sync object gets the threading lock, an async one this lock
         guarded = _guarded_by(module, methods.values(), attr)
         if not guarded:
             continue
@@ -362,6 +366,36 @@ def _asyncio_lock_across_threads(
                     "exclude other threads; use a threading.Lock",
                 )
                 break
+
+
+def _either_lock(module: Module, info: ClassInfo, created: ast.AST) -> bool:
+    """Is the asyncio lock made in one arm of an ``if`` whose other arm makes the threading lock?
+
+    pymodbus' transaction manager takes ``sync_client``: a sync object gets an
+    ``RLock``, an async one an ``asyncio.Lock``, never both; the threading lock is
+    then no evidence that threads reach the asyncio one. Any threading lock made
+    outside such an arm keeps the evidence.
+    """
+    sides: list[tuple[set[int], set[int]]] = []
+    for method in module.all_methods(info).values():
+        for node in iter_own(method):
+            if isinstance(node, ast.If):
+                sides.append(
+                    (
+                        {id(n) for stmt in node.body for n in ast.walk(stmt)},
+                        {id(n) for stmt in node.orelse for n in ast.walk(stmt)},
+                    )
+                )
+    for method in module.all_methods(info).values():
+        for node in iter_own(method):
+            if isinstance(node, ast.Assign) and module.threading_lock(node.value):
+                if not any(
+                    (id(created) in one and id(node) in other)
+                    or (id(created) in other and id(node) in one)
+                    for one, other in sides
+                ):
+                    return False
+    return True
 
 
 def _only_called_under(module: Module, methods: object, lock: str) -> set[str]:

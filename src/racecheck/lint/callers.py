@@ -1,0 +1,251 @@
+"""Who calls a method, across the package: is it only ever a lifecycle step?
+
+The await rules read one module, so every coroutine method looks like an
+operation that callers may run at any time. On the fifth held-out round
+(asyncua) most false errors were methods the package itself calls only from
+its start-up, reconnect or driver-task paths, in other modules: a
+subscription's ``restore`` from the client's ``_recreate_subscriptions``, a
+dataset's ``on_state_change`` from a reader's one ``_timeout_task``. Those run
+once per object (or one at a time, in one task): they race only when a program
+starts one object twice, which the severity policy makes a warning.
+
+How, cheaply: the package's text, not its syntax trees (parsing every module
+of a package for one finding would cost more than the lint of that file).
+Every reference to the method's name - ``.name`` or a string ``"name"`` - in
+every module of the package (the topmost directory chain with
+``__init__.py``) must be a call inside a function that is a lifecycle step:
+its public name starts with a start-up/teardown/reconnect verb (a private
+``_connect`` is judged by its own callers: it is often the lazy reconnect of
+an operation), it is a task the
+module keeps on its object (``self.t = create_task(self.f())``), or, up to
+three callers deep, a coroutine whose own callers all are. References are
+matched by name only, so another class's method of the same name counts as a
+caller too: more callers, fewer demotions - the resolution errs towards
+keeping an error. Anything it cannot place keeps the error: a reference that
+is not a call (a callback handed on), the name in a string (``getattr``), a
+call at module or class level, no caller at all, a file outside a package.
+One exception, for names shared by unrelated classes: a call in a plain
+``def`` that neither awaits nor hands the result to a task cannot be a call of
+a coroutine method that does anything, so it is not counted.
+Callers outside the package (its users, its tests) are not seen: a public
+method the package calls only on start-up may still be called by a user at
+any time, which is why the finding stays, as a warning naming the callers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from racecheck.lint.module import Module, memo
+
+#: first words of functions that are a lifecycle step of their object
+_LIFECYCLE_VERBS = frozenset(
+    {
+        "connect",
+        "reconnect",
+        "start",
+        "startup",
+        "serve",
+        "initialize",
+        "init",
+        "setup",
+        "login",
+        "handshake",
+        "listen",
+        "bind",
+        "restore",
+        "recreate",
+        "stop",
+        "close",
+        "shutdown",
+        "disconnect",
+        "teardown",
+        "main",
+    }
+)
+_ENTRY_DUNDERS = frozenset({"__aenter__", "__aexit__", "__await__", "__init__"})
+
+#: how many callers up a chain of plain coroutines is followed
+_DEPTH = 3
+
+_DEF = re.compile(r"^([ \t]*)(?:(async)[ \t]+)?(def|class)[ \t]+(\w+)", re.MULTILINE)
+#: a call line in a plain def that may hand a coroutine on rather than drop it
+_HANDS_ON = re.compile(r"await|task|future|gather|run|spawn|start_soon|wait|partial")
+
+
+@dataclass(frozen=True)
+class _Def:
+    line: int
+    indent: int
+    kind: str  # "def", "async def" or "class"
+    name: str
+
+
+@dataclass
+class _File:
+    path: Path
+    text: str
+    line_starts: list[int]
+    defs: list[_Def]
+
+
+@dataclass
+class _Package:
+    root: Path
+    stamp: tuple[tuple[str, int, int], ...]
+    files: list[_File]
+    #: method name -> the answer of :func:`lifecycle_callers` (a package's text is fixed)
+    answers: dict[str, str | None]
+
+
+_PACKAGES: dict[Path, _Package] = {}
+
+
+def package_root(path: str) -> Path | None:
+    """The topmost directory of the package ``path`` is in, or None outside a package."""
+    try:
+        here = Path(path).resolve().parent
+    except (OSError, RuntimeError):
+        return None
+    if not (here / "__init__.py").is_file():
+        return None
+    while (here.parent / "__init__.py").is_file() and here.parent != here:
+        here = here.parent
+    return here
+
+
+def _package(root: Path) -> _Package:
+    """The package's modules, read once per run (re-read when a file changes)."""
+    stamp: list[tuple[str, int, int]] = []
+    for top, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        for name in sorted(names):
+            if name.endswith(".py"):
+                full = os.path.join(top, name)
+                try:
+                    st = os.stat(full)
+                except OSError:
+                    continue
+                stamp.append((full, st.st_mtime_ns, st.st_size))
+    key = tuple(stamp)
+    cached = _PACKAGES.get(root)
+    if cached is not None and cached.stamp == key:
+        return cached
+    files: list[_File] = []
+    for full, _, _ in stamp:
+        try:
+            text = Path(full).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
+        defs = [
+            _Def(
+                text.count("\n", 0, m.start()),
+                len(m.group(1).expandtabs()),
+                "class" if m.group(3) == "class" else ("async def" if m.group(2) else "def"),
+                m.group(4),
+            )
+            for m in _DEF.finditer(text)
+        ]
+        files.append(_File(Path(full), text, starts, defs))
+    _PACKAGES.clear()  # one package at a time: a run walks packages in order
+    package = _PACKAGES[root] = _Package(root, key, files, {})
+    return package
+
+
+def _enclosing(file: _File, line: int, indent: int) -> _Def | None:
+    """The innermost ``def``/``class`` a line at ``indent`` is in (by indentation)."""
+    for d in reversed(file.defs):
+        if d.line < line and d.indent < indent:
+            return d
+    return None
+
+
+def lifecycle_callers(module: Module, name: str) -> str | None:
+    """Why every caller of method ``name`` in the module's package is a lifecycle step, or None.
+
+    The package is found, walked and checked for changes once per linted module
+    (``memo``), and each name is judged once per package text.
+    """
+    package = memo(module.tree, "package", partial(_module_package, module.path))
+    if package is None or not name.isidentifier():
+        return None
+    if name not in package.answers:
+        package.answers[name] = _judge(package.files, package.root, name, _DEPTH, {name})
+    return package.answers[name]
+
+
+def _module_package(path: str) -> _Package | None:
+    root = package_root(path)
+    return None if root is None else _package(root)
+
+
+def _judge(files: list[_File], root: Path, name: str, depth: int, seen: set[str]) -> str | None:
+    ref = re.compile(rf"\.[ \t]*{name}\b(?![ \t]*=[^=])|['\"]{name}['\"]")
+    callers: list[str] = []
+    for file in files:
+        if name not in file.text:
+            continue
+        for m in ref.finditer(file.text):
+            if m.group(0)[0] in "'\"":
+                return None  # named in a string: a getattr or a table the lint cannot follow
+            after = file.text[m.end() :].lstrip(" \t")
+            if not after.startswith("("):
+                return None  # handed on (a callback), or another attribute of that name
+            line = bisect_line(file.line_starts, m.start())
+            start = file.line_starts[line]
+            end = file.text.find("\n", start)
+            text = file.text[start : end if end >= 0 else len(file.text)]
+            indent = len(text) - len(text.lstrip(" \t"))
+            outer = _enclosing(file, line, len(text[:indent].expandtabs()))
+            if outer is None or outer.kind == "class":
+                return None  # run at import time or in a class body: not a step we can place
+            if outer.name in seen:
+                continue  # an override calling its base, or a recursion
+            if outer.kind == "def" and not _HANDS_ON.search(text):
+                continue  # a plain call of a same-named plain method of another class
+            why = _lifecycle_step(files, root, file, outer, depth, seen)
+            if why is None:
+                return None
+            callers.append(f"{file.path.relative_to(root.parent)}:{line + 1} in {why}")
+    if not callers:
+        return None
+    more = f" and {len(callers) - 1} more" if len(callers) > 1 else ""
+    return f"{callers[0]}{more}"
+
+
+def bisect_line(starts: list[int], pos: int) -> int:
+    lo, hi = 0, len(starts)
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        if starts[mid] <= pos:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _lifecycle_step(
+    files: list[_File], root: Path, file: _File, func: _Def, depth: int, seen: set[str]
+) -> str | None:
+    name = func.name
+    if name in _ENTRY_DUNDERS:
+        return f"{name}()"
+    if not name.startswith("_") and name.split("_", 1)[0].lower() in _LIFECYCLE_VERBS:
+        # public only: a private ``_connect()`` is often the lazy reconnect an
+        # operation calls (aiomysql's ``ping()``); it is judged by its callers
+        return f"{name}()"
+    kept = re.compile(
+        rf"self\.\w+[ \t]*=[ \t]*[\w.]*\b(?:create_task|ensure_future|spawn)\([ \t]*self\.{name}\("
+    )
+    if kept.search(file.text):
+        return f"{name}(), the object's own kept task"
+    if depth > 1 and func.kind == "async def" and not name.startswith("__"):
+        up = _judge(files, root, name, depth - 1, seen | {name})
+        if up is not None:
+            return f"{name}() (called from {up})"
+    return None

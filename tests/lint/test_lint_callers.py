@@ -1,0 +1,230 @@
+"""Callers resolved across the package (issue 14, fifth held-out round).
+
+The one-module view takes every coroutine method for an operation that tasks
+may run at once. On asyncua the false errors were methods the package itself
+calls only from its start-up, reconnect or driver-task paths - in other modules
+(``Subscription.restore`` from the client's ``_recreate_subscriptions``, a
+dataset's ``on_state_change`` from a reader's one ``_timeout_task``, a
+session's handshake step from ``connect``). Each such shape is written here as
+a package on disk next to the partner that must stay an error: the same method
+also called from an operation, handed on as a callback, or outside a package.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from racecheck.lint import lint_paths, lint_source
+
+_SUB = """
+class Subscription:
+    async def restore(self):
+        if self.sid is None:
+            sid = await self._server.create(self.params)
+            self.sid = sid
+"""
+
+_SESSION = """
+class Session:
+    async def activate(self, params):
+        state = self._state
+        self._state = "activating"
+        try:
+            await self._send(params)
+        except Exception:
+            self._state = state
+            raise
+"""
+
+_DATASET = """
+class Mirror:
+    async def on_state_change(self, meta, state):
+        if self._node is None:
+            node = await self._parent.add_folder(meta.name)
+            self._node = node
+"""
+
+
+def package(root: Path, files: dict[str, str]) -> Path:
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name, text in files.items():
+        (pkg / name).write_text(textwrap.dedent(text))
+    return pkg
+
+
+def severities(pkg: Path, name: str) -> list[tuple[int, str, str]]:
+    return [(f.line, f.code, f.severity) for f in lint_paths([pkg]) if Path(f.path).name == name]
+
+
+# ── a reconnect routine ─────────────────────────────────────────────────────
+
+
+def test_method_only_a_reconnect_routine_calls_is_a_warning(tmp_path: Path) -> None:
+    pkg = package(
+        tmp_path,
+        {
+            "sub.py": _SUB,
+            "client.py": """
+            class Client:
+                async def reconnect(self):
+                    await self._transport.open()
+                    await self._recreate_subscriptions()
+
+                async def _recreate_subscriptions(self):
+                    for sub in self._subs:
+                        await sub.restore()
+            """,
+        },
+    )
+    found = [f for f in lint_paths([pkg]) if f.code == "RC102"]
+    assert [(f.line, f.severity) for f in found] == [(4, "warning")]
+    assert "_recreate_subscriptions()" in found[0].message
+    assert "client.py" in found[0].message
+
+
+def test_method_an_operation_also_calls_stays_an_error(tmp_path: Path) -> None:
+    pkg = package(
+        tmp_path,
+        {
+            "sub.py": _SUB,
+            "client.py": """
+            class Client:
+                async def _recreate_subscriptions(self):
+                    for sub in self._subs:
+                        await sub.restore()
+
+                async def refresh(self, sub):
+                    await sub.restore()
+            """,
+        },
+    )
+    assert severities(pkg, "sub.py") == [(4, "RC102", "error")]
+
+
+def test_same_shape_outside_a_package_stays_an_error(tmp_path: Path) -> None:
+    assert [(f.code, f.severity) for f in lint_source(textwrap.dedent(_SUB), "sub.py")] == [
+        ("RC102", "error")
+    ]
+    (tmp_path / "sub.py").write_text(textwrap.dedent(_SUB))
+    (tmp_path / "client.py").write_text("async def connect(s):\n    await s.restore()\n")
+    # no __init__.py: a directory of scripts, not a package whose callers are all known
+    assert [(f.code, f.severity) for f in lint_paths([tmp_path])] == [("RC102", "error")]
+
+
+def test_private_connect_an_operation_calls_is_no_lifecycle_path(tmp_path: Path) -> None:
+    # aiomysql: `ping()` reconnects through `_connect()`, so the handshake step
+    # `_connect()` calls runs whenever two pings find the connection dropped
+    pkg = package(
+        tmp_path,
+        {
+            "sub.py": _SUB,
+            "client.py": """
+            class Client:
+                async def ping(self):
+                    if self._dropped:
+                        await self._connect()
+
+                async def _connect(self):
+                    await self._sub.restore()
+            """,
+        },
+    )
+    assert severities(pkg, "sub.py") == [(4, "RC102", "error")]
+
+
+# ── a driver task's callback ────────────────────────────────────────────────
+
+_READER = """
+import asyncio
+
+class Reader:
+    async def start(self):
+        self._task = asyncio.create_task(self._timeout_task())
+
+    async def _timeout_task(self):
+        await self._subscribed.on_state_change(self._cfg, "operational")
+        while True:
+            await asyncio.sleep(self._timeout)
+
+    async def stop(self):
+        self._task.cancel()
+        await self._subscribed.on_state_change(self._cfg, "disabled")
+"""
+
+
+def test_callback_only_the_readers_kept_task_and_stop_call_is_a_warning(
+    tmp_path: Path,
+) -> None:
+    pkg = package(tmp_path, {"dataset.py": _DATASET, "reader.py": _READER})
+    assert severities(pkg, "dataset.py") == [(4, "RC102", "warning")]
+
+
+def test_callback_a_message_handler_also_calls_stays_an_error(tmp_path: Path) -> None:
+    handler = _READER + textwrap.indent(
+        "\nasync def handle(self, msg):\n    await self._subscribed.on_state_change(msg, 'x')\n",
+        "    ",
+    )
+    pkg = package(tmp_path, {"dataset.py": _DATASET, "reader.py": handler})
+    assert severities(pkg, "dataset.py") == [(4, "RC102", "error")]
+
+
+def test_a_sync_method_of_the_same_name_elsewhere_is_not_a_caller(tmp_path: Path) -> None:
+    observer = """
+    class Client:
+        def _set_state(self, target):
+            self._state = target
+            self._notify(lambda: self.observer.on_state_change(target))
+    """
+    pkg = package(tmp_path, {"dataset.py": _DATASET, "reader.py": _READER, "obs.py": observer})
+    assert severities(pkg, "dataset.py") == [(4, "RC102", "warning")]
+
+
+# ── a handshake step, through a chain of callers ────────────────────────────
+
+
+def test_handshake_step_reached_only_from_connect_is_a_warning(tmp_path: Path) -> None:
+    client = """
+    class Client:
+        async def connect(self):
+            await self._open_channel()
+            await self._create_and_activate()
+
+        async def _create_and_activate(self):
+            await self.uaclient.activate(self._params)
+    """
+    pkg = package(tmp_path, {"session.py": _SESSION, "client.py": client})
+    assert severities(pkg, "session.py") == [(9, "RC103", "warning")]
+
+
+def test_handshake_step_handed_on_as_a_callback_stays_an_error(tmp_path: Path) -> None:
+    client = """
+    class Client:
+        async def connect(self):
+            await self.session.activate(self._params)
+
+        def hooks(self):
+            return [self.session.activate]
+    """
+    pkg = package(tmp_path, {"session.py": _SESSION, "client.py": client})
+    assert severities(pkg, "session.py") == [(9, "RC103", "error")]
+
+
+def test_handshake_step_named_in_a_string_stays_an_error(tmp_path: Path) -> None:
+    client = """
+    class Client:
+        async def connect(self):
+            await self.session.activate(self._params)
+
+        async def call(self, name):
+            await getattr(self.session, "activate")(self._params)
+    """
+    pkg = package(tmp_path, {"session.py": _SESSION, "client.py": client})
+    assert severities(pkg, "session.py") == [(9, "RC103", "error")]
+
+
+def test_method_nothing_in_the_package_calls_stays_an_error(tmp_path: Path) -> None:
+    pkg = package(tmp_path, {"session.py": _SESSION, "client.py": "X = 1\n"})
+    assert severities(pkg, "session.py") == [(9, "RC103", "error")]
