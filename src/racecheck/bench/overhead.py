@@ -22,7 +22,9 @@ def _seconds(func: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def overhead(schedules: int = 2000, rounds: int = 5) -> list[dict[str, Any]]:
+def overhead(
+    schedules: int = 2000, rounds: int = 5, only: str | None = None
+) -> list[dict[str, Any]]:
     """The cost of each controlled run against its baseline, in one process.
 
     Each row runs its baseline and its controlled version back to back,
@@ -37,6 +39,8 @@ def overhead(schedules: int = 2000, rounds: int = 5) -> list[dict[str, Any]]:
       and joining its two real OS threads;
     - the ``detect=True`` rows: racecheck on the same workload without the
       detector, so the ratio is what the detector adds.
+
+    ``only``: measure just the rows whose name contains it (a quicker look).
     """
     rows = []
 
@@ -84,6 +88,8 @@ def overhead(schedules: int = 2000, rounds: int = 5) -> list[dict[str, Any]]:
         ("asyncio, detect=True vs racecheck", controlled_asyncio, detected_asyncio),
         ("threads, detect=True vs racecheck", controlled_threads, detected_threads),
     ):
+        if only is not None and only not in name:
+            continue
         plain()  # warm up imports and caches
         controlled()
         bases: list[float] = []

@@ -27,7 +27,7 @@ from racecheck.backends.threads.adopt import Adoption, adopt
 from racecheck.backends.threads.pool import ThreadPool
 from racecheck.backends.threads.pool import mark_stopped as pool_mark_stopped
 from racecheck.backends.threads.primitives import STATE
-from racecheck.backends.threads.runtime import Actor, ThreadRuntime
+from racecheck.backends.threads.runtime import Actor, ThreadRuntime, retrace, untraced
 from racecheck.backends.threads.tracer import make_tracer
 from racecheck.engine import Controller, RunAborted
 from racecheck.errors import UsageError
@@ -284,6 +284,15 @@ _ABSENT = object()
 
 
 def _init(self: threading.Thread, *args: Any, **kwargs: Any) -> None:
+    trace = untraced()
+    try:
+        _init_body(self, args, kwargs)
+    finally:
+        if trace is not None:
+            retrace(trace)
+
+
+def _init_body(self: threading.Thread, args: Any, kwargs: Any) -> None:
     _ORIGINAL_INIT(self, *args, **kwargs)
     runtime = STATE.runtime
     if runtime is not None:
@@ -324,6 +333,15 @@ def _controlled() -> tuple[ThreadRuntime | None, Actor | None]:
 
 
 def _start(self: threading.Thread) -> None:
+    trace = untraced()
+    try:
+        _start_body(self)
+    finally:
+        if trace is not None:
+            retrace(trace)
+
+
+def _start_body(self: threading.Thread) -> None:
     runtime, me = _controlled()
     if runtime is None or me is None:
         _ORIGINAL_START(self)
@@ -389,6 +407,15 @@ def _actor_of(thread: threading.Thread, runtime: ThreadRuntime) -> Actor | None:
 
 
 def _join(self: threading.Thread, timeout: float | None = None) -> None:
+    trace = untraced()
+    try:
+        _join_body(self, timeout)
+    finally:
+        if trace is not None:
+            retrace(trace)
+
+
+def _join_body(self: threading.Thread, timeout: float | None) -> None:
     runtime, me = _controlled()
     target = _actor_of(self, runtime) if runtime is not None else None
     if runtime is None or me is None or target is None:

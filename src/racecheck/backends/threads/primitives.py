@@ -405,7 +405,9 @@ def future_patches() -> list[tuple[Any, str, Any]]:
     Returned as patches for the backend's install list (undone with the rest).
     """
     from concurrent.futures import Future
+    from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED
 
+    done_states = (CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED)
     set_result, set_exception = Future.set_result, Future.set_exception
     result, exception = Future.result, Future.exception
 
@@ -419,13 +421,18 @@ def future_patches() -> list[tuple[Any, str, Any]]:
         else:
             detector.release(me.id, future, record=False)
 
+    # The signal goes out before the set: the set releases the future's lock, a
+    # scheduling point, and the caller may take the result before the setter
+    # runs again. A set that will raise (the future is done already) sends none.
     def patched_set_result(self: Any, value: Any) -> None:
+        if self._state not in done_states:
+            _signal(self, take=False)
         set_result(self, value)
-        _signal(self, take=False)
 
     def patched_set_exception(self: Any, error: BaseException | None) -> None:
+        if self._state not in done_states:
+            _signal(self, take=False)
         set_exception(self, error)
-        _signal(self, take=False)
 
     def patched_result(self: Any, timeout: float | None = None) -> Any:
         try:

@@ -44,6 +44,38 @@ get_ident = _thread.get_ident
 allocate_lock = _thread.allocate_lock
 _real_sleep = time.sleep
 
+#: Python 3.11 traces actor threads with sys.settrace (see tracer.py), which
+#: slows every frame the thread runs, racecheck's own included: each call is
+#: a Python-level "call" event, each bytecode goes through the tracing path.
+#: The scheduler's entry points called from user code (Thread.start/join,
+#: Lock.acquire/release) run nothing of the user's, so they switch the
+#: thread's trace function off for their own duration (:func:`untraced`) and
+#: put it back before they return to the user's frame, whose own local trace
+#: function (its points) is untouched. Only racecheck's plain trace function
+#: is switched off: a chained one (coverage) keeps seeing everything.
+_PLAIN_TRACES: set[Any] = set()
+if sys.version_info < (3, 12):
+    _gettrace = sys.gettrace
+    _settrace = sys.settrace
+
+    def untraced() -> Any:
+        """Switch off racecheck's own trace function on this thread; returns it, or None."""
+        trace = _gettrace()
+        if trace is None or trace not in _PLAIN_TRACES:
+            return None
+        _settrace(None)
+        return trace
+
+    retrace = _settrace
+else:
+
+    def untraced() -> Any:
+        return None
+
+    def retrace(trace: Any) -> None:
+        pass
+
+
 #: how far (virtual seconds) an idle event loop's next timer may run ahead of
 #: the actors that could still run: within it, the timer firing now is one
 #: more choice (see ThreadRuntime._early_timers)

@@ -26,7 +26,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from racecheck.backends.threads.primitives import STATE
-from racecheck.backends.threads.runtime import Actor, ThreadRuntime, get_ident
+from racecheck.backends.threads.runtime import _PLAIN_TRACES, Actor, ThreadRuntime, get_ident
 from racecheck.detect.operands import detect_lines, recipes
 from racecheck.engine import TEARDOWN_STEPS, Controller, RunAborted
 from racecheck.linetrace import chain_call, inheritable_trace
@@ -330,6 +330,7 @@ class SettraceTracer:
             sys.settrace(None)
             return
         trace, previous, chain, chained, name = entry
+        _PLAIN_TRACES.discard(trace)
         current = sys.gettrace()
         if current is not trace and not (unwinding and current is None):
             # Replaced by someone else's sys.settrace (a chained tracer that
@@ -447,6 +448,7 @@ class SettraceTracer:
                     return None
                 return make_local(info, _arm_frame(frame, info, live, by_opcode, watch_alone))
 
+            _PLAIN_TRACES.add(global_trace)
             return global_trace
 
         def chained_global(frame: FrameType, event: str, arg: Any) -> Any:
