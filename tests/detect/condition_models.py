@@ -5,6 +5,8 @@ waiter waited for the notifier, so the notifier's writes before the notify
 are ordered before whatever the waiter does after its wait returns, and a
 value the notifier left is the one the waiter expects to see. What the
 notifier does after the notify, outside the lock, is ordered with nothing.
+An answer found already published (the flag set, checked under the same
+lock, no wait needed) hands over the answerer's publishing step the same way.
 
 Lines that the detector must name carry a ``# <- marker``.
 """

@@ -5,7 +5,11 @@ the notifier. That removes findings, so both sides are pinned here: a race
 across a Condition (the notifier writing after its notify, outside the lock)
 is still reported, correct Condition-guarded code stays clean, and a value
 handed back through a Condition is followed (a position located by a worker
-and applied stale is a stale index). ``condition_models.py`` holds the shapes.
+and applied stale is a stale index). An answer found already published (a
+flag checked under the lock it was set under, no wait) is followed the same
+way, and only the publishing step is: a write after it, a stale position
+published through it and cross-talk past a flag are still reported.
+``condition_models.py`` holds the shapes.
 """
 
 from __future__ import annotations
