@@ -5,6 +5,8 @@ waiter waited for the notifier, so the notifier's writes before the notify
 are ordered before whatever the waiter does after its wait returns, and a
 value the notifier left is the one the waiter expects to see. What the
 notifier does after the notify, outside the lock, is ordered with nothing.
+An answer found already published (the flag set, checked under the same
+lock, no wait needed) hands over the answerer's publishing step the same way.
 
 Lines that the detector must name carry a ``# <- marker``.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+import time
 from typing import Any
 
 
@@ -260,3 +263,153 @@ def answered_before_asked_for() -> None:
             cond.notify()
 
     _run(asker, answerer)
+
+
+# -- an answer published through a flag under the lock, found without waiting -----------
+
+
+def answer_polled_under_the_lock() -> None:
+    """The asker polls the answer flag under the lock: it never waits on the Condition.
+
+    Every schedule is the "already answered" one of ``answered_before_asked_for``:
+    the asker reads, under the lock, the flag the answerer set under it, so the
+    answer stored with the flag is the one it expects to read back.
+    """
+    cond = threading.Condition()
+    slot: dict[str, Any] = {"v": None, "answered": False}
+
+    def asker() -> None:
+        with cond:
+            slot["v"] = "question"
+        while True:  # polls: never waits on the Condition
+            with cond:
+                if slot["answered"]:
+                    break
+            time.sleep(0.001)
+        with cond:
+            answer = slot["v"]
+        assert answer == "answer"
+
+    def answerer() -> None:
+        while True:
+            with cond:
+                if slot["v"] is not None:
+                    break
+            time.sleep(0.001)
+        with cond:
+            slot["v"] = "answer"
+            slot["answered"] = True
+
+    _run(asker, answerer)
+
+
+def answer_overwritten_after_publishing() -> None:
+    """The answerer writes the slot again after publishing, outside the lock: a real bug.
+
+    The flag orders the asker after the publish only: the later write is not
+    part of what was handed over, and the asker may read it instead.
+    """
+    cond = threading.Condition()
+    slot: dict[str, Any] = {"v": None, "answered": False}
+
+    def asker() -> None:
+        with cond:
+            slot["v"] = "question"  # <- question
+        while True:  # polls: never waits on the Condition
+            with cond:
+                if slot["answered"]:
+                    break
+            time.sleep(0.001)
+        with cond:
+            answer = slot["v"]  # <- read answer
+        assert answer in ("answer", "late")
+
+    def answerer() -> None:
+        while True:
+            with cond:
+                if slot["v"] is not None:
+                    break
+            time.sleep(0.001)
+        with cond:
+            slot["v"] = "answer"
+            slot["answered"] = True
+        slot["v"] = "late"  # <- late answer
+
+    _run(asker, answerer)
+
+
+def _published_position(relocate: bool) -> None:
+    """A worker locates a position and publishes it with a flag; the trimmer polls it.
+
+    The trimmer never waits: it finds the flag set under the Condition's lock
+    and takes the position stored with it. The position is the worker's
+    hand-back; another thread inserting at the front in between makes it
+    stale (the bug), unless the trimmer locates it again under the list's lock.
+    """
+    items = list(ITEMS)
+    lock = threading.Lock()
+    cond = threading.Condition()
+    out: dict[str, Any] = {"ready": False, "cut": 0}
+
+    def worker() -> None:
+        with lock:
+            cut = _cut(items)
+        with cond:
+            out["cut"] = cut
+            out["ready"] = True
+
+    def trim() -> None:
+        threading.Thread(target=worker).start()
+        while True:
+            with cond:
+                if out["ready"]:
+                    break
+            time.sleep(0.001)
+        with cond:
+            cut = out["cut"]
+        with lock:
+            if relocate:
+                cut = _cut(items)
+            del items[cut:]  # <- polled act
+
+    def add() -> None:
+        with lock:
+            items[:0] = [10.0]  # <- polled insert
+
+    _run(trim, add)
+
+
+def published_position_stale() -> None:
+    _published_position(relocate=False)
+
+
+def published_position_relocated() -> None:
+    _published_position(relocate=True)
+
+
+def cross_talk_past_a_flag() -> None:
+    """Two threads share one scratch slot; each checks the other's flag before reading it.
+
+    Each writes its own value into the slot (under the lock), later marks itself
+    done and checks the other's mark (under the lock), then reads the slot
+    back expecting its own value: cross-talk. The mark it found set was
+    written in a later critical section than the other's scratch write, so it
+    hands that write over to nobody.
+    """
+    lock = threading.Lock()
+    box: dict[str, Any] = {"scratch": None}
+    done: dict[str, bool] = {"a": False, "b": False}
+    met: list[str] = []
+
+    def worker(me: str, other: str) -> None:
+        with lock:
+            box["scratch"] = me  # <- scratch write
+        with lock:
+            done[me] = True
+            if done[other]:
+                met.append(me)
+        with lock:
+            mine = box["scratch"]  # <- scratch read
+        assert mine in ("a", "b")
+
+    _run(lambda: worker("a", "b"), lambda: worker("b", "a"))

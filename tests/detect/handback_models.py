@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -205,3 +206,79 @@ def joined_then_appended() -> None:
             items[:0] = [10.0]
 
     _run(grow, add)
+
+
+# -- threads: a future already done when result() is called ---------------------------------
+
+
+def _until_done(future: Any) -> None:
+    """Poll the future (under its own lock) until it is done: result() never waits."""
+    while not future.done():
+        time.sleep(0.001)
+
+
+def _pool_polled(relocate: bool) -> None:
+    items = list(ITEMS)
+    lock = threading.Lock()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+
+        def trim() -> None:
+            future = pool.submit(_cut_locked, items, lock)
+            _until_done(future)
+            cut = future.result()
+            with lock:
+                if relocate:
+                    cut = _cut(items)
+                del items[cut:]  # <- act (polled)
+
+        def add() -> None:
+            with lock:
+                items[:0] = [10.0]
+
+        _run(trim, add)
+
+
+def pool_polled_buggy() -> None:
+    _pool_polled(relocate=False)
+
+
+def pool_polled_relocated() -> None:
+    _pool_polled(relocate=True)
+
+
+def future_answer_read_back() -> None:
+    """Ask a question in a slot, let a pool worker answer into it, read the answer back.
+
+    ``result()`` is called on a done future: the worker's answer, written
+    before it finished, is the value the asker expects in the slot.
+    """
+    slot: dict[str, str] = {}
+
+    def answer() -> None:
+        slot["v"] = "answer"
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        slot["v"] = "question"
+        future = pool.submit(answer)
+        _until_done(future)
+        future.result()
+        assert slot["v"] == "answer"
+
+
+def future_answer_overwritten_after_it_finished() -> None:
+    """A second job, never waited for, writes the slot after the first finished: a bug."""
+    slot: dict[str, str] = {}
+
+    def answer() -> None:
+        slot["v"] = "answer"
+
+    def late() -> None:
+        slot["v"] = "late"  # <- late job
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        slot["v"] = "question"  # <- asked
+        future = pool.submit(answer)
+        pool.submit(late)
+        _until_done(future)
+        future.result()
+        assert slot["v"] in ("answer", "late")  # <- read back

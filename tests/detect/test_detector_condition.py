@@ -5,7 +5,11 @@ the notifier. That removes findings, so both sides are pinned here: a race
 across a Condition (the notifier writing after its notify, outside the lock)
 is still reported, correct Condition-guarded code stays clean, and a value
 handed back through a Condition is followed (a position located by a worker
-and applied stale is a stale index). ``condition_models.py`` holds the shapes.
+and applied stale is a stale index). An answer found already published (a
+flag checked under the lock it was set under, no wait) is followed the same
+way, and only the publishing step is: a write after it, a stale position
+published through it and cross-talk past a flag are still reported.
+``condition_models.py`` holds the shapes.
 """
 
 from __future__ import annotations
@@ -77,13 +81,59 @@ def test_position_handed_back_through_a_condition_applied_stale_is_flagged() -> 
     assert len({measure.actor, insert.actor, acted.actor}) == 3, finding
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a value handed over through a flag checked under the lock, with no wait, is"
-    " not a signal: the asker's read of the answer is taken for 'overwritten before read'",
+@pytest.mark.parametrize(
+    "target",
+    [models.answered_before_asked_for, models.answer_polled_under_the_lock],
+    ids=lambda t: t.__name__,
 )
-def test_answer_published_through_a_flag_without_a_wait_is_clean() -> None:
+def test_answer_published_through_a_flag_without_a_wait_is_clean(
+    target: Callable[[], None],
+) -> None:
+    # the asker finds the answer flag set under the lock and reads back the answer
+    # stored with it: it expected that value, though it never waited for it
+    report = racecheck.check(target, detect=True, schedules=200, seed=0, backend="threads")
+    assert report.schedules_run >= 1
+
+
+def test_answer_overwritten_after_its_flag_was_published_is_still_flagged() -> None:
+    # the flag hands over the answerer's publishing step only: a write after it,
+    # outside the lock, is not what the asker found published
+    finding = _finding(models.answer_overwritten_after_publishing)
+    assert finding.kind == "atomicity-violation", finding
+    assert finding.pattern == "overwritten before read", finding
+    lines = [access.lineno for access in finding.accesses]
+    assert lines == [
+        models.marked("question"),
+        models.marked("late answer"),
+        models.marked("read answer"),
+    ], finding
+
+
+def test_position_published_through_a_flag_and_applied_stale_is_flagged() -> None:
+    # the trimmer never waits: it polls the flag under the Condition's lock, takes
+    # the worker's position, and applies it after another thread shifted the list
+    finding = _finding(models.published_position_stale)
+    assert finding.kind == "atomicity-violation", finding
+    assert finding.pattern == "stale index", finding
+    measure, insert, acted = finding.accesses
+    assert measure.lineno == models.marked("measure"), finding
+    assert insert.lineno == models.marked("polled insert"), finding
+    assert acted.lineno == models.marked("polled act"), finding
+    assert len({measure.actor, insert.actor, acted.actor}) == 3, finding
+
+
+def test_position_published_through_a_flag_and_located_again_is_clean() -> None:
     report = racecheck.check(
-        models.answered_before_asked_for, detect=True, schedules=200, seed=0, backend="threads"
+        models.published_position_relocated, detect=True, schedules=200, seed=0, backend="threads"
     )
     assert report.schedules_run >= 1
+
+
+def test_a_counter_checked_under_the_lock_does_not_hand_over_an_earlier_write() -> None:
+    # the other thread's scratch write was made in an earlier critical section than
+    # the flag this thread checked: cross-talk on the scratch slot is still reported
+    finding = _finding(models.cross_talk_past_a_flag)
+    assert finding.kind == "atomicity-violation", finding
+    assert finding.pattern == "overwritten before read", finding
+    lines = {access.lineno for access in finding.accesses}
+    assert lines == {models.marked("scratch write"), models.marked("scratch read")}, finding

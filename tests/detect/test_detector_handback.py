@@ -81,3 +81,38 @@ def test_trio_to_thread_position_under_the_lock_is_clean() -> None:
     pytest.importorskip("trio")
     report = racecheck.check(models.trio_fixed, detect=True, schedules=200, seed=0, backend="trio")
     assert report.schedules_run >= 1
+
+
+def test_threads_position_from_a_future_already_done_applied_stale_is_flagged() -> None:
+    # result() on a done future never waits on its Condition: the hand-back is the
+    # future's own (set_result -> result), not the notify
+    finding = _finding(models.pool_polled_buggy, 300, backend="threads")
+    assert finding.kind == "atomicity-violation", finding
+    assert finding.pattern == "stale index", finding
+    measure, insert, acted = finding.accesses
+    assert measure.lineno == models.marked("measure"), finding
+    assert insert.action == "wrote a slice of", finding
+    assert acted.lineno == models.marked("act (polled)"), finding
+    assert len({measure.actor, insert.actor, acted.actor}) == 3, finding
+
+
+@pytest.mark.parametrize(
+    "target",
+    [models.pool_polled_relocated, models.future_answer_read_back],
+    ids=lambda t: t.__name__,
+)
+def test_threads_future_already_done_is_followed_and_clean(target: Callable[[], None]) -> None:
+    report = racecheck.check(target, detect=True, schedules=200, seed=0, backend="threads")
+    assert report.schedules_run >= 1
+
+
+def test_threads_write_by_a_job_nobody_waited_for_is_still_flagged() -> None:
+    # the future hands over its own job's writes, not those of another job of the pool
+    finding = _finding(models.future_answer_overwritten_after_it_finished, 300, backend="threads")
+    lines = {access.lineno for access in finding.accesses}
+    assert models.marked("late job") in lines, finding
+    assert lines <= {
+        models.marked("late job"),
+        models.marked("asked"),
+        models.marked("read back"),
+    }, finding

@@ -257,6 +257,9 @@ class Detector:
         self.awaiting: dict[tuple[int, int], FrameType] = {}
         #: (queue, element) of the ``.remove()`` being recorded (see _woken_head_leaves)
         self.removing: tuple[Any, Any] | None = None
+        #: threads: reader -> writer -> the writer's clock values whose writes the
+        #: reader found published under a lock (see _observed)
+        self.published: dict[int, dict[int, set[int]]] = {}
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -459,6 +462,7 @@ class Detector:
             self.signallers,
             self.positions,
             self.awaiting,
+            self.published,
         ):
             table.clear()
         self.pending.clear()
@@ -793,8 +797,11 @@ class Detector:
                     self.awaiting.get((id(base), who)), frame
                 ):
                     continue
-            elif woke != (who, step) and not waited_for(
-                self.signals, hb, located.hb, located.clock
+            elif (
+                woke != (who, step)
+                and not waited_for(self.signals, hb, located.hb, located.clock)
+                # or found it published with a flag, after it located the position
+                and not self._published_after(hb, located.hb, located.clock)
             ):
                 continue
             elif mine is not None and mine[1] >= seen:
@@ -1201,6 +1208,10 @@ class Detector:
         )
         view_key = (actor, location)
         view = self.views.get(view_key)
+        if not write and site.locks and self.happens_before and (view is None or view.kind != "w"):
+            # (reading back a slot one wrote oneself is what "overwritten before
+            # read" judges, never a check of what another published)
+            self._observed(shadow, site, clock)
         if self.pending:
             for entry in self.pending:
                 if entry[1] == location and entry[0] != actor:
@@ -1463,11 +1474,50 @@ class Detector:
         """Did ``hb`` wait for the actor that wrote ``remote`` (so it expects its value)?
 
         Tasks of a loop hosted in a thread share that thread's clock, which
-        cannot tell them apart: only waits across threads count there.
+        cannot tell them apart: only waits across threads count there. A
+        write published with a flag that ``hb`` then found set counts too
+        (see _observed): the answer was already there, so no wait was needed.
         """
         if remote.hb == hb:
             return False
-        return remote.clock <= self.signals[hb].get(remote.hb, 0)
+        if remote.clock <= self.signals[hb].get(remote.hb, 0):
+            return True
+        published = self.published.get(hb)
+        if published is None:
+            return False
+        seen = published.get(remote.hb)
+        return seen is not None and remote.clock in seen
+
+    def _observed(self, shadow: _Shadow, site: _Site, clock: dict[int, int]) -> None:
+        """A thread checks, under a lock, a slot another thread wrote under that lock.
+
+        ``with cond: while not slot["answered"]: cond.wait()`` never waits when
+        the answer is already there; the check found what the answerer
+        published. That reader now knows the writer's step that published it:
+        the writer's writes of that very step (its clock value at the write:
+        everything it wrote since its previous release, up to the release that
+        ended the publishing critical section) are what the reader expects to
+        see. Not the writer's earlier critical sections (a shared scratch slot
+        overwritten in one, a counter bumped in the next, is still cross-talk),
+        and nothing it wrote after that release. Only a read that decides a
+        branch is such a check: ``self.n += 1`` reads to update, not to learn.
+        """
+        last = shadow.last_writer
+        if (
+            last is None
+            or last.hb == site.hb
+            or not last.locks
+            or last.clock > clock.get(last.hb, 0)  # not ordered before: no publication
+            or not set(last.locks).intersection(site.locks)
+            or _use(site) != "branch"
+        ):
+            return
+        self.published.setdefault(site.hb, {}).setdefault(last.hb, set()).add(last.clock)
+
+    def _published_after(self, hb: int, who: int, tick: int) -> bool:
+        """Did ``hb`` find published (see _observed) a step of ``who`` at or after ``tick``?"""
+        seen = self.published.get(hb, {}).get(who) if hb != who else None
+        return seen is not None and max(seen) >= tick
 
     def _hb_check(
         self,

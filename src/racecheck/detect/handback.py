@@ -7,10 +7,13 @@ hand-back three ways:
 * **asyncio**: the worker's completion wakes the awaiting task in the step
   that located the position (the detector's ``woken``; no help needed here).
 * **threads**: the thread that acts *waited for* the worker after the worker
-  located the position (a future's result, a join, a queue item): its
-  signal clock covers the worker's clock at the locating access. A lock
-  hand-off alone is not waiting, so a third thread that merely took the same
-  lock after the worker is not taken for the one it worked for.
+  located the position (a future's result, done or waited for, a join, a
+  queue item): its signal clock covers the worker's clock at the locating
+  access. Or it found the worker's answer published: it checked, under a
+  lock, a flag the worker set under that lock after locating (the
+  detector's ``published``). A lock hand-off alone is not waiting, so a
+  third thread that merely took the same lock after the worker is not taken
+  for the one it worked for.
 * **trio**: racecheck runs ``trio.to_thread.run_sync`` workers inline, in the
   step of the task that asked, so the worker's accesses are the task's own.
   The worker's frame has returned by the time the task acts; the frame that

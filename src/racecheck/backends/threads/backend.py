@@ -120,6 +120,8 @@ class ThreadsBackend:
         # Created at import, before patching: would be a real lock held
         # across scheduling points inside ThreadPoolExecutor.submit.
         patches.append((futures_thread, "_global_shutdown_lock", primitives.Lock()))
+        # a done future's result() is a hand-back too, not only a woken wait
+        patches.extend(primitives.future_patches())
         for owner, name, value in patches:
             self._saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
             setattr(owner, name, value)

@@ -414,6 +414,77 @@ class Condition:
         return f"<racecheck Condition({self._lock!r}, {len(self._waiters)} waiting)>"
 
 
+def future_patches() -> list[tuple[Any, str, Any]]:
+    """``concurrent.futures.Future``'s hand-back as a signal, also when ``result()`` never waits.
+
+    A future's result passes through its ``Condition``: when ``result()``
+    waits, the notify that ends the wait is the signal. When the future is
+    already done (polled with ``done()``, or simply finished first), nothing
+    waits and only the Condition's lock orders the two threads, which says
+    nothing about whether the caller expected the worker's writes. But
+    ``result()`` returning (or raising the stored exception) *is* reading the
+    very slot ``set_result``/``set_exception`` filled under that lock: the
+    caller takes the worker's answer, so what the worker did before it is the
+    caller's to see (a position it located, a slot it answered into). The
+    edge is per future, from the setter at the set to the caller at the take;
+    another job of the same pool is not ordered by it. Kept out of DPOR's
+    record: the Condition's lock already records the dependency.
+
+    Returned as patches for the backend's install list (undone with the rest).
+    """
+    from concurrent.futures import Future
+    from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED
+
+    done_states = (CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED)
+    set_result, set_exception = Future.set_result, Future.set_exception
+    result, exception = Future.result, Future.exception
+
+    def _signal(future: Any, take: bool) -> None:
+        runtime, me = _context()
+        detector = _condition_detector(runtime, me)
+        if detector is None or me is None:
+            return
+        if take:
+            detector.acquire(me.id, future, record=False)
+        else:
+            detector.release(me.id, future, record=False)
+
+    # The signal goes out before the set: the set releases the future's lock, a
+    # scheduling point, and the caller may take the result before the setter
+    # runs again. A set that will raise (the future is done already) sends none.
+    def patched_set_result(self: Any, value: Any) -> None:
+        if self._state not in done_states:
+            _signal(self, take=False)
+        set_result(self, value)
+
+    def patched_set_exception(self: Any, error: BaseException | None) -> None:
+        if self._state not in done_states:
+            _signal(self, take=False)
+        set_exception(self, error)
+
+    def patched_result(self: Any, timeout: float | None = None) -> Any:
+        try:
+            value = result(self, timeout)
+        except BaseException as error:
+            if error is self._exception:  # the job's own exception, handed back
+                _signal(self, take=True)
+            raise
+        _signal(self, take=True)
+        return value
+
+    def patched_exception(self: Any, timeout: float | None = None) -> BaseException | None:
+        error = exception(self, timeout)
+        _signal(self, take=True)
+        return error
+
+    return [
+        (Future, "set_result", patched_set_result),
+        (Future, "set_exception", patched_set_exception),
+        (Future, "result", patched_result),
+        (Future, "exception", patched_exception),
+    ]
+
+
 def _discard(waiters: collections.deque[_Waiter], waiter: _Waiter) -> None:
     try:
         waiters.remove(waiter)
