@@ -104,7 +104,12 @@ def _found_and_replayed(program: Callable[[], None], seed: int, bound: int | Non
         assert type(again.value.cause) is type(found.value.cause)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+# Seed 0 is CI's: with the feed bug (e4c9aed's parent) it already failed for both
+# programs that diverged (pool_loop_over_submits, pool_dict_item) as seeds 1 and 2
+# did, so those are slow twins.
+@pytest.mark.parametrize(
+    "seed", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)]
+)
 @pytest.mark.parametrize("program", BUGGY, ids=lambda p: p.__name__)
 def test_dpor_tokens_of_pool_programs_replay_plainly(
     program: Callable[[], None], seed: int

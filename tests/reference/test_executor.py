@@ -131,22 +131,46 @@ def test_broken_variants_found_by_pct(variant: str, invariant: str, seed: int) -
     assert without_addresses(again.value.cause) == without_addresses(found.cause)
 
 
-def test_correct_holds_exhaustively() -> None:
+def _correct_holds_exhaustively(preemption_bound: int) -> None:
     SCENARIO_MODULE.OVERLAPS_SEEN.clear()
-    options = dict(SCENARIO.check_options("correct"), preemption_bound=2)
+    options = dict(SCENARIO.check_options("correct"), preemption_bound=preemption_bound)
     report = racecheck.check(
         SCENARIO.variants["correct"].target, strategy="exhaustive", schedules=100_000, **options
     )
     assert isinstance(report, racecheck.Report)
+    assert report.exhausted
     assert frozenset({"worker1", "worker2"}) in SCENARIO_MODULE.OVERLAPS_SEEN
 
 
-def test_correct_holds_under_pct() -> None:
+def _correct_holds_under_pct(schedules: int) -> None:
     options = SCENARIO.check_options("correct")
     report = racecheck.check(
-        SCENARIO.variants["correct"].target, strategy="pct", schedules=1_000, seed=0, **options
+        SCENARIO.variants["correct"].target, strategy="pct", schedules=schedules, seed=0, **options
     )
-    assert report.schedules_run == 1_000
+    assert report.schedules_run == schedules
+
+
+# CI runs the bounded halves: one preemption (43 schedules, the worker overlap
+# already among them) and 200 PCT schedules. Every broken variant (buggy,
+# eager_lock, eager_queue) fails at the first schedule of both, so a "correct"
+# that regressed to any of them still fails here; the slow twins keep two
+# preemptions (912 schedules) and 1,000 PCT schedules for deeper false alarms.
+def test_correct_holds_exhaustively() -> None:
+    _correct_holds_exhaustively(preemption_bound=1)
+
+
+def test_correct_holds_under_pct() -> None:
+    _correct_holds_under_pct(200)
+
+
+@pytest.mark.slow
+def test_correct_holds_exhaustively_with_two_preemptions() -> None:
+    _correct_holds_exhaustively(preemption_bound=2)
+
+
+@pytest.mark.slow
+def test_correct_holds_under_1000_pct_schedules() -> None:
+    _correct_holds_under_pct(1_000)
 
 
 @pytest.mark.slow
