@@ -34,7 +34,8 @@ racecheck_db = none
 @pytest.mark.parametrize("marker", ["", "(schedules=500)"], ids=["default", "500"])
 def test_the_marked_test_of_the_fix_is_verified(pytester: pytest.Pytester, marker: str) -> None:
     pytester.makeini(INI)
-    pytester.makepyfile(test_changeset=TEST.format(marker=marker))
+    # a basename of its own: tests/reference/test_changeset.py may be imported in this worker
+    pytester.makepyfile(test_marked_changeset_fix=TEST.format(marker=marker))
     # -rP: the passing test's racecheck section (the report the plugin writes for it)
     result = pytester.runpytest("-p", "no:asyncio", "-p", "no:trio", "-rP")
     result.assert_outcomes(passed=1)
