@@ -94,6 +94,7 @@ def test_a_small_program_is_verified_at_the_unsliced_runs_schedule(
         assert merged.schedules_run == alone.schedules_run, shards
 
 
+@pytest.mark.slow  # CI: the small programs above check the same rule
 def test_a_few_hundred_dpor_runs_are_verified_about_as_early_as_unsliced() -> None:
     alone = racecheck.check(threads_counter, schedules=3000)
     assert alone.verified
@@ -107,6 +108,7 @@ def test_a_few_hundred_dpor_runs_are_verified_about_as_early_as_unsliced() -> No
     assert ends.pop() <= alone.schedules_run * 1.25
 
 
+@pytest.mark.slow  # CI: the small programs above check the same rule
 def test_without_saturation_the_slices_do_not_shift_either() -> None:
     # saturation=0 turns the unsliced portfolio's shift to DPOR off; so it does sliced
     alone = racecheck.check(threads_counter, schedules=3000, saturation=0)

@@ -10,6 +10,7 @@ upward edges the architecture forbids by name.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,8 +56,9 @@ def _imports(path: Path) -> Iterator[str]:
                     yield candidate
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
-    """Module -> the racecheck modules it imports.
+    """Module -> the racecheck modules it imports (parsed once per process: read only).
 
     A package's ``__init__`` that re-exports its submodules is the package's
     front door, not a layer: an edge from a submodule to its *own* package is

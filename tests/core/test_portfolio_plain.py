@@ -43,7 +43,10 @@ def changeset_fix() -> None:
     changeset.plan_steps("correct")
 
 
-@pytest.mark.parametrize("schedules", [500, 1000])
+@pytest.mark.parametrize(
+    "schedules",
+    [500, pytest.param(1000, marks=pytest.mark.slow)],  # 1000: a guard of the default
+)
 def test_plain_check_verifies_the_changeset_fix_as_racecheck_run_does(schedules: int) -> None:
     covered = racecheck.check(changeset_fix, schedules=schedules, coverage=True)
     plain = racecheck.check(changeset_fix, schedules=schedules)
@@ -169,7 +172,10 @@ def untraced_variant(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("untraced_variant")
-@pytest.mark.parametrize("schedules", [500, 1000])
+@pytest.mark.parametrize(
+    "schedules",
+    [500, pytest.param(1000, marks=pytest.mark.slow)],  # 1000: a guard of the default
+)
 def test_untraced_code_touching_shared_state_is_never_verified(schedules: int) -> None:
     report = racecheck.check(changeset_fix_with_untraced_state, schedules=schedules)
     notes = " ".join(report.notes)
