@@ -21,7 +21,9 @@ from racecheck.cli_base import (
     EXIT_OK,
     EXIT_USAGE,
     int_arg,
+    non_negative_int,
     positive_int,
+    positive_seconds_arg,
     replay_command,
     safe,
     seconds_arg,
@@ -166,23 +168,6 @@ def _cmd_stress(args: argparse.Namespace) -> int:
     return code
 
 
-def _non_negative_int(text: str) -> int:
-    value = int_arg(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text!r}")
-    return value
-
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "stress",
@@ -212,7 +197,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=_positive_seconds,
+        type=positive_seconds_arg,
         default=10.0,
         metavar="SECONDS",
         help="a run taking longer is a hang: its stacks are dumped and it is abandoned"
@@ -221,7 +206,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int_arg, default=None, help="seed of the jitter settings")
     p.add_argument(
         "--reproduce",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=200,
         metavar="N",
         help="schedules the controlled scheduler may spend reproducing a failure (0: skip;"

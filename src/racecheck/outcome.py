@@ -50,6 +50,11 @@ class Report:
     #: every conflict was observed (strategy "dpor"): a proof for this program
     verified: bool = False
 
+    @property
+    def verified_note(self) -> str:
+        """What was verified, in DPOR's words ("verified: all N ..."); empty when not verified."""
+        return next((note for note in self.notes if note.startswith("verified: ")), "")
+
     def __str__(self) -> str:
         done = "exhausted the bounded space" if self.exhausted else "no failure"
         if self.verified:

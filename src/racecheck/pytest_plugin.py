@@ -775,7 +775,7 @@ def _record(
             distinct_orderings=getattr(report, "distinct_orderings", 0),
             warnings=list(getattr(report, "warnings", ())),
             verified=bool(getattr(report, "verified", False)),
-            verified_note=next((n for n in report.notes if n.startswith("verified: ")), ""),
+            verified_note=report.verified_note,
         )
     item.user_properties.append((_PROP_RECORD, record))
 

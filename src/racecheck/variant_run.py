@@ -236,7 +236,7 @@ def explore_variant(
         distinct_orderings=getattr(report, "distinct_orderings", 0),
         warnings=list(report.warnings),
         verified=bool(getattr(report, "verified", False)),
-        verified_note=next((n for n in report.notes if n.startswith("verified: ")), ""),
+        verified_note=report.verified_note,
     )
     return rec, None, None, bool(report.interrupted)
 
