@@ -27,11 +27,12 @@ def interleave(target: Callable[[], Any], data: Any, **options: Any) -> None:
     """Run ``target`` once under a schedule drawn from hypothesis ``data``."""
     __tracebackhide__ = True  # the user's test is where it failed, not racecheck
     _quiet_explanations()
-    from racecheck.explore import Found, Session, _race_found, _record, _settings, _supervise
+    from racecheck.found import Found, race_found, trace_failing
+    from racecheck.session import Session, make_settings, supervise
     from racecheck.strategies.hypothesis import HypothesisChooser, draw_length
 
     options = dict(options)
-    settings = _settings(target, options)
+    settings = make_settings(target, options)
     if options:
         from racecheck.errors import UsageError
 
@@ -47,7 +48,7 @@ def interleave(target: Callable[[], Any], data: Any, **options: Any) -> None:
             if controller.failure is None:
                 return None
             decisions = tuple(controller.decisions)
-            trace, traced = _record(session, decisions)
+            trace, traced = trace_failing(session, decisions)
             failure = (
                 traced
                 if traced is not None and traced.kind == controller.failure.kind
@@ -57,9 +58,9 @@ def interleave(target: Callable[[], Any], data: Any, **options: Any) -> None:
         finally:
             settings.backend.uninstall()
 
-    found = _supervise(session, work)
+    found = supervise(session, work)
     if found is not None:
-        error = _race_found(session, found, "hypothesis", 0)
+        error = race_found(session, found, "hypothesis", 0)
         _note(f"racecheck schedule: {error.schedule}")
         raise error
 

@@ -72,8 +72,9 @@ from typing import TYPE_CHECKING, Any
 from racecheck.errors import UsageError
 
 if TYPE_CHECKING:
-    from racecheck.explore import Found, Session
+    from racecheck.found import Found
     from racecheck.outcome import Report
+    from racecheck.session import Session
     from racecheck.strategies.base import Chooser
 
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
@@ -348,7 +349,7 @@ def explore_slice(
     session: Session, chooser: Chooser, schedules: int, state: SliceState
 ) -> Report | Found:
     """:func:`racecheck.explore._explore` for one shard: the numbers it owns, in order."""
-    from racecheck.explore import _found
+    from racecheck.found import shrink_and_trace
     from racecheck.outcome import Report
 
     settings = session.settings
@@ -362,7 +363,9 @@ def explore_slice(
 
         assert isinstance(chooser, DPORChooser)
         state.plan, state.budget = "dpor subtrees", schedules
-        split: Report | Found = explore_dpor_subtrees(session, chooser, schedules, state, _found)
+        split: Report | Found = explore_dpor_subtrees(
+            session, chooser, schedules, state, shrink_and_trace
+        )
         return split
     from racecheck.sharding_auto import install
 
@@ -377,7 +380,9 @@ def explore_slice(
         from racecheck.strategies.exhaustive import ExhaustiveChooser
 
         assert isinstance(chooser, ExhaustiveChooser)
-        outcome: Report | Found = explore_subtrees(session, chooser, schedules, state, _found)
+        outcome: Report | Found = explore_subtrees(
+            session, chooser, schedules, state, shrink_and_trace
+        )
         return outcome
     member_dpor = None if sliced is None else sliced[0]
     if member_dpor is not None:
@@ -439,7 +444,7 @@ def explore_slice(
                 state.dpor["clean"] = state.dpor["clean"] and not session.warnings()
             if board is not None:
                 board.post_failure(number)
-            return _found(session, controller.failure, decisions, number)
+            return shrink_and_trace(session, controller.failure, decisions, number)
         if not chooser.has_more():
             state.ended_at = number
             if board is not None:

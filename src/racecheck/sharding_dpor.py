@@ -162,7 +162,7 @@ def explore_dpor_subtrees(
 ) -> Report | Any:
     """One shard's part of split DPOR: every probe, and its own subtrees' searches whole.
 
-    ``session`` is the exploration's (racecheck.explore.Session), ``state`` the
+    ``session`` is the exploration's (racecheck.session.Session), ``state`` the
     shard's SliceState, ``found`` explore's failure handling (shrink and
     trace). ``chooser`` only says the search was asked for: each subtree gets
     a fresh :class:`SubtreeDPOR`.

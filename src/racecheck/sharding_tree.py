@@ -161,7 +161,7 @@ def explore_subtrees(
 ) -> Report | Any:
     """One shard's part of an exhaustive search: every probe, and its own subtrees whole.
 
-    ``session`` is the exploration's (racecheck.explore.Session), ``state`` the
+    ``session`` is the exploration's (racecheck.session.Session), ``state`` the
     shard's SliceState, and ``found`` explore's failure handling (shrink and
     trace), which makes the Found this returns on a failure.
     """

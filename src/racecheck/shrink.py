@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 class Runner(Protocol):
     """What shrinking needs from an exploration: run one schedule, and know when to stop.
 
-    :class:`racecheck.explore.Session` is one. Naming the two members here,
+    :class:`racecheck.session.Session` is one. Naming the two members here,
     not the class, keeps imports pointing downward: explore uses shrink,
     shrink knows only the engine.
     """

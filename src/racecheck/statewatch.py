@@ -2,7 +2,7 @@
 
 Schedules must be independent: every one should start from the state the
 first one saw. When a failure turns out to depend on what earlier schedules
-left behind (see ``explore._check_fresh_start``), this module names the
+left behind (see ``found._check_fresh_start``), this module names the
 suspects: the fixture values a pytest test receives, the target's closure
 variables and arguments, and the module globals (and class attributes of the
 module's classes) of the code it calls directly.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from racecheck.explore import Session, _settings
+from racecheck.session import Session, make_settings
 from racecheck.strategies import make_chooser
 
 SMALL, LARGE = 25, 800
@@ -26,7 +26,7 @@ def _cpu_per_decision(tasks: int, runs: int) -> float:
 
         await asyncio.gather(*(worker() for _ in range(tasks)))
 
-    session = Session(_settings(target, {}))
+    session = Session(make_settings(target, {}))
     # Random choices cost O(1) each, so the loop's own scan is what is measured.
     chooser = make_chooser("random", seed=0, options={})
     decisions = 0

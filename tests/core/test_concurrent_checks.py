@@ -17,8 +17,8 @@ import pytest
 
 import racecheck
 from racecheck.errors import UsageError
-from racecheck.explore import default_label
 from racecheck.schedule import Schedule, fingerprint, python_tag
+from racecheck.session import default_label
 
 SNAPSHOT = textwrap.dedent(
     """

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import racecheck
-from racecheck.explore import Session, _settings
+from racecheck.session import Session, make_settings
 from racecheck.strategies.dpor import DPORChooser, _conflict
 from racecheck.strategies.dpor_order import SearchOrder
 
@@ -39,7 +39,7 @@ def test_one_jump_finds_the_starved_consumer_early() -> None:
     """Depth-first DPOR (the default) misses it in 3,000; one jump finds it in a few."""
     chooser = DPORChooser()
     chooser.order = SearchOrder(jumps=1, on_finished=chooser._finished)
-    session = Session(_settings(asyncio_bugs.starved_consumer_overflow, {}))
+    session = Session(make_settings(asyncio_bugs.starved_consumer_overflow, {}))
     session.settings.backend.install()
     try:
         for run in range(1, BUDGET + 1):
@@ -86,7 +86,7 @@ def _dpor_on(
     target: Callable[[], Any], chooser: DPORChooser, budget: int
 ) -> tuple[list[int], set[frozenset[Any]]]:
     """Run ``chooser`` to its end on the asyncio backend: suspended-path counts, traces."""
-    session = Session(_settings(target, {}))
+    session = Session(make_settings(target, {}))
     sizes: list[int] = []
     traces: set[frozenset[Any]] = set()
     session.settings.backend.install()

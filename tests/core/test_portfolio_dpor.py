@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import racecheck
-from racecheck.explore import Session, _settings
+from racecheck.session import Session, make_settings
 from racecheck.strategies.dpor import DPORChooser
 from racecheck.strategies.portfolio import MEMBERS, MemberDPOR, PortfolioChooser
 
@@ -51,7 +51,7 @@ async def guarded_counters() -> None:
 
 def test_only_dpors_schedules_record_accesses() -> None:
     """Schedule 1 (DPOR watches it) and DPOR's turns record; every other member runs plain."""
-    session = Session(_settings(guarded_counters, {}))
+    session = Session(make_settings(guarded_counters, {}))
     portfolio = PortfolioChooser(seed=0)
     recorded: list[tuple[str, bool]] = []
     session.settings.backend.install()
@@ -185,7 +185,7 @@ def test_a_failure_found_by_the_dpor_member_replays_exactly() -> None:
         seed=0,
         members=[("exhaustive", MEMBERS[0][1]), ("dpor", lambda seed: MemberDPOR())],
     )
-    session = Session(_settings(late_lost_update, {}))
+    session = Session(make_settings(late_lost_update, {}))
     session.settings.backend.install()
     try:
         for run in range(1, 200):

@@ -28,9 +28,10 @@ import pytest
 from sortedcontainers import SortedList
 
 import racecheck
-from racecheck.explore import Session, _explore, _settings
+from racecheck.explore import _explore
 from racecheck.reference import changeset
 from racecheck.saturation import RECORDED_MIN, SaturationWatch
+from racecheck.session import Session, make_settings
 from racecheck.strategies.portfolio import RECORD_CAP, PortfolioChooser
 
 _CLASSIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "classic")
@@ -72,7 +73,7 @@ def test_the_note_says_what_new_meant_and_coverage_stays_off() -> None:
 
 def _portfolio_run(target: Any, schedules: int, watch: SaturationWatch) -> PortfolioChooser:
     """A real exploration of ``target`` with the portfolio, coverage off."""
-    session = Session(_settings(target, {}))
+    session = Session(make_settings(target, {}))
     portfolio = PortfolioChooser(seed=0)
     session.settings.backend.enable_detection()  # as explore() does for a DPOR member
     session.settings.backend.install()

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 import racecheck
-from racecheck.explore import Session, _settings
+from racecheck.session import Session, make_settings
 from racecheck.strategies.portfolio import SETTLE_GROWTH, PortfolioChooser
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
@@ -153,7 +153,7 @@ def _counters(tasks: int, bumps: int) -> Any:
 
 def _portfolio_after(target: Any, schedules: int) -> PortfolioChooser:
     """A real portfolio after ``schedules`` schedules of ``target`` (budget 1,000)."""
-    session = Session(_settings(target, {}))
+    session = Session(make_settings(target, {}))
     portfolio = PortfolioChooser(seed=0)
     portfolio.plan_budget(1000)
     session.settings.backend.install()
