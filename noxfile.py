@@ -8,6 +8,7 @@
     nox -s scenarios      # racecheck run scenarios/
     nox -s bench          # racecheck bench
     nox -s realcode       # real PyPI libraries at a buggy and a fixed release (tests/realcode)
+    nox -s realcode_newer # two of them on 3.12 and 3.13, under both coverage cores
 
 Interpreters installed with pyenv are found even when they are not on PATH.
 """
@@ -142,21 +143,54 @@ def realcode(session: nox.Session, library: str, pin: str, cov: bool) -> None:
     site-packages the way users install it. Run the buggy pin before the fixed one:
     the buggy run leaves its failing token for the fixed run to replay.
     """
+    _realcode(session, library, pin, cov=cov, racecheck=("-e", ".[test]"))
+
+
+# The same user tests on the newer interpreters, where coverage.py may trace through
+# sys.monitoring (COVERAGE_CORE=sysmon) as well as through its C tracer, and where the
+# threads backend and the detector use sys.monitoring themselves: neither may hide a bug
+# from the other. racecheck is installed as a user installs it (not editable).
+_REALCODE_NEWER_PARAMS = [
+    nox.param(library, "buggy", core, id=f"{library}-buggy-cov-{core}")
+    for library in ("filelock", "anyio")
+    for core in ("ctrace", "sysmon")
+] + [nox.param(library, "fixed", "", id=f"{library}-fixed") for library in ("filelock", "anyio")]
+
+
+@nox.session(python=["3.12", "3.13"])
+@nox.parametrize(["library", "pin", "core"], _REALCODE_NEWER_PARAMS)
+def realcode_newer(session: nox.Session, library: str, pin: str, core: str) -> None:
+    """Buggy releases under pytest-cov (both coverage cores), fixed ones plain, on 3.12 and 3.13."""
+    _realcode(
+        session,
+        library,
+        pin,
+        cov=bool(core),
+        racecheck=(".[test]",),
+        env={"COVERAGE_CORE": core} if core else {},
+    )
+
+
+def _realcode(
+    session: nox.Session,
+    library: str,
+    pin: str,
+    *,
+    cov: bool,
+    racecheck: tuple[str, ...],
+    env: dict[str, str] | None = None,
+) -> None:
     version = REALCODE_PINS[library][pin]
-    session.install("-e", ".[test]")
+    session.install(*racecheck)
     if cov:
         session.install("pytest-cov")
     session.install("--force-reinstall", "--no-deps", f"{library}=={version}")
     session.install(f"{library}=={version}")  # its own dependencies
     for extra in REALCODE_EXTRAS.get(library, []):
         session.install(extra)
-    tokens = os.path.abspath(os.path.join(session.cache_dir, "realcode-tokens"))
+    # A token names its Python version: each interpreter keeps its own for the fixed run.
+    tokens = os.path.abspath(os.path.join(session.cache_dir, f"realcode-tokens-{session.python}"))
     os.makedirs(tokens, exist_ok=True)
-    env = {
-        "RACECHECK_REALCODE_PIN": pin,
-        "RACECHECK_REALCODE_TOKENS": tokens,
-        "RACECHECK_REALCODE_COV": "1" if cov else "",
-    }
     session.run(
         "pytest",
         "-p",
@@ -164,5 +198,10 @@ def realcode(session: nox.Session, library: str, pin: str, cov: bool) -> None:
         "-rA",
         f"tests/realcode/test_real_{library.replace('-', '_')}.py",
         *session.posargs,
-        env=env,
+        env={
+            "RACECHECK_REALCODE_PIN": pin,
+            "RACECHECK_REALCODE_TOKENS": tokens,
+            "RACECHECK_REALCODE_COV": "1" if cov else "",
+            **(env or {}),
+        },
     )
