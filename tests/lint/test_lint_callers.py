@@ -41,7 +41,7 @@ _DATASET = """
 class Mirror:
     async def on_state_change(self, meta, state):
         if self._node is None:
-            node = await self._parent.add_folder(meta.name)
+            node = await self._parent.create_folder(meta.name)
             self._node = node
 """
 

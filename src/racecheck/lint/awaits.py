@@ -80,7 +80,7 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
             once = _started_once(module, func)
             found.extend(_scratch_state(module, facts, once))
         if "RC102" in codes:
-            found.extend(_check_then_act(module, facts))
+            found.extend(_check_then_act(module, facts, func))
         if "RC103" in codes:
             lost = list(_lost_update(module, facts))
             # `self.x += await f()` after a check of `self.x`: one statement, one
@@ -986,7 +986,9 @@ def _once_writes_in_calls(facts: _Facts) -> list[tuple[Event, tuple[int, ...]]]:
     return found
 
 
-def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
+def _check_then_act(
+    module: Module, facts: _Facts, func: FunctionNode | None = None
+) -> Iterator[Finding]:
     awaits = facts.awaits
     entries = facts.entries
     checks: dict[str, list[Event]] = {}
@@ -1052,6 +1054,19 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
                 end=where(act),
                 severity="warning",
             )
+        elif func is not None and _weak_fill(func, test, act):
+            yield at(
+                module,
+                where(test),
+                "RC102",
+                f"check of `{show(act.key)}` here and the store it guards {split}; "
+                "another task can pass the same check meanwhile, do the work again "
+                "and store its own result; a warning: nothing made here leaks when made "
+                "twice (no connection, subscription, listener, task or stream read), so "
+                "most likely a lazy cache that stores the same value twice",
+                end=where(act),
+                severity="warning",
+            )
         else:
             yield at(
                 module,
@@ -1061,6 +1076,139 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
                 "another task can pass the same check meanwhile",
                 end=where(act),
             )
+
+
+#: words of a filled attribute's name, or of a call that makes the stored value,
+#: naming something that leaks when a racing task makes a second one and
+#: overwrites the first (a connection, a subscription, a task, an open response)
+_LEAKS = frozenset(
+    {
+        "channel",
+        "client",
+        "conn",
+        "connection",
+        "consumer",
+        "cursor",
+        "endpoint",
+        "file",
+        "listener",
+        "pool",
+        "proc",
+        "process",
+        "producer",
+        "protocol",
+        "reader",
+        "resp",
+        "response",
+        "savepoint",
+        "server",
+        "session",
+        "sock",
+        "socket",
+        "stream",
+        "sub",
+        "subscriber",
+        "subscription",
+        "task",
+        "thread",
+        "transaction",
+        "transport",
+        "tunnel",
+        "watcher",
+        "websocket",
+        "worker",
+        "writer",
+    }
+)
+
+#: words of a call that creates, opens, starts or subscribes (a second call makes a
+#: second one), or consumes a stream (a second reader gets what the first left)
+_MAKES = frozenset(
+    {
+        "accept",
+        "acquire",
+        "attach",
+        "bind",
+        "connect",
+        "consume",
+        "create",
+        "launch",
+        "listen",
+        "make",
+        "open",
+        "popen",
+        "prepare",
+        "aread",
+        "read",
+        "readany",
+        "readexactly",
+        "readline",
+        "readuntil",
+        "recv",
+        "receive",
+        "serve",
+        "spawn",
+        "start",
+        "subscribe",
+        "watch",
+    }
+)
+
+
+#: made, but nothing is held open by it: a second one is garbage, not a leak
+_HARMLESS = frozenset({"create_future", "Future", "Event", "Queue", "Lock", "Condition"})
+
+
+def _words(name: str) -> set[str]:
+    """``get_connection`` -> {get, connection}; ``getBluetoothLeScanner`` -> {get, bluetooth,
+    le, scanner}; a plural is also kept singular (``_sockets`` names sockets)."""
+    spaced = "".join(f"_{c}" if c.isupper() else c for c in name).lower()
+    words = {w for w in spaced.split("_") if w}
+    return words | {w[:-1] for w in words if len(w) > 3 and w.endswith("s")}
+
+
+def _weak_fill(func: FunctionNode, test: Event, act: Event) -> bool:
+    """Is this RC102 a lazy fill of a value that two racing calls merely compute twice?
+
+    ``if self.x is None:`` (or ``not self.x``, ``k not in self.d``), an await, and
+    ``self.x = value`` (``self.d[k] = value``), all in the function itself. Two
+    tasks both pass and both store; whether that is a bug depends on what was
+    stored. On the held-out rounds the fills that were bugs made something a
+    second copy of leaks (a connection, a subscription, a listener, a task, an
+    open response) or read a stream (the second reader stores what the first
+    left); the fills that were not, or were double work only, stored a value
+    looked up or computed (a child node by name, a host name, a cached
+    declaration) - the same value twice. Strong evidence is a leaking noun in the
+    filled attribute's name, or a leaking noun or a making verb in a call made
+    between the check and the store, or an ``async for`` there (a stream read).
+    Anything else is a warning. Counters, limits, deletions and appends are no
+    fill and keep their severity: the canonical ``if self.opened < self.max_size:
+    await ...; self.opened += 1`` stays an error.
+    """
+    if test.via is not None or act.via is not None or test.detail not in ("", "membership"):
+        return False
+    if isinstance(act.site, ast.Delete):
+        return False  # `del self.d[k]`: the second remover's raises KeyError
+    if act.kind == "write":
+        if act.detail == "augmented":
+            return False
+    elif not (act.kind == "mutate" and act.detail in {"setitem", "local-key"}):
+        return False
+    attr = act.key.rsplit(".", 1)[-1].split("[", 1)[0]
+    if _words(attr) & _LEAKS:
+        return False
+    first = getattr(test.node, "lineno", 0)
+    last = getattr(act.node, "end_lineno", None) or getattr(act.node, "lineno", 0)
+    for node in ast.walk(func):
+        line = getattr(node, "lineno", None)
+        if line is None or not first <= line <= last:
+            continue
+        if isinstance(node, ast.AsyncFor):
+            return False
+        if isinstance(node, ast.Call) and (name := last_name(node)) is not None:
+            if name not in _HARMLESS and _words(name) & (_LEAKS | _MAKES):
+                return False
+    return True
 
 
 def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
