@@ -119,7 +119,12 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                 driver is None
                 and finding.severity == "error"
                 and finding.code in ("RC102", "RC103")
-                and (steps := lifecycle_callers(module, func.name)) is not None
+                and (
+                    steps := lifecycle_callers(
+                        module, func.name, info.node.name if info is not None else None
+                    )
+                )
+                is not None
             ):
                 finding = replace(
                     finding,
@@ -177,9 +182,22 @@ def _called_from_outside(module: Module, info: ClassInfo, func: FunctionNode) ->
     name = func.name
     if not name.startswith("_") or name.endswith("__"):
         return False
-    if all(base.rsplit(".", 1)[-1] in module.classes for base in info.bases):
+    if all(base in module.classes for base in _base_names(info)):
         return False  # every base is here: its callers would be here too
     return name not in memo(module.tree, "named_attrs", partial(_named_attrs, module.tree))
+
+
+def _base_names(info: ClassInfo) -> list[str]:
+    """The last name of every base, a generic's too: ``DefaultSubscriber["Msg"]`` is a
+    base named ``DefaultSubscriber`` (faststream's subscribers; ``info.bases`` holds
+    only plain names, so a subscripted base from another module went unseen)."""
+    names = []
+    for base in info.node.bases:
+        while isinstance(base, ast.Subscript):
+            base = base.value
+        name = last_name(base)
+        names.append(name if name is not None else "")  # a call or an expression: elsewhere
+    return names
 
 
 def _named_attrs(tree: ast.Module) -> frozenset[str]:
