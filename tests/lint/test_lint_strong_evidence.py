@@ -198,3 +198,33 @@ def test_a_deletion_after_a_membership_check_stays_an_error() -> None:
                 del self.browsers[listener]
     """
     assert rc102(source) == [(4, "error")]
+
+
+def test_a_making_call_on_a_later_line_of_the_store_stays_an_error() -> None:
+    source = """
+    class Client:
+        async def channel(self):
+            if self._channel is None:
+                self._cfg = await self._load_config()
+                self._chan_cache = (
+                    await self.conn.open_channel(self._cfg)
+                )
+            return self._chan_cache
+    """
+    # the check is of `_channel`, the store of another slot: no RC102 at all
+    assert rc102(source) == []
+    source = source.replace("self._channel is None", "self._chan_cache is None")
+    assert rc102(source) == [(4, "error")]
+
+
+def test_words_of_an_acronym_name_are_split_like_any_other() -> None:
+    # `HTTPResponse(...)`: the `response` in it is strong evidence (an open response)
+    source = """
+    class Fetcher:
+        async def get(self):
+            if self._last is None:
+                raw = await self._fetch_raw()
+                self._last = HTTPResponse(raw)
+            return self._last
+    """
+    assert rc102(source) == [(4, "error")]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
@@ -1177,11 +1178,17 @@ _MAKES = frozenset(
 _HARMLESS = frozenset({"create_future", "Future", "Event", "Queue", "Lock", "Condition"})
 
 
+#: statements whose end is not the end of an act in their header
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
+
+
 def _words(name: str) -> set[str]:
     """``get_connection`` -> {get, connection}; ``getBluetoothLeScanner`` -> {get, bluetooth,
-    le, scanner}; a plural is also kept singular (``_sockets`` names sockets)."""
-    spaced = "".join(f"_{c}" if c.isupper() else c for c in name).lower()
-    words = {w for w in spaced.split("_") if w}
+    le, scanner}; ``HTTPResponse`` -> {http, response}; a plural is also kept singular
+    (``_sockets`` names sockets)."""
+    words = {w.lower() for w in _WORD.findall(name)}
     return words | {w[:-1] for w in words if len(w) > 3 and w.endswith("s")}
 
 
@@ -1215,8 +1222,10 @@ def _weak_fill(func: FunctionNode, test: Event, act: Event) -> bool:
     attr = act.key.rsplit(".", 1)[-1].split("[", 1)[0]
     if _words(attr) & _LEAKS:
         return False
-    first = getattr(test.node, "lineno", 0)
-    last = getattr(act.node, "end_lineno", None) or getattr(act.node, "lineno", 0)
+    first: int = getattr(test.node, "lineno", 0)
+    last = _last_line(act.node)
+    if not isinstance(act.site, _COMPOUND):  # the whole store: `self.x = (\n await f()\n)`
+        last = max(last, _last_line(act.site))
     for node in ast.walk(func):
         line = getattr(node, "lineno", None)
         if line is None or not first <= line <= last:
@@ -1227,6 +1236,11 @@ def _weak_fill(func: FunctionNode, test: Event, act: Event) -> bool:
             if name not in _HARMLESS and _words(name) & (_LEAKS | _MAKES):
                 return False
     return True
+
+
+def _last_line(node: ast.AST) -> int:
+    end = getattr(node, "end_lineno", None)
+    return end if isinstance(end, int) else int(getattr(node, "lineno", 0))
 
 
 def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
