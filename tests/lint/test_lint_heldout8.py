@@ -76,3 +76,57 @@ def test_a_private_method_the_module_calls_keeps_the_error() -> None:
         """
     ).replace("\n", "\n    ")
     assert severities(source) == [(6, "RC102", "error")]
+
+
+# ── ninth round: a callee's own leaving guard governs the rest of its call ───
+# aiortc's SCTP `_transmit()`: `if self._flight_size >= cwnd: return` right before
+# each increase, no await between; a second `_transmit()` call was blamed on the
+# first call's loop test, because a leaving guard counted only at the analysed
+# function's top level.
+
+_TRANSMIT = """
+class Transport:
+    async def on_sack(self, chunk):
+        await self._transmit()
+        await self._transmit()
+
+    def _inc(self, chunk):
+        self._flight += chunk.size
+
+    async def _transmit(self):
+        if self._forward is not None:
+            await self._send(self._forward)
+            self._forward = None
+        for chunk in self._sent:
+            if self._flight >= self._cwnd:
+                return
+            self._inc(chunk)
+            await self._send(chunk)
+        while self._queue and self._flight < self._cwnd:
+            chunk = self._queue.popleft()
+            self._inc(chunk)
+            await self._send(chunk)
+"""
+
+
+def test_an_in_call_guard_right_before_the_act_governs_it() -> None:
+    assert severities(_TRANSMIT) == []
+
+
+def test_without_the_in_call_guard_the_earlier_loop_test_is_still_blamed() -> None:
+    unguarded = _TRANSMIT.replace(
+        "            if self._flight >= self._cwnd:\n                return\n", ""
+    )
+    assert severities(unguarded) == [(4, "RC102", "error")]
+
+
+def test_an_await_between_the_in_call_guard_and_the_act_is_reported_in_the_callee() -> None:
+    late = _TRANSMIT.replace(
+        "                return\n            self._inc(chunk)",
+        "                return\n"
+        "            await self._prepare(chunk)\n"
+        "            self._inc(chunk)",
+    )
+    # once, at the callee's own guard (a soft limit there: `+= chunk.size` is not counted
+    # by the check), not again at the caller's call
+    assert severities(late) == [(15, "RC102", "warning")]

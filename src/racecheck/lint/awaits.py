@@ -910,6 +910,16 @@ def _governs(check: Event, act: Event) -> bool:
         return False  # `k in self.d`, then rebinding self.d to a fresh table: no stale key
     if check.detail == "recheck":
         return True  # a while loop's exit test: everything after the loop relies on it
+    if (
+        check.exits_call
+        and check.frames
+        and act.frames[: len(check.frames)] == check.frames
+        and act.order > check.end
+    ):
+        # an inlined callee's leaving guard governs the rest of that call, as a guard
+        # at the top level does (aiortc's `_transmit()`: `if flight >= cwnd: return`
+        # right before each increase): the act relies on it, not on an earlier call's
+        return True
     inside = any(arm.node == check.scope for arm in act.path)
     return inside or (check.guard and act.order > check.end)
 
