@@ -130,3 +130,67 @@ def test_an_await_between_the_in_call_guard_and_the_act_is_reported_in_the_calle
     # once, at the callee's own guard (a soft limit there: `+= chunk.size` is not counted
     # by the check), not again at the caller's call
     assert severities(late) == [(15, "RC102", "warning")]
+
+
+# ── ninth round: RC107 on a class that runs its work on the loop it gets ─────
+# python-telegram-bot's `Application.__run()`: `loop = asyncio.get_event_loop()`
+# (a new one, set as current, when there is none), then every phase is
+# `loop.run_until_complete(self....)`: the object meets the one current loop, as
+# arq's `Worker` meets the loop it keeps on `self.loop` (fourth round).
+
+_RUNNER = """
+import asyncio
+
+
+class Application:
+    def __init__(self):
+        self._event = asyncio.Event()
+        self._lock = asyncio.Lock()
+
+    def run_polling(self):
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+        loop.run_until_complete(self.initialize())
+        loop.run_until_complete(self.start())
+
+    async def initialize(self):
+        async with self._lock:
+            await self._event.wait()
+
+    async def start(self):
+        self._event.set()
+"""
+
+
+def rc107(source: str) -> list[tuple[int, str]]:
+    return [(line, sev) for line, code, sev in severities(source) if code == "RC107"]
+
+
+def test_a_class_that_runs_its_work_on_the_current_loop_is_bound_to_it() -> None:
+    assert rc107(_RUNNER) == []
+
+
+def test_a_fresh_loop_for_every_run_still_fires() -> None:
+    # `asyncio.run()` per call: a second call meets the objects on a new loop
+    fresh = _RUNNER.replace(
+        "        loop.run_until_complete(self.initialize())\n"
+        "        loop.run_until_complete(self.start())\n",
+        "        asyncio.run(self.initialize())\n        asyncio.run(self.start())\n",
+    )
+    assert rc107(fresh) == [(7, "error"), (8, "error")]
+
+
+def test_a_new_loop_every_time_still_fires() -> None:
+    # no reuse of the current loop: each call makes a loop of its own
+    fresh = _RUNNER.replace(
+        "        try:\n"
+        "            loop = asyncio.get_event_loop()\n"
+        "        except RuntimeError:\n"
+        "            loop = asyncio.new_event_loop()\n"
+        "            asyncio.set_event_loop(loop)\n",
+        "        loop = asyncio.new_event_loop()\n",
+    )
+    assert rc107(fresh) == [(7, "error"), (8, "error")]
