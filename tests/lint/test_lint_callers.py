@@ -41,7 +41,7 @@ _DATASET = """
 class Mirror:
     async def on_state_change(self, meta, state):
         if self._node is None:
-            node = await self._parent.add_folder(meta.name)
+            node = await self._parent.create_folder(meta.name)
             self._node = node
 """
 
@@ -228,3 +228,77 @@ def test_handshake_step_named_in_a_string_stays_an_error(tmp_path: Path) -> None
 def test_method_nothing_in_the_package_calls_stays_an_error(tmp_path: Path) -> None:
     pkg = package(tmp_path, {"session.py": _SESSION, "client.py": "X = 1\n"})
     assert severities(pkg, "session.py") == [(9, "RC103", "error")]
+
+
+# ── a self-call in a class that cannot reach the method (eighth round) ──────
+# faststream: the NATS subscribers' `_create_subscription()` runs only from the
+# base class's `start()`; an MQTT subscriber, a sibling class, calls its own
+# `_create_subscription()` from `__aiter__`. A `self.` call binds to the caller's
+# class, its ancestors or its descendants - never to a sibling's method.
+
+_NATS_SUB = """
+from .base import Subscriber
+
+class CoreSubscriber(Subscriber):
+    async def _create_subscription(self):
+        if self.subscription is None:
+            self.subscription = await self.connection.subscribe(self.subject)
+
+
+class ConcurrentCoreSubscriber(CoreSubscriber):
+    async def _create_subscription(self):
+        self.start_consume_task()
+        await super()._create_subscription()
+"""
+
+_BASE = """
+class Subscriber:
+    async def start(self):
+        await self._create_subscription()
+"""
+
+
+def _mqtt(base: str) -> str:
+    return f"""
+    from .base import Subscriber
+    from .core import CoreSubscriber
+
+    class MQTTSubscriber({base}):
+        async def __aiter__(self):
+            if self._subscription is None:
+                await self._create_subscription()
+            async for msg in self._subscription:
+                yield msg
+
+        async def _create_subscription(self):
+            self._subscription = await self.client.subscribe(self.topic)
+    """
+
+
+def test_a_self_call_in_a_sibling_class_is_not_a_caller(tmp_path: Path) -> None:
+    pkg = package(
+        tmp_path, {"core.py": _NATS_SUB, "base.py": _BASE, "mqtt.py": _mqtt("Subscriber")}
+    )
+    found = [f for f in lint_paths([pkg]) if Path(f.path).name == "core.py"]
+    assert [(f.line, f.code, f.severity) for f in found] == [(6, "RC102", "warning")]
+    assert "start()" in found[0].message
+
+
+def test_a_self_call_in_a_subclass_still_counts(tmp_path: Path) -> None:
+    # the subclass's `__aiter__` runs the inherited method whenever it does not override it
+    pkg = package(
+        tmp_path,
+        {"core.py": _NATS_SUB, "base.py": _BASE, "mqtt.py": _mqtt("CoreSubscriber")},
+    )
+    assert severities(pkg, "core.py") == [(6, "RC102", "error")]
+
+
+def test_a_call_on_another_object_still_counts_whatever_its_class(tmp_path: Path) -> None:
+    # `other.m()` may be any class's object: only `self.` calls are bound by class
+    other = """
+    class Poller:
+        async def poll(self, sub):
+            await sub._create_subscription()
+    """
+    pkg = package(tmp_path, {"core.py": _NATS_SUB, "base.py": _BASE, "poller.py": other})
+    assert severities(pkg, "core.py") == [(6, "RC102", "error")]

@@ -62,9 +62,9 @@ def operation_lock(func):
 class Pairing:
     @operation_lock
     async def subscribe(self, chars):
-        if not self._key:
-            key = await self._fetch_key()
-            self._key = key
+        if not self._session:
+            session = await self._open_session()
+            self._session = session
 """
 
 

@@ -252,7 +252,7 @@ class SMTP:
 {release}
     async def _maybe_start_tls(self, hostname):
         if self._start_tls is None:
-            await self._ehlo()
+            await self._upgrade_transport()
             self._start_tls = hostname
 {extra}"""
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
@@ -80,7 +81,7 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
             once = _started_once(module, func)
             found.extend(_scratch_state(module, facts, once))
         if "RC102" in codes:
-            found.extend(_check_then_act(module, facts))
+            found.extend(_check_then_act(module, facts, func))
         if "RC103" in codes:
             lost = list(_lost_update(module, facts))
             # `self.x += await f()` after a check of `self.x`: one statement, one
@@ -119,7 +120,12 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                 driver is None
                 and finding.severity == "error"
                 and finding.code in ("RC102", "RC103")
-                and (steps := lifecycle_callers(module, func.name)) is not None
+                and (
+                    steps := lifecycle_callers(
+                        module, func.name, info.node.name if info is not None else None
+                    )
+                )
+                is not None
             ):
                 finding = replace(
                     finding,
@@ -177,9 +183,22 @@ def _called_from_outside(module: Module, info: ClassInfo, func: FunctionNode) ->
     name = func.name
     if not name.startswith("_") or name.endswith("__"):
         return False
-    if all(base.rsplit(".", 1)[-1] in module.classes for base in info.bases):
+    if all(base in module.classes for base in _base_names(info)):
         return False  # every base is here: its callers would be here too
     return name not in memo(module.tree, "named_attrs", partial(_named_attrs, module.tree))
+
+
+def _base_names(info: ClassInfo) -> list[str]:
+    """The last name of every base, a generic's too: ``DefaultSubscriber["Msg"]`` is a
+    base named ``DefaultSubscriber`` (faststream's subscribers; ``info.bases`` holds
+    only plain names, so a subscripted base from another module went unseen)."""
+    names = []
+    for base in info.node.bases:
+        while isinstance(base, ast.Subscript):
+            base = base.value
+        name = last_name(base)
+        names.append(name if name is not None else "")  # a call or an expression: elsewhere
+    return names
 
 
 def _named_attrs(tree: ast.Module) -> frozenset[str]:
@@ -891,6 +910,16 @@ def _governs(check: Event, act: Event) -> bool:
         return False  # `k in self.d`, then rebinding self.d to a fresh table: no stale key
     if check.detail == "recheck":
         return True  # a while loop's exit test: everything after the loop relies on it
+    if (
+        check.exits_call
+        and check.frames
+        and act.frames[: len(check.frames)] == check.frames
+        and act.order > check.end
+    ):
+        # an inlined callee's leaving guard governs the rest of that call, as a guard
+        # at the top level does (aiortc's `_transmit()`: `if flight >= cwnd: return`
+        # right before each increase): the act relies on it, not on an earlier call's
+        return True
     inside = any(arm.node == check.scope for arm in act.path)
     return inside or (check.guard and act.order > check.end)
 
@@ -986,7 +1015,9 @@ def _once_writes_in_calls(facts: _Facts) -> list[tuple[Event, tuple[int, ...]]]:
     return found
 
 
-def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
+def _check_then_act(
+    module: Module, facts: _Facts, func: FunctionNode | None = None
+) -> Iterator[Finding]:
     awaits = facts.awaits
     entries = facts.entries
     checks: dict[str, list[Event]] = {}
@@ -1052,6 +1083,19 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
                 end=where(act),
                 severity="warning",
             )
+        elif func is not None and _weak_fill(func, test, act):
+            yield at(
+                module,
+                where(test),
+                "RC102",
+                f"check of `{show(act.key)}` here and the store it guards {split}; "
+                "another task can pass the same check meanwhile, do the work again "
+                "and store its own result; a warning: nothing made here leaks when made "
+                "twice (no connection, subscription, listener, task or stream read), so "
+                "most likely a lazy cache that stores the same value twice",
+                end=where(act),
+                severity="warning",
+            )
         else:
             yield at(
                 module,
@@ -1061,6 +1105,152 @@ def _check_then_act(module: Module, facts: _Facts) -> Iterator[Finding]:
                 "another task can pass the same check meanwhile",
                 end=where(act),
             )
+
+
+#: words of a filled attribute's name, or of a call that makes the stored value,
+#: naming something that leaks when a racing task makes a second one and
+#: overwrites the first (a connection, a subscription, a task, an open response)
+_LEAKS = frozenset(
+    {
+        "channel",
+        "client",
+        "conn",
+        "connection",
+        "consumer",
+        "cursor",
+        "endpoint",
+        "file",
+        "listener",
+        "pool",
+        "proc",
+        "process",
+        "producer",
+        "protocol",
+        "reader",
+        "resp",
+        "response",
+        "savepoint",
+        "server",
+        "session",
+        "sock",
+        "socket",
+        "stream",
+        "sub",
+        "subscriber",
+        "subscription",
+        "task",
+        "thread",
+        "transaction",
+        "transport",
+        "tunnel",
+        "watcher",
+        "websocket",
+        "worker",
+        "writer",
+    }
+)
+
+#: words of a call that creates, opens, starts or subscribes (a second call makes a
+#: second one), or consumes a stream (a second reader gets what the first left)
+_MAKES = frozenset(
+    {
+        "accept",
+        "acquire",
+        "attach",
+        "bind",
+        "connect",
+        "consume",
+        "create",
+        "launch",
+        "listen",
+        "make",
+        "open",
+        "popen",
+        "prepare",
+        "aread",
+        "read",
+        "readany",
+        "readexactly",
+        "readline",
+        "readuntil",
+        "recv",
+        "receive",
+        "serve",
+        "spawn",
+        "start",
+        "subscribe",
+        "watch",
+    }
+)
+
+
+#: made, but nothing is held open by it: a second one is garbage, not a leak
+_HARMLESS = frozenset({"create_future", "Future", "Event", "Queue", "Lock", "Condition"})
+
+
+#: statements whose end is not the end of an act in their header
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
+
+
+def _words(name: str) -> set[str]:
+    """``get_connection`` -> {get, connection}; ``getBluetoothLeScanner`` -> {get, bluetooth,
+    le, scanner}; ``HTTPResponse`` -> {http, response}; a plural is also kept singular
+    (``_sockets`` names sockets)."""
+    words = {w.lower() for w in _WORD.findall(name)}
+    return words | {w[:-1] for w in words if len(w) > 3 and w.endswith("s")}
+
+
+def _weak_fill(func: FunctionNode, test: Event, act: Event) -> bool:
+    """Is this RC102 a lazy fill of a value that two racing calls merely compute twice?
+
+    ``if self.x is None:`` (or ``not self.x``, ``k not in self.d``), an await, and
+    ``self.x = value`` (``self.d[k] = value``), all in the function itself. Two
+    tasks both pass and both store; whether that is a bug depends on what was
+    stored. On the held-out rounds the fills that were bugs made something a
+    second copy of leaks (a connection, a subscription, a listener, a task, an
+    open response) or read a stream (the second reader stores what the first
+    left); the fills that were not, or were double work only, stored a value
+    looked up or computed (a child node by name, a host name, a cached
+    declaration) - the same value twice. Strong evidence is a leaking noun in the
+    filled attribute's name, or a leaking noun or a making verb in a call made
+    between the check and the store, or an ``async for`` there (a stream read).
+    Anything else is a warning. Counters, limits, deletions and appends are no
+    fill and keep their severity: the canonical ``if self.opened < self.max_size:
+    await ...; self.opened += 1`` stays an error.
+    """
+    if test.via is not None or act.via is not None or test.detail not in ("", "membership"):
+        return False
+    if isinstance(act.site, ast.Delete):
+        return False  # `del self.d[k]`: the second remover's raises KeyError
+    if act.kind == "write":
+        if act.detail == "augmented":
+            return False
+    elif not (act.kind == "mutate" and act.detail in {"setitem", "local-key"}):
+        return False
+    attr = act.key.rsplit(".", 1)[-1].split("[", 1)[0]
+    if _words(attr) & _LEAKS:
+        return False
+    first: int = getattr(test.node, "lineno", 0)
+    last = _last_line(act.node)
+    if not isinstance(act.site, _COMPOUND):  # the whole store: `self.x = (\n await f()\n)`
+        last = max(last, _last_line(act.site))
+    for node in ast.walk(func):
+        line = getattr(node, "lineno", None)
+        if line is None or not first <= line <= last:
+            continue
+        if isinstance(node, ast.AsyncFor):
+            return False
+        if isinstance(node, ast.Call) and (name := last_name(node)) is not None:
+            if name not in _HARMLESS and _words(name) & (_LEAKS | _MAKES):
+                return False
+    return True
+
+
+def _last_line(node: ast.AST) -> int:
+    end = getattr(node, "end_lineno", None)
+    return end if isinstance(end, int) else int(getattr(node, "lineno", 0))
 
 
 def _claimed(facts: _Facts, test: Event, act: Event) -> bool:

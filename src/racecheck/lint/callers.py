@@ -98,8 +98,10 @@ class _Package:
     root: Path
     stamp: tuple[tuple[str, int, int], ...]
     files: list[_File]
-    #: method name -> the answer of :func:`lifecycle_callers` (a package's text is fixed)
-    answers: dict[str, str | None]
+    #: (class, method name) -> the answer of :func:`lifecycle_callers` (the text is fixed)
+    answers: dict[tuple[str | None, str], str | None]
+    #: class name -> the names of its bases, by name across the package (built on first use)
+    bases: dict[str, set[str]] | None = None
 
 
 _PACKAGES: dict[Path, _Package] = {}
@@ -165,18 +167,69 @@ def _enclosing(file: _File, line: int, indent: int) -> _Def | None:
     return None
 
 
-def lifecycle_callers(module: Module, name: str) -> str | None:
-    """Why every caller of method ``name`` in the module's package is a lifecycle step, or None.
+def lifecycle_callers(module: Module, name: str, owner: str | None = None) -> str | None:
+    """Why every caller of method ``name`` (of class ``owner``) in the module's package is a
+    lifecycle step, or None.
 
     The package is found, walked and checked for changes once per linted module
-    (``memo``), and each name is judged once per package text.
+    (``memo``), and each name is judged once per class and package text.
     """
     package = memo(module.tree, "package", partial(_module_package, module.path))
     if package is None or not name.isidentifier():
         return None
-    if name not in package.answers:
-        package.answers[name] = _judge(package.files, package.root, name, _DEPTH, {name})
-    return package.answers[name]
+    if (owner, name) not in package.answers:
+        package.answers[owner, name] = _judge(package, name, _DEPTH, {name}, owner)
+    return package.answers[owner, name]
+
+
+_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:", re.MULTILINE)
+
+
+def _class_bases(package: _Package) -> dict[str, set[str]]:
+    """Class name -> base names, from every ``class`` header of the package's text.
+
+    By name only: two classes of one name are one node, so they share their
+    bases - more relations, fewer self-calls ruled out (the resolution errs
+    towards keeping an error).
+    """
+    if package.bases is None:
+        bases: dict[str, set[str]] = {}
+        for file in package.files:
+            for m in _CLASS.finditer(file.text):
+                found = bases.setdefault(m.group(1), set())
+                for part in (m.group(2) or "").split(","):
+                    part = part.split("[", 1)[0].strip()
+                    if part and "=" not in part:  # `metaclass=...` is no base
+                        found.add(part.rsplit(".", 1)[-1].strip())
+        package.bases = bases
+    return package.bases
+
+
+def _ancestors(bases: dict[str, set[str]], name: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        for base in bases.get(todo.pop(), ()):
+            if base not in seen:
+                seen.add(base)
+                todo.append(base)
+    return seen
+
+
+def _self_call_reaches(package: _Package, caller: str, owner: str) -> bool:
+    """Can ``self.m()`` in a method of class ``caller`` run class ``owner``'s ``m``?
+
+    Only when ``owner`` is that class, an ancestor it inherits ``m`` from, or a
+    descendant ``self`` may be an instance of. A sibling class - another
+    subclass of a shared base - has its own ``m``: faststream's MQTT
+    subscriber calls its own ``_create_subscription()`` from ``__aiter__``,
+    which never runs the NATS subscriber's. A class the headers do not show is
+    taken as related.
+    """
+    bases = _class_bases(package)
+    if caller == owner or caller not in bases or owner not in bases:
+        return True
+    return owner in _ancestors(bases, caller) or caller in _ancestors(bases, owner)
 
 
 def _module_package(path: str) -> _Package | None:
@@ -184,7 +237,10 @@ def _module_package(path: str) -> _Package | None:
     return None if root is None else _package(root)
 
 
-def _judge(files: list[_File], root: Path, name: str, depth: int, seen: set[str]) -> str | None:
+def _judge(
+    package: _Package, name: str, depth: int, seen: set[str], owner: str | None
+) -> str | None:
+    files, root = package.files, package.root
     ref = re.compile(rf"\.[ \t]*{name}\b(?![ \t]*=[^=])|['\"]{name}['\"]")
     callers: list[str] = []
     for file in files:
@@ -206,9 +262,20 @@ def _judge(files: list[_File], root: Path, name: str, depth: int, seen: set[str]
                 return None  # run at import time or in a class body: not a step we can place
             if outer.name in seen:
                 continue  # an override calling its base, or a recursion
+            if owner is not None and re.search(
+                r"(?<![\w.])self[ \t]*$", file.text[start : m.start()]
+            ):
+                klass = _enclosing(file, outer.line, outer.indent)
+                if (
+                    klass is not None
+                    and klass.kind == "class"
+                    and klass.indent < outer.indent
+                    and not _self_call_reaches(package, klass.name, owner)
+                ):
+                    continue  # a sibling class's own method of that name
             if outer.kind == "def" and not _HANDS_ON.search(text):
                 continue  # a plain call of a same-named plain method of another class
-            why = _lifecycle_step(files, root, file, outer, depth, seen)
+            why = _lifecycle_step(package, file, outer, depth, seen)
             if why is None:
                 return None
             callers.append(f"{file.path.relative_to(root.parent)}:{line + 1} in {why}")
@@ -230,7 +297,7 @@ def bisect_line(starts: list[int], pos: int) -> int:
 
 
 def _lifecycle_step(
-    files: list[_File], root: Path, file: _File, func: _Def, depth: int, seen: set[str]
+    package: _Package, file: _File, func: _Def, depth: int, seen: set[str]
 ) -> str | None:
     name = func.name
     if name in _ENTRY_DUNDERS:
@@ -245,7 +312,9 @@ def _lifecycle_step(
     if kept.search(file.text):
         return f"{name}(), the object's own kept task"
     if depth > 1 and func.kind == "async def" and not name.startswith("__"):
-        up = _judge(files, root, name, depth - 1, seen | {name})
+        klass = _enclosing(file, func.line, func.indent)
+        cls = klass.name if klass is not None and klass.kind == "class" else None
+        up = _judge(package, name, depth - 1, seen | {name}, cls)
         if up is not None:
             return f"{name}() (called from {up})"
     return None

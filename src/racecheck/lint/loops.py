@@ -104,15 +104,42 @@ def _runs_own_loop(module: Module, info: ClassInfo) -> bool:
     """
     for method in info.methods.values():
         me = module.self_name(method)
+        current = _current_loop_locals(module, method)
         for node in iter_own(method):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr in {"run_until_complete", "run_forever"}
-                and self_attr(node.func.value, me) is not None
+                and (
+                    self_attr(node.func.value, me) is not None
+                    or (isinstance(node.func.value, ast.Name) and node.func.value.id in current)
+                )
             ):
                 return True
     return False
+
+
+def _current_loop_locals(
+    module: Module, method: ast.FunctionDef | ast.AsyncFunctionDef
+) -> set[str]:
+    """Locals a method sets to the *current* loop: ``loop = asyncio.get_event_loop()``.
+
+    python-telegram-bot's ``Application`` runs every phase with
+    ``loop.run_until_complete(self....)`` on the loop it gets (making one, set as
+    current, only when there is none): a second run gets the same loop again, so
+    the object meets one loop, as arq's ``Worker`` does with ``self.loop``. A
+    local that only ever holds ``new_event_loop()`` is a fresh loop per call, and
+    a second call meets the object on another loop: not counted.
+    """
+    found: set[str] = set()
+    for node in iter_own(method):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and (module.qualname(node.value.func) or "").endswith("get_event_loop")
+        ):
+            found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return found
 
 
 def _dataclass_fields(module: Module, info: ClassInfo, severity: str) -> Iterator[Finding]:

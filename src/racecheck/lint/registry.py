@@ -58,15 +58,16 @@ RULES: dict[str, Rule] = {
             summary="a check of shared state and the action it guards are split by an await",
             why=(
                 "The check is only true at the moment it runs. Another task can make the "
-                "same check during the await, so both act: two connections are opened, a "
-                "cache entry is computed twice and one result is lost, an object is "
-                "closed twice."
+                "same check during the await, so both act: two connections are opened and "
+                "one leaks, a stream is read twice, a limit is overshot, an object is "
+                "closed twice. A lazy value that is only looked up or computed (nothing "
+                "that leaks when made twice, no stream read) is stored twice: a warning."
             ),
             example=(
-                "async def get(self, key):\n"
-                "    if key not in self._cache:\n"
-                "        self._cache[key] = await self._load(key)\n"
-                "    return self._cache[key]"
+                "async def execute(self, *args):\n"
+                "    if self.connection is None:\n"
+                "        self.connection = await self.pool.get_connection()\n"
+                "    return await self.connection.send(*args)"
             ),
             fix=(
                 "Hold an asyncio.Lock around check, await and act (re-check after "
