@@ -68,6 +68,7 @@ from racecheck.detect.operands import (
     Recipe,
     Sym,
     evaluate,
+    instance_dict,
     member_slot,
     recipes,
 )
@@ -592,7 +593,7 @@ class Detector:
                 # its per-thread dict; a subclass could run its __init__ here: not read
                 namespace = _thread._local.__getattribute__(base, "__dict__")
             else:
-                namespace = object.__getattribute__(base, "__dict__")
+                namespace = instance_dict(base)
         except AttributeError:
             # no __dict__: a class with __slots__ keeps its state in them
             self._slot_attribute(frame, actor, hb, base, name, write, label)
@@ -1596,7 +1597,7 @@ def _weak_data(base: Any) -> Any:
     ``WeakValueDictionary`` keyed by path.
     """
     try:
-        data = object.__getattribute__(base, "__dict__").get("data")
+        data = instance_dict(base).get("data")
     except AttributeError:
         return MISSING
     return data if type(data) in (set, dict) else MISSING
@@ -1619,7 +1620,7 @@ _QUEUE_MODULES = frozenset(("queue", "asyncio.queues", "racecheck.backends.threa
 def _queue_size(queue: Any) -> int:
     """Items in a queue's buffer (``queue``, ``_queue`` or ``_items``), with no lock taken."""
     try:
-        namespace = object.__getattribute__(queue, "__dict__")
+        namespace = instance_dict(queue)
     except AttributeError:
         return 0
     for name in ("queue", "_queue", "_items"):
