@@ -151,6 +151,34 @@ def room_checked_under_the_lock_through_a_helper() -> None:
     _run(user, user)
 
 
+class Counter:
+    """A counter whose getter and setter each take the lock: ``c.value += 1`` does not."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._value = 0
+
+    @property
+    def value(self) -> int:
+        with self._lock:
+            return self._value  # <- locked get
+
+    @value.setter
+    def value(self, v: int) -> None:
+        with self._lock:
+            self._value = v  # <- locked set
+
+
+def locked_accessors_unlocked_update() -> None:
+    """Two threads bump a counter through its locked property: one bump is lost."""
+    counter = Counter()
+
+    def bump() -> None:
+        counter.value += 1
+
+    _run(bump, bump)
+
+
 def marked(marker: str) -> int:
     """The line carrying ``# <- marker`` in this file."""
     with open(__file__, encoding="utf-8") as source:

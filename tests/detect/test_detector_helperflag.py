@@ -75,3 +75,18 @@ def test_a_check_returned_by_a_helper_decides_the_callers_act() -> None:
     assert first.actor == last.actor, finding
     assert finding.accesses[1].actor != last.actor, finding
     assert finding.accesses[1].lineno == models.marked("open"), finding
+
+
+def test_an_update_through_locked_accessors_is_a_lost_update() -> None:
+    # ``with self._lock: return self._value`` looked like a value only displayed
+    # (the with's exit pops its own result before the return), so the getter's
+    # read decided nothing and ``counter.value += 1`` in two threads was clean
+    finding = _finding(models.locked_accessors_unlocked_update)
+    assert finding.kind == "atomicity-violation", finding
+    assert finding.pattern == "lost update", finding
+    lines = [access.lineno for access in finding.accesses]
+    assert lines == [
+        models.marked("locked get"),
+        models.marked("locked set"),
+        models.marked("locked set"),
+    ], finding
