@@ -121,7 +121,11 @@ with open(os.path.join(os.path.dirname(__file__), "tests", "realcode", "pins.jso
     REALCODE_PINS: dict[str, dict[str, str]] = json.load(_fh)
 # What a library's user test needs besides the library's own dependencies: psycopg-pool
 # runs on psycopg (its bundled libpq: no server, the pool opens no connection).
-REALCODE_EXTRAS: dict[str, list[str]] = {"psycopg-pool": ["psycopg[binary]"]}
+REALCODE_EXTRAS: dict[str, list[str]] = {
+    "psycopg-pool": ["psycopg[binary]"],
+    # opentelemetry-api 1.5/1.6 import pkg_resources, which newer setuptools no longer ships
+    "opentelemetry-api": ["setuptools<81"],
+}
 # Every (library, pin), plus buggy releases under pytest-cov (threads and asyncio): coverage's
 # tracer must not hide the bug.
 _REALCODE_PARAMS = [
@@ -130,7 +134,7 @@ _REALCODE_PARAMS = [
     for pin in ("buggy", "fixed")
 ] + [
     nox.param(library, "buggy", True, id=f"{library}-buggy-cov")
-    for library in ("filelock", "anyio")
+    for library in ("filelock", "anyio", "opentelemetry-api")
 ]
 
 

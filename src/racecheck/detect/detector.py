@@ -68,6 +68,7 @@ from racecheck.detect.operands import (
     Recipe,
     Sym,
     evaluate,
+    instance_dict,
     member_slot,
     recipes,
 )
@@ -159,6 +160,9 @@ class _Site:
     caller: FrameType | None = None  # who called ``frame`` (a property's user)
     offset: int = -1  # the instruction, to tell a deciding read from a displayed one
     slot: bool = False  # a container write of one key or element (not a clear, an extend)
+    #: where ``caller`` was when this access ran (its call of ``frame``): what a
+    #: returned value is for is read there (see _use)
+    call_offset: int = -1
 
 
 @dataclass
@@ -589,7 +593,7 @@ class Detector:
                 # its per-thread dict; a subclass could run its __init__ here: not read
                 namespace = _thread._local.__getattribute__(base, "__dict__")
             else:
-                namespace = object.__getattribute__(base, "__dict__")
+                namespace = instance_dict(base)
         except AttributeError:
             # no __dict__: a class with __slots__ keeps its state in them
             self._slot_attribute(frame, actor, hb, base, name, write, label)
@@ -1193,6 +1197,7 @@ class Detector:
         if shadow is None:
             shadow = self.shadows[location] = _Shadow()
         clock = self._clock(hb)
+        caller = frame.f_back
         site = _Site(
             actor,
             hb,
@@ -1202,9 +1207,10 @@ class Detector:
             frame.f_lineno,
             tuple(self.held.get(hb, ())),
             atomic,
-            frame.f_back,
+            caller,
             frame.f_lasti,
             slot,
+            caller.f_lasti if caller is not None else -1,
         )
         view_key = (actor, location)
         view = self.views.get(view_key)
@@ -1591,7 +1597,7 @@ def _weak_data(base: Any) -> Any:
     ``WeakValueDictionary`` keyed by path.
     """
     try:
-        data = object.__getattribute__(base, "__dict__").get("data")
+        data = instance_dict(base).get("data")
     except AttributeError:
         return MISSING
     return data if type(data) in (set, dict) else MISSING
@@ -1614,7 +1620,7 @@ _QUEUE_MODULES = frozenset(("queue", "asyncio.queues", "racecheck.backends.threa
 def _queue_size(queue: Any) -> int:
     """Items in a queue's buffer (``queue``, ``_queue`` or ``_items``), with no lock taken."""
     try:
-        namespace = object.__getattribute__(queue, "__dict__")
+        namespace = instance_dict(queue)
     except AttributeError:
         return 0
     for name in ("queue", "_queue", "_items"):
@@ -1809,6 +1815,8 @@ def _read_in_scope(read: _Site, now: FrameType) -> bool:
     """
     if _in_scope(read.frame, now):
         return True
+    if read.caller is not None and _own_use(read) == "return" and _in_scope(read.caller, now):
+        return True  # ``if pool.has_room():`` ... ``pool.open_one()``: the caller decided
     frame = read.frame
     if frame is None or read.caller is None or frame.f_code is now.f_code:
         return False
@@ -1863,9 +1871,7 @@ _LOCAL_LOADS = frozenset(
         "LOAD_NAME",
     )
 )
-_OPAQUE = frozenset(
-    ("RETURN_VALUE", "YIELD_VALUE", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP", "RAISE_VARARGS")
-)
+_OPAQUE = frozenset(("YIELD_VALUE", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP", "RAISE_VARARGS"))
 #: id(code) -> (code, offset -> use) and (code, listing). Keyed by identity: a
 #: code object hashes its bytecode, constants and names again at every lookup
 #: (about 1 us on 3.12+), and a use is asked at most reads. Each entry keeps
@@ -1878,46 +1884,84 @@ def _use(site: _Site) -> str:
     """What the value a read loaded is for: "branch", "flow" (into a store), or "".
 
     "" is a value that is only displayed or passed along and dropped
-    (``log.debug("%s", self.x)``): a load that decides nothing. Returned and
-    yielded values, and anything not worked out, count as "flow", so an
-    unknown use keeps being reported.
+    (``log.debug("%s", self.x)``): a load that decides nothing. A returned
+    value is for what its caller does with the call's result, read where the
+    caller was when the read ran: ``while not box.answered():`` makes ``with
+    self._lock: return self._answered`` a branch, and ``log.debug("%s",
+    self.current())`` a display. Yielded values, values returned on past the
+    caller, and anything not worked out count as "flow", so an unknown use
+    keeps being reported.
     """
+    found = _own_use(site)
+    if found != "return":
+        return found
+    caller = site.caller
+    if caller is None or site.call_offset < 0:
+        return "flow"
+    # one level: a caller that returns it again passes it on to somebody unknown
+    use = _use_at(caller.f_code, site.call_offset)
+    return "flow" if use == "return" else use
+
+
+def _own_use(site: _Site) -> str:
+    """What the reading frame itself does with the value: as _use, or "return"."""
     if site.action == "checked":
         return "branch"
     frame = site.frame
     if frame is None or site.offset < 0:
         return "flow"
-    code = frame.f_code
+    return _use_at(frame.f_code, site.offset)
+
+
+def _use_at(code: CodeType, offset: int) -> str:
     entry = _uses.get(id(code))
     if entry is None:
         entry = _uses[id(code)] = (code, {})
     known = entry[1]
-    found = known.get(site.offset)
+    found = known.get(offset)
     if found is None:
         listed = _listings.get(id(code))
         if listed is None:
             listed = _listings[id(code)] = (code, list(dis.get_instructions(code)))
         listing = listed[1]
-        index = next((i for i, ins in enumerate(listing) if ins.offset == site.offset), -1)
-        found = known[site.offset] = "flow" if index < 0 else _use_after(listing, index, True)
+        # a caller's f_lasti may point into its CALL's inline caches (3.11): the
+        # instruction is the last one starting at or before it
+        index = bisect.bisect_right([ins.offset for ins in listing], offset) - 1
+        found = known[offset] = "flow" if index < 0 else _use_after(listing, index, True)
     return found
 
 
 def _use_after(listing: list[dis.Instruction], index: int, follow: bool) -> str:
-    """Follow the value pushed at ``listing[index]`` to what consumes it (a short scan)."""
+    """Follow the value pushed at ``listing[index]`` to what consumes it (a short scan).
+
+    "return" when it is returned: what it is for is then the caller's business.
+    """
     if _stored_by_call(listing, index):
         return "flow"
-    for ins in listing[index + 1 : index + 48]:
+    line = _line(listing[index])
+    scan = listing[index + 1 : index + 48]
+    for i, ins in enumerate(scan):
         name = ins.opname
         if name.startswith("POP_JUMP") or name in _BRANCHES:
             return "branch"
         if name in _SHARED_STORES or name in _OPAQUE:
             return "flow"
+        if name == "RETURN_VALUE":
+            return "return"
         if name in _LOCAL_STORES:
             return _local_use(listing, ins, follow) if follow else "flow"
         if name == "POP_TOP":
+            if i + 1 < len(scan) and scan[i + 1].opname == "RETURN_VALUE" and _line(ins) != line:
+                # ``with lock: return self.x`` (and try/finally): the exit's own
+                # result, on the ``with``'s line, is popped; the read is returned
+                return "return"
             return ""
     return "flow"
+
+
+def _line(ins: dis.Instruction) -> int | None:
+    positions = ins.positions
+    return positions.lineno if positions is not None else None
 
 
 #: methods that store their argument somewhere (a container, a queue, a future)

@@ -1,0 +1,188 @@
+"""A flag or a check returned by a helper and tested by its caller (issue 14).
+
+``def answered(self): with self._lock: return self._answered`` is how a
+library spells "is the answer there?": the read is in the helper, the branch
+in the caller. The detector follows the value back into the caller: a flag
+found set through the helper hands over the answerer's publishing step (as a
+flag checked in place does), and a check made through a helper outside the
+lock decides the write its caller then makes under it (a race when another
+thread writes in between, or unordered).
+
+Lines that the detector must name carry a ``# <- marker``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+
+def _run(*targets: Any) -> None:
+    workers = [threading.Thread(target=t) for t in targets]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+
+
+class Exchange:
+    """A one-slot request/response box: the question, then the answer, in one slot."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._v: Any = None
+        self._answered = False
+
+    def answered(self) -> bool:
+        with self._lock:
+            return self._answered
+
+    def state(self) -> str:
+        with self._lock:
+            return "answered" if self._answered else "waiting"
+
+    def asked(self) -> bool:
+        with self._lock:
+            return self._v is not None
+
+    def ask(self, question: str) -> None:
+        with self._lock:
+            self._v = question  # <- ask
+
+    def answer(self, value: str) -> None:
+        with self._lock:
+            self._v = value
+            self._answered = True
+
+    def take(self) -> Any:
+        with self._lock:
+            return self._v  # <- take
+
+
+def _answered_through_helper(late: bool, compare: bool) -> None:
+    box = Exchange()
+
+    def asker() -> None:
+        box.ask("question")
+        # polls through the helper: never waits on anything but the lock
+        if compare:
+            while box.state() != "answered":
+                time.sleep(0.001)
+        else:
+            while not box.answered():
+                time.sleep(0.001)
+        answer = box.take()
+        assert answer in ("answer", "late")
+
+    def answerer() -> None:
+        while not box.asked():
+            time.sleep(0.001)
+        box.answer("answer")
+        if late:
+            box._v = "late"  # <- late
+
+    _run(asker, answerer)
+
+
+def answer_polled_through_a_helper() -> None:
+    _answered_through_helper(late=False, compare=False)
+
+
+def answer_state_compared_through_a_helper() -> None:
+    _answered_through_helper(late=False, compare=True)
+
+
+def answer_overwritten_after_a_helper_flag() -> None:
+    """The answerer writes the slot again after publishing, outside the lock: a real bug."""
+    _answered_through_helper(late=True, compare=False)
+
+
+class Pool:
+    """A pool whose room is checked by a helper, outside the lock, and taken under it."""
+
+    def __init__(self, size: int) -> None:
+        self._lock = threading.Lock()
+        self.size = size
+        self.opened = 0
+
+    def has_room(self) -> bool:
+        return self.opened < self.size  # <- room
+
+    def open_one(self) -> None:
+        with self._lock:
+            self.opened += 1  # <- open
+
+
+def _open(recheck: bool) -> None:
+    pool = Pool(1)
+
+    def user() -> None:
+        if pool.has_room():
+            if recheck:
+                with pool._lock:
+                    if pool.opened < pool.size:
+                        pool.opened += 1
+            else:
+                pool.open_one()
+
+    _run(user, user)
+
+
+def room_checked_through_a_helper() -> None:
+    """Two threads each see room through the helper, then both open: a pool of one holds two."""
+    _open(recheck=False)
+
+
+def room_rechecked_under_the_lock() -> None:
+    """The helper's answer is checked again under the lock before opening: correct."""
+    _open(recheck=True)
+
+
+def room_checked_under_the_lock_through_a_helper() -> None:
+    """The check and the act hold the lock, the check through a locked helper: correct."""
+    pool = Pool(1)
+
+    def user() -> None:
+        with pool._lock:
+            if pool.has_room():
+                pool.opened += 1
+
+    _run(user, user)
+
+
+class Counter:
+    """A counter whose getter and setter each take the lock: ``c.value += 1`` does not."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._value = 0
+
+    @property
+    def value(self) -> int:
+        with self._lock:
+            return self._value  # <- locked get
+
+    @value.setter
+    def value(self, v: int) -> None:
+        with self._lock:
+            self._value = v  # <- locked set
+
+
+def locked_accessors_unlocked_update() -> None:
+    """Two threads bump a counter through its locked property: one bump is lost."""
+    counter = Counter()
+
+    def bump() -> None:
+        counter.value += 1
+
+    _run(bump, bump)
+
+
+def marked(marker: str) -> int:
+    """The line carrying ``# <- marker`` in this file."""
+    with open(__file__, encoding="utf-8") as source:
+        for number, line in enumerate(source, 1):
+            if line.rstrip().endswith(f"# <- {marker}"):
+                return number
+    raise LookupError(marker)
