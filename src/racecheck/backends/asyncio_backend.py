@@ -26,6 +26,7 @@ from racecheck.backends.asyncio_loop import (
     ControlledLoop,
     DetectingLoop,
     StandaloneHost,
+    loop_ahead,
     new_loop,
 )
 from racecheck.detect.stepmon import release as release_step_monitor
@@ -50,6 +51,7 @@ class AsyncioBackend:
         #: runs whose executor work ran inline, as one atomic step (see blind_spots)
         self.runs_with_inline_executor_work = 0
         self._stalled_in_work = False
+        self._detecting = False
 
     @property
     def scheduling_limit(self) -> str | None:
@@ -75,7 +77,10 @@ class AsyncioBackend:
         return self._stalled_in_work or (loop is not None and loop._rc_in_executor_work)
 
     def install(self) -> None:
-        self._loop: ControlledLoop | None = None
+        # Made now, not in the first run: what install makes joins the heap
+        # the exploration freezes before its first run, so the collection
+        # after every run need not walk the loop (racecheck.between_runs).
+        self._loop: ControlledLoop | None = loop_ahead(self._detecting)
 
     def uninstall(self) -> None:
         release_step_monitor()  # the detector's sys.monitoring tool (3.12+), if a step took it
@@ -88,7 +93,9 @@ class AsyncioBackend:
             loop.close()
 
     def enable_detection(self) -> None:
-        pass  # task steps are traced one at a time by the controlled loop
+        # task steps are traced one at a time by the controlled loop; runs
+        # will detect, so the loop made ahead has the detector's hooks
+        self._detecting = True
 
     def _loop_for(self, host: StandaloneHost) -> ControlledLoop:
         loop = getattr(self, "_loop", None)
