@@ -213,12 +213,11 @@ def _live_tasks(loop: ControlledLoop) -> set[asyncio.Task[Any]]:
     eager task) takes the full scan.
     """
     ids = loop._rc_ids
-    if (
-        _REGISTRY is not None
-        and len(_REGISTRY) == len(ids)
-        and not _EAGER
-        and all(task.done() for task in ids)
-    ):
+    if _REGISTRY is not None and len(_REGISTRY) == len(ids) and not _EAGER:
+        # a loop, not all(<generator>): no generator frame a schedule
+        for task in ids:
+            if not task.done():
+                return asyncio.all_tasks(loop)
         return set()
     return asyncio.all_tasks(loop)
 
@@ -249,7 +248,9 @@ def check_unretrieved(loop: ControlledLoop, controller: Controller) -> None:
     if controller.failure is not None:
         return
     for task in loop._rc_ids:
-        if task.done() and not task.cancelled() and task._log_traceback:
+        # _log_traceback first: an attribute, False for nearly every task
+        # (it is set only with an exception nobody retrieved)
+        if task._log_traceback and task.done() and not task.cancelled():
             exc = task.exception()
             if exc is not None:
                 controller.fail(
