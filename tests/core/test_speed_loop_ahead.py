@@ -84,7 +84,10 @@ def test_every_run_uses_the_loop_made_at_install(no_loop_left: None) -> None:
 
 def test_the_collection_between_runs_does_not_walk_the_loop() -> None:
     """The loop is part of the frozen heap, which ``gc.get_objects`` leaves out."""
-    assert gc.get_freeze_count() == 0, "someone froze the heap: the exploration leaves it alone"
+    from racecheck.explore import _FROZEN_AT_START  # 3.12 starts with a few hundred
+
+    if gc.get_freeze_count() > _FROZEN_AT_START:
+        pytest.skip("someone froze the heap: the exploration then leaves it alone")
     walked: list[bool] = []
 
     async def target() -> None:
