@@ -13,6 +13,12 @@ the run changed in any way racecheck does not reset (a task factory or
 exception handler set, debug mode, a reader, a signal handler, async
 generators or an executor left, a task that would not die) is closed and
 replaced (:meth:`ControlledLoop._rc_reusable`).
+
+The loop is made when the backend installs, before the first run: the
+exploration freezes the heap just before that run (``racecheck.explore``), so
+the loop, its selector and its self-pipe are left out of the collection that
+follows every schedule. Made inside the first run, they were walked by every
+one of those collections, which cost more than their size suggests.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from racecheck.backends.asyncio_loop import (
     ControlledLoop,
     DetectingLoop,
     StandaloneHost,
+    loop_ahead,
     new_loop,
 )
 from racecheck.detect.stepmon import release as release_step_monitor
@@ -50,6 +57,7 @@ class AsyncioBackend:
         #: runs whose executor work ran inline, as one atomic step (see blind_spots)
         self.runs_with_inline_executor_work = 0
         self._stalled_in_work = False
+        self._detecting = False
 
     @property
     def scheduling_limit(self) -> str | None:
@@ -75,7 +83,10 @@ class AsyncioBackend:
         return self._stalled_in_work or (loop is not None and loop._rc_in_executor_work)
 
     def install(self) -> None:
-        self._loop: ControlledLoop | None = None
+        # Made now, not in the first run: what install makes joins the heap
+        # the exploration freezes before its first run, so the collection
+        # after every run need not walk the loop (racecheck.between_runs).
+        self._loop: ControlledLoop | None = loop_ahead(self._detecting)
 
     def uninstall(self) -> None:
         release_step_monitor()  # the detector's sys.monitoring tool (3.12+), if a step took it
@@ -88,7 +99,9 @@ class AsyncioBackend:
             loop.close()
 
     def enable_detection(self) -> None:
-        pass  # task steps are traced one at a time by the controlled loop
+        # task steps are traced one at a time by the controlled loop; runs
+        # will detect, so the loop made ahead has the detector's hooks
+        self._detecting = True
 
     def _loop_for(self, host: StandaloneHost) -> ControlledLoop:
         loop = getattr(self, "_loop", None)
@@ -206,12 +219,11 @@ def _live_tasks(loop: ControlledLoop) -> set[asyncio.Task[Any]]:
     eager task) takes the full scan.
     """
     ids = loop._rc_ids
-    if (
-        _REGISTRY is not None
-        and len(_REGISTRY) == len(ids)
-        and not _EAGER
-        and all(task.done() for task in ids)
-    ):
+    if _REGISTRY is not None and len(_REGISTRY) == len(ids) and not _EAGER:
+        # a loop, not all(<generator>): no generator frame a schedule
+        for task in ids:
+            if not task.done():
+                return asyncio.all_tasks(loop)
         return set()
     return asyncio.all_tasks(loop)
 
@@ -242,7 +254,9 @@ def check_unretrieved(loop: ControlledLoop, controller: Controller) -> None:
     if controller.failure is not None:
         return
     for task in loop._rc_ids:
-        if task.done() and not task.cancelled() and task._log_traceback:
+        # _log_traceback first: an attribute, False for nearly every task
+        # (it is set only with an exception nobody retrieved)
+        if task._log_traceback and task.done() and not task.cancelled():
             exc = task.exception()
             if exc is not None:
                 controller.fail(

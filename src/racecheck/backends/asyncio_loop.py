@@ -105,7 +105,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
         def _check_closed(self) -> None: ...
 
-    def __init__(self, host: LoopHost) -> None:
+    def __init__(self, host: LoopHost | None) -> None:
+        """``host`` None: a loop made ahead of its first run, which rebinds it."""
         super().__init__()
         #: the stdlib selectors' own fd table, which ``get_map()`` wraps: read
         #: twice a schedule, so its length is taken without two Python calls
@@ -113,7 +114,12 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._rc_ids: dict[asyncio.Task[Any], int] = {}
         #: the same actors keyed by id(task), for the ready scan
         self._rc_actor_of: dict[int, int] = {}
-        self._rc_rebind(host)
+        if host is not None:
+            self._rc_rebind(host)
+        else:  # what the backend reads of a loop between runs (_rc_rebind sets them per run)
+            self._rc_wakeups = 0
+            self._rc_ran_executor_work = False
+            self._rc_in_executor_work = False
         #: a task of the last run would not finish (see asyncio_backend._wind_down)
         self._rc_tasks_left = False
         self.set_exception_handler(_record_callback_error)
@@ -561,6 +567,11 @@ def new_loop(host: LoopHost) -> ControlledLoop:
     if host.controller.detector is not None:
         return DetectingLoop(host)
     return ControlledLoop(host)
+
+
+def loop_ahead(detecting: bool) -> ControlledLoop:
+    """A loop for runs still to come: its first run rebinds it (``_rc_rebind``)."""
+    return DetectingLoop(None) if detecting else ControlledLoop(None)
 
 
 def host_next_id(host: LoopHost) -> Callable[[], int]:

@@ -76,7 +76,10 @@ class PCTChooser(BaseChooser):
     def begin(self, run: int) -> None:
         self._natural = run == 1
         # One stream per (seed, run): schedule N is the same whatever ran before.
-        self._rng = rng = _random.Random((self._seed << 32) ^ run)
+        # Reseeding the one generator is the stream a new Random((seed << 32) ^ run)
+        # would give (seed() resets gauss_next too), without a new 2.5 kB object.
+        rng = self._rng
+        rng.seed((self._seed << 32) ^ run)
         self._priority = {}
         if self.random_depth:
             self.depth = rng.randint(1, MAX_RANDOM_DEPTH)

@@ -77,7 +77,7 @@ class POSChooser(BaseChooser):
         self.runs = 0
 
     def begin(self, run: int) -> None:
-        self._rng = _random.Random((self._seed << 32) ^ run ^ 0x5A5A)
+        self._rng.seed((self._seed << 32) ^ run ^ 0x5A5A)  # as a new Random(...): see pct
         self._natural = run == 1
         self._priority = {}
         self._last = None

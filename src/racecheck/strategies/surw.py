@@ -67,7 +67,7 @@ class SURWChooser(BaseChooser):
         self.runs = 0
 
     def begin(self, run: int) -> None:
-        self._rng = _random.Random((self._seed << 32) ^ run ^ 0x3C3C)
+        self._rng.seed((self._seed << 32) ^ run ^ 0x3C3C)  # as a new Random(...): see pct
         self._natural = run == 1
         self._done = {}
         self._previous = None

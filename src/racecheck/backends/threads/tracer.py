@@ -426,9 +426,12 @@ class SettraceTracer:
                             _detect(detector, frame, frame.f_code, frame.f_lasti, me)
                 elif event == "line":
                     if by_opcode:
-                        armed = _arm(point_hot, frame.f_lineno, live)
+                        # _arm, written out (one Python call less a traced line),
+                        # and f_lineno read once (computed from the offset each time)
+                        line = frame.f_lineno
+                        armed = (point_hot is None or line in point_hot) and len(live) > 1
                         frame.f_trace_opcodes = (
-                            armed if not watch_alone else hot is None or frame.f_lineno in hot
+                            armed if not watch_alone else hot is None or line in hot
                         )
                     if recording and me.lines is not None:
                         me.lines.append((frame.f_code.co_filename, frame.f_lineno))
