@@ -9,8 +9,10 @@ module's classes) of the code it calls directly.
 
 A :func:`snapshot` is a bounded structural digest of each: values of builtin
 types by content, containers by length and their first items, plain objects
-by their attributes. Only builtin containers and ``vars()`` are read, so no
-user ``__repr__``/``__eq__`` runs; anything else is digested by identity.
+by their attributes. Only builtin containers and instance dictionaries are
+read, the latter through CPython's own descriptor (racecheck.instance_state),
+so no user ``__repr__``/``__eq__``/``__getattr__`` nor a ``__dict__`` property
+runs; anything else is digested by identity.
 The digest is for naming suspects in a message, never for deciding a
 verdict, so its being shallow costs precision only.
 """
@@ -24,6 +26,8 @@ import types
 from collections.abc import Callable, Hashable
 from itertools import islice
 from typing import Any
+
+from racecheck.instance_state import instance_dict
 
 #: attribute a front end sets on a target to name the objects it shares with
 #: every schedule (the pytest plugin: its fixture values)
@@ -69,8 +73,13 @@ def _digest(value: Any, depth: int = 0) -> Hashable:
                 len(value),
                 frozenset(_digest(v, depth + 1) for v in value),
             )
-        attributes = getattr(value, "__dict__", None)
-        if isinstance(attributes, dict) and not isinstance(value, _SKIP):
+        if isinstance(value, _SKIP):
+            return (type(value).__name__, id(value))
+        try:
+            attributes = instance_dict(value)
+        except AttributeError:
+            attributes = None
+        if type(attributes) is dict:
             return (type(value).__name__, id(value), _digest(attributes, depth + 1))
         return (type(value).__name__, id(value))
     except Exception:  # a container changed under us, an odd __dict__: identity only
@@ -151,7 +160,7 @@ def roots(target: Callable[..., Any]) -> Watched:
                 add(f"global {module}.{name}", value, functools.partial(namespace.get, name))
             elif isinstance(value, type) and value.__module__ == module:
                 # class-level registries and singletons (``_instances = {}``)
-                attributes = vars(value)
+                attributes = _class_dict(value)
                 for attr, held in list(attributes.items()):
                     if _watchable(attr, held) and not isinstance(
                         held, (property, classmethod, staticmethod)
@@ -167,7 +176,11 @@ def roots(target: Callable[..., Any]) -> Watched:
 
 
 def _attribute(owner: type, name: str) -> Any:
-    return vars(owner).get(name)
+    return _class_dict(owner).get(name)
+
+
+#: a class's namespace through type's own descriptor: a metaclass's ``__dict__`` cannot run
+_class_dict: Callable[[type], Any] = type.__dict__["__dict__"].__get__
 
 
 def _cell_value(cell: Any) -> Any:

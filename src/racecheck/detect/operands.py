@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
+from racecheck.instance_state import instance_dict
+
 _PY313 = sys.version_info >= (3, 13)
 _PY312 = sys.version_info >= (3, 12)
 
@@ -618,36 +620,6 @@ def slot_value(obj: Any, name: str) -> Any:
 # type's own descriptors: a metaclass cannot intercept them
 _TYPE_DICT = type.__dict__["__dict__"].__get__
 _TYPE_MRO = type.__dict__["__mro__"].__get__
-_DICT_DESCRIPTORS = (type(type("_Plain", (), {}).__dict__["__dict__"]), _MEMBER)
-#: type -> the C-level descriptor of its instances' ``__dict__`` (None: they have none)
-_dict_getters: dict[type, Any] = {}
-
-
-def instance_dict(obj: Any) -> Any:
-    """``obj``'s own ``__dict__``, read through the C-level descriptor, never a property.
-
-    ``object.__getattribute__(obj, "__dict__")`` runs a ``__dict__`` property
-    when the class defines one: apipkg's ``ApiModule`` loads every lazy
-    attribute there, so reading its state that way ran the library's first-
-    access hook from inside the detector and serialised the race away. The
-    first ``__dict__`` along the MRO that is a getset or member descriptor
-    (made by CPython for the class that added the instance dictionary, or
-    ``ModuleType``'s own) is the storage. Raises ``AttributeError`` when the
-    instances have no dictionary (``__slots__``, builtins).
-    """
-    cls = type(obj)
-    getter = _dict_getters.get(cls, _MISSING)
-    if getter is _MISSING:
-        getter = None
-        for klass in _TYPE_MRO(cls):
-            entry = _TYPE_DICT(klass).get("__dict__", _MISSING)
-            if type(entry) in _DICT_DESCRIPTORS:
-                getter = entry.__get__
-                break
-        _dict_getters[cls] = getter
-    if getter is None:
-        raise AttributeError("__dict__")
-    return getter(obj)
 
 
 def _class_attribute(cls: type, name: str) -> Any:

@@ -57,6 +57,7 @@ from racecheck.backends.threads.primitives import (
     _lock_acquired,
     _lock_released,
 )
+from racecheck.instance_state import instance_dict
 from racecheck.sources import is_user_file
 
 RAW_LOCK = type(_thread.allocate_lock())
@@ -412,8 +413,8 @@ class Adoption:
             name = getattr(module, "__name__", "")
             if not isinstance(name, str) or _skipped(name):
                 continue
-            namespace = getattr(module, "__dict__", None)
-            if type(namespace) is not dict:
+            namespace = _module_namespace(module)
+            if namespace is None:
                 continue
             for key, value in list(namespace.items()):
                 ours = factories.get(id(value))
@@ -429,8 +430,8 @@ class Adoption:
         for module in modules:
             name = getattr(module, "__name__", "")
             if isinstance(name, str) and not _skipped(name):
-                namespace = getattr(module, "__dict__", None)
-                if type(namespace) is dict:
+                namespace = _module_namespace(module)
+                if namespace is not None:
                     self.module_namespaces.add(id(namespace))
                     todo.append((namespace, name))
         budget = WALK_BUDGET
@@ -541,8 +542,9 @@ class Adoption:
         is_thread = issubclass(cls, threading.Thread)
         label: Where = (where, f" ({cls.__qualname__})") if where else cls.__qualname__
         try:
-            # not getattr(): that could run a class's __getattr__
-            namespace = object.__getattribute__(obj, "__dict__")
+            # not getattr(): that could run a class's __getattr__, nor a
+            # __dict__ property (racecheck.instance_state)
+            namespace = instance_dict(obj)
         except (AttributeError, TypeError):
             namespace = None
         if type(namespace) is dict:
@@ -628,6 +630,15 @@ def _passed_over(value: Any) -> bool:
 _THREAD_INTERNALS = frozenset(vars(threading.Thread()))
 
 _slots_cache: dict[type, tuple[str, ...]] = {}
+
+
+def _module_namespace(module: types.ModuleType) -> dict[str, Any] | None:
+    """A module's globals, never through a ``__dict__`` property (apipkg's lazy modules)."""
+    try:
+        namespace = instance_dict(module)
+    except AttributeError:
+        return None
+    return namespace if type(namespace) is dict else None
 
 
 def _slot_names(cls: type) -> tuple[str, ...]:
