@@ -194,6 +194,53 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         yield current
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _index_walk(tree: ast.AST) -> tuple[list[ast.AST], dict[int, FunctionNode]]:
+    """:func:`walk`'s nodes, with every scope's :func:`iter_own` list filled on the way.
+
+    One depth-first pass in the order ``iter_own`` visits (a stack: the last
+    child first) hands each node to the body of the scope it is in; a nested
+    scope's own nodes go to a list of its own. Breadth-first order is rebuilt
+    from depths: among nodes of one depth, neither an ancestor of another,
+    any depth-first order sorts them as breadth first does, so each depth's
+    list, reversed (the stack ran right to left), is that depth's part of the
+    walk. Returns the nodes and, for each function nested directly in another
+    one's body, that function (by ``id``).
+    """
+    parents: dict[int, FunctionNode] = {}
+    body: list[ast.AST] = []
+    setattr(tree, "_racecheck_own", body)  # noqa: B010 - AST nodes take attributes
+    depths: list[list[ast.AST]] = [[tree]]
+    stack: list[tuple[ast.AST, list[ast.AST], ast.AST, int]] = [
+        (child, body, tree, 1) for child in children(tree)
+    ]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, own, scope, depth = pop()
+        own.append(node)
+        if depth < len(depths):
+            depths[depth].append(node)
+        else:
+            depths.append([node])
+        if isinstance(node, _SCOPES):
+            if isinstance(node, _FUNCTIONS) and isinstance(scope, _FUNCTIONS):
+                parents[id(node)] = scope
+            own = []
+            setattr(node, "_racecheck_own", own)  # noqa: B010 - AST nodes take attributes
+            scope = node
+        depth += 1
+        for child in children(node):
+            push((child, own, scope, depth))
+    nodes: list[ast.AST] = []
+    for level in depths:
+        level.reverse()
+        nodes.extend(level)
+    return nodes, parents
+
+
 def memo(node: ast.AST, name: str, compute: Callable[[], _T]) -> _T:
     """``compute()``, kept on ``node`` under ``name``: one answer per node and module parse.
 
@@ -306,6 +353,8 @@ class Module:
     owner: dict[int, ClassInfo] = field(default_factory=dict)
     #: recorded inlined calls, shared by every flow of the module (see flow._Recording)
     inline_templates: dict[tuple[object, ...], list[Any]] = field(default_factory=dict)
+    #: function -> the function it is nested in (by id), filled with :attr:`nodes`
+    _parent_map: dict[int, FunctionNode] | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, path: str, source: str) -> Module:
@@ -324,8 +373,16 @@ class Module:
 
     @cached_property
     def nodes(self) -> list[ast.AST]:
-        """Every node of the module, walked once and shared by the checks."""
-        return list(walk(self.tree))
+        """Every node of the module in :func:`walk`'s order, walked once and shared.
+
+        The same walk fills what the checks ask of every function body next:
+        each scope's :func:`iter_own` list and the function each function is
+        nested in (:meth:`parent_of`). Apart, those were a second walk of every
+        function body, a third of a large module's index time.
+        """
+        nodes, parents = _index_walk(self.tree)
+        self._parent_map = parents
+        return nodes
 
     @cached_property
     def function_nodes(self) -> list[FunctionNode]:
@@ -558,14 +615,13 @@ class Module:
     def class_of(self, node: ast.AST) -> ClassInfo | None:
         return self.owner.get(id(node))
 
-    @cached_property
+    @property
     def _parents(self) -> dict[int, FunctionNode]:
-        parents: dict[int, FunctionNode] = {}
-        for func in self.function_nodes:
-            for node in iter_own(func):
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                    parents[id(node)] = func
-        return parents
+        """Function -> the function it is nested in; filled by the walk of :attr:`nodes`."""
+        if self._parent_map is None:
+            self.nodes  # noqa: B018 - the walk fills it
+        assert self._parent_map is not None
+        return self._parent_map
 
     def parent_of(self, func: FunctionNode) -> FunctionNode | None:
         """The function ``func`` is nested in, if any."""
