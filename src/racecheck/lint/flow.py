@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from racecheck.lint import module as nodes  # `nodes.children`: the counted walk
 from racecheck.lint.module import (
     MUTATORS,
     ClassInfo,
@@ -789,7 +790,9 @@ class Flow:
             if isinstance(self._top.func, ast.AsyncFunctionDef):
                 self._emit("await", "", expr)  # the consumer runs (and may await) meanwhile
         else:
-            for child in ast.iter_child_nodes(expr):
+            # the same children as ast.iter_child_nodes, in its order, minus the
+            # tokens (contexts, operators), which are no expressions
+            for child in nodes.children(expr):
                 if isinstance(child, ast.expr):
                     self._expr(child)
 
@@ -949,10 +952,18 @@ class Flow:
         are now, and the context it was recorded under (the caller's arms, locks,
         loops and frames) is swapped for the current one. The events are exactly
         those a second walk would make: the walk depends on nothing else.
+
+        Most events of a large module's flows are replays (three in four on
+        asyncssh's ``sftp.py``), so the work per event is kept to copying it and
+        storing its fields: the few distinct keys, arms, frames, loops and lock
+        sets of a template are shifted once per replay (:class:`_Plan`).
         """
+        plan = template.plan
+        if plan is None:
+            plan = template.plan = _Plan(template)
         d_id = self._next_id - template.id_base
         d_order = self._next_order - template.order_base
-        id_base, order_base = template.id_base, template.order_base
+        order_base = template.order_base
         path = tuple(self._path)
         locks = frozenset(region for region, _ in self._locks)
         sync_locks = frozenset(region for region, is_sync in self._locks if is_sync)
@@ -962,61 +973,40 @@ class Flow:
         looping = self._whiles > 0
         frames = self._frame_ids
 
-        # Events of one callee share a handful of context tuples: shift each once.
-        shifted: dict[tuple[str, int], Any] = {}
-
-        def regions(kind: str, inner: frozenset[int], outer: frozenset[int]) -> frozenset[int]:
-            cache_key = (kind, id(inner))
-            found = shifted.get(cache_key)
-            if found is None:
-                found = shifted[cache_key] = outer | frozenset(
-                    r + d_id for r in inner if r >= id_base
-                )
-            return found
-
-        for event in template.events:
-            clone = object.__new__(Event)
+        keys = [
+            key if shift is None else f"{shift[0]}{shift[1] + d_id}{shift[2]}"
+            for key, shift in plan.keys
+        ]
+        paths = [
+            path
+            + tuple(Arm((frame + d_id, node), index, ends) for frame, node, index, ends in tail)
+            for tail in plan.paths
+        ]
+        inside = [frames + tuple(f + d_id for f in tail) for tail in plan.frames]
+        within = [loops + tail for tail in plan.loops]
+        held = [locks | frozenset(r + d_id for r in own) for own in plan.regions]
+        held_sync = [sync_locks | frozenset(r + d_id for r in own) for own in plan.regions]
+        # an event entered no section and none is held here: keep the empty set
+        held_busy = [
+            busy | frozenset(r + d_id for r in own) if own or busy else busy for own in plan.regions
+        ]
+        new = object.__new__
+        append = self.events.append
+        for event, k, p, f, lp, lk, sk, bk, scoped in plan.rows:
+            clone = new(Event)
             fields = clone.__dict__
             fields.update(event.__dict__)
-            key = event.key
-            if key.startswith(("local:", "busy:")):
-                renamed = shifted.get(("key", id(key)))
-                if renamed is None:
-                    if key[0] == "b":
-                        renamed = f"busy:{int(key[5:]) + d_id}"
-                    else:
-                        number, _, name = key[6:].partition(":")
-                        renamed = (
-                            f"local:{int(number) + d_id}:{name}" if int(number) >= id_base else key
-                        )
-                    shifted[("key", id(key))] = renamed
-                fields["key"] = renamed
-            if event.scope[0] >= id_base:
+            fields["key"] = keys[k]
+            if scoped:
                 fields["scope"] = (event.scope[0] + d_id, event.scope[1])
-            arms = shifted.get(("path", id(event.path)))
-            if arms is None:
-                arms = shifted[("path", id(event.path))] = path + tuple(
-                    Arm((arm.node[0] + d_id, arm.node[1]), arm.index, arm.ends)
-                    for arm in event.path[template.path_len :]
-                )
-            inside = shifted.get(("frames", id(event.frames)))
-            if inside is None:
-                inside = shifted[("frames", id(event.frames))] = frames + tuple(
-                    f + d_id for f in event.frames[template.frames_len :]
-                )
-            within = shifted.get(("loops", id(event.loops)))
-            if within is None:
-                within = shifted[("loops", id(event.loops))] = (
-                    loops + event.loops[template.loops_len :]
-                )
             fields["order"] = event.order + d_order
             fields["site"] = site
-            fields["path"] = arms
-            fields["locks"] = regions("locks", event.locks, locks)
-            fields["sync_locks"] = regions("sync", event.sync_locks, sync_locks)
-            fields["busy"] = regions("busy", event.busy, busy) if event.busy or busy else busy
-            fields["loops"] = within
-            fields["frames"] = inside
+            fields["path"] = paths[p]
+            fields["locks"] = held[lk]
+            fields["sync_locks"] = held_sync[sk]
+            fields["busy"] = held_busy[bk]
+            fields["loops"] = within[lp]
+            fields["frames"] = inside[f]
             fields["looping"] = looping
             if event.sources:
                 fields["sources"] = frozenset(
@@ -1024,7 +1014,7 @@ class Flow:
                 )
             if event.end:
                 fields["end"] = event.end + d_order
-            self.events.append(clone)
+            append(clone)
         self._next_id += template.ids
         self._next_order += template.orders
 
@@ -1070,6 +1060,79 @@ class _Recording:
     ids: int = 0
     orders: int = 0
     events: list[Event] = field(default_factory=list)
+    plan: _Plan | None = None  # made at the first replay
+
+
+class _Plan:
+    """What of a recording's events a replay shifts, each distinct value listed once.
+
+    ``keys``: a key, with ``(prefix, number, suffix)`` when its number is an id
+    of the recording (a callee's local, any fail-fast section) and moves with it;
+    ``paths``, ``frames``, ``loops``: the part of each event's arms, frames and
+    loops inside the callee (arms as ``(frame, statement, index, ends)``);
+    ``regions``: the recording's own lock regions in a held set (the caller's
+    are swapped for the replaying caller's). ``rows``: per event, the indexes of
+    its values in those lists, and whether its check scope is the callee's.
+    """
+
+    def __init__(self, template: _Recording) -> None:
+        id_base = template.id_base
+        self.keys: list[tuple[str, tuple[str, int, str] | None]] = []
+        self.paths: list[tuple[tuple[int, int, int, str], ...]] = []
+        self.frames: list[tuple[int, ...]] = []
+        self.loops: list[tuple[int, ...]] = []
+        self.regions: list[tuple[int, ...]] = []
+        self.rows: list[tuple[Event, int, int, int, int, int, int, int, bool]] = []
+        seen: dict[tuple[str, int], int] = {}
+
+        def place(kind: str, value: object, table: list[Any], make: Any) -> int:
+            index = seen.get((kind, id(value)))
+            if index is None:
+                index = seen[(kind, id(value))] = len(table)
+                table.append(make(value))
+            return index
+
+        def key_shift(key: str) -> tuple[str, tuple[str, int, str] | None]:
+            if key.startswith("busy:"):
+                return key, ("busy:", int(key[5:]), "")
+            if key.startswith("local:"):
+                number, _, name = key[6:].partition(":")
+                if int(number) >= id_base:
+                    return key, ("local:", int(number), f":{name}")
+            return key, None
+
+        def own(regions: frozenset[int]) -> tuple[int, ...]:
+            return tuple(r for r in regions if r >= id_base)
+
+        for event in template.events:
+            self.rows.append(
+                (
+                    event,
+                    place("key", event.key, self.keys, key_shift),
+                    place(
+                        "path",
+                        event.path,
+                        self.paths,
+                        lambda path: tuple(
+                            (arm.node[0], arm.node[1], arm.index, arm.ends)
+                            for arm in path[template.path_len :]
+                        ),
+                    ),
+                    place(
+                        "frames",
+                        event.frames,
+                        self.frames,
+                        lambda frames: tuple(frames[template.frames_len :]),
+                    ),
+                    place(
+                        "loops", event.loops, self.loops, lambda loops: loops[template.loops_len :]
+                    ),
+                    place("regions", event.locks, self.regions, own),
+                    place("regions", event.sync_locks, self.regions, own),
+                    place("regions", event.busy, self.regions, own),
+                    event.scope[0] >= id_base,
+                )
+            )
 
 
 def _clone(event: Event) -> Event:
