@@ -131,3 +131,18 @@ def test_the_index_walks_every_node_once(monkeypatch: pytest.MonkeyPatch) -> Non
     assert len(module.nodes) > 5_000
     # one visit per node; the old index walked each function body a second time
     assert calls <= len(module.nodes), (calls, len(module.nodes))
+
+
+def test_nodes_of_a_kind_are_those_of_the_walk_in_its_order() -> None:
+    module = Module.from_tree("nested.py", ast.parse(NESTED))
+    kinds = {type(node) for node in module.nodes}
+    assert {ast.Name, ast.Call, ast.Lambda, ast.Global, ast.ClassDef} <= kinds
+    for kind in kinds:
+        assert module.nodes_of(kind) == [n for n in module.nodes if type(n) is kind]
+    assert module.nodes_of(ast.Nonlocal) == [
+        n for n in walk(module.tree) if type(n) is ast.Nonlocal
+    ]
+    assert module.nodes_of(ast.TryStar) == []
+    assert module.function_nodes == [
+        n for n in module.nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]

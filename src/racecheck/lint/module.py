@@ -16,6 +16,7 @@ from functools import cached_property, partial
 from typing import Any, TypeVar
 
 _T = TypeVar("_T")
+_N = TypeVar("_N", bound=ast.AST)
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -355,6 +356,8 @@ class Module:
     inline_templates: dict[tuple[object, ...], list[Any]] = field(default_factory=dict)
     #: function -> the function it is nested in (by id), filled with :attr:`nodes`
     _parent_map: dict[int, FunctionNode] | None = field(default=None, repr=False)
+    #: node class -> the module's nodes of that class, in walk order (see nodes_of)
+    _by_type: dict[type, list[ast.AST]] | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, path: str, source: str) -> Module:
@@ -386,10 +389,45 @@ class Module:
 
     @cached_property
     def function_nodes(self) -> list[FunctionNode]:
-        return [n for n in self.nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        """Every ``def`` and ``async def`` of the module, in :attr:`nodes` order."""
+        return [
+            node
+            for node in self._typed(ast.FunctionDef, ast.AsyncFunctionDef)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        ]
+
+    def nodes_of(self, kind: type[_N]) -> list[_N]:
+        """The module's nodes of exactly class ``kind`` (``ast.Call``), in :attr:`nodes` order.
+
+        Sorted out in one pass over the nodes the first time any kind is asked:
+        a rule that looks only at calls, or at names, then reads those and not
+        every node of the module.
+        """
+        typed = self._by_type
+        if typed is None:
+            typed = self._by_type = {}
+            for node in self.nodes:
+                found = typed.get(node.__class__)
+                if found is None:
+                    typed[node.__class__] = [node]
+                else:
+                    found.append(node)
+        return typed.get(kind, [])  # type: ignore[return-value]
+
+    def _typed(self, *kinds: type[ast.AST]) -> list[ast.AST]:
+        """Nodes of any of ``kinds``, in :attr:`nodes` order."""
+        if len(kinds) == 1:
+            return list(self.nodes_of(kinds[0]))
+        wanted = frozenset(kinds)
+        return [node for node in self.nodes if node.__class__ in wanted]
 
     def _index(self) -> None:
-        for node in self.nodes:
+        # imports, classes and functions are few: one pass picks them out in
+        # walk order (an import later in the walk overrides an earlier one)
+        picked = self._typed(
+            ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef
+        )
+        for node in picked:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -400,10 +438,13 @@ class Module:
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for alias in node.names:
                     self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        self.function_nodes = [
+            node for node in picked if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        ]
         for node in self.tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.functions[node.name] = node
-        for node in self.nodes:
+        for node in picked:
             if isinstance(node, ast.ClassDef):
                 info = ClassInfo(node, [b for b in map(last_name, node.bases) if b])
                 for item in node.body:
@@ -425,9 +466,8 @@ class Module:
             for node in ast.walk(stmt):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                     names.add(node.id)
-        for node in self.nodes:
-            if isinstance(node, ast.Global):
-                names.update(node.names)
+        for node in self.nodes_of(ast.Global):
+            names.update(node.names)
         return frozenset(names)
 
     def qualname(self, expr: ast.expr) -> str | None:
