@@ -28,7 +28,6 @@ import ast
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from racecheck.lint import module as nodes  # `nodes.children`: the counted walk
 from racecheck.lint.module import (
@@ -1083,56 +1082,53 @@ class _Plan:
         self.loops: list[tuple[int, ...]] = []
         self.regions: list[tuple[int, ...]] = []
         self.rows: list[tuple[Event, int, int, int, int, int, int, int, bool]] = []
-        seen: dict[tuple[str, int], int] = {}
-
-        def place(kind: str, value: object, table: list[Any], make: Any) -> int:
-            index = seen.get((kind, id(value)))
-            if index is None:
-                index = seen[(kind, id(value))] = len(table)
-                table.append(make(value))
-            return index
-
-        def key_shift(key: str) -> tuple[str, tuple[str, int, str] | None]:
-            if key.startswith("busy:"):
-                return key, ("busy:", int(key[5:]), "")
-            if key.startswith("local:"):
-                number, _, name = key[6:].partition(":")
-                if int(number) >= id_base:
-                    return key, ("local:", int(number), f":{name}")
-            return key, None
-
-        def own(regions: frozenset[int]) -> tuple[int, ...]:
-            return tuple(r for r in regions if r >= id_base)
-
+        # distinct values by identity: a callee's events share a handful of each
+        keys: dict[str, int] = {}
+        paths: dict[int, int] = {}
+        frames: dict[int, int] = {}
+        loops: dict[int, int] = {}
+        regions: dict[int, int] = {}
+        path_len, frames_len, loops_len = template.path_len, template.frames_len, template.loops_len
+        rows = self.rows
         for event in template.events:
-            self.rows.append(
-                (
-                    event,
-                    place("key", event.key, self.keys, key_shift),
-                    place(
-                        "path",
-                        event.path,
-                        self.paths,
-                        lambda path: tuple(
-                            (arm.node[0], arm.node[1], arm.index, arm.ends)
-                            for arm in path[template.path_len :]
-                        ),
-                    ),
-                    place(
-                        "frames",
-                        event.frames,
-                        self.frames,
-                        lambda frames: tuple(frames[template.frames_len :]),
-                    ),
-                    place(
-                        "loops", event.loops, self.loops, lambda loops: loops[template.loops_len :]
-                    ),
-                    place("regions", event.locks, self.regions, own),
-                    place("regions", event.sync_locks, self.regions, own),
-                    place("regions", event.busy, self.regions, own),
-                    event.scope[0] >= id_base,
+            key = event.key
+            k = keys.get(key)
+            if k is None:
+                k = keys[key] = len(self.keys)
+                self.keys.append((key, _key_shift(key, id_base)))
+            p = paths.get(id(event.path))
+            if p is None:
+                p = paths[id(event.path)] = len(self.paths)
+                self.paths.append(
+                    tuple((a.node[0], a.node[1], a.index, a.ends) for a in event.path[path_len:])
                 )
-            )
+            f = frames.get(id(event.frames))
+            if f is None:
+                f = frames[id(event.frames)] = len(self.frames)
+                self.frames.append(event.frames[frames_len:])
+            lp = loops.get(id(event.loops))
+            if lp is None:
+                lp = loops[id(event.loops)] = len(self.loops)
+                self.loops.append(event.loops[loops_len:])
+            held = []
+            for regionset in (event.locks, event.sync_locks, event.busy):
+                r = regions.get(id(regionset))
+                if r is None:
+                    r = regions[id(regionset)] = len(self.regions)
+                    self.regions.append(tuple(x for x in regionset if x >= id_base))
+                held.append(r)
+            rows.append((event, k, p, f, lp, held[0], held[1], held[2], event.scope[0] >= id_base))
+
+
+def _key_shift(key: str, id_base: int) -> tuple[str, int, str] | None:
+    """``(prefix, number, suffix)`` of a key whose number moves with a replay, else None."""
+    if key.startswith("busy:"):
+        return ("busy:", int(key[5:]), "")
+    if key.startswith("local:"):
+        number, _, name = key[6:].partition(":")
+        if int(number) >= id_base:
+            return ("local:", int(number), f":{name}")
+    return None
 
 
 def _clone(event: Event) -> Event:
