@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 
+from racecheck.lint import module as syntax  # `syntax.walk`: the counted, token-free walk
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
 from racecheck.lint.handoff import handoffs
@@ -522,7 +523,7 @@ def _mutated_by(module: Module, info: ClassInfo) -> dict[str, set[str]]:
 def _mutates(module: Module, method: FunctionNode) -> set[str]:
     found: set[str] = set()
     me = module.self_name(method)
-    for node in ast.walk(method):
+    for node in syntax.walk(method):  # ast.walk's order, without context/operator tokens
         attr = None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in MUTATORS:
@@ -544,7 +545,7 @@ def _removed_by(module: Module, info: ClassInfo) -> set[str]:
 def _removes(module: Module, method: FunctionNode) -> set[str]:
     found: set[str] = set()
     me = module.self_name(method)
-    for node in ast.walk(method):
+    for node in syntax.walk(method):  # ast.walk's order, without context/operator tokens
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -579,7 +580,7 @@ def _calls_under_lock(module: Module, method: FunctionNode) -> dict[str, bool]:
             held = held or any(is_locklike(item.context_expr) for item in node.items)
         if isinstance(node, ast.Call) and (attr := self_attr(node.func, me)) is not None:
             locked[attr] = locked.get(attr, True) and held
-        for child in ast.iter_child_nodes(node):
+        for child in syntax.children(node):  # no tokens: none is a call, lock or lambda
             if not isinstance(child, ast.Lambda):
                 visit(child, held)
 
