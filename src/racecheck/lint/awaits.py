@@ -54,22 +54,10 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
         for func in module.function_nodes
         if isinstance(func, ast.AsyncFunctionDef) and _suspends(func)
     }
-    owned = _owned(module)
+    owned: set[int] | None = None
     for func in module.function_nodes:
-        if not isinstance(func, ast.AsyncFunctionDef) or id(func) in owned:
-            continue  # owned: only one task ever holds the object it runs on
-        info = module.class_of(func)
-        driver = None
-        if info is not None:
-            if id(info) not in drivers:
-                drivers[id(info)] = _lifecycle(module, info)
-            driver = drivers[id(info)].get(func.name)
-            if id(info) not in locked:
-                locked[id(info)] = _awaited_under_lock(module, info) | _behind_once_guards(
-                    module, info, flows
-                )
-            if func.name in locked[id(info)]:
-                continue  # every caller holds a lock, or runs it once per object
+        if not isinstance(func, ast.AsyncFunctionDef):
+            continue
         if any(is_locklike(d.func if isinstance(d, ast.Call) else d) for d in func.decorator_list):
             continue  # `@operation_lock`: the wrapper holds a lock around the whole call
         facts = flows.get(id(func))
@@ -88,6 +76,27 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
             written = {f.line for f in lost}
             found = [f for f in found if f.code != "RC102" or f.end_line not in written]
             found.extend(lost)
+        # What can excuse a finding is asked only of a method that has one: on a
+        # large module these class-wide walks cost more than the rules themselves
+        # (issue 14's time per file), and most methods have nothing to excuse.
+        if not found:
+            continue
+        if owned is None:
+            owned = _owned(module)
+        if id(func) in owned:
+            continue  # owned: only one task ever holds the object it runs on
+        info = module.class_of(func)
+        driver = None
+        if info is not None:
+            if id(info) not in drivers:
+                drivers[id(info)] = _lifecycle(module, info)
+            driver = drivers[id(info)].get(func.name)
+            if id(info) not in locked:
+                locked[id(info)] = _awaited_under_lock(module, info) | _behind_once_guards(
+                    module, info, flows
+                )
+            if func.name in locked[id(info)]:
+                continue  # every caller holds a lock, or runs it once per object
         outside = (
             driver is None
             and info is not None
@@ -650,8 +659,11 @@ def _built_only(module: Module) -> set[str]:
 
 def _awaited_under_lock(module: Module, info: ClassInfo) -> set[str]:
     """Methods whose every ``self.m(...)`` call in the class is inside a lock region."""
+    methods = module.all_methods(info).values()
+    if not any(module.holds_lock_within(method) for method in methods):
+        return set()  # no call can be under a lock: no need to walk every method
     locked: dict[str, bool] = {}
-    for method in module.all_methods(info).values():
+    for method in methods:
         for name, always in _self_uses(module, method).items():
             locked[name] = locked.get(name, True) and always
     return {name for name, always in locked.items() if always}

@@ -8,6 +8,7 @@ its answers explainable; it also means it under-reports rather than guesses.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -469,6 +470,39 @@ class Module:
         for node in self.nodes_of(ast.Global):
             names.update(node.names)
         return frozenset(names)
+
+    @cached_property
+    def lock_lines(self) -> list[int]:
+        """Lines, in order, where a lock region can start: a ``with``/``async with`` of a
+        lock-like item, or an ``.acquire()`` call on a lock-like name."""
+        blocks: list[ast.With | ast.AsyncWith] = [
+            *self.nodes_of(ast.With),
+            *self.nodes_of(ast.AsyncWith),
+        ]
+        lines = [
+            block.lineno
+            for block in blocks
+            if any(is_locklike(item.context_expr) for item in block.items)
+        ]
+        lines.extend(
+            call.lineno
+            for call in self.nodes_of(ast.Call)
+            if isinstance(call.func, ast.Attribute)
+            and call.func.attr == "acquire"
+            and is_locklike(call.func.value)
+        )
+        return sorted(lines)
+
+    def holds_lock_within(self, node: ast.stmt) -> bool:
+        """Can a lock region start anywhere inside ``node`` (nested functions included)?
+
+        By line span, from :attr:`lock_lines`: a rule that asks which calls hold a
+        lock need not walk a class none of whose methods can take one.
+        """
+        lines = self.lock_lines
+        first = bisect.bisect_left(lines, node.lineno)
+        end = node.end_lineno if node.end_lineno is not None else node.lineno
+        return first < len(lines) and lines[first] <= end
 
     def qualname(self, expr: ast.expr) -> str | None:
         """The imported dotted name ``expr`` refers to: ``asyncio.Lock`` for ``aio.Lock``."""

@@ -562,8 +562,11 @@ def _removes(module: Module, method: FunctionNode) -> set[str]:
 
 def _called_under_lock(module: Module, info: ClassInfo) -> set[str]:
     """Methods whose every ``self.m(...)`` call site in the class holds a lock."""
+    methods = module.all_methods(info).values()
+    if not any(module.holds_lock_within(method) for method in methods):
+        return set()  # no call can be under a lock: no need to walk every method
     locked: dict[str, bool] = {}
-    for method in module.all_methods(info).values():
+    for method in methods:
         calls = memo(method, "thread_calls", partial(_calls_under_lock, module, method))
         for name, always in calls.items():
             locked[name] = locked.get(name, True) and always
