@@ -101,11 +101,10 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
 
 
 def _module_starts_threads(module: Module) -> bool:
-    for node in module.nodes:
-        if isinstance(node, ast.Call):
-            name = module.qualname(node.func) or ""
-            if name in {"threading.Thread", "concurrent.futures.ThreadPoolExecutor"}:
-                return True
+    for node in module.nodes_of(ast.Call):
+        name = module.qualname(node.func) or ""
+        if name in {"threading.Thread", "concurrent.futures.ThreadPoolExecutor"}:
+            return True
     return False
 
 
