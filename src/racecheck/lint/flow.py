@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 
 from racecheck.lint import module as nodes  # `nodes.children`: the counted walk
 from racecheck.lint.module import (
@@ -98,6 +98,13 @@ class Event:
     #: a write's value; for an augmented write, what it adds (`self.n += operand`)
     operand: ast.expr | None = None
     frames: tuple[int, ...] = ()  # the inlined calls the event is inside, outermost first
+
+
+#: every field of an :class:`Event` with its default (``None`` where it has none)
+_EVENT_DEFAULTS: dict[str, object] = {
+    f.name: None if f.default is MISSING else f.default for f in fields(Event)
+}
+assert all(f.default_factory is MISSING for f in fields(Event))  # shared defaults only
 
 
 def reaches(a: Event, b: Event) -> bool:
@@ -243,22 +250,27 @@ class Flow:
                 tuple(self._loops),
             )
         path, locks, sync_locks, busy, loops = context
-        event = Event(
-            kind,
-            key,
-            self._new_order(),
-            node,
-            self._site,
-            path,
-            locks,
-            sync_locks,
-            via=self._frames[-1].func if len(self._frames) > 1 else None,
-            looping=self._whiles > 0,
-            busy=busy,
-            loops=loops,
-            frames=self._frame_ids,
-            **extra,  # type: ignore[arg-type]
-        )
+        # Event(...) without the dataclass __init__ and its 25 arguments: a large
+        # module's flows make tens of thousands (the defaults are all immutable)
+        event = object.__new__(Event)
+        fields = event.__dict__
+        fields.update(_EVENT_DEFAULTS)
+        fields["kind"] = kind
+        fields["key"] = key
+        fields["order"] = self._new_order()
+        fields["node"] = node
+        fields["site"] = self._site
+        fields["path"] = path
+        fields["locks"] = locks
+        fields["sync_locks"] = sync_locks
+        if len(self._frames) > 1:
+            fields["via"] = self._frames[-1].func
+        fields["looping"] = self._whiles > 0
+        fields["busy"] = busy
+        fields["loops"] = loops
+        fields["frames"] = self._frame_ids
+        if extra:
+            fields.update(extra)
         self.events.append(event)
         return event
 
