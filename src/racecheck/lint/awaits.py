@@ -55,22 +55,10 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
         for func in module.function_nodes
         if isinstance(func, ast.AsyncFunctionDef) and _suspends(func)
     }
-    owned = _owned(module)
+    owned: set[int] | None = None
     for func in module.function_nodes:
-        if not isinstance(func, ast.AsyncFunctionDef) or id(func) in owned:
-            continue  # owned: only one task ever holds the object it runs on
-        info = module.class_of(func)
-        driver = None
-        if info is not None:
-            if id(info) not in drivers:
-                drivers[id(info)] = _lifecycle(module, info)
-            driver = drivers[id(info)].get(func.name)
-            if id(info) not in locked:
-                locked[id(info)] = _awaited_under_lock(module, info) | _behind_once_guards(
-                    module, info, flows
-                )
-            if func.name in locked[id(info)]:
-                continue  # every caller holds a lock, or runs it once per object
+        if not isinstance(func, ast.AsyncFunctionDef):
+            continue
         if any(is_locklike(d.func if isinstance(d, ast.Call) else d) for d in func.decorator_list):
             continue  # `@operation_lock`: the wrapper holds a lock around the whole call
         facts = flows.get(id(func))
@@ -89,6 +77,27 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
             written = {f.line for f in lost}
             found = [f for f in found if f.code != "RC102" or f.end_line not in written]
             found.extend(lost)
+        # What can excuse a finding is asked only of a method that has one: on a
+        # large module these class-wide walks cost more than the rules themselves
+        # (issue 14's time per file), and most methods have nothing to excuse.
+        if not found:
+            continue
+        if owned is None:
+            owned = _owned(module)
+        if id(func) in owned:
+            continue  # owned: only one task ever holds the object it runs on
+        info = module.class_of(func)
+        driver = None
+        if info is not None:
+            if id(info) not in drivers:
+                drivers[id(info)] = _lifecycle(module, info)
+            driver = drivers[id(info)].get(func.name)
+            if id(info) not in locked:
+                locked[id(info)] = _awaited_under_lock(module, info) | _behind_once_guards(
+                    module, info, flows
+                )
+            if func.name in locked[id(info)]:
+                continue  # every caller holds a lock, or runs it once per object
         outside = (
             driver is None
             and info is not None
@@ -594,10 +603,12 @@ def _owned(module: Module) -> set[int]:
     iterators = {name for name, info in module.classes.items() if "__anext__" in info.methods}
     if not privates and not iterators:
         return set()
-    scope_of: dict[int, FunctionNode] = {}
-    for func in module.function_nodes:
-        for node in iter_own(func):
-            scope_of[id(node)] = func
+    scope_of = {  # the function whose own body holds each use of a private name
+        id(node): func
+        for func in module.function_nodes
+        for node in iter_own(func)
+        if isinstance(node, ast.Attribute) and node.attr in privates
+    }
     returned = {
         id(node.value)
         for func in module.function_nodes
@@ -606,18 +617,18 @@ def _owned(module: Module) -> set[int]:
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Call)
     }
     called = {
-        id(node.func): node
-        for node in module.nodes
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        id(node.func): node for node in module.nodes_of(ast.Call) if isinstance(node.func, ast.Name)
     }
     made: dict[int, frozenset[str]] = {}  # function -> its locals bound only to `C(...)`
     built: dict[str, list[bool]] = {}  # iterator class -> per use: an __aiter__'s return value?
     fresh: dict[str, list[bool]] = {}  # private method -> per use: on an object just built?
-    for node in module.nodes:
-        if isinstance(node, ast.Name) and node.id in iterators:
-            call = called.get(id(node))
-            built.setdefault(node.id, []).append(call is not None and id(call) in returned)
-        elif isinstance(node, ast.Attribute) and node.attr in privates:
+    # only the names and attributes: a pass over every node's class was a third of this
+    for use in module.nodes_of(ast.Name) if iterators else ():
+        if use.id in iterators:
+            call = called.get(id(use))
+            built.setdefault(use.id, []).append(call is not None and id(call) in returned)
+    for node in module.nodes_of(ast.Attribute):
+        if node.attr in privates:
             scope = scope_of.get(id(node))
             on = node.value
             if isinstance(on, ast.Name) and scope is not None:
@@ -656,21 +667,22 @@ def _built_only(module: Module) -> set[str]:
     if not names:
         return set()
     called = {
-        id(node.func)
-        for node in module.nodes
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        id(node.func) for node in module.nodes_of(ast.Call) if isinstance(node.func, ast.Name)
     }
     bad: set[str] = set()
-    for node in module.nodes:
-        if isinstance(node, ast.Name) and node.id in names and id(node) not in called:
+    for node in module.nodes_of(ast.Name):
+        if node.id in names and id(node) not in called:
             bad.add(node.id)
     return names - bad
 
 
 def _awaited_under_lock(module: Module, info: ClassInfo) -> set[str]:
     """Methods whose every ``self.m(...)`` call in the class is inside a lock region."""
+    methods = module.all_methods(info).values()
+    if not any(module.holds_lock_within(method) for method in methods):
+        return set()  # no call can be under a lock: no need to walk every method
     locked: dict[str, bool] = {}
-    for method in module.all_methods(info).values():
+    for method in methods:
         for name, always in _self_uses(module, method).items():
             locked[name] = locked.get(name, True) and always
     return {name for name, always in locked.items() if always}

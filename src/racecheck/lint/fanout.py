@@ -32,6 +32,7 @@ from racecheck.lint.module import (
     ClassInfo,
     FunctionNode,
     Module,
+    iter_own,
     last_name,
     memo,
     params,
@@ -87,7 +88,36 @@ def _assigned_in(body: list[ast.stmt]) -> set[str]:
 
 def _sites(func: FunctionNode) -> list[Site]:
     """The fan-outs in ``func``, found once: RC104 and RC101's severity both ask."""
-    return memo(func, "fanout_sites", lambda: list(_visit(func.body, frozenset(), False, func)))
+    return memo(
+        func,
+        "fanout_sites",
+        lambda: list(_visit(func.body, frozenset(), False, func)) if _fans_out(func) else [],
+    )
+
+
+#: the calls every fan-out site starts from (``_exprs``, ``_spawn``, ``_gather``)
+_SITE_CALLS = frozenset(
+    {"gather", "start_soon", "submit", "run_in_executor", "to_thread", "run_sync", *_TASK_WRAPPERS}
+)
+
+
+def _fans_out(func: FunctionNode) -> bool:
+    """Does ``func``'s own body make a call a fan-out site can start from?
+
+    A pre-filter (issue 14's time per file): most functions of a large module
+    make none, and walking them expression by expression found nothing. A new
+    kind of site must add its call here (``tests/lint/test_lint_speed_prefilter.py``).
+    """
+    for node in iter_own(func):
+        if isinstance(node, ast.Call):
+            name = last_name(node.func)
+            if name in _SITE_CALLS:
+                return True
+            if name == "map" and isinstance(node.func, ast.Attribute):
+                owner = (last_name(node.func.value) or "").lower()
+                if any(p in owner for p in _POOLISH):
+                    return True
+    return False
 
 
 def _visit(

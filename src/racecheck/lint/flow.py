@@ -27,9 +27,9 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import MISSING, dataclass, field, fields
 
+from racecheck.lint import module as nodes  # `nodes.children`: the counted walk
 from racecheck.lint.module import (
     MUTATORS,
     ClassInfo,
@@ -98,6 +98,13 @@ class Event:
     #: a write's value; for an augmented write, what it adds (`self.n += operand`)
     operand: ast.expr | None = None
     frames: tuple[int, ...] = ()  # the inlined calls the event is inside, outermost first
+
+
+#: every field of an :class:`Event` with its default (``None`` where it has none)
+_EVENT_DEFAULTS: dict[str, object] = {
+    f.name: None if f.default is MISSING else f.default for f in fields(Event)
+}
+assert all(f.default_factory is MISSING for f in fields(Event))  # shared defaults only
 
 
 def reaches(a: Event, b: Event) -> bool:
@@ -243,22 +250,27 @@ class Flow:
                 tuple(self._loops),
             )
         path, locks, sync_locks, busy, loops = context
-        event = Event(
-            kind,
-            key,
-            self._new_order(),
-            node,
-            self._site,
-            path,
-            locks,
-            sync_locks,
-            via=self._frames[-1].func if len(self._frames) > 1 else None,
-            looping=self._whiles > 0,
-            busy=busy,
-            loops=loops,
-            frames=self._frame_ids,
-            **extra,  # type: ignore[arg-type]
-        )
+        # Event(...) without the dataclass __init__ and its 25 arguments: a large
+        # module's flows make tens of thousands (the defaults are all immutable)
+        event = object.__new__(Event)
+        fields = event.__dict__
+        fields.update(_EVENT_DEFAULTS)
+        fields["kind"] = kind
+        fields["key"] = key
+        fields["order"] = self._new_order()
+        fields["node"] = node
+        fields["site"] = self._site
+        fields["path"] = path
+        fields["locks"] = locks
+        fields["sync_locks"] = sync_locks
+        if len(self._frames) > 1:
+            fields["via"] = self._frames[-1].func
+        fields["looping"] = self._whiles > 0
+        fields["busy"] = busy
+        fields["loops"] = loops
+        fields["frames"] = self._frame_ids
+        if extra:
+            fields.update(extra)
         self.events.append(event)
         return event
 
@@ -789,7 +801,9 @@ class Flow:
             if isinstance(self._top.func, ast.AsyncFunctionDef):
                 self._emit("await", "", expr)  # the consumer runs (and may await) meanwhile
         else:
-            for child in ast.iter_child_nodes(expr):
+            # the same children as ast.iter_child_nodes, in its order, minus the
+            # tokens (contexts, operators), which are no expressions
+            for child in nodes.children(expr):
                 if isinstance(child, ast.expr):
                     self._expr(child)
 
@@ -949,10 +963,18 @@ class Flow:
         are now, and the context it was recorded under (the caller's arms, locks,
         loops and frames) is swapped for the current one. The events are exactly
         those a second walk would make: the walk depends on nothing else.
+
+        Most events of a large module's flows are replays (three in four on
+        asyncssh's ``sftp.py``), so the work per event is kept to copying it and
+        storing its fields: the few distinct keys, arms, frames, loops and lock
+        sets of a template are shifted once per replay (:class:`_Plan`).
         """
+        plan = template.plan
+        if plan is None:
+            plan = template.plan = _Plan(template)
         d_id = self._next_id - template.id_base
         d_order = self._next_order - template.order_base
-        id_base, order_base = template.id_base, template.order_base
+        order_base = template.order_base
         path = tuple(self._path)
         locks = frozenset(region for region, _ in self._locks)
         sync_locks = frozenset(region for region, is_sync in self._locks if is_sync)
@@ -962,61 +984,40 @@ class Flow:
         looping = self._whiles > 0
         frames = self._frame_ids
 
-        # Events of one callee share a handful of context tuples: shift each once.
-        shifted: dict[tuple[str, int], Any] = {}
-
-        def regions(kind: str, inner: frozenset[int], outer: frozenset[int]) -> frozenset[int]:
-            cache_key = (kind, id(inner))
-            found = shifted.get(cache_key)
-            if found is None:
-                found = shifted[cache_key] = outer | frozenset(
-                    r + d_id for r in inner if r >= id_base
-                )
-            return found
-
-        for event in template.events:
-            clone = object.__new__(Event)
+        keys = [
+            key if shift is None else f"{shift[0]}{shift[1] + d_id}{shift[2]}"
+            for key, shift in plan.keys
+        ]
+        paths = [
+            path
+            + tuple(Arm((frame + d_id, node), index, ends) for frame, node, index, ends in tail)
+            for tail in plan.paths
+        ]
+        inside = [frames + tuple(f + d_id for f in tail) for tail in plan.frames]
+        within = [loops + tail for tail in plan.loops]
+        held = [locks | frozenset(r + d_id for r in own) for own in plan.regions]
+        held_sync = [sync_locks | frozenset(r + d_id for r in own) for own in plan.regions]
+        # an event entered no section and none is held here: keep the empty set
+        held_busy = [
+            busy | frozenset(r + d_id for r in own) if own or busy else busy for own in plan.regions
+        ]
+        new = object.__new__
+        append = self.events.append
+        for event, k, p, f, lp, lk, sk, bk, scoped in plan.rows:
+            clone = new(Event)
             fields = clone.__dict__
             fields.update(event.__dict__)
-            key = event.key
-            if key.startswith(("local:", "busy:")):
-                renamed = shifted.get(("key", id(key)))
-                if renamed is None:
-                    if key[0] == "b":
-                        renamed = f"busy:{int(key[5:]) + d_id}"
-                    else:
-                        number, _, name = key[6:].partition(":")
-                        renamed = (
-                            f"local:{int(number) + d_id}:{name}" if int(number) >= id_base else key
-                        )
-                    shifted[("key", id(key))] = renamed
-                fields["key"] = renamed
-            if event.scope[0] >= id_base:
+            fields["key"] = keys[k]
+            if scoped:
                 fields["scope"] = (event.scope[0] + d_id, event.scope[1])
-            arms = shifted.get(("path", id(event.path)))
-            if arms is None:
-                arms = shifted[("path", id(event.path))] = path + tuple(
-                    Arm((arm.node[0] + d_id, arm.node[1]), arm.index, arm.ends)
-                    for arm in event.path[template.path_len :]
-                )
-            inside = shifted.get(("frames", id(event.frames)))
-            if inside is None:
-                inside = shifted[("frames", id(event.frames))] = frames + tuple(
-                    f + d_id for f in event.frames[template.frames_len :]
-                )
-            within = shifted.get(("loops", id(event.loops)))
-            if within is None:
-                within = shifted[("loops", id(event.loops))] = (
-                    loops + event.loops[template.loops_len :]
-                )
             fields["order"] = event.order + d_order
             fields["site"] = site
-            fields["path"] = arms
-            fields["locks"] = regions("locks", event.locks, locks)
-            fields["sync_locks"] = regions("sync", event.sync_locks, sync_locks)
-            fields["busy"] = regions("busy", event.busy, busy) if event.busy or busy else busy
-            fields["loops"] = within
-            fields["frames"] = inside
+            fields["path"] = paths[p]
+            fields["locks"] = held[lk]
+            fields["sync_locks"] = held_sync[sk]
+            fields["busy"] = held_busy[bk]
+            fields["loops"] = within[lp]
+            fields["frames"] = inside[f]
             fields["looping"] = looping
             if event.sources:
                 fields["sources"] = frozenset(
@@ -1024,7 +1025,7 @@ class Flow:
                 )
             if event.end:
                 fields["end"] = event.end + d_order
-            self.events.append(clone)
+            append(clone)
         self._next_id += template.ids
         self._next_order += template.orders
 
@@ -1070,6 +1071,76 @@ class _Recording:
     ids: int = 0
     orders: int = 0
     events: list[Event] = field(default_factory=list)
+    plan: _Plan | None = None  # made at the first replay
+
+
+class _Plan:
+    """What of a recording's events a replay shifts, each distinct value listed once.
+
+    ``keys``: a key, with ``(prefix, number, suffix)`` when its number is an id
+    of the recording (a callee's local, any fail-fast section) and moves with it;
+    ``paths``, ``frames``, ``loops``: the part of each event's arms, frames and
+    loops inside the callee (arms as ``(frame, statement, index, ends)``);
+    ``regions``: the recording's own lock regions in a held set (the caller's
+    are swapped for the replaying caller's). ``rows``: per event, the indexes of
+    its values in those lists, and whether its check scope is the callee's.
+    """
+
+    def __init__(self, template: _Recording) -> None:
+        id_base = template.id_base
+        self.keys: list[tuple[str, tuple[str, int, str] | None]] = []
+        self.paths: list[tuple[tuple[int, int, int, str], ...]] = []
+        self.frames: list[tuple[int, ...]] = []
+        self.loops: list[tuple[int, ...]] = []
+        self.regions: list[tuple[int, ...]] = []
+        self.rows: list[tuple[Event, int, int, int, int, int, int, int, bool]] = []
+        # distinct values by identity: a callee's events share a handful of each
+        keys: dict[str, int] = {}
+        paths: dict[int, int] = {}
+        frames: dict[int, int] = {}
+        loops: dict[int, int] = {}
+        regions: dict[int, int] = {}
+        path_len, frames_len, loops_len = template.path_len, template.frames_len, template.loops_len
+        rows = self.rows
+        for event in template.events:
+            key = event.key
+            k = keys.get(key)
+            if k is None:
+                k = keys[key] = len(self.keys)
+                self.keys.append((key, _key_shift(key, id_base)))
+            p = paths.get(id(event.path))
+            if p is None:
+                p = paths[id(event.path)] = len(self.paths)
+                self.paths.append(
+                    tuple((a.node[0], a.node[1], a.index, a.ends) for a in event.path[path_len:])
+                )
+            f = frames.get(id(event.frames))
+            if f is None:
+                f = frames[id(event.frames)] = len(self.frames)
+                self.frames.append(event.frames[frames_len:])
+            lp = loops.get(id(event.loops))
+            if lp is None:
+                lp = loops[id(event.loops)] = len(self.loops)
+                self.loops.append(event.loops[loops_len:])
+            held = []
+            for regionset in (event.locks, event.sync_locks, event.busy):
+                r = regions.get(id(regionset))
+                if r is None:
+                    r = regions[id(regionset)] = len(self.regions)
+                    self.regions.append(tuple(x for x in regionset if x >= id_base))
+                held.append(r)
+            rows.append((event, k, p, f, lp, held[0], held[1], held[2], event.scope[0] >= id_base))
+
+
+def _key_shift(key: str, id_base: int) -> tuple[str, int, str] | None:
+    """``(prefix, number, suffix)`` of a key whose number moves with a replay, else None."""
+    if key.startswith("busy:"):
+        return ("busy:", int(key[5:]), "")
+    if key.startswith("local:"):
+        number, _, name = key[6:].partition(":")
+        if int(number) >= id_base:
+            return ("local:", int(number), f":{name}")
+    return None
 
 
 def _clone(event: Event) -> Event:

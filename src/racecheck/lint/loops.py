@@ -184,9 +184,7 @@ LAZY_BINDING = frozenset(
 
 def _loop_switches(module: Module) -> bool:
     """Does the module compare the running loop with a stored one (``loop is not self._loop``)?"""
-    for node in module.nodes:
-        if not isinstance(node, ast.Compare):
-            continue
+    for node in module.nodes_of(ast.Compare):
         if not all(isinstance(op, ast.Is | ast.IsNot | ast.Eq | ast.NotEq) for op in node.ops):
             continue
         loopish = [
@@ -209,11 +207,10 @@ def _mentions_loop(module: Module, expr: ast.expr) -> bool:
 
 def _several_loops(module: Module) -> bool:
     runs = 0
-    for node in module.nodes:
-        if isinstance(node, ast.Call):
-            name = module.qualname(node.func) or ""
-            if name == "asyncio.new_event_loop":
-                return True
-            if name == "asyncio.run":
-                runs += 1
+    for node in module.nodes_of(ast.Call):
+        name = module.qualname(node.func) or ""
+        if name == "asyncio.new_event_loop":
+            return True
+        if name == "asyncio.run":
+            runs += 1
     return runs >= 2

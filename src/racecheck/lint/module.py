@@ -8,6 +8,7 @@ its answers explainable; it also means it under-reports rather than guesses.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -16,6 +17,7 @@ from functools import cached_property, partial
 from typing import Any, TypeVar
 
 _T = TypeVar("_T")
+_N = TypeVar("_N", bound=ast.AST)
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -194,6 +196,53 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         yield current
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _index_walk(tree: ast.AST) -> tuple[list[ast.AST], dict[int, FunctionNode]]:
+    """:func:`walk`'s nodes, with every scope's :func:`iter_own` list filled on the way.
+
+    One depth-first pass in the order ``iter_own`` visits (a stack: the last
+    child first) hands each node to the body of the scope it is in; a nested
+    scope's own nodes go to a list of its own. Breadth-first order is rebuilt
+    from depths: among nodes of one depth, neither an ancestor of another,
+    any depth-first order sorts them as breadth first does, so each depth's
+    list, reversed (the stack ran right to left), is that depth's part of the
+    walk. Returns the nodes and, for each function nested directly in another
+    one's body, that function (by ``id``).
+    """
+    parents: dict[int, FunctionNode] = {}
+    body: list[ast.AST] = []
+    setattr(tree, "_racecheck_own", body)  # noqa: B010 - AST nodes take attributes
+    depths: list[list[ast.AST]] = [[tree]]
+    stack: list[tuple[ast.AST, list[ast.AST], ast.AST, int]] = [
+        (child, body, tree, 1) for child in children(tree)
+    ]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, own, scope, depth = pop()
+        own.append(node)
+        if depth < len(depths):
+            depths[depth].append(node)
+        else:
+            depths.append([node])
+        if isinstance(node, _SCOPES):
+            if isinstance(node, _FUNCTIONS) and isinstance(scope, _FUNCTIONS):
+                parents[id(node)] = scope
+            own = []
+            setattr(node, "_racecheck_own", own)  # noqa: B010 - AST nodes take attributes
+            scope = node
+        depth += 1
+        for child in children(node):
+            push((child, own, scope, depth))
+    nodes: list[ast.AST] = []
+    for level in depths:
+        level.reverse()
+        nodes.extend(level)
+    return nodes, parents
+
+
 def memo(node: ast.AST, name: str, compute: Callable[[], _T]) -> _T:
     """``compute()``, kept on ``node`` under ``name``: one answer per node and module parse.
 
@@ -306,6 +355,10 @@ class Module:
     owner: dict[int, ClassInfo] = field(default_factory=dict)
     #: recorded inlined calls, shared by every flow of the module (see flow._Recording)
     inline_templates: dict[tuple[object, ...], list[Any]] = field(default_factory=dict)
+    #: function -> the function it is nested in (by id), filled with :attr:`nodes`
+    _parent_map: dict[int, FunctionNode] | None = field(default=None, repr=False)
+    #: node class -> the module's nodes of that class, in walk order (see nodes_of)
+    _by_type: dict[type, list[ast.AST]] | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, path: str, source: str) -> Module:
@@ -324,15 +377,58 @@ class Module:
 
     @cached_property
     def nodes(self) -> list[ast.AST]:
-        """Every node of the module, walked once and shared by the checks."""
-        return list(walk(self.tree))
+        """Every node of the module in :func:`walk`'s order, walked once and shared.
+
+        The same walk fills what the checks ask of every function body next:
+        each scope's :func:`iter_own` list and the function each function is
+        nested in (:meth:`parent_of`). Apart, those were a second walk of every
+        function body, a third of a large module's index time.
+        """
+        nodes, parents = _index_walk(self.tree)
+        self._parent_map = parents
+        return nodes
 
     @cached_property
     def function_nodes(self) -> list[FunctionNode]:
-        return [n for n in self.nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        """Every ``def`` and ``async def`` of the module, in :attr:`nodes` order."""
+        return [
+            node
+            for node in self._typed(ast.FunctionDef, ast.AsyncFunctionDef)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        ]
+
+    def nodes_of(self, kind: type[_N]) -> list[_N]:
+        """The module's nodes of exactly class ``kind`` (``ast.Call``), in :attr:`nodes` order.
+
+        Sorted out in one pass over the nodes the first time any kind is asked:
+        a rule that looks only at calls, or at names, then reads those and not
+        every node of the module.
+        """
+        typed = self._by_type
+        if typed is None:
+            typed = self._by_type = {}
+            for node in self.nodes:
+                found = typed.get(node.__class__)
+                if found is None:
+                    typed[node.__class__] = [node]
+                else:
+                    found.append(node)
+        return typed.get(kind, [])  # type: ignore[return-value]
+
+    def _typed(self, *kinds: type[ast.AST]) -> list[ast.AST]:
+        """Nodes of any of ``kinds``, in :attr:`nodes` order."""
+        if len(kinds) == 1:
+            return list(self.nodes_of(kinds[0]))
+        wanted = frozenset(kinds)
+        return [node for node in self.nodes if node.__class__ in wanted]
 
     def _index(self) -> None:
-        for node in self.nodes:
+        # imports, classes and functions are few: one pass picks them out in
+        # walk order (an import later in the walk overrides an earlier one)
+        picked = self._typed(
+            ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef
+        )
+        for node in picked:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -343,10 +439,13 @@ class Module:
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for alias in node.names:
                     self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        self.function_nodes = [
+            node for node in picked if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        ]
         for node in self.tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.functions[node.name] = node
-        for node in self.nodes:
+        for node in picked:
             if isinstance(node, ast.ClassDef):
                 info = ClassInfo(node, [b for b in map(last_name, node.bases) if b])
                 for item in node.body:
@@ -368,10 +467,42 @@ class Module:
             for node in ast.walk(stmt):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                     names.add(node.id)
-        for node in self.nodes:
-            if isinstance(node, ast.Global):
-                names.update(node.names)
+        for node in self.nodes_of(ast.Global):
+            names.update(node.names)
         return frozenset(names)
+
+    @cached_property
+    def lock_lines(self) -> list[int]:
+        """Lines, in order, where a lock region can start: a ``with``/``async with`` of a
+        lock-like item, or an ``.acquire()`` call on a lock-like name."""
+        blocks: list[ast.With | ast.AsyncWith] = [
+            *self.nodes_of(ast.With),
+            *self.nodes_of(ast.AsyncWith),
+        ]
+        lines = [
+            block.lineno
+            for block in blocks
+            if any(is_locklike(item.context_expr) for item in block.items)
+        ]
+        lines.extend(
+            call.lineno
+            for call in self.nodes_of(ast.Call)
+            if isinstance(call.func, ast.Attribute)
+            and call.func.attr == "acquire"
+            and is_locklike(call.func.value)
+        )
+        return sorted(lines)
+
+    def holds_lock_within(self, node: ast.stmt) -> bool:
+        """Can a lock region start anywhere inside ``node`` (nested functions included)?
+
+        By line span, from :attr:`lock_lines`: a rule that asks which calls hold a
+        lock need not walk a class none of whose methods can take one.
+        """
+        lines = self.lock_lines
+        first = bisect.bisect_left(lines, node.lineno)
+        end = node.end_lineno if node.end_lineno is not None else node.lineno
+        return first < len(lines) and lines[first] <= end
 
     def qualname(self, expr: ast.expr) -> str | None:
         """The imported dotted name ``expr`` refers to: ``asyncio.Lock`` for ``aio.Lock``."""
@@ -558,14 +689,13 @@ class Module:
     def class_of(self, node: ast.AST) -> ClassInfo | None:
         return self.owner.get(id(node))
 
-    @cached_property
+    @property
     def _parents(self) -> dict[int, FunctionNode]:
-        parents: dict[int, FunctionNode] = {}
-        for func in self.function_nodes:
-            for node in iter_own(func):
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                    parents[id(node)] = func
-        return parents
+        """Function -> the function it is nested in; filled by the walk of :attr:`nodes`."""
+        if self._parent_map is None:
+            self.nodes  # noqa: B018 - the walk fills it
+        assert self._parent_map is not None
+        return self._parent_map
 
     def parent_of(self, func: FunctionNode) -> FunctionNode | None:
         """The function ``func`` is nested in, if any."""

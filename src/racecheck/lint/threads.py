@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 
+from racecheck.lint import module as syntax  # `syntax.walk`: the counted, token-free walk
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, reaches
 from racecheck.lint.handoff import handoffs
@@ -100,11 +101,10 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
 
 
 def _module_starts_threads(module: Module) -> bool:
-    for node in module.nodes:
-        if isinstance(node, ast.Call):
-            name = module.qualname(node.func) or ""
-            if name in {"threading.Thread", "concurrent.futures.ThreadPoolExecutor"}:
-                return True
+    for node in module.nodes_of(ast.Call):
+        name = module.qualname(node.func) or ""
+        if name in {"threading.Thread", "concurrent.futures.ThreadPoolExecutor"}:
+            return True
     return False
 
 
@@ -522,7 +522,7 @@ def _mutated_by(module: Module, info: ClassInfo) -> dict[str, set[str]]:
 def _mutates(module: Module, method: FunctionNode) -> set[str]:
     found: set[str] = set()
     me = module.self_name(method)
-    for node in ast.walk(method):
+    for node in syntax.walk(method):  # ast.walk's order, without context/operator tokens
         attr = None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in MUTATORS:
@@ -544,7 +544,7 @@ def _removed_by(module: Module, info: ClassInfo) -> set[str]:
 def _removes(module: Module, method: FunctionNode) -> set[str]:
     found: set[str] = set()
     me = module.self_name(method)
-    for node in ast.walk(method):
+    for node in syntax.walk(method):  # ast.walk's order, without context/operator tokens
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -561,8 +561,11 @@ def _removes(module: Module, method: FunctionNode) -> set[str]:
 
 def _called_under_lock(module: Module, info: ClassInfo) -> set[str]:
     """Methods whose every ``self.m(...)`` call site in the class holds a lock."""
+    methods = module.all_methods(info).values()
+    if not any(module.holds_lock_within(method) for method in methods):
+        return set()  # no call can be under a lock: no need to walk every method
     locked: dict[str, bool] = {}
-    for method in module.all_methods(info).values():
+    for method in methods:
         calls = memo(method, "thread_calls", partial(_calls_under_lock, module, method))
         for name, always in calls.items():
             locked[name] = locked.get(name, True) and always
@@ -579,7 +582,7 @@ def _calls_under_lock(module: Module, method: FunctionNode) -> dict[str, bool]:
             held = held or any(is_locklike(item.context_expr) for item in node.items)
         if isinstance(node, ast.Call) and (attr := self_attr(node.func, me)) is not None:
             locked[attr] = locked.get(attr, True) and held
-        for child in ast.iter_child_nodes(node):
+        for child in syntax.children(node):  # no tokens: none is a call, lock or lambda
             if not isinstance(child, ast.Lambda):
                 visit(child, held)
 
