@@ -53,7 +53,7 @@ import dis
 import os
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import CodeType, FrameType, FunctionType, ModuleType
 from typing import Any
 from weakref import WeakSet, WeakValueDictionary
@@ -146,47 +146,154 @@ class RaceDetected(AssertionError):
         self.finding = finding
 
 
-@dataclass
+# _Site, _Shadow and _View are made at every access a detected run records:
+# plain classes with __slots__: made through a dataclass's generated __init__
+# (and, for _Shadow, its default factories), each cost about twice as much.
 class _Site:
-    actor: int
-    hb: int
-    clock: int
-    action: str
-    frame: FrameType | None
-    lineno: int
-    locks: tuple[str, ...]
-    atomic: bool = False  # a single C-level container operation
-    caller: FrameType | None = None  # who called ``frame`` (a property's user)
-    offset: int = -1  # the instruction, to tell a deciding read from a displayed one
-    slot: bool = False  # a container write of one key or element (not a clear, an extend)
+    """Where and how one access happened."""
+
+    __slots__ = (
+        "action",
+        "actor",
+        "atomic",
+        "caller",
+        "clock",
+        "frame",
+        "hb",
+        "lineno",
+        "locks",
+        "offset",
+        "slot",
+    )
+
+    def __init__(
+        self,
+        actor: int,
+        hb: int,
+        clock: int,
+        action: str,
+        frame: FrameType | None,
+        lineno: int,
+        locks: tuple[str, ...],
+        atomic: bool = False,
+        caller: FrameType | None = None,
+        offset: int = -1,
+        slot: bool = False,
+    ) -> None:
+        self.actor = actor
+        self.hb = hb
+        self.clock = clock
+        self.action = action
+        self.frame = frame
+        self.lineno = lineno
+        self.locks = locks
+        #: a single C-level container operation
+        self.atomic = atomic
+        #: who called ``frame`` (a property's user)
+        self.caller = caller
+        #: the instruction, to tell a deciding read from a displayed one
+        self.offset = offset
+        #: a container write of one key or element (not a clear, an extend)
+        self.slot = slot
 
 
-@dataclass
 class _Shadow:
-    seq: int = 0
-    last_writer: _Site | None = None
-    #: per thread, its latest write / read (happens-before checks)
-    writes: dict[int, _Site] = field(default_factory=dict)
-    reads: dict[int, _Site] = field(default_factory=dict)
-    #: per actor, its latest deciding (branch) read: (site, seq then, task step)
-    checks: dict[int, tuple[_Site, int, int]] = field(default_factory=dict)
-    #: the latest writes, (seq, site): who wrote between a decision and its act
-    history: list[tuple[int, _Site]] = field(default_factory=list)
+    """What the detector knows of one location."""
+
+    __slots__ = ("checks", "history", "last_writer", "reads", "seq", "writes")
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.last_writer: _Site | None = None
+        #: per thread, its latest write / read (happens-before checks)
+        self.writes: dict[int, _Site] = {}
+        self.reads: dict[int, _Site] = {}
+        #: per actor, its latest deciding (branch) read: (site, seq then, task step)
+        self.checks: dict[int, tuple[_Site, int, int]] = {}
+        #: the latest writes, (seq, site): who wrote between a decision and its act
+        self.history: list[tuple[int, _Site]] = []
 
 
-@dataclass
 class _View:
     """An actor's last access to a location, for the atomicity checks."""
 
-    kind: str  # "r" | "w"
-    seq: int
-    site: _Site
-    value: Any
-    slot: bool = False  # a write of one key or element of a container (its WHOLE view)
+    __slots__ = ("kind", "seq", "site", "slot", "value")
+
+    def __init__(self, kind: str, seq: int, site: _Site, value: Any, slot: bool = False) -> None:
+        self.kind = kind  # "r" | "w"
+        self.seq = seq
+        self.site = site
+        self.value = value
+        #: a write of one key or element of a container (its WHOLE view)
+        self.slot = slot
+
+
+#: the key under which an exploration's ``hot_lines`` keeps its type caches
+_TYPES: Any = object()
+#: entries the type caches hold at most: a class made by each run (a test body's
+#: own class) must not pile up over a long exploration
+_TYPE_CACHE_LIMIT = 4096
+
+
+def _type_caches(
+    hot_lines: dict[Any, Any],
+) -> tuple[dict[type, bool], dict[tuple[type, str], bool], dict[type, bool]]:
+    """The exploration's answers about classes: plain containers, properties, queues.
+
+    Kept for every run of the exploration, in its ``hot_lines`` (which lives as
+    long as the exploration), not worked out again by every run's detector:
+    the same classes answer the same way from one run to the next, as they
+    already did between the accesses of one run.
+    """
+    caches = hot_lines.get(_TYPES)
+    if caches is None or sum(len(cache) for cache in caches) > _TYPE_CACHE_LIMIT:
+        caches = hot_lines[_TYPES] = ({}, {}, {})
+    return caches
 
 
 class Detector:
     """Shadow memory and clocks for one run; fails the run through ``on_finding``."""
+
+    # One detector per run, and its tables are read at every access: slots, as an
+    # instance dictionary of this many entries costs more to make and to read.
+    __slots__ = (
+        "access_log",
+        "awaiting",
+        "callback_clock",
+        "cells",
+        "clocks",
+        "current",
+        "decisions",
+        "descriptors",
+        "found",
+        "fresh_wake",
+        "happens_before",
+        "held",
+        "hot_lines",
+        "keep",
+        "last_actor",
+        "loops",
+        "names",
+        "next_waker",
+        "on_finding",
+        "pending",
+        "plain",
+        "positions",
+        "published",
+        "queues",
+        "record_only",
+        "removing",
+        "shadows",
+        "signallers",
+        "signals",
+        "stamped_by",
+        "stamps",
+        "steps",
+        "sync",
+        "unsettled",
+        "views",
+        "woken",
+    )
 
     def __init__(
         self,
@@ -220,10 +327,11 @@ class Detector:
         #: writes whose value is known only once the store has run
         self.unsettled: list[tuple[_View, Callable[[], Any]]] = []
         self.found = False
+        types = _type_caches(self.hot_lines)
         #: container subclass -> whether it stores like its builtin base
-        self.plain: dict[type, bool] = {}
+        self.plain: dict[type, bool] = types[0]
         #: (class, attribute) -> whether a property (data descriptor) handles it
-        self.descriptors: dict[tuple[type, str], bool] = {}
+        self.descriptors: dict[tuple[type, str], bool] = types[1]
         #: frame -> closure variable -> its cell (frames stay alive through ``keep``)
         self.cells: dict[FrameType, dict[str, Any]] = {}
         #: (actor, location) -> a read that decides a later write, and a write of
@@ -240,7 +348,7 @@ class Detector:
         self.signallers: dict[int, tuple[int, int]] = {}
         self.fresh_wake: set[int] = set()
         #: type -> whether it is a queue whose emptiness test and take the detector reads
-        self.queues: dict[type, bool] = {}
+        self.queues: dict[type, bool] = types[2]
         #: asyncio/trio ``for`` loops over a container: (frame, GET_ITER offset) ->
         #: (container, its WHOLE seq then, its size then, the iterating site, label)
         self.loops: dict[tuple[FrameType, int], tuple[Any, int, Any, _Site, str]] = {}
@@ -463,10 +571,11 @@ class Detector:
             self.positions,
             self.awaiting,
             self.published,
+            self.pending,
+            self.unsettled,
         ):
-            table.clear()
-        self.pending.clear()
-        self.unsettled.clear()
+            if table:  # most are empty: a test is cheaper than the call
+                table.clear()
 
     def _switched(self, actor: int, settle: bool = False) -> None:
         """Another actor runs: pending W–W–R reads were not the start of an update.
@@ -942,16 +1051,17 @@ class Detector:
         """A module global, or a closure variable (a cell shared by nested functions)."""
         is_global = op.startswith("global")
         write = op.endswith("write")
+        if not write:
+            # (most reads end here: looked up before a closure is made for the rest)
+            value = (frame.f_globals if is_global else frame.f_locals).get(name, MISSING)
+            if value is MISSING or isinstance(value, _UNTRACKED_GLOBALS):
+                return  # a module, class or function: bindings nobody races on
 
         def value_of() -> Any:
             # f_locals, not a saved dict: on 3.11 it is a snapshot taken when read
             namespace = frame.f_globals if is_global else frame.f_locals
             return namespace.get(name, MISSING)
 
-        if not write:
-            value = value_of()
-            if value is MISSING or isinstance(value, _UNTRACKED_GLOBALS):
-                return  # a module, class or function: bindings nobody races on
         if is_global:
             self._touch(frame, actor, hb, frame.f_globals, name, write, f"global {name}", value_of)
         else:
@@ -1192,7 +1302,10 @@ class Detector:
         shadow = self.shadows.get(location)
         if shadow is None:
             shadow = self.shadows[location] = _Shadow()
-        clock = self._clock(hb)
+        clock = self.clocks.get(hb)
+        if clock is None:
+            clock = self._clock(hb)
+        held = self.held.get(hb)
         site = _Site(
             actor,
             hb,
@@ -1200,7 +1313,7 @@ class Detector:
             action,
             frame,
             frame.f_lineno,
-            tuple(self.held.get(hb, ())),
+            tuple(held) if held else (),
             atomic,
             frame.f_back,
             frame.f_lasti,
