@@ -236,11 +236,17 @@ def _code_table(hot_lines: dict[Any, Any]) -> dict[int, _CodeInfo]:
     return table
 
 
+#: what every code without an access shares: ``hot_lines`` (whose key it is)
+#: keeps such a code alive, so its id is not reused while the entry stands,
+#: and one object per code was only more for the collector to walk per run
+_COLD = _CodeInfo(None, None)
+
+
 def _code_info(hot_lines: dict[Any, Any], by_id: dict[int, _CodeInfo], code: Any) -> _CodeInfo:
     hot = hot_lines.get(code, _UNSEEN)
     if hot is _UNSEEN:
         hot = hot_lines[code] = detect_lines(code) if is_user_file(code.co_filename) else None
-    info = by_id[id(code)] = _CodeInfo(code, hot)
+    info = by_id[id(code)] = _CodeInfo(code, hot) if hot is not None else _COLD
     return info
 
 

@@ -1979,12 +1979,11 @@ _LOCAL_LOADS = frozenset(
 _OPAQUE = frozenset(
     ("RETURN_VALUE", "YIELD_VALUE", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP", "RAISE_VARARGS")
 )
-#: id(code) -> (code, offset -> use) and (code, listing). Keyed by identity: a
-#: code object hashes its bytecode, constants and names again at every lookup
-#: (about 1 us on 3.12+), and a use is asked at most reads. Each entry keeps
-#: its code object alive, so its id is not reused meanwhile.
+#: id(code) -> (code, offset -> use). Keyed by identity: a code object hashes
+#: its bytecode, constants and names again at every lookup (about 1 us on
+#: 3.12+), and a use is asked at most reads. Each entry keeps its code object
+#: alive, so its id is not reused meanwhile.
 _uses: dict[int, tuple[CodeType, dict[int, str]]] = {}
-_listings: dict[int, tuple[CodeType, list[dis.Instruction]]] = {}
 
 
 def _use(site: _Site) -> str:
@@ -2003,17 +2002,34 @@ def _use(site: _Site) -> str:
     code = frame.f_code
     entry = _uses.get(id(code))
     if entry is None:
-        entry = _uses[id(code)] = (code, {})
+        entry = _uses[id(code)] = (code, _uses_of(code))
     known = entry[1]
     found = known.get(site.offset)
     if found is None:
-        listed = _listings.get(id(code))
-        if listed is None:
-            listed = _listings[id(code)] = (code, list(dis.get_instructions(code)))
-        listing = listed[1]
-        index = next((i for i, ins in enumerate(listing) if ins.offset == site.offset), -1)
-        found = known[site.offset] = "flow" if index < 0 else _use_after(listing, index, True)
+        listing = list(dis.get_instructions(code))
+        found = known[site.offset] = _use_at(listing, _indexes(listing), site.offset)
     return found
+
+
+def _uses_of(code: CodeType) -> dict[int, str]:
+    """The use of the value of every access in ``code``, worked out from one listing.
+
+    The listing is dropped after: kept for the exploration (an ``Instruction``
+    and its ``Positions`` per instruction of every code that read something),
+    it was most of what the collector walked after every detected run.
+    """
+    listing = list(dis.get_instructions(code))
+    indexes = _indexes(listing)
+    return {offset: _use_at(listing, indexes, offset) for offset in recipes(code)}
+
+
+def _indexes(listing: list[dis.Instruction]) -> dict[int, int]:
+    return {ins.offset: i for i, ins in enumerate(listing)}
+
+
+def _use_at(listing: list[dis.Instruction], indexes: dict[int, int], offset: int) -> str:
+    index = indexes.get(offset, -1)
+    return "flow" if index < 0 else _use_after(listing, index, True)
 
 
 def _use_after(listing: list[dis.Instruction], index: int, follow: bool) -> str:
