@@ -80,6 +80,7 @@ _SEQUENCES = (list, deque)
 _BUFFERS = (bytearray, array.array)
 _SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
 _UNTRACKED_GLOBALS = (ModuleType, type, FunctionType, type(len), type(object.__init__))
+_ROUTINES = (FunctionType, type(len))
 _VARIABLES = frozenset(("global-read", "global-write", "deref-read", "deref-write"))
 WHOLE = "*"
 #: a container's emptiness: tested by `if self.items:`, changed by removals
@@ -710,7 +711,7 @@ class Detector:
             if value is MISSING:
                 self._slot_attribute(frame, actor, hb, base, name, write, label)
                 return
-            if isinstance(value, (FunctionType, type(len))):
+            if isinstance(value, _ROUTINES):
                 return  # a method or class attribute: not instance state
         elif self._descriptor(type(base), name):
             # a property's setter runs instead: its own accesses are the real ones
@@ -730,7 +731,7 @@ class Detector:
             name,
             write,
             f"{label}.{name}",
-            value_of=lambda: namespace.get(name, MISSING),
+            lambda: namespace.get(name, MISSING),
         )
 
     def _slot_attribute(
