@@ -247,7 +247,7 @@ def _type_caches(
     already did between the accesses of one run.
     """
     caches = hot_lines.get(_TYPES)
-    if caches is None or sum(len(cache) for cache in caches) > _TYPE_CACHE_LIMIT:
+    if caches is None or len(caches[0]) + len(caches[1]) + len(caches[2]) > _TYPE_CACHE_LIMIT:
         caches = hot_lines[_TYPES] = ({}, {}, {})
     return caches
 
@@ -456,15 +456,16 @@ class Detector:
     def stamp(self, handle: Any) -> None:
         current = self.current
         if current is not None:
-            clock = dict(self.signals.get(current) or self._clock(current))
             own = self.clocks.get(current)
             if own is None:
                 own = self._clock(current)
-            own[current] += 1
-            self.signals[current][current] = own[current]
+            signals = self.signals[current]  # made with ``own``, by _clock or fork
+            clock = signals.copy()
+            tick = own[current] + 1
+            own[current] = signals[current] = tick
             self.stamped_by[id(handle)] = (current, self.steps.get(current, 0))
         else:
-            clock = dict(self.callback_clock)
+            clock = self.callback_clock.copy()
             self.stamped_by.pop(id(handle), None)  # an id reused by a callback's handle
         self.stamps[id(handle)] = (handle, clock)
 
