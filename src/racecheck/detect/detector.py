@@ -2004,34 +2004,18 @@ def _use(site: _Site) -> str:
     code = frame.f_code
     entry = _uses.get(id(code))
     if entry is None:
-        entry = _uses[id(code)] = (code, _uses_of(code))
+        entry = _uses[id(code)] = (code, {})
     known = entry[1]
     found = known.get(site.offset)
     if found is None:
+        # The listing is made again for each new offset, not kept: kept for the
+        # exploration (an Instruction and its Positions per instruction of every
+        # code that read something), it was most of what the collector walked
+        # after every detected run. The answers are kept; each offset asks once.
         listing = list(dis.get_instructions(code))
-        found = known[site.offset] = _use_at(listing, _indexes(listing), site.offset)
+        index = next((i for i, ins in enumerate(listing) if ins.offset == site.offset), -1)
+        found = known[site.offset] = "flow" if index < 0 else _use_after(listing, index, True)
     return found
-
-
-def _uses_of(code: CodeType) -> dict[int, str]:
-    """The use of the value of every access in ``code``, worked out from one listing.
-
-    The listing is dropped after: kept for the exploration (an ``Instruction``
-    and its ``Positions`` per instruction of every code that read something),
-    it was most of what the collector walked after every detected run.
-    """
-    listing = list(dis.get_instructions(code))
-    indexes = _indexes(listing)
-    return {offset: _use_at(listing, indexes, offset) for offset in recipes(code)}
-
-
-def _indexes(listing: list[dis.Instruction]) -> dict[int, int]:
-    return {ins.offset: i for i, ins in enumerate(listing)}
-
-
-def _use_at(listing: list[dis.Instruction], indexes: dict[int, int], offset: int) -> str:
-    index = indexes.get(offset, -1)
-    return "flow" if index < 0 else _use_after(listing, index, True)
 
 
 def _use_after(listing: list[dis.Instruction], index: int, follow: bool) -> str:
