@@ -2,12 +2,13 @@
 
 The threads backend walks module globals and the objects the target reaches,
 looking for raw locks to adopt; every exploration digests what the target
-keeps between schedules, to name suspects of a state leak (statewatch). A class may make ``__dict__`` a property:
-apipkg's lazy ``ApiModule`` loads every lazy attribute there, importing
-modules and running its first-access hook. Reading ``__dict__`` the ordinary
-way there would run that, before the first schedule: the library's
-one-time work would be done by racecheck, and the race around it gone from
-every schedule (the detector had the same flaw: docs/detect.md, apipkg).
+keeps between schedules, to name suspects of a state leak (statewatch). A
+class may make ``__dict__`` a property: apipkg's lazy ``ApiModule`` loads
+every lazy attribute there, importing modules and running its first-access
+hook. Reading ``__dict__`` the ordinary way there would run that, before the
+first schedule: the library's one-time work would be done by racecheck, and
+the race around it gone from every schedule (the detector had the same flaw:
+docs/detect.md, apipkg).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ import dis
 import os
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import CodeType, FrameType, FunctionType, ModuleType
 from typing import Any
 from weakref import WeakSet, WeakValueDictionary
@@ -81,6 +81,7 @@ _SEQUENCES = (list, deque)
 _BUFFERS = (bytearray, array.array)
 _SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
 _UNTRACKED_GLOBALS = (ModuleType, type, FunctionType, type(len), type(object.__init__))
+_ROUTINES = (FunctionType, type(len))
 _VARIABLES = frozenset(("global-read", "global-write", "deref-read", "deref-write"))
 WHOLE = "*"
 #: a container's emptiness: tested by `if self.items:`, changed by removals
@@ -147,50 +148,159 @@ class RaceDetected(AssertionError):
         self.finding = finding
 
 
-@dataclass
+# _Site, _Shadow and _View are made at every access a detected run records:
+# plain classes with __slots__: made through a dataclass's generated __init__
+# (and, for _Shadow, its default factories), each cost about twice as much.
 class _Site:
-    actor: int
-    hb: int
-    clock: int
-    action: str
-    frame: FrameType | None
-    lineno: int
-    locks: tuple[str, ...]
-    atomic: bool = False  # a single C-level container operation
-    caller: FrameType | None = None  # who called ``frame`` (a property's user)
-    offset: int = -1  # the instruction, to tell a deciding read from a displayed one
-    slot: bool = False  # a container write of one key or element (not a clear, an extend)
-    #: where ``caller`` was when this access ran (its call of ``frame``): what a
-    #: returned value is for is read there (see _use)
-    call_offset: int = -1
+    """Where and how one access happened."""
+
+    __slots__ = (
+        "action",
+        "actor",
+        "atomic",
+        "call_offset",
+        "caller",
+        "clock",
+        "frame",
+        "hb",
+        "lineno",
+        "locks",
+        "offset",
+        "slot",
+    )
+
+    def __init__(
+        self,
+        actor: int,
+        hb: int,
+        clock: int,
+        action: str,
+        frame: FrameType | None,
+        lineno: int,
+        locks: tuple[str, ...],
+        atomic: bool = False,
+        caller: FrameType | None = None,
+        offset: int = -1,
+        slot: bool = False,
+        call_offset: int = -1,
+    ) -> None:
+        self.actor = actor
+        self.hb = hb
+        self.clock = clock
+        self.action = action
+        self.frame = frame
+        self.lineno = lineno
+        self.locks = locks
+        #: a single C-level container operation
+        self.atomic = atomic
+        #: who called ``frame`` (a property's user)
+        self.caller = caller
+        #: the instruction, to tell a deciding read from a displayed one
+        self.offset = offset
+        #: a container write of one key or element (not a clear, an extend)
+        self.slot = slot
+        #: where ``caller`` was when this access ran (its call of ``frame``): what a
+        #: returned value is for is read there (see _use)
+        self.call_offset = call_offset
 
 
-@dataclass
 class _Shadow:
-    seq: int = 0
-    last_writer: _Site | None = None
-    #: per thread, its latest write / read (happens-before checks)
-    writes: dict[int, _Site] = field(default_factory=dict)
-    reads: dict[int, _Site] = field(default_factory=dict)
-    #: per actor, its latest deciding (branch) read: (site, seq then, task step)
-    checks: dict[int, tuple[_Site, int, int]] = field(default_factory=dict)
-    #: the latest writes, (seq, site): who wrote between a decision and its act
-    history: list[tuple[int, _Site]] = field(default_factory=list)
+    """What the detector knows of one location."""
+
+    __slots__ = ("checks", "history", "last_writer", "reads", "seq", "writes")
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.last_writer: _Site | None = None
+        #: per thread, its latest write / read (happens-before checks)
+        self.writes: dict[int, _Site] = {}
+        self.reads: dict[int, _Site] = {}
+        #: per actor, its latest deciding (branch) read: (site, seq then, task step)
+        self.checks: dict[int, tuple[_Site, int, int]] = {}
+        #: the latest writes, (seq, site): who wrote between a decision and its act
+        self.history: list[tuple[int, _Site]] = []
 
 
-@dataclass
 class _View:
     """An actor's last access to a location, for the atomicity checks."""
 
-    kind: str  # "r" | "w"
-    seq: int
-    site: _Site
-    value: Any
-    slot: bool = False  # a write of one key or element of a container (its WHOLE view)
+    __slots__ = ("kind", "seq", "site", "slot", "value")
+
+    def __init__(self, kind: str, seq: int, site: _Site, value: Any, slot: bool = False) -> None:
+        self.kind = kind  # "r" | "w"
+        self.seq = seq
+        self.site = site
+        self.value = value
+        #: a write of one key or element of a container (its WHOLE view)
+        self.slot = slot
+
+
+#: the key under which an exploration's ``hot_lines`` keeps its type caches
+_TYPES: Any = object()
+#: entries the type caches hold at most: a class made by each run (a test body's
+#: own class) must not pile up over a long exploration
+_TYPE_CACHE_LIMIT = 4096
+
+
+def _type_caches(
+    hot_lines: dict[Any, Any],
+) -> tuple[dict[type, bool], dict[tuple[type, str], bool], dict[type, bool]]:
+    """The exploration's answers about classes: plain containers, properties, queues.
+
+    Kept for every run of the exploration, in its ``hot_lines`` (which lives as
+    long as the exploration), not worked out again by every run's detector:
+    the same classes answer the same way from one run to the next, as they
+    already did between the accesses of one run.
+    """
+    caches = hot_lines.get(_TYPES)
+    if caches is None or len(caches[0]) + len(caches[1]) + len(caches[2]) > _TYPE_CACHE_LIMIT:
+        caches = hot_lines[_TYPES] = ({}, {}, {})
+    return caches
 
 
 class Detector:
     """Shadow memory and clocks for one run; fails the run through ``on_finding``."""
+
+    # One detector per run, and its tables are read at every access: slots, as an
+    # instance dictionary of this many entries costs more to make and to read.
+    __slots__ = (
+        "access_log",
+        "awaiting",
+        "callback_clock",
+        "cells",
+        "clocks",
+        "current",
+        "decisions",
+        "descriptors",
+        "found",
+        "fresh_wake",
+        "happens_before",
+        "held",
+        "hot_lines",
+        "keep",
+        "last_actor",
+        "loops",
+        "names",
+        "next_waker",
+        "on_finding",
+        "pending",
+        "plain",
+        "positions",
+        "published",
+        "queues",
+        "record_only",
+        "removing",
+        "shadows",
+        "signallers",
+        "signals",
+        "stamped_by",
+        "stamps",
+        "steps",
+        "sync",
+        "unsettled",
+        "views",
+        "woken",
+    )
 
     def __init__(
         self,
@@ -224,10 +334,11 @@ class Detector:
         #: writes whose value is known only once the store has run
         self.unsettled: list[tuple[_View, Callable[[], Any]]] = []
         self.found = False
+        types = _type_caches(self.hot_lines)
         #: container subclass -> whether it stores like its builtin base
-        self.plain: dict[type, bool] = {}
+        self.plain: dict[type, bool] = types[0]
         #: (class, attribute) -> whether a property (data descriptor) handles it
-        self.descriptors: dict[tuple[type, str], bool] = {}
+        self.descriptors: dict[tuple[type, str], bool] = types[1]
         #: frame -> closure variable -> its cell (frames stay alive through ``keep``)
         self.cells: dict[FrameType, dict[str, Any]] = {}
         #: (actor, location) -> a read that decides a later write, and a write of
@@ -244,7 +355,7 @@ class Detector:
         self.signallers: dict[int, tuple[int, int]] = {}
         self.fresh_wake: set[int] = set()
         #: type -> whether it is a queue whose emptiness test and take the detector reads
-        self.queues: dict[type, bool] = {}
+        self.queues: dict[type, bool] = types[2]
         #: asyncio/trio ``for`` loops over a container: (frame, GET_ITER offset) ->
         #: (container, its WHOLE seq then, its size then, the iterating site, label)
         self.loops: dict[tuple[FrameType, int], tuple[Any, int, Any, _Site, str]] = {}
@@ -351,15 +462,16 @@ class Detector:
     def stamp(self, handle: Any) -> None:
         current = self.current
         if current is not None:
-            clock = dict(self.signals.get(current) or self._clock(current))
             own = self.clocks.get(current)
             if own is None:
                 own = self._clock(current)
-            own[current] += 1
-            self.signals[current][current] = own[current]
+            signals = self.signals[current]  # made with ``own``, by _clock or fork
+            clock = signals.copy()
+            tick = own[current] + 1
+            own[current] = signals[current] = tick
             self.stamped_by[id(handle)] = (current, self.steps.get(current, 0))
         else:
-            clock = dict(self.callback_clock)
+            clock = self.callback_clock.copy()
             self.stamped_by.pop(id(handle), None)  # an id reused by a callback's handle
         self.stamps[id(handle)] = (handle, clock)
 
@@ -467,10 +579,11 @@ class Detector:
             self.positions,
             self.awaiting,
             self.published,
+            self.pending,
+            self.unsettled,
         ):
-            table.clear()
-        self.pending.clear()
-        self.unsettled.clear()
+            if table:  # most are empty: a test is cheaper than the call
+                table.clear()
 
     def _switched(self, actor: int, settle: bool = False) -> None:
         """Another actor runs: pending W–W–R reads were not the start of an update.
@@ -605,7 +718,7 @@ class Detector:
             if value is MISSING:
                 self._slot_attribute(frame, actor, hb, base, name, write, label)
                 return
-            if isinstance(value, (FunctionType, type(len))):
+            if isinstance(value, _ROUTINES):
                 return  # a method or class attribute: not instance state
         elif self._descriptor(type(base), name):
             # a property's setter runs instead: its own accesses are the real ones
@@ -625,7 +738,7 @@ class Detector:
             name,
             write,
             f"{label}.{name}",
-            value_of=lambda: namespace.get(name, MISSING),
+            lambda: namespace.get(name, MISSING),
         )
 
     def _slot_attribute(
@@ -946,16 +1059,17 @@ class Detector:
         """A module global, or a closure variable (a cell shared by nested functions)."""
         is_global = op.startswith("global")
         write = op.endswith("write")
+        if not write:
+            # (most reads end here: looked up before a closure is made for the rest)
+            value = (frame.f_globals if is_global else frame.f_locals).get(name, MISSING)
+            if value is MISSING or isinstance(value, _UNTRACKED_GLOBALS):
+                return  # a module, class or function: bindings nobody races on
 
         def value_of() -> Any:
             # f_locals, not a saved dict: on 3.11 it is a snapshot taken when read
             namespace = frame.f_globals if is_global else frame.f_locals
             return namespace.get(name, MISSING)
 
-        if not write:
-            value = value_of()
-            if value is MISSING or isinstance(value, _UNTRACKED_GLOBALS):
-                return  # a module, class or function: bindings nobody races on
         if is_global:
             self._touch(frame, actor, hb, frame.f_globals, name, write, f"global {name}", value_of)
         else:
@@ -1196,7 +1310,10 @@ class Detector:
         shadow = self.shadows.get(location)
         if shadow is None:
             shadow = self.shadows[location] = _Shadow()
-        clock = self._clock(hb)
+        clock = self.clocks.get(hb)
+        if clock is None:
+            clock = self._clock(hb)
+        held = self.held.get(hb)
         caller = frame.f_back
         site = _Site(
             actor,
@@ -1205,7 +1322,7 @@ class Detector:
             action,
             frame,
             frame.f_lineno,
-            tuple(self.held.get(hb, ())),
+            tuple(held) if held else (),
             atomic,
             caller,
             frame.f_lasti,
@@ -1872,12 +1989,11 @@ _LOCAL_LOADS = frozenset(
     )
 )
 _OPAQUE = frozenset(("YIELD_VALUE", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP", "RAISE_VARARGS"))
-#: id(code) -> (code, offset -> use) and (code, listing). Keyed by identity: a
-#: code object hashes its bytecode, constants and names again at every lookup
-#: (about 1 us on 3.12+), and a use is asked at most reads. Each entry keeps
-#: its code object alive, so its id is not reused meanwhile.
+#: id(code) -> (code, offset -> use). Keyed by identity: a code object hashes
+#: its bytecode, constants and names again at every lookup (about 1 us on
+#: 3.12+), and a use is asked at most reads. Each entry keeps its code object
+#: alive, so its id is not reused meanwhile.
 _uses: dict[int, tuple[CodeType, dict[int, str]]] = {}
-_listings: dict[int, tuple[CodeType, list[dis.Instruction]]] = {}
 
 
 def _use(site: _Site) -> str:
@@ -1920,10 +2036,11 @@ def _use_at(code: CodeType, offset: int) -> str:
     known = entry[1]
     found = known.get(offset)
     if found is None:
-        listed = _listings.get(id(code))
-        if listed is None:
-            listed = _listings[id(code)] = (code, list(dis.get_instructions(code)))
-        listing = listed[1]
+        # The listing is made again for each new offset, not kept: kept for the
+        # exploration (an Instruction and its Positions per instruction of every
+        # code that read something), it was most of what the collector walked
+        # after every detected run. The answers are kept; each offset asks once.
+        listing = list(dis.get_instructions(code))
         # a caller's f_lasti may point into its CALL's inline caches (3.11): the
         # instruction is the last one starting at or before it
         index = bisect.bisect_right([ins.offset for ins in listing], offset) - 1
