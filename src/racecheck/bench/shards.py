@@ -29,8 +29,20 @@ sampling members; the ``-n 2`` token replayed serially every time):
     7.9 / 10.2          153.6 s / 45.8 s     78.1 s / 24.4 s             1.97x  1.88x
     12.3 / 12.7         216.8 s / 50.1 s     120.6 s / 26.8 s            1.80x  1.87x
 
-The sharded run does 9-11% more cpu in all than the serial one, which is
-why the cpu path stays under 2x. Where it goes (in-process, serial and both
+With the subtree searches' trace keys out of the collector's walk (below),
+the code before and after run side by side (two benches at once, so both
+see the same load):
+
+    code      load before/after   serial wall / cpu   -n 2 wall / critical path   wall   cpu path
+    before    12.6 / 12.1         155.2 s / 43.6 s    91.1 s / 24.9 s             1.70x  1.75x
+    after     12.6 / 12.1         153.3 s / 43.8 s    92.7 s / 23.5 s             1.65x  1.87x
+
+(the -n 2 command's cpu in all: 50.1 s before, 47.5 s after; the serial
+command's 43.6 and 43.8 s). At this load the wall ratio is the neighbours'
+as much as racecheck's; the cpu path is the figure to compare.
+
+The sharded run did 9-15% more cpu in all than the serial one (8% after),
+which is why the cpu path stays under 2x. Where it goes (in-process, serial and both
 slices run at the same time so that the load is the same for all three;
 cpu seconds to the first failure, load average 15-18):
 
