@@ -29,9 +29,10 @@ sampling members; the ``-n 2`` token replayed serially every time):
     7.9 / 10.2          153.6 s / 45.8 s     78.1 s / 24.4 s             1.97x  1.88x
     12.3 / 12.7         216.8 s / 50.1 s     120.6 s / 26.8 s            1.80x  1.87x
 
-With the subtree searches' trace keys out of the collector's walk (below),
-the code before and after run side by side (two benches at once, so both
-see the same load):
+Before and after two changes (the subtree searches' trace keys out of the
+collector's walk, below; a slice no longer asks the portfolio to shift at
+every number once DPOR is split), run side by side (two benches at once, so
+both see the same load):
 
     code      load before/after   serial wall / cpu   -n 2 wall / critical path   wall   cpu path
     before    12.6 / 12.1         155.2 s / 43.6 s    91.1 s / 24.9 s             1.70x  1.75x
