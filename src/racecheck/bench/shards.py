@@ -37,10 +37,14 @@ both see the same load):
     code      load before/after   serial wall / cpu   -n 2 wall / critical path   wall   cpu path
     before    12.6 / 12.1         155.2 s / 43.6 s    91.1 s / 24.9 s             1.70x  1.75x
     after     12.6 / 12.1         153.3 s / 43.8 s    92.7 s / 23.5 s             1.65x  1.87x
+    before    5.5 / 8.9           80.3 s / 41.8 s     88.3 s / 23.5 s             0.91x  1.78x
+    after     5.5 / 9.0           78.8 s / 41.6 s     83.1 s / 22.8 s             0.95x  1.82x
 
-(the -n 2 command's cpu in all: 50.1 s before, 47.5 s after; the serial
-command's 43.6 and 43.8 s). At this load the wall ratio is the neighbours'
-as much as racecheck's; the cpu path is the figure to compare.
+(the -n 2 command's cpu in all: 50.1 and 47.9 s before, 47.5 and 46.4 s
+after; the serial command's 43.6/41.8 and 43.8/41.6 s). The wall ratio of
+two benches run at once is meaningless (one's -n 2 workers compete with the
+other's, and at load 12 with the neighbours'); the cpu path is the figure to
+compare: 3-6% shorter.
 
 The sharded run did 9-15% more cpu in all than the serial one (8% after),
 which is why the cpu path stays under 2x. Where it goes (in-process, serial and both
