@@ -1,6 +1,6 @@
 """What a slice's split DPOR searches cost the cyclic collector after every run.
 
-An exploration collects after every schedule (racecheck.explore.quiet_gc), and
+An exploration collects after every schedule (the session's quiet_gc), and
 that collection walks every container made since the exploration began. The
 unsliced portfolio's DPOR member exists before schedule 1, so it is frozen with
 the rest of the start-up heap and never walked. A slice's subtree searches

@@ -100,7 +100,7 @@ class UnwalkedKeys:
 
     An exploration collects after every schedule, and the collection walks
     every container made since the exploration began (older ones are frozen:
-    racecheck.explore.quiet_gc). The unsliced DPOR member is made before
+    the session's quiet_gc). The unsliced DPOR member is made before
     schedule 1 and frozen with its set of trace keys; a slice's subtree searches
     are made later, and a ``set`` of one key per trace run would be walked
     after every schedule of the slice, a cost that grows with the slice's runs
