@@ -349,6 +349,11 @@ class SlicedDPOR(BaseChooser):
                 f" {estimate or 0:,.0f}) after {self.whole_runs} of its runs, so it was split"
             )
 
+    @property
+    def decided(self) -> bool:
+        """The first phase is over (split, finished or given up): for good, in every slice."""
+        return self._whole is None
+
     def estimated_runs(self) -> float | None:
         """Plain DPOR's estimate while every slice runs it (the portfolio's shift reads it)."""
         if self._whole is None:

@@ -95,16 +95,48 @@ def next_prefix(decisions: Sequence[Decision], depth: int) -> tuple[int, ...] | 
     return None
 
 
+class UnwalkedKeys:
+    """A set of int keys that the cyclic collector never walks, however many it holds.
+
+    An exploration collects after every schedule, and the collection walks
+    every container made since the exploration began (older ones are frozen:
+    the session's quiet_gc). The unsliced DPOR member is made before
+    schedule 1 and frozen with its set of trace keys; a slice's subtree searches
+    are made later, and a ``set`` of one key per trace run would be walked
+    after every schedule of the slice, a cost that grows with the slice's runs
+    (tests/test_sharding_collector.py). A dict whose keys are ints and whose
+    values are None holds nothing the collector tracks, so CPython leaves it
+    untracked, and this object holds only that dict.
+    """
+
+    __slots__ = ("_keys",)
+
+    def __init__(self) -> None:
+        self._keys: dict[int, None] = {}
+
+    def add(self, key: int) -> None:
+        self._keys[key] = None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
 class SubtreeDPOR(DPORChooser):
     """Source-DPOR under a fixed prefix of decisions, which it never backtracks into.
 
     The prefix's first ``depth`` decisions are forced (choices past the given
     prefix are the natural order's, 0). Their states are expanded in full by
     the split itself, so a race whose first step is one of them adds nothing.
+    Its trace keys live in an :class:`UnwalkedKeys` (the same membership test).
     """
 
     def __init__(self, prefix: tuple[int, ...], depth: int | None) -> None:
         super().__init__()
+        # DPOR only adds keys and tests membership: the same answers, never walked
+        self._trace_keys = UnwalkedKeys()  # type: ignore[assignment]
         self.prefix = prefix
         #: None until schedule 1 is analysed (it fixes the depth for the whole search)
         self.depth = depth

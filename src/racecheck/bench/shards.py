@@ -29,9 +29,58 @@ sampling members; the ``-n 2`` token replayed serially every time):
     7.9 / 10.2          153.6 s / 45.8 s     78.1 s / 24.4 s             1.97x  1.88x
     12.3 / 12.7         216.8 s / 50.1 s     120.6 s / 26.8 s            1.80x  1.87x
 
-The sharded run does 9-11% more cpu in all than the serial one (its 3,124
-more schedules, two pytest start-ups, split DPOR's probes), which is why the
-cpu path stays under 2x.
+Before and after two changes (the subtree searches' trace keys out of the
+collector's walk, below; a slice no longer asks the portfolio to shift at
+every number once DPOR is split), run side by side (two benches at once, so
+both see the same load):
+
+    code      load before/after   serial wall / cpu   -n 2 wall / critical path   wall   cpu path
+    before    12.6 / 12.1         155.2 s / 43.6 s    91.1 s / 24.9 s             1.70x  1.75x
+    after     12.6 / 12.1         153.3 s / 43.8 s    92.7 s / 23.5 s             1.65x  1.87x
+    before    5.5 / 8.9           80.3 s / 41.8 s     88.3 s / 23.5 s             0.91x  1.78x
+    after     5.5 / 9.0           78.8 s / 41.6 s     83.1 s / 22.8 s             0.95x  1.82x
+
+(the -n 2 command's cpu in all: 50.1 and 47.9 s before, 47.5 and 46.4 s
+after; the serial command's 43.6/41.8 and 43.8/41.6 s). The wall ratio of
+two benches run at once is meaningless (one's -n 2 workers compete with the
+other's, and at load 12 with the neighbours'); the cpu path is the figure to
+compare: 3-6% shorter.
+
+The sharded run did 9-15% more cpu in all than the serial one (8% after),
+which is why the cpu path stays under 2x. Where it goes (in-process, serial and both
+slices run at the same time so that the load is the same for all three;
+cpu seconds to the first failure, load average 15-18):
+
+    part                          serial     each slice of 2
+    whole exploration             51.2       30.2 / 30.1
+    DPOR turns                    7,065      3,546 (the same 7,065, + probes)
+    one DPOR schedule             5.42 ms    6.04 ms
+    collections after each run    4.8 s      4.4 s (0.17 ms against 0.27 ms each)
+    pct depth 2's schedules       410        13 / 3,519
+
+* The later number is not where the time goes: the failure is random's
+  3,533rd schedule either way, so both runs reach it after 3,533 rounds with
+  two DPOR turns each. The 3,124 numbers more are pct depth 2's turns, which
+  the serial run dropped when it saturated and a slice cannot (it does not
+  see the other slices' schedules): cheap sampled schedules, about 1.2 s of
+  cpu in all, some 2% of the work.
+* The collection after every run walks what was made since the exploration
+  began. The unsliced DPOR member was made before schedule 1 and is frozen
+  with the start-up heap; a slice's subtree searches are made later (four
+  live in each of two slices), so their paths are walked after every
+  schedule of the slice, whichever member ran it. Their sets of one key per
+  trace grew with the runs and are no longer walked
+  (:class:`racecheck.sharding_dpor.UnwalkedKeys`: at a slice's 6,000th run
+  a collection went from 0.090 to 0.069 ms, the fastest of 200; the serial
+  run's takes about 0.02 ms); what is left is the paths themselves, bounded
+  by the program's depth.
+* Split DPOR's schedules cost some 5% more than plain DPOR's outside the
+  collection (other runs, other subtrees).
+* Every pytest process pays its start-up (pytest, its plugins, racecheck):
+  0.6 s of cpu with .pyc caches on this machine, 1.3 s without them
+  (PYTHONDONTWRITEBYTECODE, which this bench then names). The serial command
+  pays it once; ``-n K`` pays the controller's and then a worker's before
+  the first schedule runs.
 
 The workload needs thousands of schedules under the default strategy before
 it fails (five tasks of six steps; it fails only when the run starts
@@ -281,13 +330,21 @@ import json
 import os
 import time
 
+_STARTED = {}
+
+
+def pytest_collection_finish(session):
+    # pytest, its plugins and the test module are loaded: the process's start-up
+    _STARTED["cpu"] = time.process_time()
+
 
 def pytest_sessionfinish(session):
     where = os.environ.get("RACECHECK_BENCH_CPU")
     if where:
         who = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(os.path.join(where, f"{who}-{os.getpid()}.json"), "w") as out:
-            json.dump({"who": who, "cpu": time.process_time()}, out)
+            cpu = time.process_time()
+            json.dump({"who": who, "cpu": cpu, "startup": _STARTED.get("cpu", cpu)}, out)
 """
 
 #: the merged first failure of shards; a serial run's "race found after N schedules"
@@ -317,12 +374,14 @@ def _pytest(directory: str, args: list[str]) -> dict[str, Any]:
     out = done.stdout
     first = _FIRST[0].search(out) or _FIRST[1].search(out)
     replay = _REPLAY.search(out)
-    workers = [p["cpu"] for p in processes if p["who"] != "main"] or [p["cpu"] for p in processes]
+    workers = [p for p in processes if p["who"] != "main"] or processes
+    slowest = max(workers, key=lambda p: float(p["cpu"])) if workers else None
     return {
         "command": " ".join(["pytest", *args]),
         "wall": wall,
         "processes": processes,
-        "critical": max(workers) if workers else float("nan"),
+        "critical": float("nan") if slowest is None else slowest["cpu"],
+        "critical_startup": float("nan") if slowest is None else slowest.get("startup", 0.0),
         "total_cpu": sum(p["cpu"] for p in processes),
         "failure": None if first is None else int(first.group(1).replace(",", "")),
         "nodeid": None if replay is None else replay.group(1),
@@ -369,7 +428,8 @@ def main_pytest(workers: int, schedules: int, shards: str) -> int:
         print(
             f"  {what:<8}: {run['command']}\n"
             f"            first failure at schedule {run['failure']}, wall {run['wall']:.1f} s,"
-            f" cpu critical path {run['critical']:.1f} s, cpu in all {run['total_cpu']:.1f} s"
+            f" cpu critical path {run['critical']:.1f} s (start-up"
+            f" {run['critical_startup']:.1f} s), cpu in all {run['total_cpu']:.1f} s"
             f" ({cpus})"
         )
         if run["failure"] is None:
@@ -383,6 +443,14 @@ def main_pytest(workers: int, schedules: int, shards: str) -> int:
         f" same failure number as serial: {same}, same token: {token};"
         f" the -n {workers} token replays serially: {'yes' if result['replayed'] else 'NO'}"
     )
+    if sys.flags.dont_write_bytecode:
+        # every pytest process then compiles (and assertion-rewrites) what it
+        # imports from source: here about twice the start-up cpu, paid once by
+        # the serial command and twice in a row (controller, then workers) by -n K
+        print(
+            "  note     : PYTHONDONTWRITEBYTECODE is set: no .pyc caches, so every pytest"
+            " process compiles its imports from source (start-up cpu above)"
+        )
     return 0 if result["replayed"] else 1
 
 
