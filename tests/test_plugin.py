@@ -74,7 +74,13 @@ def replay_token(output: str) -> str:
 def no_internal_traceback(output: str) -> None:
     assert "Traceback" not in output
     assert "During handling of the above exception" not in output
-    for internal in ("racecheck/explore.py", "racecheck/engine.py", "racecheck/pytest_plugin.py"):
+    for internal in (
+        "racecheck/explore.py",
+        "racecheck/session.py",
+        "racecheck/found.py",
+        "racecheck/engine.py",
+        "racecheck/pytest_plugin.py",
+    ):
         assert internal not in output, output
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import racecheck
-from racecheck import explore
+from racecheck import session as session_module
 from racecheck.strategies.base import BaseChooser
 
 # -- pool programs (one bug each, and a fixed one) ------------------------------------
@@ -194,10 +194,10 @@ _replaying = _namespace["replaying"]
 
 def _run(program: Callable[[], None], chooser: Any, *, feed: bool, detect: bool) -> bool:
     """One run of ``program`` on the threads backend, driven by ``chooser``: did it fail?"""
-    settings = explore._settings(program, {"watchdog": 30, "detect": detect})
+    settings = session_module.make_settings(program, {"watchdog": 30, "detect": detect})
     if feed and not detect:
         settings.backend.enable_detection()  # what an exploration by DPOR does
-    session = explore.Session(settings)
+    session = session_module.Session(settings)
 
     def work() -> bool:
         settings.backend.install()
@@ -208,7 +208,7 @@ def _run(program: Callable[[], None], chooser: Any, *, feed: bool, detect: bool)
         finally:
             settings.backend.uninstall()
 
-    failed: bool = explore._supervise(session, work)
+    failed: bool = session_module.supervise(session, work)
     return failed
 
 

@@ -1,7 +1,7 @@
 """The asyncio backend makes its event loop when it installs, before the first run.
 
 Made there, the loop joins the heap the exploration freezes, and the
-collection after every schedule no longer walks it (racecheck.explore's
+collection after every schedule no longer walks it (racecheck.session's
 ``quiet_gc``). These tests keep what that must not change: the loop made ahead
 is the one the runs use, it never outlives the check on any road out (a pass,
 a race, detection, a move to the threads backend), and runs on it behave as
@@ -84,7 +84,7 @@ def test_every_run_uses_the_loop_made_at_install(no_loop_left: None) -> None:
 
 def test_the_collection_between_runs_does_not_walk_the_loop() -> None:
     """The loop is part of the frozen heap, which ``gc.get_objects`` leaves out."""
-    from racecheck.explore import _FROZEN_AT_START  # 3.12 starts with a few hundred
+    from racecheck.session import _FROZEN_AT_START  # 3.12 starts with a few hundred
 
     if gc.get_freeze_count() > _FROZEN_AT_START:
         pytest.skip("someone froze the heap: the exploration then leaves it alone")
