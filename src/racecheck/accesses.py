@@ -1706,7 +1706,11 @@ class StepLog:
             return
         values = frame.f_locals
         narrowed = _NARROW_WRITES.get(code.co_qualname)
-        if narrowed is not None and code.co_filename.endswith(narrowed[0]):
+        if (
+            narrowed is not None
+            and code.co_filename.endswith(narrowed[0])
+            and _hands_off(code.co_qualname, values)
+        ):
             # Known code that changes only one part of what it is handed: the
             # rest of the arguments are read, or only stored by reference.
             first = values.get(names[0])
@@ -1738,7 +1742,21 @@ _FINISHES = frozenset({"set_result", "set_exception"})
 _NARROW_WRITES: dict[str, tuple[str, Hashable]] = {
     "__create_fn__.<locals>.__init__": ("<string>", None),
     "BaseEventLoop._asyncgen_firstiter_hook": ("base_events.py", "_asyncgens"),
+    # its one change to the loop is its call_soon_threadsafe, a hand-off recorded
+    # where it is queued (StepLog.handed_off), when the loop is racecheck's: see
+    # _hands_off
+    "run_coroutine_threadsafe": ("tasks.py", None),
 }
+
+
+def _hands_off(qualname: str, values: dict[str, Any]) -> bool:
+    """May a narrow write's other arguments go unwritten? Yes, but for
+    ``run_coroutine_threadsafe`` only onto a loop whose hand-offs racecheck records."""
+    if qualname != "run_coroutine_threadsafe":
+        return True
+    method = getattr(type(values.get("loop")), "call_soon_threadsafe", None)
+    return str(getattr(method, "__module__", "")).startswith("racecheck.")
+
 
 #: builtins that change the one object they are handed (an iterator they
 #: advance): a write to it, when the call's operand can be rebuilt
