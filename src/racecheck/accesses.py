@@ -736,6 +736,8 @@ _FUTURE_METHODS = frozenset(
         "__repr__",
     }
 )
+#: a concurrent future's attributes its methods keep (traced code touching them is OPAQUE)
+_FUTURE_SLOTS = frozenset({"_state", "_result", "_exception", "_done_callbacks", "_waiters"})
 #: racecheck's primitives a future's condition is built of
 _FUTURE_PARTS = frozenset({"RLock", "Condition"})
 #: how many frames of racecheck's primitives may lie between a future's method and the
@@ -777,6 +779,26 @@ def _future_method(frame: FrameType | None) -> tuple[Any, str, FrameType] | None
             return None
         here = here.f_back
     return None
+
+
+def _in_futures_module(frame: FrameType | None) -> bool:
+    """Is the primitive operation in ``frame`` run by other code of concurrent.futures?
+
+    ``wait`` and ``as_completed`` take the futures' locks themselves and read
+    their state in untraced code: such a step is OPAQUE (its reads are not
+    the methods' record, which they must still conflict with).
+    """
+    here = frame.f_back if frame is not None else None
+    for _ in range(_FUTURE_DEPTH):
+        if here is None:
+            return False
+        filename = here.f_code.co_filename
+        if filename == _FUTURE_FILE:
+            return True
+        if filename not in _OWN_PRIMITIVES:
+            return False
+        here = here.f_back
+    return False
 
 
 def _own_condition(future: Any) -> bool:
@@ -1017,6 +1039,8 @@ class StepLog:
             if not (pending[0] == ordinal and write and _holds(obj, key)):
                 self.current.append(pending)  # a store that may add a key: the shape changes
         kind = type(obj).__qualname__
+        if kind == "Future" and key in _FUTURE_SLOTS and isinstance(obj, _futures_base.Future):
+            self.opaque()  # what its methods record as one operation (_in_future), read raw
         if key == _TASKS and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
             self.opaque()  # the exact count, which its operations treat as a counter
         if key == _NONEMPTY and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
@@ -1554,7 +1578,7 @@ class StepLog:
             return False
         found = _future_method(frame)
         if found is None:
-            if id(owner) in self._future_parts:
+            if id(owner) in self._future_parts or _in_futures_module(frame):
                 self.opaque()
             return False
         if at_return:

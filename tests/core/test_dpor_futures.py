@@ -357,3 +357,36 @@ def test_dpor_reaches_every_sampled_state_of_future_programs_more(program: Any, 
     reaches_every_sampled_state(
         program, lambda states: [data.draw(st.sampled_from(states), label="forbidden")]
     )
+
+
+def wait_sees_the_set() -> None:
+    """``concurrent.futures.wait`` reads the state of each future under its lock itself
+    (not through a method): main looks before or after the worker's set."""
+    future: concurrent.futures.Future[int] = concurrent.futures.Future()
+    worker = threading.Thread(target=lambda: future.set_result(1))
+    worker.start()
+    done, _ = concurrent.futures.wait([future], timeout=0)
+    worker.join()
+    assert future not in done, "the set came before the wait's look"
+
+
+def test_a_future_read_by_the_module_functions_still_races_its_set() -> None:
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(wait_sees_the_set, strategy="dpor", schedules=200, minimize=False)
+    assert "the set came before" in str(found.value.cause)
+
+
+def peeks_at_the_state() -> None:
+    """Traced code reading the future's private state races the set like ``done()``."""
+    future: concurrent.futures.Future[int] = concurrent.futures.Future()
+    worker = threading.Thread(target=lambda: future.set_result(1))
+    worker.start()
+    state = future._state
+    worker.join()
+    assert state == "PENDING", "the set came before the peek"
+
+
+def test_traced_code_reading_a_futures_state_still_races_its_set() -> None:
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(peeks_at_the_state, strategy="dpor", schedules=200, minimize=False)
+    assert "the set came before" in str(found.value.cause)
