@@ -639,32 +639,6 @@ def _count_effects(owner: Any, method: str) -> tuple[tuple[Hashable, bool], ...]
     return ((_TASKS, count == 1 and (waiting is None or bool(waiting))),)
 
 
-#: a FIFO ``queue.Queue``'s puts (ordered among themselves: the order of its items)
-_PUTS: Hashable = ("items", "puts")
-#: the k-th item of a FIFO ``queue.Queue``, as a plain key: written by the k-th put,
-#: read by a get that took it or found it missing and could not wait for it
-_NTH = "item"
-#: where a FIFO queue's puts and gets change its buffer, for traced code that reads it
-_TAIL, _HEAD = ("<tail>",), ("<head>",)
-#: the methods whose effect on a FIFO queue's items is numbered (see StepLog._fifo_items)
-_FIFO_ITEMS = frozenset({"put", "get", "qsize", "empty", "full"})
-
-
-def _fifo(owner: Any) -> bool:
-    """Are the items of this ``queue.Queue`` numbered (see StepLog._fifo_items)?
-
-    Only a plain unbounded FIFO queue: a LIFO or priority queue's gets do not
-    take the items in the order of the puts, and a bounded queue's put may
-    wait for a get, which a put and a get of different items would not
-    record. A queue shut down (3.13) raises instead of putting or getting.
-    """
-    return (
-        type(owner) is queue.Queue
-        and getattr(owner, "maxsize", 1) <= 0
-        and not getattr(owner, "is_shutdown", False)
-    )
-
-
 def _waits_for_item(method: str, frame: FrameType) -> bool:
     """Is this a ``get`` that waits for an item for as long as it takes (no timeout)?
 
@@ -930,9 +904,6 @@ class StepLog:
         #: and the ids of those locks a future's method holds now
         self._future_parts: dict[int, Any] = {}
         self._future_held: set[int] = set()
-        #: FIFO queue.Queue (ordinal) -> puts and gets so far; ids of their buffers
-        self._fifo_counts: dict[int, list[int]] = {}
-        self._fifo_buffers: set[int] = set()
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -957,8 +928,6 @@ class StepLog:
         self._late.clear()
         self._future_parts.clear()
         self._future_held.clear()
-        self._fifo_counts.clear()
-        self._fifo_buffers.clear()
         self._shape = None
         self._attempts.clear()
         self._queue_counts.clear()
@@ -1030,8 +999,6 @@ class StepLog:
         so every later step of the actor reads it too (conservatively, to the
         actor's end).
         """
-        if write and self._fifo_buffers and id(obj) in self._fifo_buffers:
-            self.opaque()  # a numbered queue's items changed behind its back (_fifo_items)
         ordinal = self.ordinal(obj)
         pending = self._shape
         if pending is not None:
@@ -1473,7 +1440,7 @@ class StepLog:
                         self.current.append((STUTTER, 0, False, ""))
                     return
                 # what it waits for is what its operation would read or change
-                self._queue_op(owner, method, _QUEUE_WAITS, _waits_for_item(method, where))
+                self._queue_op(owner, method, how=_QUEUE_WAITS)
                 if waits_in in _STUTTER_ACQUIRES:
                     if id(resource) not in self._queue_held:
                         # held by traced code (``with q.mutex``), which wrote TAKEN
@@ -1533,9 +1500,8 @@ class StepLog:
             name = frame.f_code.co_name
             if name == "acquire" and returned is True:
                 owner_q, method, where = found
-                waits = _waits_for_item(method, where)
-                empty = method == "get" and waits and _empty(owner_q)
-                self._queue_op(owner_q, method, _QUEUE_EMPTY if empty else _QUEUE_TAKES, waits)
+                empty = method == "get" and _waits_for_item(method, where) and _empty(owner_q)
+                self._queue_op(owner_q, method, _QUEUE_EMPTY if empty else _QUEUE_TAKES)
                 self._queue_held.add(id(owner))
                 kind = type(owner).__qualname__
                 self.current.append((self.ordinal(owner), HELD, False, kind))
@@ -1635,9 +1601,7 @@ class StepLog:
                 self.current.append((STUTTER, 0, False, ""))
         return True
 
-    def _queue_op(
-        self, owner: Any, method: str, how: int = _QUEUE_TAKES, waits: bool = False
-    ) -> None:
+    def _queue_op(self, owner: Any, method: str, how: int = _QUEUE_TAKES) -> None:
         """What the ``queue.Queue`` method ``method`` reads and changes of the queue.
 
         ``how``: the step took the mutex (_QUEUE_TAKES: the parts, and their
@@ -1678,9 +1642,6 @@ class StepLog:
             for key, write in self._late.pop(id(owner), ((_TASKS, True), (_ZERO, True))):
                 self.current.append((ordinal, key, write, kind))
             return
-        if method in _FIFO_ITEMS and _fifo(owner):
-            self._fifo_items(owner, ordinal, kind, method, how, waits)
-            effects = tuple(effect for effect in effects if effect[0] not in (_ITEMS, _TOOK))
         for part_name, write in effects:
             keys: tuple[tuple[Hashable, bool], ...]
             if part_name != _TASKS:
@@ -1701,65 +1662,6 @@ class StepLog:
                     self.current.append((self.ordinal(items), ANY, write, type(items).__qualname__))
                 else:
                     self.current.append((ordinal, key, write, kind))
-
-    def _fifo_items(
-        self, owner: Any, ordinal: int, kind: str, method: str, how: int, waits: bool
-    ) -> None:
-        """What a put, get or look does to a FIFO ``queue.Queue``'s items (see _fifo).
-
-        The k-th put puts the k-th item, and the k-th get takes it. So, as an
-        ``asyncio.Queue``'s (ITEM), a put and a get of *different* items are
-        independent: recorded as a write of the whole buffer each, every put
-        raced every get, and the pool of ``scenarios/cleveragents_7105_bridge.py``
-        (a thread putting jobs, two taking them) spent most of DPOR's runs on
-        those orders. Puts are ordered among themselves (``_PUTS``), gets too
-        (``_TOOK``). A get that waits for as long as it takes follows the put of
-        its item (ITEM: run first, it would have waited for it, a stutter); a get
-        that could not wait (``get_nowait``, a timeout) reads the item as a plain
-        key, so that the order where it came first (``queue.Empty``) is tried,
-        and so does one that found the queue empty. ``qsize``/``empty``/``full``
-        read both counts. Traced code that reads ``q.queue`` sees the buffer's
-        head and tail written; traced code that changes it is OPAQUE (the
-        numbering no longer holds). A step blocked on the mutex reads the twins
-        of what it would touch: a waiting get only the gets' count.
-        """
-        counts = self._fifo_counts.setdefault(ordinal, [0, 0])
-        buffer = getattr(owner, "queue", None)
-        if buffer is not None:
-            self._fifo_buffers.add(id(buffer))
-        waits = waits and method == "get"
-        keys: list[tuple[Hashable, bool]]
-        if method == "put":
-            keys = [(_PUTS, True), ((_NTH, counts[0]), True)]
-        elif method == "get":
-            keys = [(_TOOK, True)] if not waits else [(_TOOK, False)]
-            if not waits:
-                keys.append(((_NTH, counts[1]), False))
-        else:
-            keys = [(_PUTS, False), (_TOOK, False)]
-        if how == _QUEUE_WAITS:
-            for key, _ in keys:
-                self.current.append((ordinal, (_QUEUE_WAIT, key), False, kind))
-            return
-        found = method == "get" and bool(buffer)
-        if found and waits:
-            # first: what the step does before an order-only read is checked apart
-            self.current.append((ordinal, (ITEM, ("fifo", counts[1])), False, kind))
-        if method == "get":
-            keys[0] = (_TOOK, found)  # a get that found nothing took nothing
-        for key, write in keys:
-            self.current.append((ordinal, key, write, kind))
-            if write:
-                self.current.append((ordinal, (_QUEUE_WAIT, key), True, kind))
-        if method == "put":
-            self.current.append((ordinal, (ITEM, ("fifo", counts[0])), True, kind))
-            counts[0] += 1
-            if buffer is not None:
-                self.current.append((self.ordinal(buffer), _TAIL, True, type(buffer).__qualname__))
-        elif found:
-            counts[1] += 1
-            if buffer is not None:
-                self.current.append((self.ordinal(buffer), _HEAD, True, type(buffer).__qualname__))
 
     def _own(self, obj: Any, write: bool) -> None:
         """An operation on one of racecheck's thread primitives (or a Thread): a sync access."""
@@ -1787,9 +1689,6 @@ class StepLog:
             return
         if name == "cancel":
             self.opaque()  # changes what another actor's next step does
-            return
-        if self._fifo_buffers and id(owner) in self._fifo_buffers and name not in _READ_ONLY:
-            self.opaque()  # a numbered queue's items changed behind its back (_fifo_items)
             return
         if (
             name in _FINISHES

@@ -115,11 +115,12 @@ def test_fixed_queue_programs_are_verified(program: Callable[[], None], budget: 
     assert report.verified, report.notes
 
 
-def test_queue_sentinel_fixed_is_verified() -> None:
-    """Five items, two consumers: verified once a put and a get of different items are
-    independent (155 schedules; before, 2,403 traces in 12,000 schedules, not done)."""
-    report = racecheck.check(thread_bugs.queue_sentinel_fixed, strategy="dpor", schedules=600)
-    assert report.verified, report.notes
+def test_queue_sentinel_fixed_is_never_called_verified_short_of_its_space() -> None:
+    """Five items, two consumers: thousands of traces of gets and puts remain (see
+    tests/core/test_dpor.py); a budget that ends first says so."""
+    report = racecheck.check(thread_bugs.queue_sentinel_fixed, strategy="dpor", schedules=300)
+    assert not report.verified
+    assert "not verified" in report.notes[0], report.notes
 
 
 @pytest.mark.parametrize(
@@ -396,6 +397,14 @@ _CONFLICTING_PAIRS = {
     "take_vs_put": ((("put", 1), ("put", 2)), (("take",), ("size",))),
     "take_vs_take": ((("put", 1), ("put", 2)), (("take",),), (("take",),)),
     "take_vs_nowait": ((("put", 1), ("w", 2), ("put", 2)), (("take",),), (("get",), ("w", 3))),
+    # missed by numbering a FIFO queue's items (a put and a get of different items
+    # independent: withdrawn), found by the slow twin: T0's task_done raises only
+    # when T1's comes first and the second put after it
+    "take_done_vs_done_and_puts": (
+        (("take",), ("done",)),
+        (("done",),),
+        (("put", 1), ("put", 1)),
+    ),
 }
 
 
