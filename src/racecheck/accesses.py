@@ -49,6 +49,7 @@ and what verified means".
 from __future__ import annotations
 
 import builtins
+import concurrent.futures._base as _futures_base
 import dataclasses
 import functools
 import os
@@ -658,7 +659,7 @@ def _empty(owner: Any) -> bool:
         return False
 
 
-def _primitive_frame() -> FrameType | None:
+def _primitive_frame(parts: frozenset[str] = _QUEUE_PARTS) -> FrameType | None:
     """The frame of the thread primitive's method that is handing a sync to the log.
 
     The race detector's hand-offs (``Lock.acquire`` -> ``_lock_acquired`` ->
@@ -670,7 +671,7 @@ def _primitive_frame() -> FrameType | None:
             return None
         if here.f_code.co_filename in _OWN_PRIMITIVES and "self" in here.f_code.co_varnames:
             owner = here.f_locals.get("self")
-            if type(owner).__qualname__ in _QUEUE_PARTS:
+            if type(owner).__qualname__ in parts:
                 return here
         here = here.f_back
     return None
@@ -679,6 +680,130 @@ def _primitive_frame() -> FrameType | None:
 def _is_own_lock(lock: Any) -> bool:
     kind = type(lock)
     return kind.__qualname__ == "Lock" and kind.__module__.endswith("backends.threads.primitives")
+
+
+# -- concurrent.futures.Future: a method is one operation on the future -----------------
+
+#: the module whose ``Future`` methods are recorded as one operation on the future
+_FUTURE_FILE = _futures_base.__file__
+#: a future's state (pending, running, cancelled, finished, with its result): written
+#: by the methods that change it, read by those that look at it
+_FUTURE_STATE: Hashable = ("future", "state")
+#: a pending future's done callbacks: added to by ``add_done_callback``, run by the
+#: method that finishes it (the order of two adds is the order they run in)
+_FUTURE_CALLBACKS: Hashable = ("future", "callbacks")
+#: the twin of a key a method changed, read by a method blocked on the future's lock
+_FUTURE_WAIT = "<waits for future>"
+#: the ``Future`` methods that take its condition (each is one operation)
+_FUTURE_METHODS = frozenset(
+    {
+        "cancel",
+        "cancelled",
+        "running",
+        "done",
+        "add_done_callback",
+        "result",
+        "exception",
+        "set_running_or_notify_cancel",
+        "set_result",
+        "set_exception",
+        "__repr__",
+    }
+)
+#: a concurrent future's attributes its methods keep (traced code touching them is OPAQUE)
+_FUTURE_SLOTS = frozenset({"_state", "_result", "_exception", "_done_callbacks", "_waiters"})
+#: racecheck's primitives a future's condition is built of
+_FUTURE_PARTS = frozenset({"RLock", "Condition"})
+#: how many frames of racecheck's primitives may lie between a future's method and the
+#: primitive operation it runs (``RLock.acquire`` <- ``RLock._acquire_restore`` <-
+#: ``Condition._acquire_restore`` <- ``Condition.wait`` <- ``Future.result``)
+_FUTURE_DEPTH = 5
+_FUTURE_DONE = frozenset(
+    {_futures_base.CANCELLED, _futures_base.CANCELLED_AND_NOTIFIED, _futures_base.FINISHED}
+)
+
+
+def _is_own_rlock(lock: Any) -> bool:
+    kind = type(lock)
+    return kind.__qualname__ == "RLock" and kind.__module__.endswith("backends.threads.primitives")
+
+
+def _future_method(frame: FrameType | None) -> tuple[Any, str, FrameType] | None:
+    """The ``concurrent.futures.Future`` and its method that run the primitive operation in
+    ``frame``, as :func:`_queue_method` finds a queue's.
+
+    Only a future built during the run (its condition's lock is racecheck's
+    ``RLock``), and only when nothing but racecheck's primitives lies between:
+    traced code taking the future's condition itself is recorded as usual.
+    """
+    here = frame.f_back if frame is not None else None
+    for _ in range(_FUTURE_DEPTH):
+        if here is None:
+            return None
+        code = here.f_code
+        filename = code.co_filename
+        if filename == _FUTURE_FILE:
+            if code.co_name not in _FUTURE_METHODS:
+                return None
+            owner = here.f_locals.get("self")
+            if isinstance(owner, _futures_base.Future) and _own_condition(owner):
+                return owner, code.co_name, here
+            return None
+        if filename not in _OWN_PRIMITIVES:
+            return None
+        here = here.f_back
+    return None
+
+
+def _in_futures_module(frame: FrameType | None) -> bool:
+    """Is the primitive operation in ``frame`` run by other code of concurrent.futures?
+
+    ``wait`` and ``as_completed`` take the futures' locks themselves and read
+    their state in untraced code: such a step is OPAQUE (its reads are not
+    the methods' record, which they must still conflict with).
+    """
+    here = frame.f_back if frame is not None else None
+    for _ in range(_FUTURE_DEPTH):
+        if here is None:
+            return False
+        filename = here.f_code.co_filename
+        if filename == _FUTURE_FILE:
+            return True
+        if filename not in _OWN_PRIMITIVES:
+            return False
+        here = here.f_back
+    return False
+
+
+def _own_condition(future: Any) -> bool:
+    return _is_own_rlock(getattr(getattr(future, "_condition", None), "_lock", None))
+
+
+def _future_effects(
+    future: Any, method: str, frame: FrameType
+) -> tuple[tuple[Hashable, bool], ...]:
+    """What ``method`` reads and changes of ``future``, holding its lock: (key, written?).
+
+    Decided on the state found under the lock. Empty for a ``result()`` or
+    ``exception()`` with no timeout that will wait: a stutter, like a join
+    of a running thread (with the set first it would simply have returned,
+    its woken step anyway). One that finds the future done reads ENDED, an
+    order after the set or cancel that ended it, never a race: run first, it
+    would have waited for it. With a timeout the wait can end otherwise
+    (TimeoutError): it reads the state.
+    """
+    state = getattr(future, "_state", None)
+    done = state in _FUTURE_DONE
+    pending = state == _futures_base.PENDING
+    if (method in ("set_result", "set_exception") and not done) or (method == "cancel" and pending):
+        return ((_FUTURE_STATE, True), (ENDED, True), (_FUTURE_CALLBACKS, False))
+    if method == "set_running_or_notify_cancel":
+        return ((_FUTURE_STATE, pending or state == _futures_base.CANCELLED),)
+    if method == "add_done_callback" and not done:
+        return ((_FUTURE_STATE, False), (_FUTURE_CALLBACKS, True))
+    if method in ("result", "exception") and frame.f_locals.get("timeout") is None:
+        return ((ENDED, False),) if done else ()
+    return ((_FUTURE_STATE, False),)
 
 
 def _sync_types() -> tuple[type, ...]:
@@ -775,6 +900,10 @@ class StepLog:
         self._queue_held: set[int] = set()
         #: id of a queue -> what the task_done holding its mutex does to the count
         self._late: dict[int, tuple[tuple[Hashable, bool], ...]] = {}
+        #: id of a concurrent future's lock or condition -> the future (see _in_future),
+        #: and the ids of those locks a future's method holds now
+        self._future_parts: dict[int, Any] = {}
+        self._future_held: set[int] = set()
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -797,6 +926,8 @@ class StepLog:
         self._queue_parts.clear()
         self._queue_held.clear()
         self._late.clear()
+        self._future_parts.clear()
+        self._future_held.clear()
         self._shape = None
         self._attempts.clear()
         self._queue_counts.clear()
@@ -875,6 +1006,8 @@ class StepLog:
             if not (pending[0] == ordinal and write and _holds(obj, key)):
                 self.current.append(pending)  # a store that may add a key: the shape changes
         kind = type(obj).__qualname__
+        if kind == "Future" and key in _FUTURE_SLOTS and isinstance(obj, _futures_base.Future):
+            self.opaque()  # what its methods record as one operation (_in_future), read raw
         if key == _TASKS and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
             self.opaque()  # the exact count, which its operations treat as a counter
         if key == _NONEMPTY and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
@@ -909,6 +1042,8 @@ class StepLog:
             kind = type(obj).__qualname__
             if kind in _QUEUE_PARTS and _queue_method(_primitive_frame()) is not None:
                 return  # a queue's own mutex: recorded as the queue's operation (_in_queue)
+            if kind in _FUTURE_PARTS and _future_method(_primitive_frame(_FUTURE_PARTS)):
+                return  # a concurrent future's lock: recorded as its method (_in_future)
             self.current.append((self.ordinal(obj), SYNC, True, kind))
 
     def ended(self, thread: Any) -> None:
@@ -1144,7 +1279,11 @@ class StepLog:
                                 self._join_alone(frame)
                         elif runtime != _OWN_SKIP:
                             owner = frame.f_locals.get("self")
-                            if owner is not None and not self._in_queue(owner, frame):
+                            if (
+                                owner is not None
+                                and not self._in_queue(owner, frame)
+                                and not self._in_future(owner, frame)
+                            ):
                                 self._own(owner, runtime != _OWN_READ)
                         return
                     owner = frame.f_locals.get("self")
@@ -1173,6 +1312,8 @@ class StepLog:
                         self._joined(owner, frame, passed)
                         return
                     if self._in_queue(owner, frame, True, arg):
+                        return
+                    if self._in_future(owner, frame, True, arg, passed):
                         return
                     looked = arg is False and name in _ACQUIRES
                     self._own(owner, not looked)
@@ -1282,6 +1423,8 @@ class StepLog:
         waits_in = getattr(caller.f_code, "co_qualname", "") if caller is not None else ""
         resource = frame.f_locals.get("resource")
         passed = self._point_passed(caller)
+        if resource is not None and self._future_waits(resource, caller, waits_in, passed):
+            return
         if resource is not None and type(resource).__qualname__ in _QUEUE_PARTS:
             found = _queue_method(caller)
             if found is not None:
@@ -1366,6 +1509,96 @@ class StepLog:
                 self._queue_op(found[0], found[1], how=_QUEUE_LATE)
         elif frame.f_code.co_name == "release":
             self._queue_held.discard(id(owner))
+        return True
+
+    def _in_future(
+        self,
+        owner: Any,
+        frame: FrameType,
+        at_return: bool = False,
+        returned: Any = None,
+        passed: bool = False,
+    ) -> bool:
+        """A lock or condition operation run by a ``concurrent.futures.Future`` method.
+
+        A future's methods each take its condition (an ``RLock``), and
+        ``set_result``/``cancel`` notify it: several scheduling points. As lock
+        operations, any two critical sections of one future were ordered
+        (two ``done()`` too) and a release raced the next acquire, whose
+        reversal only blocked. As with a queue (:meth:`_in_queue`), the step
+        where the lock is taken records what the method does to the future
+        (:func:`_future_effects`, nothing else touches it while the lock is
+        held), with twins of what it changed for a method blocked on the
+        lock; the release, the waits and the notifies record nothing (whom a
+        notify wakes is an enabled-set change the engine records). The lock
+        or condition used by traced code is recorded as usual, and OPAQUE once
+        the future is known. racecheck's own wrappers of the future's methods
+        (``primitives.future_patches``) record nothing either.
+
+        Returns False when the operation is to be recorded as usual.
+        """
+        kind = type(owner).__qualname__
+        if kind not in _FUTURE_PARTS:
+            if isinstance(owner, _futures_base.Future):
+                return frame.f_code.co_name.startswith("patched_") and _own_condition(owner)
+            return False
+        found = _future_method(frame)
+        if found is None:
+            if id(owner) in self._future_parts or _in_futures_module(frame):
+                self.opaque()
+            return False
+        if at_return:
+            name = frame.f_code.co_name
+            # a fresh take (count 1), not a re-entry of a lock the method holds already
+            if name == "acquire" and returned is True and getattr(owner, "_count", 1) == 1:
+                future, method, where = found
+                effects = _future_effects(future, method, where)
+                ordinal = self.ordinal(future)  # keeps the future, so its parts' ids, alive
+                condition = future._condition
+                self._future_parts[id(owner)] = self._future_parts[id(condition)] = future
+                kinds = type(future).__qualname__
+                for key, write in effects:
+                    self.current.append((ordinal, key, write, kinds))
+                    if write:
+                        self.current.append((ordinal, (_FUTURE_WAIT, key), True, kinds))
+                self._future_held.add(id(owner))
+                self.current.append((self.ordinal(owner), HELD, False, kind))
+                if not effects and passed:
+                    self.current.append((STUTTER, 0, False, ""))  # it waits for the set
+        elif kind == "RLock" and (
+            frame.f_code.co_name == "_release_save"
+            or (frame.f_code.co_name == "release" and getattr(owner, "_count", 1) <= 1)
+        ):
+            self._future_held.discard(id(owner))
+        return True
+
+    def _future_waits(
+        self, resource: Any, caller: FrameType | None, waits_in: str, passed: bool
+    ) -> bool:
+        """A future's method blocks: on its lock (held), or in ``result()`` for the set.
+
+        Blocked on the lock, it reads the twins of what its method would
+        change or look at, which the step that took the lock wrote if it
+        changed them: a stutter, like an acquire of a held lock. Waiting in
+        ``Condition.wait`` it was recorded where it took the lock.
+        """
+        if type(resource).__qualname__ not in _FUTURE_PARTS:
+            return False
+        found = _future_method(caller)
+        if found is None:
+            return False
+        if waits_in in _STUTTER_ACQUIRES:
+            future, method, where = found
+            ordinal, kind = self.ordinal(future), type(future).__qualname__
+            for key, _ in _future_effects(future, method, where):
+                if not order_only(key):
+                    self.current.append((ordinal, (_FUTURE_WAIT, key), False, kind))
+            if id(resource) not in self._future_held:
+                # held by traced code (``with future._condition``), which wrote TAKEN
+                kind = type(resource).__qualname__
+                self.current.append((self.ordinal(resource), TAKEN, False, kind))
+            if passed:
+                self.current.append((STUTTER, 0, False, ""))
         return True
 
     def _queue_op(self, owner: Any, method: str, how: int = _QUEUE_TAKES) -> None:
@@ -1482,6 +1715,10 @@ class StepLog:
             return
         if code.co_filename.startswith(_RACECHECK_DIR):
             return  # racecheck's own patches: their effects are recorded where they happen
+        if code.co_filename == _FUTURE_FILE and code.co_name in _FUTURE_METHODS:
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, _futures_base.Future) and _own_condition(owner):
+                return  # recorded where it takes the future's lock (_in_future)
         if code.co_filename == _QUEUE_FILE and code.co_name in _QUEUE_CALLS:
             owner = frame.f_locals.get("self")
             if isinstance(owner, queue.Queue) and _is_own_lock(getattr(owner, "mutex", None)):
@@ -1493,7 +1730,11 @@ class StepLog:
             return
         values = frame.f_locals
         narrowed = _NARROW_WRITES.get(code.co_qualname)
-        if narrowed is not None and code.co_filename.endswith(narrowed[0]):
+        if (
+            narrowed is not None
+            and code.co_filename.endswith(narrowed[0])
+            and _hands_off(code.co_qualname, values)
+        ):
             # Known code that changes only one part of what it is handed: the
             # rest of the arguments are read, or only stored by reference.
             first = values.get(names[0])
@@ -1525,7 +1766,21 @@ _FINISHES = frozenset({"set_result", "set_exception"})
 _NARROW_WRITES: dict[str, tuple[str, Hashable]] = {
     "__create_fn__.<locals>.__init__": ("<string>", None),
     "BaseEventLoop._asyncgen_firstiter_hook": ("base_events.py", "_asyncgens"),
+    # its one change to the loop is its call_soon_threadsafe, a hand-off recorded
+    # where it is queued (StepLog.handed_off), when the loop is racecheck's: see
+    # _hands_off
+    "run_coroutine_threadsafe": ("tasks.py", None),
 }
+
+
+def _hands_off(qualname: str, values: dict[str, Any]) -> bool:
+    """May a narrow write's other arguments go unwritten? Yes, but for
+    ``run_coroutine_threadsafe`` only onto a loop whose hand-offs racecheck records."""
+    if qualname != "run_coroutine_threadsafe":
+        return True
+    method = getattr(type(values.get("loop")), "call_soon_threadsafe", None)
+    return str(getattr(method, "__module__", "")).startswith("racecheck.")
+
 
 #: builtins that change the one object they are handed (an iterator they
 #: advance): a write to it, when the call's operand can be rebuilt

@@ -129,3 +129,49 @@ def test_a_plain_call_soon_from_another_thread_is_still_a_lost_wakeup() -> None:
     with pytest.raises(racecheck.RaceFound) as found:
         racecheck.check(target, strategy="dpor", schedules=200)
     assert "slept through" in str(found.value.cause)
+
+
+def _submit(check: Callable[[list[str]], None]) -> Callable[[], None]:
+    """As _hand_off, with a coroutine handed over by ``asyncio.run_coroutine_threadsafe``
+    (main waits for its result before it stops the loop)."""
+
+    def target() -> None:
+        box = Box()
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever)
+        thread.start()
+
+        async def on_loop() -> None:
+            box.order.append("loop")
+
+        future = asyncio.run_coroutine_threadsafe(on_loop(), loop)
+        box.order.append("main")
+        future.result()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
+        check(box.order)
+
+    return target
+
+
+def test_run_coroutine_threadsafe_is_a_hand_off_too() -> None:
+    """Its only change to the loop is its ``call_soon_threadsafe``: 2 traces, none blocked.
+
+    Called from traced code, library code writes every argument it is handed,
+    so the loop was written as a whole and raced every look of the loop's
+    thread (accesses._NARROW_WRITES).
+    """
+    report = racecheck.check(_submit(_both_ran), strategy="dpor", schedules=100)
+    assert report.verified, report.notes
+    assert traces(report) == 2, report.notes
+    assert blocked_runs(report.notes) == 0, report.notes
+
+
+@pytest.mark.parametrize("check", [_main_first, _loop_first], ids=lambda c: c.__name__)
+def test_what_a_submitted_coroutine_does_still_races_the_caller(
+    check: Callable[[list[str]], None],
+) -> None:
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(_submit(check), strategy="dpor", schedules=100)
+    assert "before" in str(found.value.cause)

@@ -274,17 +274,19 @@ def test_orders_of_the_count_that_matter_are_explored(program: Any, kind: str) -
 
 # -- DPOR against sampling on random queue programs (hypothesis) -------------------------
 
-#: ("put", k) q.put(k); ("get",) q.get_nowait() (queue.Empty counts); ("wait",)
+#: ("put", k) q.put(k); ("get",) q.get_nowait() (queue.Empty counts); ("take",) q.get()
+#: (waits for as long as it takes: a deadlock if no item comes); ("wait",)
 #: q.get(timeout=1) (virtual time); ("size",) q.qsize(); ("done",) q.task_done()
 #: (ValueError counts); ("join",) q.join(); ("mutex",) len(q.queue) under
 #: q.mutex, taken by the program itself; ("w", k) a shared variable written
 QueueOp = tuple[Any, ...]
 
 
-def _queue_op() -> st.SearchStrategy[QueueOp]:
+def _queue_op(take: bool = True) -> st.SearchStrategy[QueueOp]:
     return st.one_of(
         st.tuples(st.just("put"), st.integers(1, 3)),
         st.just(("get",)),
+        st.just(("take",) if take else ("get",)),
         st.just(("wait",)),
         st.just(("size",)),
         st.just(("done",)),
@@ -295,9 +297,13 @@ def _queue_op() -> st.SearchStrategy[QueueOp]:
 
 
 @st.composite
-def queue_programs(draw: Any, actors: int = 2, ops: int = 3) -> tuple[tuple[QueueOp, ...], ...]:
+def queue_programs(
+    draw: Any, actors: int = 2, ops: int = 3, take: bool = True
+) -> tuple[tuple[QueueOp, ...], ...]:
     count = draw(st.integers(2, actors))
-    return tuple(tuple(draw(st.lists(_queue_op(), min_size=1, max_size=ops))) for _ in range(count))
+    return tuple(
+        tuple(draw(st.lists(_queue_op(take), min_size=1, max_size=ops))) for _ in range(count)
+    )
 
 
 def _run_queue_ops(
@@ -313,6 +319,8 @@ def _run_queue_ops(
                 acc += q.get_nowait()
             except queue.Empty:
                 acc += 5
+        elif op[0] == "take":
+            acc += q.get()
         elif op[0] == "wait":
             try:
                 acc += q.get(timeout=1)
@@ -378,18 +386,84 @@ _HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much]
 @given(program=queue_programs(), data=st.data())
 def test_dpor_reaches_every_sampled_state_of_queue_programs(program: Any, data: Any) -> None:
     """Every state (and failure) a random walk and PCT reach, DPOR reaches too."""
-    reaches_every_sampled_state(program, data)
+    reaches_every_sampled_state(program, _drawn(data))
+
+
+#: one program per part of a queue that an operation reads while another writes it: three
+#: derandomized examples of the property above need not contain any of them (dropping
+#: qsize's read of the items went unseen there), these always do
+_CONFLICTING_PAIRS = {
+    "size_vs_put": ((("put", 1),), (("size",),)),
+    "get_vs_put": ((("get",),), (("put", 2),)),
+    "mutex_vs_put": ((("put", 1),), (("mutex",),)),
+    "wait_then_size_vs_puts": ((("put", 1), ("put", 2)), (("wait",), ("size",))),
+    "join_vs_done": ((("put", 1), ("w", 2), ("done",)), (("join",), ("w", 3))),
+    "take_vs_put": ((("put", 1), ("put", 2)), (("take",), ("size",))),
+    "take_vs_take": ((("put", 1), ("put", 2)), (("take",),), (("take",),)),
+    "take_vs_nowait": ((("put", 1), ("w", 2), ("put", 2)), (("take",),), (("get",), ("w", 3))),
+    # missed by numbering a FIFO queue's items (a put and a get of different items
+    # independent: withdrawn), found by the slow twin: T0's task_done raises only
+    # when T1's comes first and the second put after it
+    "take_done_vs_done_and_puts": (
+        (("take",), ("done",)),
+        (("done",),),
+        (("put", 1), ("put", 1)),
+    ),
+}
+
+
+#: found by the slow twin over three threads, and missed on the session's base commit
+#: too (763b0b8): the put's thread's task_done raises only when the other thread took
+#: the item and marked it done first; DPOR calls the program verified without that
+#: state, with a blocking get or get_nowait alike. The count of unfinished tasks
+#: (accesses._count_effects) is the suspect, not fixed yet
+_MISSED_WITH_THREE_THREADS = {
+    "take": ((("take",), ("done",)), (("size",),), (("put", 1), ("done",))),
+    "get_nowait": ((("get",), ("done",)), (("size",),), (("put", 1), ("done",))),
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="DPOR misses a task_done that raises after another thread's (see the constant)",
+)
+@pytest.mark.parametrize(
+    "program", list(_MISSED_WITH_THREE_THREADS.values()), ids=list(_MISSED_WITH_THREE_THREADS)
+)
+def test_dpor_reaches_the_task_done_that_raises_after_another_threads(program: Any) -> None:
+    reaches_every_sampled_state(program, lambda states: states, fixed=True)
+
+
+@pytest.mark.parametrize("program", list(_CONFLICTING_PAIRS.values()), ids=list(_CONFLICTING_PAIRS))
+def test_dpor_reaches_every_sampled_state_of_conflicting_queue_pairs(program: Any) -> None:
+    """The property on fixed programs, each sampled state forbidden in turn."""
+    sampled = reaches_every_sampled_state(program, lambda states: states, fixed=True)
+    assert len(sampled) >= 2, sampled  # the order of the pair shows in the outcome
 
 
 @pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=_HEALTH)
-@given(program=queue_programs(), data=st.data())
+# (three threads: see _MISSED_WITH_THREE_THREADS, not drawn until fixed; nor blocking gets)
+@given(program=queue_programs(take=False), data=st.data())
 def test_dpor_reaches_every_sampled_state_of_queue_programs_more(program: Any, data: Any) -> None:
     """The CI case's property over more programs, not derandomized."""
-    reaches_every_sampled_state(program, data)
+    reaches_every_sampled_state(program, _drawn(data))
 
 
-def reaches_every_sampled_state(program: Any, data: Any) -> None:
+def _drawn(data: Any) -> Callable[[list[QueueOutcome]], list[QueueOutcome]]:
+    """One sampled state to forbid, drawn by hypothesis."""
+    return lambda states: [data.draw(st.sampled_from(states), label="forbidden")]
+
+
+def reaches_every_sampled_state(
+    program: Any,
+    forbid: Callable[[list[QueueOutcome]], list[QueueOutcome]],
+    fixed: bool = False,
+) -> set[QueueOutcome]:
+    """DPOR reaches every state sampling reaches, and fails a target forbidding ``forbid``'s.
+
+    A ``fixed`` program is no hypothesis example: it must be small enough for DPOR to end.
+    """
     sampled: set[QueueOutcome] = set()
     failed = False
     for strategy in ("random", "pct"):
@@ -400,16 +474,20 @@ def reaches_every_sampled_state(program: Any, data: Any) -> None:
     if failed:
         # a deadlock (a join or a get nobody ends): DPOR must find one too
         assert isinstance(dpor, racecheck.RaceFound), (program, dpor)
-        return
+        return sampled
     assert not isinstance(dpor, racecheck.RaceFound), (program, dpor)
-    assume(dpor.exhausted)
+    if fixed:
+        assert dpor.exhausted, (program, dpor.notes)
+    else:
+        assume(dpor.exhausted)
     assert dpor.verified, dpor.notes
     assert sampled <= reduced, (program, sampled - reduced)
-    forbidden = data.draw(st.sampled_from(sorted(sampled)), label="forbidden")
-    with pytest.raises(racecheck.RaceFound):
-        racecheck.check(
-            queue_target(program, set(), forbidden),
-            strategy="dpor",
-            schedules=3000,
-            minimize=False,
-        )
+    for forbidden in forbid(sorted(sampled)):
+        with pytest.raises(racecheck.RaceFound):
+            racecheck.check(
+                queue_target(program, set(), forbidden),
+                strategy="dpor",
+                schedules=3000,
+                minimize=False,
+            )
+    return sampled

@@ -168,3 +168,34 @@ def test_dpor_reaches_every_sampled_state_of_once_missed_programs(name: str) -> 
     )
     assert report.verified, report.notes
     assert sampled - reached == set()
+
+
+# -- a run that ends while another actor could still run -----------------------------------
+
+
+class _Box:
+    def __init__(self) -> None:
+        self.x = 0
+
+
+def daemon_writes_before_main_ends() -> None:
+    """A daemon thread that main never waits for: main's end races its first step.
+
+    In the natural order main keeps running and returns before the daemon
+    ever ran, so no step of the daemon is recorded and no race of the run
+    names it: the order where it ran first was never tried (random runs
+    find it in a few schedules).
+    """
+    box = _Box()
+
+    def write() -> None:
+        box.x = 1
+
+    threading.Thread(target=write, daemon=True).start()
+    assert box.x == 0, "the daemon wrote first"
+
+
+def test_dpor_tries_an_actor_that_could_still_run_when_the_program_ended() -> None:
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(daemon_writes_before_main_ends, strategy="dpor", schedules=50)
+    assert "the daemon wrote first" in str(found.value.cause)

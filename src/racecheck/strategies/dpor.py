@@ -624,7 +624,24 @@ class DPORChooser(BaseChooser):
             last_of[actor] = j
             if event.opaque:
                 last_opaque = j
+        if events and not self._blocked:
+            self._reverse_ended(len(events) - 1)
         return hb
+
+    def _reverse_ended(self, last: int) -> None:
+        """The run ended while other actors could still run: try each before its last step.
+
+        A program ends when its main actor does, whoever else could still run
+        (a daemon thread is abandoned). An actor that never ran has no step
+        in the run, so no race names it, and the order where it ran before
+        the end was never tried (a daemon's write before main's last read:
+        tests/core/test_dpor_soundness.py). The end disables it, as an acquire
+        disables a woken waiter (_reverse_disabled): it is tried first there.
+        """
+        actor = self.events[last].actor
+        for other in self._enabled[last]:
+            if other != actor:
+                self._reverse_disabled(last, other)
 
     def _reverse(self, i: int, j: int, hb: list[int]) -> None:
         """Make sure some actor that starts the reversal of race (i, j) is tried at state i."""
