@@ -36,8 +36,13 @@ thread_bugs: Any = importlib.import_module("test_thread_bugs")
 
 
 def _traces(report: racecheck.Report) -> int:
-    (note,) = [n for n in report.notes if n.startswith("verified: all ")]
-    return int(note.split()[2])
+    """The traces a search that ran to its end explored (proved or not: see the gap)."""
+    (note,) = [
+        n
+        for n in report.notes
+        if n.startswith("verified: all ") or re.match(r"dpor: all \d+ interleavings", n)
+    ]
+    return int(re.findall(r"all (\d+)", note)[0])
 
 
 def _runs(report: racecheck.Report) -> int:
@@ -101,7 +106,6 @@ def two_consumers_fixed() -> None:
 #: was verified in 3,000: 1,806, 1,869, 271 and 2,274 traces when it stopped)
 _VERIFIED = [
     (one_consumer_fixed, 300),
-    (two_consumers_fixed, 600),
     (thread_bugs.bounded_queue_under_lock_fixed, 1500),
     (thread_bugs.daemon_poller_fixed, 300),
 ]
@@ -113,6 +117,14 @@ _VERIFIED = [
 def test_fixed_queue_programs_are_verified(program: Callable[[], None], budget: int) -> None:
     report = racecheck.check(program, strategy="dpor", schedules=budget)
     assert report.verified, report.notes
+
+
+def test_three_threads_on_a_counted_queue_are_explored_but_not_called_verified() -> None:
+    """two_consumers_fixed was verified in 151 schedules; with the known gap of the count
+    of unfinished tasks (_MISSED_WITH_THREE_THREADS) that proof cannot be trusted."""
+    report = racecheck.check(two_consumers_fixed, strategy="dpor", schedules=600)
+    assert report.exhausted is False and not report.verified, report.notes
+    assert "task_done" in report.notes[0] and "known gap" in report.notes[0], report.notes
 
 
 def test_queue_sentinel_fixed_is_never_called_verified_short_of_its_space() -> None:
@@ -190,7 +202,11 @@ def put_and_qsize() -> None:
 )
 def test_queue_operations_count_as_one_each(program: Any, traces: int) -> None:
     report = racecheck.check(program, strategy="dpor", schedules=500)
-    assert report.verified, report.notes
+    if program in (get_and_task_done, put_and_qsize):
+        # three threads on a counted queue: searched to its end, no proof (the known gap)
+        assert not report.verified and "known gap" in report.notes[0], report.notes
+    else:
+        assert report.verified, report.notes
     assert _traces(report) == traces, report.notes
 
 
@@ -423,6 +439,17 @@ _MISSED_WITH_THREE_THREADS = {
 }
 
 
+#: found by the slow twin while merging (and missed on 763b0b8 too): traced code's
+#: ``with q.mutex: len(q.queue)`` between another thread's put and get is never tried;
+#: DPOR calls the program verified without that state. Not fixed yet
+_MISSED_MUTEX_READ = ((("mutex",),), (("put", 1), ("get",)))
+
+
+@pytest.mark.xfail(strict=True, reason="DPOR misses a read under the mutex between a put and a get")
+def test_dpor_reaches_a_read_under_the_mutex_between_a_put_and_a_get() -> None:
+    reaches_every_sampled_state(_MISSED_MUTEX_READ, lambda states: states, fixed=True)
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="DPOR misses a task_done that raises after another thread's (see the constant)",
@@ -432,6 +459,21 @@ _MISSED_WITH_THREE_THREADS = {
 )
 def test_dpor_reaches_the_task_done_that_raises_after_another_threads(program: Any) -> None:
     reaches_every_sampled_state(program, lambda states: states, fixed=True)
+
+
+@pytest.mark.parametrize(
+    "program", list(_MISSED_WITH_THREE_THREADS.values()), ids=list(_MISSED_WITH_THREE_THREADS)
+)
+def test_dpor_never_calls_a_program_it_may_miss_states_of_verified(program: Any) -> None:
+    """Until the miss above is fixed, three threads on a counted queue are no proof.
+
+    DPOR ends its search of these programs without the state where a
+    task_done raises; a "verified" there would be a false proof, the worst
+    thing a bug-finder can print.
+    """
+    report = racecheck.check(queue_target(program, set()), strategy="dpor", schedules=2000)
+    assert not report.verified, report.notes
+    assert any("not verified" in note and "task_done" in note for note in report.notes)
 
 
 @pytest.mark.parametrize("program", list(_CONFLICTING_PAIRS.values()), ids=list(_CONFLICTING_PAIRS))
@@ -448,6 +490,11 @@ def test_dpor_reaches_every_sampled_state_of_conflicting_queue_pairs(program: An
 def test_dpor_reaches_every_sampled_state_of_queue_programs_more(program: Any, data: Any) -> None:
     """The CI case's property over more programs, not derandomized."""
     reaches_every_sampled_state(program, _drawn(data))
+
+
+def _counted_by_three(program: tuple[tuple[QueueOp, ...], ...]) -> bool:
+    """Three or more threads use the queue, and one of them counts its tasks."""
+    return len(program) >= 3 and any(op[0] == "done" for ops in program for op in ops)
 
 
 def _drawn(data: Any) -> Callable[[list[QueueOutcome]], list[QueueOutcome]]:
@@ -476,11 +523,16 @@ def reaches_every_sampled_state(
         assert isinstance(dpor, racecheck.RaceFound), (program, dpor)
         return sampled
     assert not isinstance(dpor, racecheck.RaceFound), (program, dpor)
+    gap = _counted_by_three(program)  # searched to its end, but no proof: not "exhausted"
     if fixed:
-        assert dpor.exhausted, (program, dpor.notes)
+        assert dpor.exhausted or gap, (program, dpor.notes)
     else:
-        assume(dpor.exhausted)
-    assert dpor.verified, dpor.notes
+        assume(dpor.exhausted or gap)
+    if gap:
+        # the known gap: searched to its end, but no proof (see _MISSED_WITH_THREE_THREADS)
+        assert not dpor.verified and "known gap" in dpor.notes[0], dpor.notes
+    else:
+        assert dpor.verified, dpor.notes
     assert sampled <= reduced, (program, sampled - reduced)
     for forbidden in forbid(sorted(sampled)):
         with pytest.raises(racecheck.RaceFound):
