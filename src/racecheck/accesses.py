@@ -598,18 +598,26 @@ def _queue_method(frame: FrameType | None) -> tuple[Any, str, FrameType] | None:
     only when nothing but racecheck's primitives lies between: the same lock
     taken by traced code (``with q.mutex``) is an ordinary lock operation.
     """
+    here = _stdlib_caller(frame, _QUEUE_FILE, _QUEUE_DEPTH)
+    if here is None:
+        return None
+    owner = here.f_locals.get("self")
+    if isinstance(owner, queue.Queue) and _is_own_lock(getattr(owner, "mutex", None)):
+        return owner, here.f_code.co_name, here
+    return None
+
+
+def _stdlib_caller(frame: FrameType | None, filename: str, depth: int) -> FrameType | None:
+    """The frame of ``filename`` (queue.py, concurrent.futures) that runs the primitive
+    operation in ``frame``, when nothing but racecheck's primitives lies between."""
     here = frame.f_back if frame is not None else None
-    for _ in range(_QUEUE_DEPTH):
+    for _ in range(depth):
         if here is None:
             return None
-        code = here.f_code
-        filename = code.co_filename
-        if filename == _QUEUE_FILE:
-            owner = here.f_locals.get("self")
-            if isinstance(owner, queue.Queue) and _is_own_lock(getattr(owner, "mutex", None)):
-                return owner, code.co_name, here
-            return None
-        if filename not in _OWN_PRIMITIVES:
+        found = here.f_code.co_filename
+        if found == filename:
+            return here
+        if found not in _OWN_PRIMITIVES:
             return None
         here = here.f_back
     return None
@@ -753,22 +761,12 @@ def _future_method(frame: FrameType | None) -> tuple[Any, str, FrameType] | None
     ``RLock``), and only when nothing but racecheck's primitives lies between:
     traced code taking the future's condition itself is recorded as usual.
     """
-    here = frame.f_back if frame is not None else None
-    for _ in range(_FUTURE_DEPTH):
-        if here is None:
-            return None
-        code = here.f_code
-        filename = code.co_filename
-        if filename == _FUTURE_FILE:
-            if code.co_name not in _FUTURE_METHODS:
-                return None
-            owner = here.f_locals.get("self")
-            if isinstance(owner, _futures_base.Future) and _own_condition(owner):
-                return owner, code.co_name, here
-            return None
-        if filename not in _OWN_PRIMITIVES:
-            return None
-        here = here.f_back
+    here = _stdlib_caller(frame, _FUTURE_FILE, _FUTURE_DEPTH)
+    if here is None or here.f_code.co_name not in _FUTURE_METHODS:
+        return None
+    owner = here.f_locals.get("self")
+    if isinstance(owner, _futures_base.Future) and _own_condition(owner):
+        return owner, here.f_code.co_name, here
     return None
 
 
@@ -779,17 +777,7 @@ def _in_futures_module(frame: FrameType | None) -> bool:
     their state in untraced code: such a step is OPAQUE (its reads are not
     the methods' record, which they must still conflict with).
     """
-    here = frame.f_back if frame is not None else None
-    for _ in range(_FUTURE_DEPTH):
-        if here is None:
-            return False
-        filename = here.f_code.co_filename
-        if filename == _FUTURE_FILE:
-            return True
-        if filename not in _OWN_PRIMITIVES:
-            return False
-        here = here.f_back
-    return False
+    return _stdlib_caller(frame, _FUTURE_FILE, _FUTURE_DEPTH) is not None
 
 
 def _own_condition(future: Any) -> bool:
