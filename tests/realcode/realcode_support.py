@@ -13,6 +13,12 @@ adopted locks, no imported state).
 
 Outside that session the modules skip: the library is missing, or installed at
 a version this suite was not written for.
+
+Every library's module is the same checks over its own user test, so the checks
+live here once, as mixins of ``RealBugSuite``: a module says what its library's
+bug looks like (``FailsItsUserTest``: the symptom its assertion prints;
+``FlaggedByTheDetector``: the finding the detector alone must report) and adds
+only what is peculiar to that library.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -195,3 +202,84 @@ def expect_detector_finding(pytester: pytest.Pytester, module: str, pattern: str
     assert found, output
     assert f"{pattern} on " in output, output
     return output
+
+
+class RealBugSuite:
+    """The fixed release runs clean, with and without the detector watching the library.
+
+    A subclass names its library and its user test; the mixins below add the
+    checks of the buggy release that fit the bug.
+    """
+
+    #: the distribution's name on the index, as in pins.json
+    library: ClassVar[str]
+    #: the import name: what the detector traces as code under test
+    module: ClassVar[str]
+    #: the user's pytest module, as someone who uses the library would write it
+    user_test: ClassVar[str]
+
+    def write_user_test(self, pytester: pytest.Pytester, source: str | None = None) -> None:
+        name = "test_user_" + self.library.replace("-", "_")
+        pytester.makepyfile(**{name: self.user_test if source is None else source})
+
+    def test_fixed_release_runs_clean(self, pytester: pytest.Pytester) -> None:
+        require_pin(self.library, "fixed")
+        self.write_user_test(pytester)
+        print(expect_clean(pytester))
+
+    def test_fixed_release_is_clean_under_the_detector(self, pytester: pytest.Pytester) -> None:
+        """No false alarm on the fixed release, the library traced as code under test."""
+        require_pin(self.library, "fixed")
+        self.write_user_test(pytester)
+        expect_detector_clean(pytester, self.module)
+
+
+class FailsItsUserTest(RealBugSuite):
+    """The buggy release fails the user test, its token replays in a fresh process,
+    and the same token, replayed on the fixed release, shows the bug no more."""
+
+    #: what the failing run prints: the assertion's message, or the error
+    symptom: ClassVar[str]
+    #: why the pytest replay of a failing token is known to diverge, if it is
+    replay_diverges: ClassVar[str | None] = None
+
+    def test_buggy_release_is_found_and_replays(self, pytester: pytest.Pytester) -> None:
+        require_pin(self.library, "buggy")
+        self.write_user_test(pytester)
+        found = expect_found(pytester, self.symptom)
+        save_token(self.library, found.token)
+        print(f"realcode {self.library} buggy: found after {found.schedules} ({found.strategy})")
+        if self.replay_diverges is None:
+            expect_replay_fails(pytester, found, self.symptom)
+            return
+        try:
+            expect_replay_fails(pytester, found, self.symptom)
+        except AssertionError:
+            pytest.xfail(self.replay_diverges)
+
+    def test_fixed_release_does_not_fail_on_the_buggy_token(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        require_pin(self.library, "fixed")
+        self.write_user_test(pytester)
+        after = expect_replay_after_fix(pytester, self.library, self.symptom)
+        print(f"realcode {self.library} fixed, buggy token: {after}")
+
+
+class FlaggedByTheDetector(RealBugSuite):
+    """With the user's assertion removed and the library traced, the detector alone
+    reports the race on the buggy release, at the library's own lines."""
+
+    #: the kind of finding, as the report words it ("lost update", "stale check"...)
+    finding: ClassVar[str]
+    #: what the report must show: the library's lines, the expression raced on
+    finding_shows: ClassVar[tuple[str, ...]]
+
+    def test_buggy_release_is_flagged_by_the_detector_alone(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        require_pin(self.library, "buggy")
+        self.write_user_test(pytester, without_assertions(self.user_test))
+        output = expect_detector_finding(pytester, self.module, self.finding)
+        for shown in self.finding_shows:
+            assert shown in output, output

@@ -17,17 +17,7 @@ passed an entry over).
 from __future__ import annotations
 
 import pytest
-from realcode_support import (
-    expect_clean,
-    expect_detector_clean,
-    expect_detector_finding,
-    expect_found,
-    expect_replay_after_fix,
-    expect_replay_fails,
-    require_pin,
-    save_token,
-    without_assertions,
-)
+from realcode_support import FailsItsUserTest, FlaggedByTheDetector
 
 pytest.importorskip("aiorwlock")
 
@@ -63,49 +53,16 @@ async def test_writers_never_overlap_when_a_waiter_gives_up():
     assert max(seen) == 1, f"{max(seen)} writers inside at once"
 """
 
-SYMPTOM = "2 writers inside at once"
-LIBRARY = "aiorwlock"
 
-
-def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_aiorwlock=USER_TEST)
-    found = expect_found(pytester, SYMPTOM)
-    save_token(LIBRARY, found.token)
-    expect_replay_fails(pytester, found, SYMPTOM)
-    print(f"realcode aiorwlock buggy: found after {found.schedules} ({found.strategy})")
-
-
-def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_aiorwlock=USER_TEST)
-    print(expect_clean(pytester))
-
-
-def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_aiorwlock=USER_TEST)
-    print(
-        "realcode aiorwlock fixed, buggy token:",
-        expect_replay_after_fix(pytester, LIBRARY, SYMPTOM),
-    )
-
-
-def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
-    """Assertion removed, aiorwlock traced: the two writers' accesses to ``inside`` race.
-
-    The lock's miscount is a sequential mistake on cancellation, not a race of
-    its own; what the detector sees is its consequence, the user's critical
-    section no longer excluding the other writer.
+class TestAiorwlock(FailsItsUserTest, FlaggedByTheDetector):
+    """The lock's miscount is a sequential mistake on cancellation, not a race of its own.
+    What the detector sees is its consequence: the user's critical section no longer
+    excludes the other writer, and the two writers' accesses to ``inside`` race.
     """
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_aiorwlock=without_assertions(USER_TEST))
-    output = expect_detector_finding(pytester, "aiorwlock", "lost update")
-    assert "on inside" in output, output
 
-
-def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
-    """No false alarm on the fixed release, aiorwlock traced as code under test."""
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_aiorwlock=USER_TEST)
-    expect_detector_clean(pytester, "aiorwlock")
+    library = "aiorwlock"
+    module = "aiorwlock"
+    user_test = USER_TEST
+    symptom = "2 writers inside at once"
+    finding = "lost update"
+    finding_shows = ("on inside",)

@@ -11,17 +11,7 @@ queues behind it, and nobody ever hands the lock over: the program hangs.
 from __future__ import annotations
 
 import pytest
-from realcode_support import (
-    expect_clean,
-    expect_detector_clean,
-    expect_detector_finding,
-    expect_found,
-    expect_replay_after_fix,
-    expect_replay_fails,
-    require_pin,
-    save_token,
-    without_assertions,
-)
+from realcode_support import FailsItsUserTest, FlaggedByTheDetector
 
 pytest.importorskip("anyio")
 
@@ -58,40 +48,11 @@ async def test_lock_still_works_after_a_waiter_times_out():
     assert "latecomer" in done
 """
 
-SYMPTOM = "deadlock"
 
-
-def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
-    require_pin("anyio", "buggy")
-    pytester.makepyfile(test_user_anyio=USER_TEST)
-    found = expect_found(pytester, SYMPTOM)
-    save_token("anyio", found.token)
-    expect_replay_fails(pytester, found, SYMPTOM)
-    print(f"realcode anyio buggy: found after {found.schedules} ({found.strategy})")
-
-
-def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
-    require_pin("anyio", "fixed")
-    pytester.makepyfile(test_user_anyio=USER_TEST)
-    print(expect_clean(pytester))
-
-
-def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pytester) -> None:
-    require_pin("anyio", "fixed")
-    pytester.makepyfile(test_user_anyio=USER_TEST)
-    print("realcode anyio fixed, buggy token:", expect_replay_after_fix(pytester, "anyio", SYMPTOM))
-
-
-def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
-    """Assertion removed, anyio traced: the detector names the race itself."""
-    require_pin("anyio", "buggy")
-    pytester.makepyfile(test_user_anyio=without_assertions(USER_TEST))
-    output = expect_detector_finding(pytester, "anyio", "stale hand-off")
-    assert "_asyncio.py:" in output, output
-
-
-def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
-    """No false alarm on the fixed release, anyio traced as code under test."""
-    require_pin("anyio", "fixed")
-    pytester.makepyfile(test_user_anyio=USER_TEST)
-    expect_detector_clean(pytester, "anyio")
+class TestAnyio(FailsItsUserTest, FlaggedByTheDetector):
+    library = "anyio"
+    module = "anyio"
+    user_test = USER_TEST
+    symptom = "deadlock"
+    finding = "stale hand-off"
+    finding_shows = ("_asyncio.py:",)

@@ -23,17 +23,11 @@ from __future__ import annotations
 
 import pytest
 from realcode_support import (
+    FailsItsUserTest,
+    FlaggedByTheDetector,
     detector_args,
-    expect_clean,
-    expect_detector_clean,
-    expect_detector_finding,
-    expect_found,
-    expect_replay_after_fix,
-    expect_replay_fails,
     require_pin,
     run_user_test,
-    save_token,
-    without_assertions,
 )
 
 pytest.importorskip("apipkg")
@@ -71,52 +65,22 @@ def test_threads_see_what_the_first_access_sets_up():
     assert seen == {0: "hello", 1: "hello"}, "an attribute set up on first access was missing"
 """
 
-LIBRARY = "apipkg"
-SYMPTOM = "an attribute set up on first access was missing"
 
+class TestApipkg(FailsItsUserTest, FlaggedByTheDetector):
+    """What the detector sees: both threads find the hook, and both take it.
+    The fixed release looks the hook up under the import-time RLock.
+    """
 
-def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_apipkg=USER_TEST)
-    found = expect_found(pytester, SYMPTOM)
-    save_token(LIBRARY, found.token)
-    expect_replay_fails(pytester, found, SYMPTOM)
-    print(f"realcode apipkg buggy: found after {found.schedules} ({found.strategy})")
+    library = "apipkg"
+    module = "apipkg"
+    user_test = USER_TEST
+    symptom = "an attribute set up on first access was missing"
+    finding = "stale check"
+    finding_shows = ("self.__map__['__onfirstaccess__']", "__init__.py:146", "__init__.py:147")
 
-
-def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
-    """Assertion removed, apipkg traced: both threads find the hook, both take it."""
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_apipkg=without_assertions(USER_TEST))
-    output = expect_detector_finding(pytester, "apipkg", "stale check")
-    assert "self.__map__['__onfirstaccess__']" in output, output
-    assert "__init__.py:146" in output and "__init__.py:147" in output, output
-
-
-def test_buggy_release_is_found_with_the_detector_on(pytester: pytest.Pytester) -> None:
-    """Assertion kept, detector on: watching the library must not make its race go away."""
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_apipkg=USER_TEST)
-    result = run_user_test(pytester, *detector_args("apipkg"))
-    result.assert_outcomes(failed=1)
-
-
-def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_apipkg=USER_TEST)
-    print(expect_clean(pytester))
-
-
-def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_apipkg=USER_TEST)
-    print(
-        "realcode apipkg fixed, buggy token:", expect_replay_after_fix(pytester, LIBRARY, SYMPTOM)
-    )
-
-
-def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
-    """No false alarm on the fixed release: the look-up under the import-time RLock."""
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_apipkg=USER_TEST)
-    expect_detector_clean(pytester, "apipkg")
+    def test_buggy_release_is_found_with_the_detector_on(self, pytester: pytest.Pytester) -> None:
+        """Assertion kept, detector on: watching the library must not make its race go away."""
+        require_pin(self.library, "buggy")
+        self.write_user_test(pytester)
+        result = run_user_test(pytester, *detector_args(self.module))
+        result.assert_outcomes(failed=1)

@@ -16,17 +16,7 @@ before this round the detector read neither, and missed the bug
 from __future__ import annotations
 
 import pytest
-from realcode_support import (
-    expect_clean,
-    expect_detector_clean,
-    expect_detector_finding,
-    expect_found,
-    expect_replay_after_fix,
-    expect_replay_fails,
-    require_pin,
-    save_token,
-    without_assertions,
-)
+from realcode_support import FailsItsUserTest, FlaggedByTheDetector
 
 pytest.importorskip("cache")
 
@@ -51,44 +41,15 @@ async def test_concurrent_misses_compute_once():
     assert calls == [1], "one key computed twice"
 """
 
-LIBRARY = "async-cache"
-SYMPTOM = "one key computed twice"
 
+class TestAsyncCache(FailsItsUserTest, FlaggedByTheDetector):
+    """What the detector sees: the miss, another task's store, then the store.
+    The fixed release keeps one pending future per key.
+    """
 
-def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_async_cache=USER_TEST)
-    found = expect_found(pytester, SYMPTOM)
-    save_token(LIBRARY, found.token)
-    expect_replay_fails(pytester, found, SYMPTOM)
-    print(f"realcode async-cache buggy: found after {found.schedules} ({found.strategy})")
-
-
-def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
-    """Assertion removed, the package traced: the miss, another task's store, then the store."""
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_async_cache=without_assertions(USER_TEST))
-    output = expect_detector_finding(pytester, "cache", "stale check")
-    assert "async_ttl.py:18" in output and "lru.py:15" in output, output
-
-
-def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_async_cache=USER_TEST)
-    print(expect_clean(pytester))
-
-
-def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_async_cache=USER_TEST)
-    print(
-        "realcode async-cache fixed, buggy token:",
-        expect_replay_after_fix(pytester, LIBRARY, SYMPTOM),
-    )
-
-
-def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
-    """No false alarm on the fixed release: one pending future per key."""
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_async_cache=USER_TEST)
-    expect_detector_clean(pytester, "cache")
+    library = "async-cache"
+    module = "cache"
+    user_test = USER_TEST
+    symptom = "one key computed twice"
+    finding = "stale check"
+    finding_shows = ("async_ttl.py:18", "lru.py:15")

@@ -12,15 +12,7 @@ racecheck, asyncio only logs it and the caller hangs).
 from __future__ import annotations
 
 import pytest
-from realcode_support import (
-    expect_clean,
-    expect_detector_clean,
-    expect_found,
-    expect_replay_after_fix,
-    expect_replay_fails,
-    require_pin,
-    save_token,
-)
+from realcode_support import FailsItsUserTest
 
 pytest.importorskip("async_lru")
 
@@ -52,34 +44,9 @@ async def test_clearing_the_cache_never_strands_a_reader():
     assert profile == {"id": 7}
 """
 
-SYMPTOM = "KeyError"
-LIBRARY = "async-lru"
 
-
-def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_async_lru=USER_TEST)
-    found = expect_found(pytester, SYMPTOM)
-    save_token(LIBRARY, found.token)
-    expect_replay_fails(pytester, found, SYMPTOM)
-    print(f"realcode async-lru buggy: found after {found.schedules} ({found.strategy})")
-
-
-def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_async_lru=USER_TEST)
-    print(expect_clean(pytester))
-
-
-def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_async_lru=USER_TEST)
-    after = expect_replay_after_fix(pytester, LIBRARY, SYMPTOM)
-    print("realcode async-lru fixed, buggy token:", after)
-
-
-def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
-    """No false alarm on the fixed release, async_lru traced as code under test."""
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_async_lru=USER_TEST)
-    expect_detector_clean(pytester, "async_lru")
+class TestAsyncLru(FailsItsUserTest):
+    library = "async-lru"
+    module = "async_lru"
+    user_test = USER_TEST
+    symptom = "KeyError"

@@ -11,15 +11,7 @@ is pending, so the function runs once.
 from __future__ import annotations
 
 import pytest
-from realcode_support import (
-    expect_clean,
-    expect_detector_clean,
-    expect_found,
-    expect_replay_after_fix,
-    expect_replay_fails,
-    require_pin,
-    save_token,
-)
+from realcode_support import FailsItsUserTest
 
 pytest.importorskip("cachetools")
 
@@ -50,35 +42,9 @@ def test_settings_are_loaded_once():
     assert loads == ["db"], f"settings loaded {len(loads)} times"
 """
 
-SYMPTOM = "settings loaded 2 times"
 
-
-def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
-    require_pin("cachetools", "buggy")
-    pytester.makepyfile(test_user_cachetools=USER_TEST)
-    found = expect_found(pytester, SYMPTOM)
-    save_token("cachetools", found.token)
-    expect_replay_fails(pytester, found, SYMPTOM)
-    print(f"realcode cachetools buggy: found after {found.schedules} ({found.strategy})")
-
-
-def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
-    require_pin("cachetools", "fixed")
-    pytester.makepyfile(test_user_cachetools=USER_TEST)
-    print(expect_clean(pytester))
-
-
-def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pytester) -> None:
-    require_pin("cachetools", "fixed")
-    pytester.makepyfile(test_user_cachetools=USER_TEST)
-    print(
-        "realcode cachetools fixed, buggy token:",
-        expect_replay_after_fix(pytester, "cachetools", SYMPTOM),
-    )
-
-
-def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
-    """No false alarm on the fixed release, cachetools traced as code under test."""
-    require_pin("cachetools", "fixed")
-    pytester.makepyfile(test_user_cachetools=USER_TEST)
-    expect_detector_clean(pytester, "cachetools")
+class TestCachetools(FailsItsUserTest):
+    library = "cachetools"
+    module = "cachetools"
+    user_test = USER_TEST
+    symptom = "settings loaded 2 times"

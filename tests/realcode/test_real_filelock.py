@@ -11,17 +11,7 @@ made when the class is defined.
 from __future__ import annotations
 
 import pytest
-from realcode_support import (
-    expect_clean,
-    expect_detector_clean,
-    expect_detector_finding,
-    expect_found,
-    expect_replay_after_fix,
-    expect_replay_fails,
-    require_pin,
-    save_token,
-    without_assertions,
-)
+from realcode_support import FailsItsUserTest, FlaggedByTheDetector
 
 pytest.importorskip("filelock")
 
@@ -49,43 +39,11 @@ def test_threads_share_the_singleton_lock(tmp_path):
     assert locks[0] is locks[1], "two singleton FileLocks for one path"
 """
 
-SYMPTOM = "two singleton FileLocks for one path"
 
-
-def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
-    require_pin("filelock", "buggy")
-    pytester.makepyfile(test_user_filelock=USER_TEST)
-    found = expect_found(pytester, SYMPTOM)
-    save_token("filelock", found.token)
-    expect_replay_fails(pytester, found, SYMPTOM)
-    print(f"realcode filelock buggy: found after {found.schedules} ({found.strategy})")
-
-
-def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
-    require_pin("filelock", "fixed")
-    pytester.makepyfile(test_user_filelock=USER_TEST)
-    print(expect_clean(pytester))
-
-
-def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pytester) -> None:
-    require_pin("filelock", "fixed")
-    pytester.makepyfile(test_user_filelock=USER_TEST)
-    print(
-        "realcode filelock fixed, buggy token:",
-        expect_replay_after_fix(pytester, "filelock", SYMPTOM),
-    )
-
-
-def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
-    """Assertion removed, filelock traced: the detector names the race itself."""
-    require_pin("filelock", "buggy")
-    pytester.makepyfile(test_user_filelock=without_assertions(USER_TEST))
-    output = expect_detector_finding(pytester, "filelock", "lost update")
-    assert "_api.py:" in output, output
-
-
-def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
-    """No false alarm on the fixed release, filelock traced as code under test."""
-    require_pin("filelock", "fixed")
-    pytester.makepyfile(test_user_filelock=USER_TEST)
-    expect_detector_clean(pytester, "filelock")
+class TestFilelock(FailsItsUserTest, FlaggedByTheDetector):
+    library = "filelock"
+    module = "filelock"
+    user_test = USER_TEST
+    symptom = "two singleton FileLocks for one path"
+    finding = "lost update"
+    finding_shows = ("_api.py:",)

@@ -27,15 +27,7 @@ TIMER_SLACK), which is how the bug is found.
 from __future__ import annotations
 
 import pytest
-from realcode_support import (
-    expect_clean,
-    expect_detector_clean,
-    expect_found,
-    expect_replay_after_fix,
-    expect_replay_fails,
-    require_pin,
-    save_token,
-)
+from realcode_support import FailsItsUserTest
 
 pytest.importorskip("janus")
 
@@ -73,33 +65,9 @@ async def test_join_returns_once_the_thread_is_done():
     await queue.wait_closed()
 """
 
-SYMPTOM = "step-limit"
-LIBRARY = "janus"
 
-
-def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_janus=USER_TEST)
-    found = expect_found(pytester, SYMPTOM)
-    save_token(LIBRARY, found.token)
-    expect_replay_fails(pytester, found, SYMPTOM)
-    print(f"realcode janus buggy: found after {found.schedules} ({found.strategy})")
-
-
-def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_janus=USER_TEST)
-    print(expect_clean(pytester))
-
-
-def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_janus=USER_TEST)
-    print("realcode janus fixed, buggy token:", expect_replay_after_fix(pytester, LIBRARY, SYMPTOM))
-
-
-def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
-    """No false alarm on the fixed release, janus traced as code under test."""
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_janus=USER_TEST)
-    expect_detector_clean(pytester, "janus")
+class TestJanus(FailsItsUserTest):
+    library = "janus"
+    module = "janus"
+    user_test = USER_TEST
+    symptom = "step-limit"

@@ -16,17 +16,7 @@ process would have it: racecheck runs the test body once per schedule.
 from __future__ import annotations
 
 import pytest
-from realcode_support import (
-    expect_clean,
-    expect_detector_clean,
-    expect_detector_finding,
-    expect_found,
-    expect_replay_after_fix,
-    expect_replay_fails,
-    require_pin,
-    save_token,
-    without_assertions,
-)
+from realcode_support import FailsItsUserTest, FlaggedByTheDetector
 
 pytest.importorskip("lazy_loader")
 
@@ -54,44 +44,15 @@ def test_threads_loading_one_module_share_it():
     assert modules[0] is modules[1], "two module objects for one lazily loaded name"
 """
 
-LIBRARY = "lazy_loader"
-SYMPTOM = "two module objects for one lazily loaded name"
 
+class TestLazyLoader(FailsItsUserTest, FlaggedByTheDetector):
+    """What the detector sees: the look-up decides a store another thread's store beat.
+    The fixed release takes every step under the import-time lock.
+    """
 
-def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_lazy_loader=USER_TEST)
-    found = expect_found(pytester, SYMPTOM)
-    save_token(LIBRARY, found.token)
-    expect_replay_fails(pytester, found, SYMPTOM)
-    print(f"realcode lazy_loader buggy: found after {found.schedules} ({found.strategy})")
-
-
-def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
-    """Assertion removed, lazy_loader traced: the look-up decides a store another one beat."""
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_lazy_loader=without_assertions(USER_TEST))
-    output = expect_detector_finding(pytester, "lazy_loader", "lost update")
-    assert "sys.modules['colorsys']" in output and "__init__.py:206" in output, output
-
-
-def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_lazy_loader=USER_TEST)
-    print(expect_clean(pytester))
-
-
-def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_lazy_loader=USER_TEST)
-    print(
-        "realcode lazy_loader fixed, buggy token:",
-        expect_replay_after_fix(pytester, LIBRARY, SYMPTOM),
-    )
-
-
-def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
-    """No false alarm on the fixed release: every step under the import-time lock."""
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_lazy_loader=USER_TEST)
-    expect_detector_clean(pytester, "lazy_loader")
+    library = "lazy_loader"
+    module = "lazy_loader"
+    user_test = USER_TEST
+    symptom = "two module objects for one lazily loaded name"
+    finding = "lost update"
+    finding_shows = ("sys.modules['colorsys']", "__init__.py:206")

@@ -18,17 +18,7 @@ process would have it: racecheck runs the test body once per schedule.
 from __future__ import annotations
 
 import pytest
-from realcode_support import (
-    expect_clean,
-    expect_detector_clean,
-    expect_detector_finding,
-    expect_found,
-    expect_replay_after_fix,
-    expect_replay_fails,
-    require_pin,
-    save_token,
-    without_assertions,
-)
+from realcode_support import FailsItsUserTest, FlaggedByTheDetector
 
 pytest.importorskip("opentelemetry.trace")
 
@@ -78,45 +68,15 @@ def test_two_threads_set_up_tracing_at_once():
     assert refusals.count == 1, "two threads both installed the global tracer provider"
 """
 
-LIBRARY = "opentelemetry-api"
-SYMPTOM = "two threads both installed the global tracer provider"
 
+class TestOpentelemetryApi(FailsItsUserTest, FlaggedByTheDetector):
+    """What the detector sees: the check decides a store another thread's store beat.
+    The fixed release re-checks the fast path under the Once's lock.
+    """
 
-def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_otel=USER_TEST)
-    found = expect_found(pytester, SYMPTOM)
-    save_token(LIBRARY, found.token)
-    expect_replay_fails(pytester, found, SYMPTOM)
-    print(f"realcode opentelemetry-api buggy: found after {found.schedules} ({found.strategy})")
-
-
-def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
-    """Assertion removed, opentelemetry traced: the check decides a store another beat."""
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_otel=without_assertions(USER_TEST))
-    output = expect_detector_finding(pytester, "opentelemetry", "lost update")
-    assert "global _TRACER_PROVIDER" in output, output
-    assert "__init__.py:473" in output and "__init__.py:477" in output, output
-
-
-def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_otel=USER_TEST)
-    print(expect_clean(pytester))
-
-
-def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_otel=USER_TEST)
-    print(
-        "realcode opentelemetry-api fixed, buggy token:",
-        expect_replay_after_fix(pytester, LIBRARY, SYMPTOM),
-    )
-
-
-def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
-    """No false alarm on the fixed release: the fast path re-checked under the Once's lock."""
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_otel=USER_TEST)
-    expect_detector_clean(pytester, "opentelemetry")
+    library = "opentelemetry-api"
+    module = "opentelemetry"
+    user_test = USER_TEST
+    symptom = "two threads both installed the global tracer provider"
+    finding = "lost update"
+    finding_shows = ("global _TRACER_PROVIDER", "__init__.py:473", "__init__.py:477")

@@ -12,17 +12,7 @@ opens no connection, and the pool is closed at the end.
 from __future__ import annotations
 
 import pytest
-from realcode_support import (
-    expect_clean,
-    expect_detector_clean,
-    expect_detector_finding,
-    expect_found,
-    expect_replay_after_fix,
-    expect_replay_fails,
-    require_pin,
-    save_token,
-    without_assertions,
-)
+from realcode_support import FailsItsUserTest, FlaggedByTheDetector
 
 pytest.importorskip("psycopg_pool")
 
@@ -53,44 +43,13 @@ def test_two_threads_open_the_pool_once():
     assert not errors, f"the pool was started twice: {errors!r}"
 """
 
-SYMPTOM = "the pool was started twice"
-LIBRARY = "psycopg-pool"
 
+class TestPsycopgPool(FailsItsUserTest, FlaggedByTheDetector):
+    """What the detector sees: two unordered stores of the lazily made lock."""
 
-def test_buggy_release_is_found_and_replays(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_pool=USER_TEST)
-    found = expect_found(pytester, SYMPTOM)
-    save_token(LIBRARY, found.token)
-    expect_replay_fails(pytester, found, SYMPTOM)
-    print(f"realcode psycopg-pool buggy: found after {found.schedules} ({found.strategy})")
-
-
-def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_pool=USER_TEST)
-    print(expect_clean(pytester))
-
-
-def test_fixed_release_does_not_fail_on_the_buggy_token(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_pool=USER_TEST)
-    print(
-        "realcode psycopg-pool fixed, buggy token:",
-        expect_replay_after_fix(pytester, LIBRARY, SYMPTOM),
-    )
-
-
-def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
-    """Assertion removed, psycopg_pool traced: two unordered stores of the lazy lock."""
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_pool=without_assertions(USER_TEST))
-    output = expect_detector_finding(pytester, "psycopg_pool", "data race")
-    assert "self._lock" in output and "pool.py:419" in output, output
-
-
-def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
-    """No false alarm on the fixed release, psycopg_pool traced as code under test."""
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_pool=USER_TEST)
-    expect_detector_clean(pytester, "psycopg_pool")
+    library = "psycopg-pool"
+    module = "psycopg_pool"
+    user_test = USER_TEST
+    symptom = "the pool was started twice"
+    finding = "data race"
+    finding_shows = ("self._lock", "pool.py:419")

@@ -17,13 +17,7 @@ process would have it: racecheck runs the test body once per schedule.
 from __future__ import annotations
 
 import pytest
-from realcode_support import (
-    expect_clean,
-    expect_detector_clean,
-    expect_detector_finding,
-    require_pin,
-    without_assertions,
-)
+from realcode_support import FlaggedByTheDetector
 
 pytest.importorskip("pycountry")
 
@@ -51,25 +45,14 @@ def test_two_threads_look_up_historic_countries():
     assert sorted(names) == ["BUMM", "CSHH"], names
 """
 
-LIBRARY = "pycountry"
 
+class TestPycountry(FlaggedByTheDetector):
+    """What the detector sees: both threads reset the database they load.
+    The fixed release checks again under the import-time lock.
+    """
 
-def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
-    """Assertion removed, pycountry traced: both threads reset the database they load."""
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_pycountry=without_assertions(USER_TEST))
-    output = expect_detector_finding(pytester, "pycountry", "data race")
-    assert "data race on self.objects" in output and "db.py:59" in output, output
-
-
-def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_pycountry=USER_TEST)
-    print(expect_clean(pytester))
-
-
-def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
-    """No false alarm on the fixed release: the re-check under the import-time lock."""
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_pycountry=USER_TEST)
-    expect_detector_clean(pytester, "pycountry")
+    library = "pycountry"
+    module = "pycountry"
+    user_test = USER_TEST
+    finding = "data race"
+    finding_shows = ("data race on self.objects", "db.py:59")

@@ -16,13 +16,7 @@ decides another thread's ``popitem``), the fixed one clean.
 from __future__ import annotations
 
 import pytest
-from realcode_support import (
-    expect_clean,
-    expect_detector_clean,
-    expect_detector_finding,
-    require_pin,
-    without_assertions,
-)
+from realcode_support import FlaggedByTheDetector
 
 pytest.importorskip("dateutil")
 
@@ -50,25 +44,12 @@ def test_offsets_made_in_two_threads_are_cached():
     assert made[20] is tz.tzoffset("X", 20 * 3600)
 """
 
-LIBRARY = "python-dateutil"
 
+class TestPythonDateutil(FlaggedByTheDetector):
+    """What the detector sees: the unlocked size check decides a ``popitem``."""
 
-def test_buggy_release_is_flagged_by_the_detector_alone(pytester: pytest.Pytester) -> None:
-    """Assertion removed, dateutil traced: the unlocked size check decides a popitem."""
-    require_pin(LIBRARY, "buggy")
-    pytester.makepyfile(test_user_dateutil=without_assertions(USER_TEST))
-    output = expect_detector_finding(pytester, "dateutil", "data race")
-    assert "_factories.py:44" in output and "_factories.py:45" in output, output
-
-
-def test_fixed_release_runs_clean(pytester: pytest.Pytester) -> None:
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_dateutil=USER_TEST)
-    print(expect_clean(pytester))
-
-
-def test_fixed_release_is_clean_under_the_detector(pytester: pytest.Pytester) -> None:
-    """No false alarm on the fixed release, dateutil traced as code under test."""
-    require_pin(LIBRARY, "fixed")
-    pytester.makepyfile(test_user_dateutil=USER_TEST)
-    expect_detector_clean(pytester, "dateutil")
+    library = "python-dateutil"
+    module = "dateutil"
+    user_test = USER_TEST
+    finding = "data race"
+    finding_shows = ("_factories.py:44", "_factories.py:45")
