@@ -264,16 +264,12 @@ def _explore(
     verified = bool(getattr(chooser, "verified", False)) and not warnings and not limit
     if getattr(chooser, "verified", False) and not verified:
         notes = [_unverified(note) for note in notes]
-    return Report(
+    return session.report(
+        chooser,
         schedules_run=run,
         # "exhausted" over code racecheck could not see would be a false proof
         exhausted=exhausted,
         verified=verified,
-        strategy=chooser.name,
-        seed=0,
-        backend=settings.backend.name,
-        distinct_schedules=len(seen),
-        distinct_orderings=len(session.coverage),
         notes=notes,
         warnings=warnings,
         saturated=watch is not None and watch.stopped,

@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from racecheck.engine import (
     Backend,
@@ -40,6 +40,9 @@ from racecheck.errors import (
 )
 from racecheck.schedule import Decision, Schedule, fingerprint, python_tag
 from racecheck.strategies.base import Chooser
+
+if TYPE_CHECKING:
+    from racecheck.outcome import Report
 
 DEFAULT_MAX_STEPS = 100_000
 
@@ -436,6 +439,38 @@ class Session:
         blind_spots = getattr(backend, "blind_spots", None)
         found = list(blind_spots()) if blind_spots is not None else []
         return found + backend_warnings(backend)
+
+    def report(
+        self,
+        chooser: Chooser,
+        *,
+        schedules_run: int,
+        exhausted: bool,
+        notes: list[str],
+        warnings: list[str],
+        verified: bool = False,
+        saturated: bool = False,
+    ) -> Report:
+        """The report of a search that ended clean: what every explore loop fills in alike.
+
+        The claims (``exhausted``, ``verified``) stay the caller's: only it knows
+        what its part of the search covered.
+        """
+        from racecheck.outcome import Report
+
+        return Report(
+            schedules_run=schedules_run,
+            exhausted=exhausted,
+            verified=verified,
+            strategy=chooser.name,
+            seed=0,
+            backend=self.settings.backend.name,
+            distinct_schedules=len(self.schedules_seen),
+            distinct_orderings=len(self.coverage),
+            notes=notes,
+            warnings=warnings,
+            saturated=saturated,
+        )
 
     def schedule(self, decisions: Sequence[Decision]) -> Schedule:
         backend = self.settings.backend

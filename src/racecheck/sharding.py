@@ -70,6 +70,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from racecheck.errors import UsageError
+from racecheck.sharding_verdict import Merged
 
 if TYPE_CHECKING:
     from racecheck.found import Found
@@ -350,7 +351,6 @@ def explore_slice(
 ) -> Report | Found:
     """:func:`racecheck.explore._explore` for one shard: the numbers it owns, in order."""
     from racecheck.found import shrink_and_trace
-    from racecheck.outcome import Report
 
     settings = session.settings
     seen = session.schedules_seen
@@ -478,15 +478,11 @@ def explore_slice(
         f"shard {state.shard}: ran {state.ran} of schedules 1..{number}"
         f" ({plan.kind}){'; ' + state.stopped if state.stopped else ''}"
     )
-    return Report(
-        verified=whole and bool(getattr(chooser, "verified", False)),
+    return session.report(
+        chooser,
         schedules_run=state.ran,
         exhausted=whole and chooser.exhausted,
-        strategy=chooser.name,
-        seed=0,
-        backend=settings.backend.name,
-        distinct_schedules=len(seen),
-        distinct_orderings=len(session.coverage),
+        verified=whole and bool(getattr(chooser, "verified", False)),
         notes=notes,
         warnings=warnings,
     )
@@ -665,32 +661,6 @@ class ShardResult:
         return result
 
 
-@dataclass
-class Merged:
-    """The verdict of all the shards of one exploration."""
-
-    #: the index into the given results of the shard whose failure wins, or None
-    winner: int | None
-    #: schedule number of the first failure, or the last schedule of the exploration
-    schedules_run: int
-    #: schedules the shards ran in all (schedule 1 counted once)
-    total_ran: int
-    ended: bool
-    #: the whole search ran and nothing was out of sight (None: as ``ended``)
-    exhausted: bool | None = None
-    #: the coverage tally counts runs numbered up to this (None: up to ``schedules_run``);
-    #: a split exhaustive search numbers its coverage by keys (racecheck.sharding_tree)
-    coverage_limit: int | None = None
-    #: split DPOR searched every subtree and saw every conflict (racecheck.sharding_dpor)
-    verified: bool = False
-
-    def __post_init__(self) -> None:
-        if self.exhausted is None:
-            self.exhausted = self.ended
-        if self.coverage_limit is None:
-            self.coverage_limit = self.schedules_run
-
-
 def merge(results: Sequence[ShardResult]) -> Merged:
     """The first failure (lowest number) over complete shards; UsageError if some are missing."""
     if not results:
@@ -713,11 +683,9 @@ def merge(results: Sequence[ShardResult]) -> Merged:
             " the first failure cannot be known without every slice"
         )
     if any(r.tree is not None for r in results):
-        from dataclasses import asdict
-
         from racecheck.sharding_tree import merge_tree
 
-        return Merged(**asdict(merge_tree(list(results))))
+        return merge_tree(list(results))
     ends = [r.ended_at for r in results if r.ended_at is not None]
     end = min(ends) if ends else None
     # auto's split DPOR (racecheck.sharding_auto) ends the exploration where

@@ -199,7 +199,6 @@ def explore_dpor_subtrees(
     trace). ``chooser`` only says the search was asked for: each subtree gets
     a fresh :class:`SubtreeDPOR`.
     """
-    from racecheck.outcome import Report
 
     settings = session.settings
     seen = session.schedules_seen
@@ -286,14 +285,10 @@ def explore_dpor_subtrees(
     ]
     if blind:
         notes.append("not verifiable: " + "; ".join(blind))
-    return Report(
+    return session.report(
+        chooser,
         schedules_run=state.ran,
         exhausted=False,  # one slice never knows; the merge does
-        strategy=chooser.name,
-        seed=0,
-        backend=settings.backend.name,
-        distinct_schedules=len(seen),
-        distinct_orderings=len(session.coverage),
         notes=notes,
         warnings=warnings,
     )

@@ -55,6 +55,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from racecheck.sharding_verdict import Merged
+
 if TYPE_CHECKING:
     from racecheck.outcome import Report
     from racecheck.schedule import Decision
@@ -165,7 +167,6 @@ def explore_subtrees(
     shard's SliceState, and ``found`` explore's failure handling (shrink and
     trace), which makes the Found this returns on a failure.
     """
-    from racecheck.outcome import Report
 
     settings = session.settings
     seen = session.schedules_seen
@@ -244,33 +245,16 @@ def explore_subtrees(
         f"{'; ' + state.stopped if state.stopped else ''}); whether the search is"
         " exhausted is for the merge of every shard to say"
     ]
-    return Report(
+    return session.report(
+        chooser,
         schedules_run=state.ran,
         exhausted=False,  # one slice never knows; the merge does
-        strategy=chooser.name,
-        seed=0,
-        backend=settings.backend.name,
-        distinct_schedules=len(seen),
-        distinct_orderings=len(session.coverage),
         notes=notes,
         warnings=warnings,
     )
 
 
-@dataclass
-class Verdict:
-    """What :func:`merge_tree` decides (racecheck.sharding.Merged's fields)."""
-
-    winner: int | None
-    schedules_run: int
-    total_ran: int
-    ended: bool
-    exhausted: bool | None = None
-    coverage_limit: int | None = None
-    verified: bool = False
-
-
-def merge_tree(results: list[Any]) -> Verdict:
+def merge_tree(results: list[Any]) -> Merged:
     """The single-process verdict from the shards (ShardResults) of a split exhaustive search."""
     from racecheck.errors import UsageError
 
@@ -330,7 +314,7 @@ def merge_tree(results: list[Any]) -> Verdict:
         at = number(key)
         if at is not None:
             winner = next(i for i, r in enumerate(results) if r.shard.index == index)
-            return Verdict(winner, at, total_ran, False, coverage_limit=encode(key))
+            return Merged(winner, at, total_ran, False, coverage_limit=encode(key))
     if all(t.last_level is not None for t in trees.values()):
         end = max(t.last_level for t in trees.values() if t.last_level is not None)
         total = 0
@@ -344,7 +328,7 @@ def merge_tree(results: list[Any]) -> Verdict:
                 total += s
         if complete and total <= budget:
             clean = all(t.clean for t in trees.values())
-            return Verdict(
+            return Merged(
                 None,
                 total,
                 total_ran,
@@ -354,7 +338,7 @@ def merge_tree(results: list[Any]) -> Verdict:
                 verified=clean and all(t.kind == "dpor" for t in trees.values()),
             )
     # The budget ran out first: the single process's last schedule is number ``budget``.
-    return Verdict(
+    return Merged(
         None, budget, total_ran, False, coverage_limit=_key_at(budget, size, subtrees, levels)
     )
 
