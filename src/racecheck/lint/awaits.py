@@ -27,7 +27,7 @@ from dataclasses import replace
 from functools import partial
 
 from racecheck.lint import module as nodes  # `nodes.children`: the counted walk
-from racecheck.lint.callers import lifecycle_callers
+from racecheck.lint.callers import guarded_callers
 from racecheck.lint.fanout import _sites as fanout_sites
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, ending, reaches
@@ -130,7 +130,7 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                 and finding.severity == "error"
                 and finding.code in ("RC102", "RC103")
                 and (
-                    steps := lifecycle_callers(
+                    steps := guarded_callers(
                         module, func.name, info.node.name if info is not None else None
                     )
                 )
@@ -140,8 +140,13 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                     finding,
                     severity="warning",
                     message=f"{finding.message}; but the package calls {func.name}() only "
-                    f"on lifecycle paths ({steps}): it races only when a program runs "
-                    "one object's start-up, reconnect or driver twice at once",
+                    f"on lifecycle paths ({steps.where}): it races only when a program runs "
+                    "one object's start-up, reconnect or driver twice at once"
+                    if not steps.locks
+                    else f"{finding.message}; but every caller in the package holds a lock "
+                    f"({', '.join(steps.locks)}) or is a lifecycle step ({steps.where}): it "
+                    "races only if those callers hold different locks, or a caller outside "
+                    "the package holds none",
                 )
             if driver is not None and finding.severity == "error":
                 finding = replace(
