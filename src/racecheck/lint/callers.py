@@ -333,8 +333,12 @@ def _held_lock(file: _File, func: _Def, line: int, text: str) -> str | None:
     line and nothing there hands it to a task; walking up from the call, an
     enclosing ``with``/``async with`` header whose item has a lock-like name (as
     :func:`racecheck.lint.module.is_locklike` judges names), or an
-    ``await <lock>.acquire()`` statement in the same block or an enclosing one
-    with no ``<lock>.release()`` after it in that block. Only the blocks that
+    ``[await] <x>.acquire()`` statement in the same block or an enclosing one
+    with no ``<x>.release()`` after it in that block. An ``acquire()`` whose
+    result is dropped is a claim whatever the object's name (pyatv's
+    ``self.playback_manager.acquire()`` raises when the manager is taken); one
+    whose result is kept (``conn = await pool.acquire()``) takes something out
+    of a pool and holds nothing. Only the blocks that
     enclose the call are looked at (a line deeper than the chain so far is in a
     block that has ended), and only inside ``func`` (a nested ``def`` runs
     whenever its caller awaits it, not under the outer function's lock). A line
@@ -368,7 +372,7 @@ def _held_lock(file: _File, func: _Def, line: int, text: str) -> str | None:
                         return expr
             continue
         call = _LOCK_CALL.match(source)
-        if call is not None and _locklike(call.group(1).rsplit(".", 1)[-1]):
+        if call is not None:
             if call.group(2) == "release":
                 released.add(call.group(1))
             elif call.group(1) not in released:
