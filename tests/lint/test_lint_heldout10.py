@@ -169,3 +169,17 @@ def test_a_class_nothing_here_makes_keeps_the_error() -> None:
     source = _PROXY.replace("client = ProxyClient(reader)", "client = self._factory(reader)")
     found = severities(source)
     assert {sev for _, _, sev in found} == {"error"}
+
+
+def test_annotations_and_isinstance_tests_make_nothing() -> None:
+    # aiomisc names its client in `self.clients: set[TCPProxyClient]` and `delay: Delay`
+    source = _PROXY.replace(
+        "class Proxy:\n",
+        "class Proxy:\n"
+        "    clients: set[ProxyClient]\n\n"
+        "    def check(self, d: Delay) -> ProxyClient | None:\n"
+        "        return d if isinstance(d, (ProxyClient, Delay)) else None\n\n",
+    )
+    found = severities(source)
+    assert [code for _, code, _ in found] == ["RC107", "RC107", "RC107"]
+    assert {sev for _, _, sev in found} == {"warning"}

@@ -212,6 +212,10 @@ def _made_in_coroutines(module: Module) -> frozenset[str]:
     for name_node in module.nodes_of(ast.Name):
         if name_node.id in names:
             mentions[name_node.id] = mentions.get(name_node.id, 0) + 1
+    # a type annotation or an isinstance() test makes nothing
+    for inert in _inert_mentions(module):
+        if isinstance(inert, ast.Name) and inert.id in mentions:
+            mentions[inert.id] -= 1
     sites: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     for func in module.function_nodes:
         for node in iter_own(func):
@@ -240,6 +244,27 @@ def _made_in_coroutines(module: Module) -> frozenset[str]:
         return True
 
     return frozenset(name for name in mentions if made_so(name, 1))
+
+
+def _inert_mentions(module: Module) -> Iterator[ast.AST]:
+    """Names in annotations and in the class argument of ``isinstance``/``issubclass``."""
+    roots: list[ast.AST | None] = []
+    for arg in module.nodes_of(ast.arg):
+        roots.append(arg.annotation)
+    for assign in module.nodes_of(ast.AnnAssign):
+        roots.append(assign.annotation)
+    for func in module.function_nodes:
+        roots.append(func.returns)
+    for call in module.nodes_of(ast.Call):
+        if (
+            isinstance(call.func, ast.Name)
+            and call.func.id in ("isinstance", "issubclass")
+            and len(call.args) == 2
+        ):
+            roots.append(call.args[1])
+    for root in roots:
+        if root is not None:
+            yield from ast.walk(root)
 
 
 def _loop_switches(module: Module) -> bool:
