@@ -250,3 +250,25 @@ def test_a_lock_in_an_enclosing_function_does_not_cover_a_nested_def(tmp_path: P
         },
     )
     assert severities(pkg) == [(4, "RC102", "error")]
+
+
+def test_a_semaphore_is_no_lock_and_keeps_the_error(tmp_path: Path) -> None:
+    # aioboto3's `_download_part` calls `get_object()` (whose first call sets up an S3
+    # client) inside `async with semaphore:` - a limit of N downloads, N at once
+    pkg = package(
+        tmp_path,
+        {
+            "client.py": _CLIENT,
+            "pool.py": """
+            class Pool:
+                async def query(self, sql, semaphore):
+                    async with semaphore:
+                        await self._client.create_connection()
+
+                async def execute(self, sql):
+                    await self._conn_sem.acquire()
+                    await self._client.create_connection()
+            """,
+        },
+    )
+    assert severities(pkg) == [(4, "RC102", "error")]

@@ -332,7 +332,7 @@ def _held_lock(file: _File, func: _Def, line: int, text: str) -> str | None:
     Read from the text, as the rest of this module: the call is awaited on its
     line and nothing there hands it to a task; walking up from the call, an
     enclosing ``with``/``async with`` header whose item has a lock-like name (as
-    :func:`racecheck.lint.module.is_locklike` judges names), or an
+    :func:`racecheck.lint.module.is_locklike` judges names, a semaphore aside), or an
     ``[await] <x>.acquire()`` statement in the same block or an enclosing one
     with no ``<x>.release()`` after it in that block. An ``acquire()`` whose
     result is dropped is a claim whatever the object's name (pyatv's
@@ -372,7 +372,7 @@ def _held_lock(file: _File, func: _Def, line: int, text: str) -> str | None:
                         return expr
             continue
         call = _LOCK_CALL.match(source)
-        if call is not None:
+        if call is not None and not _COUNTING.search(call.group(1).rsplit(".", 1)[-1]):
             if call.group(2) == "release":
                 released.add(call.group(1))
             elif call.group(1) not in released:
@@ -380,9 +380,14 @@ def _held_lock(file: _File, func: _Def, line: int, text: str) -> str | None:
     return None
 
 
+#: a semaphore lets N holders in at once: no exclusion between two callers
+_COUNTING = re.compile(r"semaphore|(^|_)sem($|_)", re.IGNORECASE)
+
+
 def _locklike(name: str) -> bool:
-    """A name judged as :func:`is_locklike` judges the last name of a ``with`` item."""
-    return is_locklike(ast.Name(id=name))
+    """A name judged as :func:`is_locklike` judges the last name of a ``with`` item,
+    less semaphores (aioboto3's downloads run ``get_object()`` under one, several at once)."""
+    return is_locklike(ast.Name(id=name)) and not _COUNTING.search(name)
 
 
 def bisect_line(starts: list[int], pos: int) -> int:
