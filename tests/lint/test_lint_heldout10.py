@@ -183,3 +183,50 @@ def test_annotations_and_isinstance_tests_make_nothing() -> None:
     found = severities(source)
     assert [code for _, code, _ in found] == ["RC107", "RC107", "RC107"]
     assert {sev for _, _, sev in found} == {"warning"}
+
+
+# ── a finding inside __aenter__ ──────────────────────────────────────────────
+# telethon's `Conversation.__aenter__` and `_ChatAction.__aenter__` resolve the chat
+# they were given (`self._chat = await get_input_entity(self._chat)`), aiomisc's
+# `TCPProxy.__aenter__` starts its server when it has none: entering one such
+# object twice at once is starting it twice, a lifecycle race. A lock's or a
+# limiter's `__aenter__` is entered by many tasks at once by design and keeps it.
+
+_CONVERSATION = """
+class Conversation:
+    async def __aenter__(self):
+        self._input_chat = await self._client.get_input_entity(self._input_chat)
+        return self
+
+    async def __aexit__(self, *exc):
+        pass
+"""
+
+_RWLOCK = """
+class WriterLock:
+    async def __aenter__(self):
+        if self._writers == 0:
+            await self._readers_done.wait()
+            self._writers += 1
+        return self
+
+    async def __aexit__(self, *exc):
+        self._writers -= 1
+"""
+
+
+def test_a_race_inside_an_objects_aenter_is_a_lifecycle_warning() -> None:
+    found = severities(_CONVERSATION)
+    assert [(code, sev) for _, code, sev in found] == [("RC103", "warning")]
+
+
+def test_the_same_race_in_a_plain_method_stays_an_error() -> None:
+    found = severities(_CONVERSATION.replace("__aenter__", "resolve"))
+    assert [(code, sev) for _, code, sev in found] == [("RC103", "error")]
+
+
+def test_a_lock_classes_aenter_keeps_the_error() -> None:
+    found = severities(_RWLOCK)
+    assert found and {sev for _, _, sev in found} == {"error"}
+    limiter = _RWLOCK.replace("WriterLock", "RateLimiter")
+    assert {sev for _, _, sev in severities(limiter)} == {"error"}

@@ -238,6 +238,13 @@ def _suspends(func: ast.AsyncFunctionDef) -> bool:
 _LOOP_MAINS = frozenset({"run", "asyncio_run", "run_until_complete"})
 
 
+#: classes whose ``async with`` many tasks enter at once by design: a lock's or a
+#: limiter's ``__aenter__`` is the operation, not a start-up step
+_SHARED_ENTRY = re.compile(
+    r"lock|mutex|sem|cond|limit|throttl|gate|barrier|guard|latch|pool", re.IGNORECASE
+)
+
+
 def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
     """Coroutine methods that drive an object's life, not operations on it: name -> why.
 
@@ -267,6 +274,10 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
                     drivers.setdefault(name, "the main coroutine of an event loop it runs")
     if "__await__" in methods:
         drivers["__await__"] = "the object is started by awaiting it"
+    if "__aenter__" in methods and not _SHARED_ENTRY.search(info.node.name):
+        # telethon's Conversation resolves its chat, aiomisc's proxy starts its server:
+        # entering one such object twice at once is starting it twice (tenth round)
+        drivers["__aenter__"] = "entering the object (`async with`) starts it"
     init = methods.get("__init__")
     started = _task_starts(module, init) if init is not None else set()
     kept: dict[str, int] = {}  # name -> how often a method keeps a task of it on the object
