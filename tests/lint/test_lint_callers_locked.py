@@ -272,3 +272,24 @@ def test_a_semaphore_is_no_lock_and_keeps_the_error(tmp_path: Path) -> None:
         },
     )
     assert severities(pkg) == [(4, "RC102", "error")]
+
+
+def test_a_lock_released_in_a_finally_before_the_call_stays_an_error(tmp_path: Path) -> None:
+    # the release sits in a block that ended before the call: it still let go
+    pkg = package(
+        tmp_path,
+        {
+            "client.py": _CLIENT,
+            "pool.py": """
+            class Pool:
+                async def query(self, sql):
+                    await self._lock.acquire()
+                    try:
+                        self._count += 1
+                    finally:
+                        self._lock.release()
+                    await self._client.create_connection()
+            """,
+        },
+    )
+    assert severities(pkg) == [(4, "RC102", "error")]

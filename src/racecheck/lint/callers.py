@@ -30,6 +30,15 @@ a coroutine method that does anything, so it is not counted.
 Callers outside the package (its users, its tests) are not seen: a public
 method the package calls only on start-up may still be called by a user at
 any time, which is why the finding stays, as a warning naming the callers.
+
+A call site also counts when its caller holds a lock at the call (issue 14's
+tenth round; :func:`_held_lock`): tortoise-orm's SQLite ``create_connection``
+is reached only through a helper that the connection wrappers' ``__aenter__``
+awaits after ``await self._lock.acquire()``, and telethon's event builders
+run ``_resolve`` inside ``async with self._resolve_lock:``. The lock is read
+by name, from the lines of the calling function that enclose the call, so two
+callers holding different locks look the same as two holding one: the
+finding becomes a warning naming the locks, not silence.
 """
 
 from __future__ import annotations
@@ -334,7 +343,8 @@ def _held_lock(file: _File, func: _Def, line: int, text: str) -> str | None:
     enclosing ``with``/``async with`` header whose item has a lock-like name (as
     :func:`racecheck.lint.module.is_locklike` judges names, a semaphore aside), or an
     ``[await] <x>.acquire()`` statement in the same block or an enclosing one
-    with no ``<x>.release()`` after it in that block. An ``acquire()`` whose
+    with no ``<x>.release()`` after it (in any block: a release in a ``finally:``
+    that ended before the call let go too). An ``acquire()`` whose
     result is dropped is a claim whatever the object's name (pyatv's
     ``self.playback_manager.acquire()`` raises when the manager is taken); one
     whose result is kept (``conn = await pool.acquire()``) takes something out
@@ -358,6 +368,12 @@ def _held_lock(file: _File, func: _Def, line: int, text: str) -> str | None:
         if not stripped or stripped.startswith("#"):
             continue
         indent = len(source[: len(source) - len(stripped)].expandtabs())
+        call = _LOCK_CALL.match(source)
+        if call is not None and call.group(2) == "release":
+            # at any depth: a release in a `finally:` or a branch that ended before
+            # the call may have let go (it errs towards keeping the error)
+            released.add(call.group(1))
+            continue
         if indent > limit:
             continue  # inside a block that ended before the call
         if indent < limit:
@@ -371,12 +387,12 @@ def _held_lock(file: _File, func: _Def, line: int, text: str) -> str | None:
                     if last is not None and _locklike(last.group(1)):
                         return expr
             continue
-        call = _LOCK_CALL.match(source)
-        if call is not None and not _COUNTING.search(call.group(1).rsplit(".", 1)[-1]):
-            if call.group(2) == "release":
-                released.add(call.group(1))
-            elif call.group(1) not in released:
-                return call.group(1)
+        if (
+            call is not None
+            and call.group(1) not in released
+            and not _COUNTING.search(call.group(1).rsplit(".", 1)[-1])
+        ):
+            return call.group(1)
     return None
 
 
