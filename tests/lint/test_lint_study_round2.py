@@ -439,7 +439,11 @@ def test_awaiting_a_stored_awaitable_gives_every_task_the_same_value() -> None:
 
 
 def test_awaiting_a_fresh_call_still_fires() -> None:
-    assert errors(STORED_AWAITABLE.replace("await self._coro", "await self._make()")) == ["RC102"]
+    fresh = STORED_AWAITABLE.replace("await self._coro", "await self._make()")
+    # in a plain method: inside ``__aenter__`` the same fill is a lifecycle race (entering
+    # one object twice at once), a warning since the tenth held-out round
+    assert errors(fresh.replace("__aenter__", "get")) == ["RC102"]
+    assert errors(fresh) == []
 
 
 def test_awaiting_a_future_this_call_made_still_fires() -> None:

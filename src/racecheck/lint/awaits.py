@@ -27,7 +27,7 @@ from dataclasses import replace
 from functools import partial
 
 from racecheck.lint import module as nodes  # `nodes.children`: the counted walk
-from racecheck.lint.callers import lifecycle_callers
+from racecheck.lint.callers import guarded_callers
 from racecheck.lint.fanout import _sites as fanout_sites
 from racecheck.lint.findings import Finding
 from racecheck.lint.flow import Event, Flow, common_lock, ending, reaches
@@ -130,7 +130,7 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                 and finding.severity == "error"
                 and finding.code in ("RC102", "RC103")
                 and (
-                    steps := lifecycle_callers(
+                    steps := guarded_callers(
                         module, func.name, info.node.name if info is not None else None
                     )
                 )
@@ -140,8 +140,13 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                     finding,
                     severity="warning",
                     message=f"{finding.message}; but the package calls {func.name}() only "
-                    f"on lifecycle paths ({steps}): it races only when a program runs "
-                    "one object's start-up, reconnect or driver twice at once",
+                    f"on lifecycle paths ({steps.where}): it races only when a program runs "
+                    "one object's start-up, reconnect or driver twice at once"
+                    if not steps.locks
+                    else f"{finding.message}; but every caller in the package holds a lock "
+                    f"({', '.join(steps.locks)}) or is a lifecycle step ({steps.where}): it "
+                    "races only if those callers hold different locks, or a caller outside "
+                    "the package holds none",
                 )
             if driver is not None and finding.severity == "error":
                 finding = replace(
@@ -233,6 +238,13 @@ def _suspends(func: ast.AsyncFunctionDef) -> bool:
 _LOOP_MAINS = frozenset({"run", "asyncio_run", "run_until_complete"})
 
 
+#: classes whose ``async with`` many tasks enter at once by design: a lock's or a
+#: limiter's ``__aenter__`` is the operation, not a start-up step
+_SHARED_ENTRY = re.compile(
+    r"lock|mutex|sem|cond|limit|throttl|gate|barrier|guard|latch|pool", re.IGNORECASE
+)
+
+
 def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
     """Coroutine methods that drive an object's life, not operations on it: name -> why.
 
@@ -262,6 +274,10 @@ def _lifecycle(module: Module, info: ClassInfo) -> dict[str, str]:
                     drivers.setdefault(name, "the main coroutine of an event loop it runs")
     if "__await__" in methods:
         drivers["__await__"] = "the object is started by awaiting it"
+    if "__aenter__" in methods and not _SHARED_ENTRY.search(info.node.name):
+        # telethon's Conversation resolves its chat, aiomisc's proxy starts its server:
+        # entering one such object twice at once is starting it twice (tenth round)
+        drivers["__aenter__"] = "entering the object (`async with`) starts it"
     init = methods.get("__init__")
     started = _task_starts(module, init) if init is not None else set()
     kept: dict[str, int] = {}  # name -> how often a method keeps a task of it on the object

@@ -30,10 +30,20 @@ a coroutine method that does anything, so it is not counted.
 Callers outside the package (its users, its tests) are not seen: a public
 method the package calls only on start-up may still be called by a user at
 any time, which is why the finding stays, as a warning naming the callers.
+
+A call site also counts when its caller holds a lock at the call (issue 14's
+tenth round; :func:`_held_lock`): tortoise-orm's SQLite ``create_connection``
+is reached only through a helper that the connection wrappers' ``__aenter__``
+awaits after ``await self._lock.acquire()``, and telethon's event builders
+run ``_resolve`` inside ``async with self._resolve_lock:``. The lock is read
+by name, from the lines of the calling function that enclose the call, so two
+callers holding different locks look the same as two holding one: the
+finding becomes a warning naming the locks, not silence.
 """
 
 from __future__ import annotations
 
+import ast
 import bisect
 import os
 import re
@@ -41,7 +51,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from racecheck.lint.module import Module, memo
+from racecheck.lint.module import Module, is_locklike, memo
 
 #: first words of functions that are a lifecycle step of their object
 _LIFECYCLE_VERBS = frozenset(
@@ -102,9 +112,19 @@ class _Package:
     stamp: tuple[tuple[str, int, int], ...]
     files: list[_File]
     #: (class, method name) -> the answer of :func:`lifecycle_callers` (the text is fixed)
-    answers: dict[tuple[str | None, str], str | None]
+    answers: dict[tuple[str | None, str], Callers | None]
     #: class name -> the names of its bases, by name across the package (built on first use)
     bases: dict[str, set[str]] | None = None
+
+
+@dataclass(frozen=True)
+class Callers:
+    """Where a method's callers are, when every one is a lifecycle step or holds a lock."""
+
+    #: the first caller, ``file:line in f()``, and how many more
+    where: str
+    #: the locks callers hold at their call (sorted, as written); empty: lifecycle only
+    locks: tuple[str, ...] = ()
 
 
 _PACKAGES: dict[Path, _Package] = {}
@@ -173,8 +193,15 @@ def _enclosing(file: _File, line: int, indent: int) -> _Def | None:
 
 
 def lifecycle_callers(module: Module, name: str, owner: str | None = None) -> str | None:
-    """Why every caller of method ``name`` (of class ``owner``) in the module's package is a
-    lifecycle step, or None.
+    """Where the callers of method ``name`` are, when :func:`guarded_callers` finds them all
+    lifecycle steps or holding a lock; else None."""
+    found = guarded_callers(module, name, owner)
+    return None if found is None else found.where
+
+
+def guarded_callers(module: Module, name: str, owner: str | None = None) -> Callers | None:
+    """Every caller of method ``name`` (of class ``owner``) in the module's package is a
+    lifecycle step or holds a lock at its call: where they are, or None.
 
     The package is found, walked and checked for changes once per linted module
     (``memo``), and each name is judged once per class and package text.
@@ -244,10 +271,11 @@ def _module_package(path: str) -> _Package | None:
 
 def _judge(
     package: _Package, name: str, depth: int, seen: set[str], owner: str | None
-) -> str | None:
+) -> Callers | None:
     files, root = package.files, package.root
     ref = re.compile(rf"\.[ \t]*{name}\b(?![ \t]*=[^=])|['\"]{name}['\"]")
     callers: list[str] = []
+    locks: set[str] = set()
     for file in files:
         if name not in file.text:
             continue
@@ -279,14 +307,103 @@ def _judge(
                     continue  # a sibling class's own method of that name
             if outer.kind == "def" and not _HANDS_ON.search(text):
                 continue  # a plain call of a same-named plain method of another class
-            why = _lifecycle_step(package, file, outer, depth, seen)
-            if why is None:
+            held = _held_lock(file, outer, line, text)
+            if held is not None:
+                callers.append(
+                    f"{file.path.relative_to(root.parent)}:{line + 1} in {outer.name}() "
+                    f"under {held}"
+                )
+                locks.add(held)
+                continue
+            step = _lifecycle_step(package, file, outer, depth, seen)
+            if step is None:
                 return None
+            why, held_above = step
+            locks.update(held_above)
             callers.append(f"{file.path.relative_to(root.parent)}:{line + 1} in {why}")
     if not callers:
         return None
     more = f" and {len(callers) - 1} more" if len(callers) > 1 else ""
-    return f"{callers[0]}{more}"
+    return Callers(f"{callers[0]}{more}", tuple(sorted(locks)))
+
+
+#: a ``with``/``async with`` header, its items in group 1
+_WITH = re.compile(r"[ \t]*(?:async[ \t]+)?with[ \t]+(.+?):[ \t]*(?:#.*)?$")
+#: ``await <expr>.acquire()`` / ``<expr>.release()`` as a whole statement
+_LOCK_CALL = re.compile(r"[ \t]*(?:await[ \t]+)?([\w.]+)\.(acquire|release)\(\)[ \t]*(?:#.*)?$")
+#: a call line that hands the coroutine on: it runs later, outside the caller's lock
+_DEFERS = re.compile(r"task|future|gather|spawn|start_soon|run_coroutine|call_soon|partial")
+
+
+def _held_lock(file: _File, func: _Def, line: int, text: str) -> str | None:
+    """The lock the call on ``line`` (awaited, in ``func``) runs under, or None.
+
+    Read from the text, as the rest of this module: the call is awaited on its
+    line and nothing there hands it to a task; walking up from the call, an
+    enclosing ``with``/``async with`` header whose item has a lock-like name (as
+    :func:`racecheck.lint.module.is_locklike` judges names, a semaphore aside), or an
+    ``[await] <x>.acquire()`` statement in the same block or an enclosing one
+    with no ``<x>.release()`` after it (in any block: a release in a ``finally:``
+    that ended before the call let go too). An ``acquire()`` whose
+    result is dropped is a claim whatever the object's name (pyatv's
+    ``self.playback_manager.acquire()`` raises when the manager is taken); one
+    whose result is kept (``conn = await pool.acquire()``) takes something out
+    of a pool and holds nothing. Only the blocks that
+    enclose the call are looked at (a line deeper than the chain so far is in a
+    block that has ended), and only inside ``func`` (a nested ``def`` runs
+    whenever its caller awaits it, not under the outer function's lock). A line
+    this cannot read - a header over several lines, a continuation line - at
+    worst hides a lock, which keeps the error.
+    """
+    if "await" not in text or _DEFERS.search(text):
+        return None
+    starts = file.line_starts
+    limit = len(text[: len(text) - len(text.lstrip(" \t"))].expandtabs())
+    released: set[str] = set()
+    for number in range(line - 1, func.line, -1):
+        begin = starts[number]
+        end = starts[number + 1] - 1 if number + 1 < len(starts) else len(file.text)
+        source = file.text[begin:end]
+        stripped = source.lstrip(" \t")
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(source[: len(source) - len(stripped)].expandtabs())
+        call = _LOCK_CALL.match(source)
+        if call is not None and call.group(2) == "release":
+            # at any depth: a release in a `finally:` or a branch that ended before
+            # the call may have let go (it errs towards keeping the error)
+            released.add(call.group(1))
+            continue
+        if indent > limit:
+            continue  # inside a block that ended before the call
+        if indent < limit:
+            limit = indent
+            header = _WITH.match(source)
+            if header is not None:
+                for item in header.group(1).split(","):
+                    expr = re.sub(r"[ \t]+as[ \t]+\w+[ \t]*$", "", item.strip())
+                    expr = re.sub(r"\([^()]*\)$", "", expr)  # `self._get_lock(key)`
+                    last = re.search(r"(\w+)$", expr)
+                    if last is not None and _locklike(last.group(1)):
+                        return expr
+            continue
+        if (
+            call is not None
+            and call.group(1) not in released
+            and not _COUNTING.search(call.group(1).rsplit(".", 1)[-1])
+        ):
+            return call.group(1)
+    return None
+
+
+#: a semaphore lets N holders in at once: no exclusion between two callers
+_COUNTING = re.compile(r"semaphore|(^|_)sem($|_)", re.IGNORECASE)
+
+
+def _locklike(name: str) -> bool:
+    """A name judged as :func:`is_locklike` judges the last name of a ``with`` item,
+    less semaphores (aioboto3's downloads run ``get_object()`` under one, several at once)."""
+    return is_locklike(ast.Name(id=name)) and not _COUNTING.search(name)
 
 
 def bisect_line(starts: list[int], pos: int) -> int:
@@ -302,23 +419,24 @@ def bisect_line(starts: list[int], pos: int) -> int:
 
 def _lifecycle_step(
     package: _Package, file: _File, func: _Def, depth: int, seen: set[str]
-) -> str | None:
+) -> tuple[str, tuple[str, ...]] | None:
+    """Why ``func`` runs once per object, or only with a lock held (and which), or None."""
     name = func.name
     if name in _ENTRY_DUNDERS:
-        return f"{name}()"
+        return f"{name}()", ()
     if not name.startswith("_") and name.split("_", 1)[0].lower() in _LIFECYCLE_VERBS:
         # public only: a private ``_connect()`` is often the lazy reconnect an
         # operation calls (aiomysql's ``ping()``); it is judged by its callers
-        return f"{name}()"
+        return f"{name}()", ()
     kept = re.compile(
         rf"self\.\w+[ \t]*=[ \t]*[\w.]*\b(?:create_task|ensure_future|spawn)\([ \t]*self\.{name}\("
     )
     if kept.search(file.text):
-        return f"{name}(), the object's own kept task"
+        return f"{name}(), the object's own kept task", ()
     if depth > 1 and func.kind == "async def" and not name.startswith("__"):
         klass = _enclosing(file, func.line, func.indent)
         cls = klass.name if klass is not None and klass.kind == "class" else None
         up = _judge(package, name, depth - 1, seen | {name}, cls)
         if up is not None:
-            return f"{name}() (called from {up})"
+            return f"{name}() (called from {up.where})", up.locks
     return None

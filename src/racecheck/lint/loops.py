@@ -39,11 +39,22 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
     if "RC107" not in codes:
         return
     several = _several_loops(module)
-    severity = "error" if several else "warning"
     lazy_reported = several or _loop_switches(module)
+    born: frozenset[str] | None = None
     for info in module.classes.values():
         if not module.has_async_methods(info):
             continue
+        severity = "error" if several else "warning"
+        suffix = ""
+        if several:
+            if born is None:
+                born = _made_in_coroutines(module)
+            if info.node.name in born:
+                severity = "warning"
+                suffix = (
+                    f"; a warning: this module makes {info.node.name} only inside coroutines, "
+                    "on the loop that then runs it"
+                )
         init = info.methods.get("__init__")
         if init is not None and not _loop_bound(module, init) and not _runs_own_loop(module, info):
             me = module.self_name(init)
@@ -59,7 +70,7 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                             module,
                             node,
                             "RC107",
-                            _message(kind, attrs[0], info),
+                            _message(kind, attrs[0], info) + suffix,
                             severity=severity,  # type: ignore[arg-type]
                         )
         yield from _dataclass_fields(module, info, severity)
@@ -180,6 +191,80 @@ LAZY_BINDING = frozenset(
         "Barrier",
     }
 )
+
+
+def _made_in_coroutines(module: Module) -> frozenset[str]:
+    """Classes of this module that it makes only inside coroutines, so on a running loop.
+
+    aiomisc's pytest plugin makes loops of its own, which makes RC107 an error
+    there; but its proxy's per-connection client (a stored loop, a future, locks)
+    is made only in the server's connection handler, a coroutine on the loop
+    that serves that connection. Every mention of the class's name in the module
+    must be a call in an ``async def`` body, or in ``__init__`` of a class that
+    is itself made only so (one level: the client's ``Delay`` objects). A mention
+    that is no call (a factory handed on, a subclass's base), a call at module
+    or class level, or no call at all keeps the error: the class is made where
+    the lint cannot see, maybe under another loop. Users outside the module may
+    still make a public class anywhere, which is why this is a warning.
+    """
+    names = {name for name in module.classes}
+    mentions: dict[str, int] = {}
+    for name_node in module.nodes_of(ast.Name):
+        if name_node.id in names:
+            mentions[name_node.id] = mentions.get(name_node.id, 0) + 1
+    # a type annotation or an isinstance() test makes nothing
+    for inert in _inert_mentions(module):
+        if isinstance(inert, ast.Name) and inert.id in mentions:
+            mentions[inert.id] -= 1
+    sites: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for func in module.function_nodes:
+        for node in iter_own(func):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in mentions
+            ):
+                sites.setdefault(node.func.id, []).append(func)
+    init_of = {
+        id(init): info.node.name
+        for info in module.classes.values()
+        if (init := info.methods.get("__init__")) is not None
+    }
+
+    def made_so(name: str, depth: int) -> bool:
+        where = sites.get(name, [])
+        if not where or len(where) != mentions.get(name, 0):
+            return False
+        for func in where:
+            if isinstance(func, ast.AsyncFunctionDef):
+                continue
+            owner = init_of.get(id(func))
+            if owner is None or owner == name or depth == 0 or not made_so(owner, depth - 1):
+                return False
+        return True
+
+    return frozenset(name for name in mentions if made_so(name, 1))
+
+
+def _inert_mentions(module: Module) -> Iterator[ast.AST]:
+    """Names in annotations and in the class argument of ``isinstance``/``issubclass``."""
+    roots: list[ast.AST | None] = []
+    for arg in module.nodes_of(ast.arg):
+        roots.append(arg.annotation)
+    for assign in module.nodes_of(ast.AnnAssign):
+        roots.append(assign.annotation)
+    for func in module.function_nodes:
+        roots.append(func.returns)
+    for call in module.nodes_of(ast.Call):
+        if (
+            isinstance(call.func, ast.Name)
+            and call.func.id in ("isinstance", "issubclass")
+            and len(call.args) == 2
+        ):
+            roots.append(call.args[1])
+    for root in roots:
+        if root is not None:
+            yield from ast.walk(root)
 
 
 def _loop_switches(module: Module) -> bool:
