@@ -19,6 +19,7 @@ import pytest
 
 from racecheck.lint import module as module_module
 from racecheck.lint.module import Module, iter_own, walk
+from racecheck.lint.run import iter_files
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -146,3 +147,65 @@ def test_nodes_of_a_kind_are_those_of_the_walk_in_its_order() -> None:
     assert module.function_nodes == [
         n for n in module.nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
     ]
+
+
+MODULE_LEVEL = textwrap.dedent(
+    """
+    import os as system, sys
+    from x import y as z
+    A = B = 1
+    (C, [D, *E]) = F = range(3)
+    G: int = 2
+    H += 1
+    if sys.version_info > (3,):
+        def helper(p):
+            inside = p  # a name bound in a def nested in a module-level block
+            return lambda q: (lam := q)
+        class InBlock:
+            field = 1
+    for I in range(3):
+        with open(I) as J, open(I) as (K, L):
+            pass
+    try:
+        M = [N for N in range(3) if (O := N)]
+    except ValueError as P:
+        del Q
+    print(R := 5, {S: T for S, T in {}.items()})
+
+    def top(a):
+        global GLOBAL_FROM_DEF
+        not_module_level = a
+
+    class Top:
+        global GLOBAL_FROM_CLASS
+        attribute = 1
+    """
+)
+
+
+def _module_names_by_ast_walk(module: Module) -> frozenset[str]:
+    names: set[str] = set()
+    for stmt in module.tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Global):
+            names.update(node.names)
+    return frozenset(names)
+
+
+def test_module_names_are_those_ast_walk_finds() -> None:
+    """``Module.module_names`` walks the module-level statements through ``children``."""
+    module = Module.parse("levels.py", MODULE_LEVEL)
+    names = module.module_names
+    assert names == _module_names_by_ast_walk(module)
+    # names bound anywhere under a module-level block count, a nested def's and class's too
+    assert {"A", "C", "E", "H", "inside", "lam", "field", "I", "K", "M", "N", "O", "R"} <= names
+    assert {"GLOBAL_FROM_DEF", "GLOBAL_FROM_CLASS"} <= names
+    assert not {"not_module_level", "attribute", "P", "Q", "system"} & names
+    for file in iter_files([ROOT / "src" / "racecheck", ROOT / "scenarios"]):
+        module = Module.parse(str(file), file.read_text())
+        assert module.module_names == _module_names_by_ast_walk(module), file

@@ -887,10 +887,30 @@ class Flow:
                 self._emit("mutate", base, call, detail=func.attr, tolerant=tolerant)
         return self._inline(call, awaited)
 
+    def _reached(self, depth: int) -> None:
+        """A call to inline asked at ``depth``: how deep below its callee the innermost
+        recording asks (see :meth:`_Recording.fits`)."""
+        if self._recording:
+            innermost = self._recording[-1]
+            if depth - innermost.depth > innermost.reach:
+                innermost.reach = depth - innermost.depth
+
     def _inline(self, call: ast.Call, awaited: bool) -> bool:
-        if not self.inline or self._depth >= MAX_INLINE_DEPTH:
+        if not self.inline:
+            return False
+        depth = self._depth
+        if depth >= MAX_INLINE_DEPTH:
+            # a call the depth keeps out: a recording made here is not what a walk
+            # higher up makes (a call nothing resolves is kept out at any depth)
+            kept_out = self._resolve(call)
+            if kept_out is not None and (
+                awaited or not isinstance(kept_out[0], ast.AsyncFunctionDef)
+            ):
+                for recording in self._recording:
+                    recording.limited = True
             return False
         if len(self.events) >= MAX_FLOW_EVENTS:
+            self._reached(depth)
             return False  # a budget: see MAX_FLOW_EVENTS
         resolved = self._resolve(call)
         if resolved is None:
@@ -898,6 +918,7 @@ class Flow:
         callee, self_name, skip = resolved
         if isinstance(callee, ast.AsyncFunctionDef) and not awaited:
             return False  # creates a coroutine; its body runs elsewhere, later
+        self._reached(depth)
         for recording in self._recording:
             recording.queries.add(id(callee))
         if any(frame.func is callee for frame in self._frames):
@@ -914,19 +935,20 @@ class Flow:
             key = self.key_of(kw.value)
             if kw.arg and self.shared(key) and key is not None:
                 mapping[kw.arg] = key
-        memo_key = (
-            id(callee),
-            self_name,
-            tuple(sorted(mapping.items())),
-            self._depth,
-            id(self.klass),
-        )
+        memo_key = (id(callee), self_name, tuple(sorted(mapping.items())), id(self.klass))
         outer = {id(frame.func) for frame in self._frames}
         templates = self.module.inline_templates.setdefault(memo_key, [])
         for template in templates:
-            if all((q in outer) == (q in template.hits) for q in template.queries):
+            if template.fits(depth + 1) and all(
+                (q in outer) == (q in template.hits) for q in template.queries
+            ):
                 for recording in self._recording:
                     recording.queries |= template.queries
+                    recording.limited |= template.limited
+                    if template.reach >= 0:
+                        recording.reach = max(
+                            recording.reach, depth + 1 + template.reach - recording.depth
+                        )
                 self._replay(template)
                 return True
         recording = _Recording(
@@ -936,6 +958,7 @@ class Flow:
             path_len=len(self._path),
             loops_len=len(self._loops),
             frames_len=len(self._frame_ids),
+            depth=depth + 1,
         )
         self._recording.append(recording)
         frame = self._frame(callee, self_name, mapping)
@@ -948,6 +971,11 @@ class Flow:
         self._recording.pop()
         for enclosing in self._recording:
             enclosing.queries |= recording.queries
+            enclosing.limited |= recording.limited
+            if recording.reach >= 0:
+                enclosing.reach = max(
+                    enclosing.reach, recording.depth + recording.reach - enclosing.depth
+                )
         recording.hits = frozenset(q for q in recording.queries if q in outer)
         recording.ids = self._next_id - recording.id_base
         recording.orders = self._next_order - recording.order_base
@@ -1053,10 +1081,11 @@ class Flow:
 class _Recording:
     """One inlined call's events, kept to be replayed at the next identical call.
 
-    Identical: the same callee, instance name, shared arguments, depth and class,
-    and the same answer to every "is this function already on the stack?" that
-    the walk asked (``queries``; ``hits`` are the ones answered yes). A function
-    that calls one helper from many places (redis-py's connection, aiomysql's
+    Identical: the same callee, instance name, shared arguments and class, the
+    same answer to every "is this function already on the stack?" that the walk
+    asked (``queries``; ``hits`` are the ones answered yes), and the same answer
+    to every "is the stack too deep to inline?" (:meth:`fits`). A function that
+    calls one helper from many places (redis-py's connection, aiomysql's
     handshake) walked the helper's body, and its helpers', at every call.
     """
 
@@ -1072,6 +1101,29 @@ class _Recording:
     orders: int = 0
     events: list[Event] = field(default_factory=list)
     plan: _Plan | None = None  # made at the first replay
+    #: the depth of the callee's frame (the analysed function's is 0)
+    depth: int = 0
+    #: how many frames below the callee's the walk asked to inline a call that
+    #: resolves to a function of the module (-1: never)
+    reach: int = -1
+    #: some call that resolves was not inlined: the stack was MAX_INLINE_DEPTH deep
+    limited: bool = False
+
+    def fits(self, depth: int) -> bool:
+        """Is a walk of the callee at frame ``depth`` the walk recorded here?
+
+        Where the callee runs matters to a walk only through ``MAX_INLINE_DEPTH``
+        (every other test of the depth tells the analysed function, depth 0, from
+        a callee; what a call resolves to does not depend on it): a recording
+        that kept out no resolvable call for depth and asked to inline one no
+        deeper than ``reach`` frames below it gets every answer the same wherever
+        those asks stay above the limit. The same helper reached at depths 1 and
+        2 (a method called directly and through another) was walked once for
+        each.
+        """
+        if depth == self.depth:
+            return True
+        return not self.limited and depth + self.reach < MAX_INLINE_DEPTH
 
 
 class _Plan:
