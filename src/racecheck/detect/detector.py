@@ -1387,7 +1387,14 @@ class Detector:
             and self._stale_decision(shadow, site, actor, frame, target, slot)
         ):
             return
-        self._remember(shadow, site, actor, write)
+        # what was written, and which reads decided a branch
+        if write:
+            history = shadow.history
+            history.append((shadow.seq + 1, site))
+            if len(history) > 8:
+                del history[0]
+        elif _use(site) == "branch":
+            shadow.checks[actor] = (site, shadow.seq, self.steps.get(actor, 0))
         if self.happens_before:
             if write:
                 decided = self.decisions.pop(view_key, None) if self.decisions else None
@@ -1439,15 +1446,6 @@ class Detector:
             return
         if _use(site):
             self.decisions[view_key] = (site, racing)
-
-    def _remember(self, shadow: _Shadow, site: _Site, actor: int, write: bool) -> None:
-        if write:
-            history = shadow.history
-            history.append((shadow.seq + 1, site))
-            if len(history) > 8:
-                del history[0]
-        elif _use(site) == "branch":
-            shadow.checks[actor] = (site, shadow.seq, self.steps.get(actor, 0))
 
     def _stale_decision(
         self,
@@ -2008,7 +2006,18 @@ def _use(site: _Site) -> str:
     caller, and anything not worked out count as "flow", so an unknown use
     keeps being reported.
     """
-    found = _own_use(site)
+    # _own_use and _use_at written out for a use already known (a read's every
+    # time but its first): this runs at most reads (see _touch)
+    if site.action == "checked":
+        return "branch"
+    frame = site.frame
+    offset = site.offset
+    if frame is None or offset < 0:
+        return "flow"
+    entry = _uses.get(id(frame.f_code))
+    found = entry[1].get(offset) if entry is not None else None
+    if found is None:
+        found = _use_at(frame.f_code, offset)
     if found != "return":
         return found
     caller = site.caller
