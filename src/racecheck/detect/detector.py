@@ -72,6 +72,9 @@ from racecheck.detect.operands import (
     member_slot,
     recipes,
 )
+from racecheck.detect.operands import (
+    _recipes as _RECIPES,
+)
 from racecheck.sources import source_line
 
 _CONTAINERS = (dict, list, set, deque)
@@ -518,7 +521,9 @@ class Detector:
     ) -> None:
         if self.found:
             return
-        recipe = recipes(code).get(offset)
+        # recipes(code), without the call: the threads tracer hands over every access
+        entry = _RECIPES.get(id(code))
+        recipe = (entry[1] if entry is not None else recipes(code)).get(offset)
         if recipe is None:
             return
         self.on_recipe(frame, recipe, actor, hb)
