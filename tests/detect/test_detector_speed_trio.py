@@ -104,3 +104,28 @@ def test_trio_monitoring_and_settrace_roads_report_the_same_finding() -> None:
     assert plain == traced
     assert plain[0] == "atomicity-violation"
     assert "racecheck-detect" not in (_tools() if sys.version_info >= (3, 12) else [])
+
+
+def test_the_bench_measures_the_detector_on_trio() -> None:
+    """``racecheck bench`` has a trio row: the detector's cost there is a printed number too."""
+    from racecheck.bench.overhead import overhead
+
+    rows = overhead(schedules=5, rounds=1, only="trio")
+    assert [row["workload"] for row in rows] == ["trio, detect=True vs racecheck"]
+    assert rows[0]["racecheck_per_s"] > 0 and rows[0]["cpu_cost_ratio"] > 0
+
+
+def test_the_bench_trio_workload_is_fixed_code_the_detector_leaves_alone() -> None:
+    # every schedule must run to its end, or the row measures failures, not the detector
+    from racecheck.bench.trio_workloads import trio_deposits
+
+    report = racecheck.check(
+        trio_deposits,
+        backend="trio",
+        strategy="random",
+        schedules=30,
+        seed=0,
+        detect=True,
+        saturation=0,
+    )
+    assert report.schedules_run == 30
