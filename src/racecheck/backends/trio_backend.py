@@ -981,7 +981,7 @@ class _StepDetector:
         self.detecting: Any = None
 
     def before_task_step(self, task: Any) -> None:
-        from racecheck.detect import detecting
+        from racecheck.detect.stepmon import step_feed
 
         run = self.run
         self.detecting = None
@@ -991,7 +991,9 @@ class _StepDetector:
             if actor not in detector.names:
                 detector.names[actor] = run.name_of(task)
             detector.begin_step(actor)
-            self.detecting = detecting(detector, actor)
+            # sys.monitoring on 3.12+ (a per-step settrace re-instruments the code
+            # each time); the settrace road under the recorder, which chains it
+            self.detecting = step_feed(detector, actor, recorded=self.inner is not None)
             self.detecting.__enter__()
         if self.inner is not None:
             self.inner.before_task_step(task)
@@ -1083,6 +1085,9 @@ class TrioBackend:
 
     def uninstall(self) -> None:
         _restore()
+        from racecheck.detect.stepmon import release
+
+        release()  # the detector's sys.monitoring tool (3.12+), if a step took it
 
     def abort(self) -> None:
         """Called from the supervising thread: wake the run so it notices and unwinds."""

@@ -7,6 +7,7 @@ far as it can. Nothing here asserts a timing: numbers are printed, not tested.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import statistics
 import time
 from collections.abc import Callable
@@ -88,6 +89,7 @@ def overhead(
         ("threads: 2 threads x ~10 traced lines", plain_threads, controlled_threads),
         ("asyncio, detect=True vs racecheck", controlled_asyncio, detected_asyncio),
         ("threads, detect=True vs racecheck", controlled_threads, detected_threads),
+        *_trio_rows(schedules),
     ):
         if only is not None and only not in name:
             continue
@@ -117,3 +119,33 @@ def overhead(
             }
         )
     return rows
+
+
+def _trio_rows(schedules: int) -> list[tuple[str, Callable[[], Any], Callable[[], Any]]]:
+    """The detector on trio, when trio is installed: racecheck's run without it, and with it."""
+    if importlib.util.find_spec("trio") is None:
+        return []
+    from racecheck.bench.trio_workloads import trio_deposits
+
+    def controlled_trio() -> None:
+        racecheck.check(
+            trio_deposits,
+            backend="trio",
+            strategy="random",
+            schedules=schedules,
+            seed=0,
+            saturation=0,
+        )
+
+    def detected_trio() -> None:
+        racecheck.check(
+            trio_deposits,
+            backend="trio",
+            strategy="random",
+            schedules=schedules,
+            seed=0,
+            detect=True,
+            saturation=0,
+        )
+
+    return [("trio, detect=True vs racecheck", controlled_trio, detected_trio)]

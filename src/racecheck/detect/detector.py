@@ -72,6 +72,9 @@ from racecheck.detect.operands import (
     member_slot,
     recipes,
 )
+from racecheck.detect.operands import (
+    _recipes as _RECIPES,
+)
 from racecheck.sources import source_line
 
 _CONTAINERS = (dict, list, set, deque)
@@ -518,7 +521,9 @@ class Detector:
     ) -> None:
         if self.found:
             return
-        recipe = recipes(code).get(offset)
+        # recipes(code), without the call: the threads tracer hands over every access
+        entry = _RECIPES.get(id(code))
+        recipe = (entry[1] if entry is not None else recipes(code)).get(offset)
         if recipe is None:
             return
         self.on_recipe(frame, recipe, actor, hb)
@@ -1387,7 +1392,14 @@ class Detector:
             and self._stale_decision(shadow, site, actor, frame, target, slot)
         ):
             return
-        self._remember(shadow, site, actor, write)
+        # what was written, and which reads decided a branch
+        if write:
+            history = shadow.history
+            history.append((shadow.seq + 1, site))
+            if len(history) > 8:
+                del history[0]
+        elif _use(site) == "branch":
+            shadow.checks[actor] = (site, shadow.seq, self.steps.get(actor, 0))
         if self.happens_before:
             if write:
                 decided = self.decisions.pop(view_key, None) if self.decisions else None
@@ -1439,15 +1451,6 @@ class Detector:
             return
         if _use(site):
             self.decisions[view_key] = (site, racing)
-
-    def _remember(self, shadow: _Shadow, site: _Site, actor: int, write: bool) -> None:
-        if write:
-            history = shadow.history
-            history.append((shadow.seq + 1, site))
-            if len(history) > 8:
-                del history[0]
-        elif _use(site) == "branch":
-            shadow.checks[actor] = (site, shadow.seq, self.steps.get(actor, 0))
 
     def _stale_decision(
         self,
@@ -2008,7 +2011,18 @@ def _use(site: _Site) -> str:
     caller, and anything not worked out count as "flow", so an unknown use
     keeps being reported.
     """
-    found = _own_use(site)
+    # _own_use and _use_at written out for a use already known (a read's every
+    # time but its first): this runs at most reads (see _touch)
+    if site.action == "checked":
+        return "branch"
+    frame = site.frame
+    offset = site.offset
+    if frame is None or offset < 0:
+        return "flow"
+    entry = _uses.get(id(frame.f_code))
+    found = entry[1].get(offset) if entry is not None else None
+    if found is None:
+        found = _use_at(frame.f_code, offset)
     if found != "return":
         return found
     caller = site.caller
