@@ -327,15 +327,20 @@ def _real_factories() -> dict[int, Any]:
 
 #: where an object was found, as a chain of (parent, step) built without any
 #: string formatting: the walk visits tens of thousands of objects and names
-#: only the few locks it adopts
-Where = tuple[Any, str] | str
+#: only the few locks it adopts. A step of three, (parent, key, None), is a
+#: dictionary's string key, spelled ``.key`` only if a lock is found under it.
+Where = tuple[Any, str] | tuple[Any, str, None] | str
 
 
 def _spell(where: Where) -> str:
     steps: list[str] = []
     while isinstance(where, tuple):
-        where, step = where
-        steps.append(step)
+        if len(where) == 3:
+            where, key, _ = where
+            steps.append(f".{key}")
+        else:
+            where, step = where
+            steps.append(step)
     steps.append(where)
     return "".join(reversed(steps))
 
@@ -416,6 +421,9 @@ class Adoption:
             namespace = _module_namespace(module)
             if namespace is None:
                 continue
+            # Most modules bound no factory: say so at C speed, then look closer
+            if factories.keys().isdisjoint(map(id, list(namespace.values()))):
+                continue
             for key, value in list(namespace.items()):
                 ours = factories.get(id(value))
                 if ours is not None and ours is not value:
@@ -435,55 +443,90 @@ class Adoption:
                     self.module_namespaces.add(id(namespace))
                     todo.append((namespace, name))
         budget = WALK_BUDGET
+        # What the walk does with a value of each type, decided once per type
+        # and walk (see _sort): one lookup instead of three tests per value.
+        # Per walk, so a class made and dropped between explorations is not kept.
+        sorts: dict[type, int] = {}
+        popleft = todo.popleft
+        add = seen.add
+        visit = self._visit
         while todo:
             if budget <= 0:
                 self.truncated = True
                 break
-            obj, where = todo.popleft()
-            if id(obj) in seen:
+            obj, where = popleft()
+            key = id(obj)
+            if key in seen:
                 continue
-            seen.add(id(obj))
+            add(key)
             budget -= 1
             try:
-                self._visit(obj, where, todo)
+                visit(obj, where, todo, sorts)
             except (RuntimeError, ReferenceError):  # changed size while walking; gone
                 continue
         self.visited = WALK_BUDGET - budget
 
-    def _visit(self, obj: Any, where: Where, todo: deque[tuple[Any, Where]]) -> None:
+    def _visit(
+        self, obj: Any, where: Where, todo: deque[tuple[Any, Where]], sorts: dict[type, int]
+    ) -> None:
         kind = type(obj)
         if kind is dict:
             module_namespace = id(obj) in self.module_namespaces
-            passed_over = _PASSED_OVER
             function = types.FunctionType
+            push = todo.append
             for key, value in list(obj.items()):
-                kind = type(value)  # _passed_over(value), written out: the hottest loop
-                if kind in passed_over or (
+                kind = type(value)
+                sort = sorts.get(kind)
+                if sort is None:
+                    sort = sorts[kind] = _sort(kind)
+                if sort is _SKIP or (
                     kind is function
                     and not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
                 ):
                     continue
                 if module_namespace and isinstance(key, str) and key.startswith("__"):
                     continue  # __spec__, __loader__, __builtins__: the import system's
-                here = (where, f".{key}" if isinstance(key, str) else "[...]")
-                new = self.replacement(value, here)
-                if new is not None:
-                    self._set_item(obj, key, value, new)
-                elif _worth_visiting(value):
-                    todo.append((value, here))
+                here: Where = (where, key, None) if isinstance(key, str) else (where, "[...]")
+                if sort & _REPLACE:
+                    new = self.replacement(value, here)
+                    if new is not None:
+                        self._set_item(obj, key, value, new)
+                        continue
+                if sort & _ENTER:
+                    push((value, here))
         elif kind is list or kind is deque:
+            function = types.FunctionType
             for index, value in enumerate(list(obj)):
-                if _passed_over(value):
+                kind = type(value)
+                sort = sorts.get(kind)
+                if sort is None:
+                    sort = sorts[kind] = _sort(kind)
+                if sort is _SKIP or (
+                    kind is function
+                    and not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+                ):
                     continue
-                new = self.replacement(value, (where, f"[{index}]"))
-                if new is not None:
-                    self._set_item(obj, index, value, new)
-                elif _worth_visiting(value):
-                    todo.append((value, (where, f"[{index}]")))
+                here = (where, f"[{index}]")
+                if sort & _REPLACE:
+                    new = self.replacement(value, here)
+                    if new is not None:
+                        self._set_item(obj, index, value, new)
+                        continue
+                if sort & _ENTER:
+                    todo.append((value, here))
         elif kind is tuple or kind is frozenset or kind is set:
-            passed_over = _PASSED_OVER
+            function = types.FunctionType
             for value in obj:
-                if type(value) not in passed_over and _worth_visiting(value):
+                kind = type(value)
+                sort = sorts.get(kind)
+                if sort is None:
+                    sort = sorts[kind] = _sort(kind)
+                if sort & _ENTER and (
+                    kind is not function
+                    or value.__closure__
+                    or value.__defaults__
+                    or value.__kwdefaults__
+                ):
                     todo.append((value, where))
         elif kind is types.CellType:
             try:
@@ -514,17 +557,30 @@ class Adoption:
             module = _module_name(obj)
             if _skipped(module) or module == "builtins":
                 return
+            function = types.FunctionType
+            qualname: str | None = None  # read only if needed, as before
             for key, value in list(vars(obj).items()):
-                if _passed_over(value):
+                kind = type(value)
+                sort = sorts.get(kind)
+                if sort is None:
+                    sort = sorts[kind] = _sort(kind)
+                if sort is _SKIP or (
+                    kind is function
+                    and not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+                ):
                     continue
-                here = (obj.__qualname__, f".{key}")
-                new = self.replacement(value, here)
-                if new is not None:
-                    self._set_attr(obj, key, value, new)
-                elif _worth_visiting(value):
+                if qualname is None:
+                    qualname = obj.__qualname__
+                here = (qualname, key, None)
+                if sort & _REPLACE:
+                    new = self.replacement(value, here)
+                    if new is not None:
+                        self._set_attr(obj, key, value, new)
+                        continue
+                if sort & _ENTER:
                     todo.append((value, here))
         else:
-            self._visit_instance(obj, where, todo)
+            self._visit_instance(obj, where, todo, sorts)
 
     def _visit_defaults(self, func: types.FunctionType, name: str) -> None:
         defaults = func.__defaults__ or ()
@@ -532,7 +588,9 @@ class Adoption:
         if any(a is not b for a, b in zip(new, defaults, strict=True)):
             self._set_attr(func, "__defaults__", defaults, new)
 
-    def _visit_instance(self, obj: Any, where: Where, todo: deque[tuple[Any, Where]]) -> None:
+    def _visit_instance(
+        self, obj: Any, where: Where, todo: deque[tuple[Any, Where]], sorts: dict[type, int]
+    ) -> None:
         cls = type(obj)
         module = _module_name(cls)
         # threading's own Condition/Semaphore/Event/Barrier made earlier are
@@ -548,14 +606,28 @@ class Adoption:
         except (AttributeError, TypeError):
             namespace = None
         if type(namespace) is dict:
+            function = types.FunctionType
             for key, value in list(namespace.items()):
-                if _passed_over(value) or (is_thread and key in _THREAD_INTERNALS):
+                kind = type(value)
+                sort = sorts.get(kind)
+                if sort is None:
+                    sort = sorts[kind] = _sort(kind)
+                if (
+                    sort is _SKIP
+                    or (
+                        kind is function
+                        and not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+                    )
+                    or (is_thread and key in _THREAD_INTERNALS)
+                ):
                     continue
-                here = (label, f".{key}")
-                new = self.replacement(value, here)
-                if new is not None:
-                    self._set_item(namespace, key, value, new)
-                elif _worth_visiting(value):
+                here = (label, key, None)
+                if sort & _REPLACE:
+                    new = self.replacement(value, here)
+                    if new is not None:
+                        self._set_item(namespace, key, value, new)
+                        continue
+                if sort & _ENTER:
                     todo.append((value, here))
         for name in _slot_names(cls):
             try:
@@ -609,21 +681,32 @@ def _worth_visiting(value: Any) -> bool:
 #: types the walk neither rewrites nor enters: atomic, and not a lock or a lock's method
 _PASSED_OVER = _ATOMIC_TYPES - _REPLACEABLE
 
+#: what the walk does with a dictionary's value, by its type (see _sort); bits
+_SKIP = 0
+_REPLACE = 1  # replacement() may rewrite it
+_ENTER = 2  # worth visiting (a function: only with a closure or defaults)
 
-def _passed_over(value: Any) -> bool:
-    """Would ``replacement`` leave ``value`` alone and ``_worth_visiting`` say no?
 
-    Checked first, before the step's name is formatted: most values the walk
-    meets (ints, strings, plain functions, descriptors) are neither, and the
-    walk is a fixed cost of every exploration on threads. An exact-type test
-    only: subclasses of the atomic types take the full road, as before.
+def _sort(kind: type) -> int:
+    """What the walk does with a value of type ``kind``: its type alone decides.
+
+    Skipped: atomic values (ints, strings, descriptors, modules...), not a
+    lock or a lock's method. Rewritten: a raw lock, or a builtin method
+    (``replacement`` looks at its owner). Entered: anything else that is neither
+    atomic nor a subclass of an atomic type. Taken once per type and
+    walk: the walk meets tens of thousands of values of a few hundred types,
+    and sorting each from scratch was most of its cost. A function's own
+    closure and defaults are still looked at per value (``_worth_visiting``).
+    Checked first, before a step's name is built: most values are skipped.
     """
-    kind = type(value)
-    if kind in _PASSED_OVER:
-        return True
     if kind is types.FunctionType:
-        return not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
-    return False
+        return _ENTER
+    if kind in _PASSED_OVER:
+        return _SKIP
+    sort = _REPLACE if kind in _REPLACEABLE else _SKIP
+    if kind not in _ATOMIC_TYPES and not issubclass(kind, _ATOMIC):
+        sort |= _ENTER
+    return sort
 
 
 #: a Thread's own bookkeeping (its tstate lock, its started Event): never rewritten
