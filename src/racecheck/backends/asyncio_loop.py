@@ -50,6 +50,11 @@ _init_task = _Task.__init__
 _Handle: Any = asyncio.Handle
 _new_handle = _Handle.__new__
 _copy_context = contextvars.copy_context
+#: actor ids 1, 2, ... of a run, and the tasks' hash serials: each run takes a
+#: fresh iterator over one range made here (a ``range`` call costs as much as
+#: the iterator, and a run made both twice)
+_ACTOR_IDS = range(1, 1 << 30)
+_SERIALS = range(1 << 40, 1 << 41)
 
 
 class RacecheckTask(asyncio.Task):
@@ -134,10 +139,13 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._rc_decide = host.controller.decide if type(host) is StandaloneHost else None
         controller = host.controller
         #: the detector's stamp on each scheduled handle (DetectingLoop): straight
-        #: to this run's detector when the host adds nothing to it
-        self._rc_stamp = (
-            controller.detector.stamp
-            if controller.detector is not None and type(host) is StandaloneHost
+        #: to this run's detector when the host adds nothing to it; read only
+        #: while a detector is on, so a run without one makes no bound method
+        self._rc_stamp: Any = (
+            None
+            if controller.detector is None
+            else controller.detector.stamp
+            if type(host) is StandaloneHost
             else host.detect_scheduled
         )
         #: task steps run with nothing watching them: set per run, read per step
@@ -153,7 +161,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         #: counts self-pipe writes (call_soon_threadsafe): the only thing that
         #: wakes a loop idle in select(), besides its own timers
         self._rc_wakeups = 0
-        self._rc_serials = iter(range(1 << 40, 1 << 41))
+        self._rc_serials = iter(_SERIALS)
         #: executor work ran inline, atomically (a standalone loop has no threads)
         self._rc_ran_executor_work = False
         #: inline executor work is running right now (a stall there is the work's)
@@ -175,8 +183,13 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
         Asked twice a schedule, so it reads the loop's fields rather than
         calling its accessors (``is_closed``, ``get_debug``...): the same
-        answers, for a quarter of the cost.
+        answers, for a quarter of the cost. The async generators are a
+        ``WeakSet``, whose truth is a Python ``__len__``: its ``data`` set is
+        looked at first (empty there means empty), the ``WeakSet`` only when
+        that holds something.
         """
+        asyncgens = self._asyncgens  # type: ignore[attr-defined]
+        fds = self._rc_fd_to_key
         return (
             not self._closed  # type: ignore[attr-defined]
             and self._thread_id is None  # type: ignore[attr-defined]  # not running
@@ -185,12 +198,13 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             and self._exception_handler is _record_callback_error  # type: ignore[attr-defined]
             and self._task_factory is None  # type: ignore[attr-defined]
             and self._debug == self._rc_debug  # type: ignore[attr-defined]
-            and not self._asyncgens  # type: ignore[attr-defined]
+            and (not asyncgens.data or not asyncgens)
             and not self._asyncgens_shutdown_called  # type: ignore[attr-defined]
             and self._default_executor is None  # type: ignore[attr-defined]
             and not self._executor_shutdown_called  # type: ignore[attr-defined]
             and not getattr(self, "_signal_handlers", None)
-            and self._rc_registered() <= 1
+            # _rc_registered(), written out
+            and (len(fds) if fds is not None else len(self._selector.get_map())) <= 1
             and not self._rc_tasks_left
         )
 
@@ -578,8 +592,7 @@ def host_next_id(host: LoopHost) -> Callable[[], int]:
     allocate = getattr(host, "next_actor_id", None)
     if allocate is not None:
         return allocate  # type: ignore[no-any-return,unused-ignore]
-    counter = iter(range(1, 1 << 30))
-    return counter.__next__
+    return iter(_ACTOR_IDS).__next__
 
 
 async def _inline(loop: ControlledLoop, func: Callable[..., Any], args: tuple[Any, ...]) -> Any:
@@ -628,7 +641,7 @@ class StandaloneHost:
     def __init__(self, controller: Controller) -> None:
         self.controller = controller
         #: actor ids 1, 2, ...: the iterator's own __next__, so taking one is a C call
-        self.next_actor_id: Callable[[], int] = iter(range(1, 1 << 30)).__next__
+        self.next_actor_id: Callable[[], int] = iter(_ACTOR_IDS).__next__
         #: the loop waited for work from outside the run (a real thread's
         #: call_soon_threadsafe, a socket): its timing was not racecheck's choice
         self.waited_outside = False
