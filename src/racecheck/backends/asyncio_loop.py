@@ -283,31 +283,42 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         ready queue before the next handle, as they did at the next call.
         """
         ready = self._ready
+        popleft = ready.popleft
         scheduled = self._scheduled
         controller = self._rc_controller
         actor_of = self._rc_actor_of
         decide = self._rc_decide
+        # Fixed for the whole run (set before it starts), so read once per call:
+        # the detector, DPOR's step log, whether a step is watched at all.
+        detecting = controller.detector is not None
+        log = controller.steplog
+        unobserved = self._rc_unobserved
+        # a lone ready task is chosen inline, without decide(), when nothing
+        # else wants to see the decision
+        inline_one = decide is not None and log is None
         while True:
             if scheduled and scheduled[0]._when <= controller.now:
                 self._rc_move_due_timers()
-            while ready and ready[0]._cancelled:
-                ready.popleft()
             if not ready:
                 self._rc_host.idle(self)
                 return
             head = ready[0]
+            if head._cancelled:
+                # dropped; the next pass looks at the new head (no timer can
+                # have fallen due meanwhile: the clock moves only in idle)
+                popleft()
+                continue
             owner = getattr(head._callback, "__self__", None)
             if not isinstance(owner, _Task):
                 # A plain callback (a future's done-callback, call_soon, a timer):
                 # not an actor, runs in FIFO order.
-                ready.popleft()
+                popleft()
                 if controller.aborting or controller.steps >= controller.max_steps:
                     controller.tick()  # what ends the run, when one does
                 else:
                     controller.steps += 1  # tick(), inline: one per plain callback
-                if controller.detector is not None:
+                if detecting:
                     self._rc_host.detect_callback(self, head)
-                    log = controller.steplog
                     if log is not None:
                         # what the callback queues carries the wake it carries (DPOR)
                         log.callback_runs(head)
@@ -320,15 +331,15 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 if self._stopping:
                     return
                 continue
+            # The head's actor first: in the scan below it was always the first
+            # task seen, so it gets its number (and its serial) at the same point.
+            actor = actor_of.get(id(owner))
+            if actor is None:
+                actor = actor_of[id(owner)] = self._rc_ids[owner] = self._rc_next_id()
             if len(ready) == 1:
                 # The head alone is ready (the most common case): one candidate, no scan.
-                key = id(owner)
-                actor = actor_of.get(key)
-                if actor is None:
-                    actor = actor_of[key] = self._rc_ids[owner] = self._rc_next_id()
                 if (
-                    decide is not None
-                    and controller.steplog is None
+                    inline_one
                     and not controller.aborting
                     and controller.steps < controller.max_steps
                 ):
@@ -346,19 +357,21 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 handle = head
                 task = owner
                 # after the choice: a chooser that raises leaves the queue as it was
-                ready.popleft()
+                popleft()
             else:
-                # One pass over the ready queue: the candidates are the distinct
-                # ready tasks in queue order. Tasks are told apart by id() (every
-                # task is alive in _rc_ids while the loop runs, so ids are not
-                # reused), which keeps their __hash__ (a creation serial user code
-                # may observe through set order) out of the scan; a task's second
-                # handle is caught by its actor number (in a set: a list search
-                # made a decision quadratic in the ready tasks).
-                positions: list[int] = []
-                ids = []
-                seen: set[int] = set()
-                for position, handle in enumerate(ready):
+                # One pass over the rest of the ready queue: the candidates are the
+                # distinct ready tasks in queue order, each at its first handle
+                # (``found``: actor -> position; a dict keeps that order). Tasks
+                # are told apart by id() (every task is alive in _rc_ids while the
+                # loop runs, so ids are not reused), which keeps their __hash__ (a
+                # creation serial user code may observe through set order) out of
+                # the scan; a task's second handle is caught by its actor number
+                # (a dict lookup: a list search made a decision quadratic in the
+                # ready tasks).
+                found = {actor: 0}
+                rest = iter(ready)
+                next(rest)  # the head, seen above
+                for position, handle in enumerate(rest, 1):
                     if handle._cancelled:
                         continue
                     other = getattr(handle._callback, "__self__", None)
@@ -369,25 +382,37 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                         # First sight: hashing it here assigns its serial at the same
                         # point of the run as it always did.
                         actor = actor_of[id(other)] = self._rc_ids[other] = self._rc_next_id()
-                    elif actor in seen:  # a second handle of the same task
+                    elif actor in found:  # a second handle of the same task
                         continue
-                    seen.add(actor)
-                    positions.append(position)
-                    ids.append(actor)
-                choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
-                if choice < 0:
-                    return  # the host chose a task queued since the scan: it runs on the next pass
+                    found[actor] = position
+                ids = list(found)
+                if (
+                    len(ids) == 1
+                    and inline_one
+                    and not controller.aborting
+                    and controller.steps < controller.max_steps
+                ):
+                    # the head's task alone (the rest are callbacks, or its own
+                    # second handle): decide() of one candidate, inline, as above
+                    controller.steps += 1
+                    controller.scheduling_steps += 1
+                    choice = 0
+                else:
+                    choice = (
+                        decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
+                    )
+                    if choice < 0:
+                        return  # the host chose a task queued since the scan: it runs next pass
                 # Nothing is removed before the choice: a chooser that raises leaves
                 # the ready queue exactly as it was.
-                position = positions[choice]
+                actor = ids[choice]
+                position = found[actor]
                 handle = ready[position]
                 del ready[position]
                 task = handle._callback.__self__
-                actor = ids[choice]
-            log = controller.steplog
             if log is not None:  # DPOR: who woke it, and whether it suspended
                 began = task_step_begins(log, task)
-            if self._rc_unobserved:
+            if unobserved:
                 # Exploring (nothing to watch: the hot path), or a thread's loop
                 # (the thread's tracer watches the step).
                 handle._run()
