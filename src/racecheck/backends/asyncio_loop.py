@@ -134,7 +134,6 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         """Start a run on this loop: everything per run starts over."""
         self._rc_host = host
         self._rc_controller = host.controller
-        self._rc_records_steps = host.records_steps
         #: the engine's decide, when the host adds nothing to it (one Python call less a step)
         self._rc_decide = host.controller.decide if type(host) is StandaloneHost else None
         controller = host.controller
@@ -156,7 +155,10 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         )
         self._rc_ids.clear()
         self._rc_actor_of.clear()
-        self._rc_next_id = host_next_id(host)
+        # the host's own allocator (the threads backend numbers its threads and
+        # the loop's tasks from one count), else a count from 1 for this run
+        allocate = getattr(host, "next_actor_id", None)
+        self._rc_next_id = allocate if allocate is not None else iter(_ACTOR_IDS).__next__
         self._rc_threads_at_start = threading.active_count()
         #: counts self-pipe writes (call_soon_threadsafe): the only thing that
         #: wakes a loop idle in select(), besides its own timers
@@ -611,13 +613,6 @@ def new_loop(host: LoopHost) -> ControlledLoop:
 def loop_ahead(detecting: bool) -> ControlledLoop:
     """A loop for runs still to come: its first run rebinds it (``_rc_rebind``)."""
     return DetectingLoop(None) if detecting else ControlledLoop(None)
-
-
-def host_next_id(host: LoopHost) -> Callable[[], int]:
-    allocate = getattr(host, "next_actor_id", None)
-    if allocate is not None:
-        return allocate  # type: ignore[no-any-return,unused-ignore]
-    return iter(_ACTOR_IDS).__next__
 
 
 async def _inline(loop: ControlledLoop, func: Callable[..., Any], args: tuple[Any, ...]) -> Any:
