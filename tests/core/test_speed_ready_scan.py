@@ -39,7 +39,7 @@ def _run(target: Any, chooser: Recording) -> Controller:
     backend = AsyncioBackend(target)
     backend.install()
     try:
-        controller = Controller(chooser, 10_000)  # type: ignore[arg-type]
+        controller = Controller(chooser, 10_000)
         backend.run_once(controller)
     finally:
         backend.uninstall()
