@@ -306,8 +306,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 return
             head = ready[0]
             if head._cancelled:
-                # dropped; the next pass looks at the new head (no timer can
-                # have fallen due meanwhile: the clock moves only in idle)
+                # dropped; the next pass looks at the new head (dropping it ran
+                # nothing, so no timer has fallen due since this pass's check)
                 popleft()
                 continue
             owner = getattr(head._callback, "__self__", None)
