@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -192,7 +193,9 @@ def _wind_down(loop: ControlledLoop) -> None:
                         "task": task,
                     }
                 )
-    if loop._asyncgens:  # type: ignore[attr-defined]
+    asyncgens = loop._asyncgens  # type: ignore[attr-defined]
+    # the WeakSet's own set first: its truth is a Python __len__ (see _rc_reusable)
+    if asyncgens.data and asyncgens:
         loop.run_until_complete(loop.shutdown_asyncgens())
     if loop._default_executor is not None:  # type: ignore[attr-defined]
         loop.run_until_complete(loop.shutdown_default_executor())
@@ -205,6 +208,8 @@ _REGISTRY: Any = getattr(asyncio.tasks, "_scheduled_tasks", None)
 if _REGISTRY is None:
     _REGISTRY = getattr(asyncio.tasks, "_all_tasks", None)
 _EAGER: Any = getattr(asyncio.tasks, "_eager_tasks", ())
+#: the registry is a WeakSet (3.11-3.13): its length is read off its own set
+_WEAK_REGISTRY = isinstance(_REGISTRY, weakref.WeakSet)
 
 
 def _live_tasks(loop: ControlledLoop) -> set[asyncio.Task[Any]]:
@@ -219,7 +224,16 @@ def _live_tasks(loop: ControlledLoop) -> set[asyncio.Task[Any]]:
     eager task) takes the full scan.
     """
     ids = loop._rc_ids
-    if _REGISTRY is not None and len(_REGISTRY) == len(ids) and not _EAGER:
+    if _REGISTRY is not None and not _EAGER:
+        # len(_REGISTRY) written out: WeakSet.__len__ is one more Python call
+        registered = (
+            len(_REGISTRY.data) - len(_REGISTRY._pending_removals)
+            if _WEAK_REGISTRY
+            else len(_REGISTRY)
+        )
+    else:
+        registered = -1
+    if registered == len(ids):
         # a loop, not all(<generator>): no generator frame a schedule
         for task in ids:
             if not task.done():

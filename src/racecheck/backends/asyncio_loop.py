@@ -50,6 +50,11 @@ _init_task = _Task.__init__
 _Handle: Any = asyncio.Handle
 _new_handle = _Handle.__new__
 _copy_context = contextvars.copy_context
+#: actor ids 1, 2, ... of a run, and the tasks' hash serials: each run takes a
+#: fresh iterator over one range made here (a ``range`` call costs as much as
+#: the iterator, and a run made both twice)
+_ACTOR_IDS = range(1, 1 << 30)
+_SERIALS = range(1 << 40, 1 << 41)
 
 
 class RacecheckTask(asyncio.Task):
@@ -129,15 +134,17 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         """Start a run on this loop: everything per run starts over."""
         self._rc_host = host
         self._rc_controller = host.controller
-        self._rc_records_steps = host.records_steps
         #: the engine's decide, when the host adds nothing to it (one Python call less a step)
         self._rc_decide = host.controller.decide if type(host) is StandaloneHost else None
         controller = host.controller
         #: the detector's stamp on each scheduled handle (DetectingLoop): straight
-        #: to this run's detector when the host adds nothing to it
-        self._rc_stamp = (
-            controller.detector.stamp
-            if controller.detector is not None and type(host) is StandaloneHost
+        #: to this run's detector when the host adds nothing to it; read only
+        #: while a detector is on, so a run without one makes no bound method
+        self._rc_stamp: Any = (
+            None
+            if controller.detector is None
+            else controller.detector.stamp
+            if type(host) is StandaloneHost
             else host.detect_scheduled
         )
         #: task steps run with nothing watching them: set per run, read per step
@@ -148,12 +155,15 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         )
         self._rc_ids.clear()
         self._rc_actor_of.clear()
-        self._rc_next_id = host_next_id(host)
+        # the host's own allocator (the threads backend numbers its threads and
+        # the loop's tasks from one count), else a count from 1 for this run
+        allocate = getattr(host, "next_actor_id", None)
+        self._rc_next_id = allocate if allocate is not None else iter(_ACTOR_IDS).__next__
         self._rc_threads_at_start = threading.active_count()
         #: counts self-pipe writes (call_soon_threadsafe): the only thing that
         #: wakes a loop idle in select(), besides its own timers
         self._rc_wakeups = 0
-        self._rc_serials = iter(range(1 << 40, 1 << 41))
+        self._rc_serials = iter(_SERIALS)
         #: executor work ran inline, atomically (a standalone loop has no threads)
         self._rc_ran_executor_work = False
         #: inline executor work is running right now (a stall there is the work's)
@@ -175,8 +185,13 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
         Asked twice a schedule, so it reads the loop's fields rather than
         calling its accessors (``is_closed``, ``get_debug``...): the same
-        answers, for a quarter of the cost.
+        answers, for a quarter of the cost. The async generators are a
+        ``WeakSet``, whose truth is a Python ``__len__``: its ``data`` set is
+        looked at first (empty there means empty), the ``WeakSet`` only when
+        that holds something.
         """
+        asyncgens = self._asyncgens  # type: ignore[attr-defined]
+        fds = self._rc_fd_to_key
         return (
             not self._closed  # type: ignore[attr-defined]
             and self._thread_id is None  # type: ignore[attr-defined]  # not running
@@ -185,12 +200,13 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             and self._exception_handler is _record_callback_error  # type: ignore[attr-defined]
             and self._task_factory is None  # type: ignore[attr-defined]
             and self._debug == self._rc_debug  # type: ignore[attr-defined]
-            and not self._asyncgens  # type: ignore[attr-defined]
+            and (not asyncgens.data or not asyncgens)
             and not self._asyncgens_shutdown_called  # type: ignore[attr-defined]
             and self._default_executor is None  # type: ignore[attr-defined]
             and not self._executor_shutdown_called  # type: ignore[attr-defined]
             and not getattr(self, "_signal_handlers", None)
-            and self._rc_registered() <= 1
+            # _rc_registered(), written out
+            and (len(fds) if fds is not None else len(self._selector.get_map())) <= 1
             and not self._rc_tasks_left
         )
 
@@ -269,31 +285,42 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         ready queue before the next handle, as they did at the next call.
         """
         ready = self._ready
+        popleft = ready.popleft
         scheduled = self._scheduled
         controller = self._rc_controller
         actor_of = self._rc_actor_of
         decide = self._rc_decide
+        # Fixed for the whole run (set before it starts), so read once per call:
+        # the detector, DPOR's step log, whether a step is watched at all.
+        detecting = controller.detector is not None
+        log = controller.steplog
+        unobserved = self._rc_unobserved
+        # a lone ready task is chosen inline, without decide(), when nothing
+        # else wants to see the decision
+        inline_one = decide is not None and log is None
         while True:
             if scheduled and scheduled[0]._when <= controller.now:
                 self._rc_move_due_timers()
-            while ready and ready[0]._cancelled:
-                ready.popleft()
             if not ready:
                 self._rc_host.idle(self)
                 return
             head = ready[0]
+            if head._cancelled:
+                # dropped; the next pass looks at the new head (dropping it ran
+                # nothing, so no timer has fallen due since this pass's check)
+                popleft()
+                continue
             owner = getattr(head._callback, "__self__", None)
             if not isinstance(owner, _Task):
                 # A plain callback (a future's done-callback, call_soon, a timer):
                 # not an actor, runs in FIFO order.
-                ready.popleft()
+                popleft()
                 if controller.aborting or controller.steps >= controller.max_steps:
                     controller.tick()  # what ends the run, when one does
                 else:
                     controller.steps += 1  # tick(), inline: one per plain callback
-                if controller.detector is not None:
+                if detecting:
                     self._rc_host.detect_callback(self, head)
-                    log = controller.steplog
                     if log is not None:
                         # what the callback queues carries the wake it carries (DPOR)
                         log.callback_runs(head)
@@ -306,15 +333,15 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 if self._stopping:
                     return
                 continue
+            # The head's actor first: in the scan below it was always the first
+            # task seen, so it gets its number (and its serial) at the same point.
+            actor = actor_of.get(id(owner))
+            if actor is None:
+                actor = actor_of[id(owner)] = self._rc_ids[owner] = self._rc_next_id()
             if len(ready) == 1:
                 # The head alone is ready (the most common case): one candidate, no scan.
-                key = id(owner)
-                actor = actor_of.get(key)
-                if actor is None:
-                    actor = actor_of[key] = self._rc_ids[owner] = self._rc_next_id()
                 if (
-                    decide is not None
-                    and controller.steplog is None
+                    inline_one
                     and not controller.aborting
                     and controller.steps < controller.max_steps
                 ):
@@ -332,19 +359,21 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 handle = head
                 task = owner
                 # after the choice: a chooser that raises leaves the queue as it was
-                ready.popleft()
+                popleft()
             else:
-                # One pass over the ready queue: the candidates are the distinct
-                # ready tasks in queue order. Tasks are told apart by id() (every
-                # task is alive in _rc_ids while the loop runs, so ids are not
-                # reused), which keeps their __hash__ (a creation serial user code
-                # may observe through set order) out of the scan; a task's second
-                # handle is caught by its actor number (in a set: a list search
-                # made a decision quadratic in the ready tasks).
-                positions: list[int] = []
-                ids = []
-                seen: set[int] = set()
-                for position, handle in enumerate(ready):
+                # One pass over the rest of the ready queue: the candidates are the
+                # distinct ready tasks in queue order, each at its first handle
+                # (``found``: actor -> position; a dict keeps that order). Tasks
+                # are told apart by id() (every task is alive in _rc_ids while the
+                # loop runs, so ids are not reused), which keeps their __hash__ (a
+                # creation serial user code may observe through set order) out of
+                # the scan; a task's second handle is caught by its actor number
+                # (a dict lookup: a list search made a decision quadratic in the
+                # ready tasks).
+                found = {actor: 0}
+                rest = iter(ready)
+                next(rest)  # the head, seen above
+                for position, handle in enumerate(rest, 1):
                     if handle._cancelled:
                         continue
                     other = getattr(handle._callback, "__self__", None)
@@ -355,25 +384,37 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                         # First sight: hashing it here assigns its serial at the same
                         # point of the run as it always did.
                         actor = actor_of[id(other)] = self._rc_ids[other] = self._rc_next_id()
-                    elif actor in seen:  # a second handle of the same task
+                    elif actor in found:  # a second handle of the same task
                         continue
-                    seen.add(actor)
-                    positions.append(position)
-                    ids.append(actor)
-                choice = decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
-                if choice < 0:
-                    return  # the host chose a task queued since the scan: it runs on the next pass
+                    found[actor] = position
+                ids = list(found)
+                if (
+                    len(ids) == 1
+                    and inline_one
+                    and not controller.aborting
+                    and controller.steps < controller.max_steps
+                ):
+                    # the head's task alone (the rest are callbacks, or its own
+                    # second handle): decide() of one candidate, inline, as above
+                    controller.steps += 1
+                    controller.scheduling_steps += 1
+                    choice = 0
+                else:
+                    choice = (
+                        decide(ids) if decide is not None else self._rc_host.choose_task(self, ids)
+                    )
+                    if choice < 0:
+                        return  # the host chose a task queued since the scan: it runs next pass
                 # Nothing is removed before the choice: a chooser that raises leaves
                 # the ready queue exactly as it was.
-                position = positions[choice]
+                actor = ids[choice]
+                position = found[actor]
                 handle = ready[position]
                 del ready[position]
                 task = handle._callback.__self__
-                actor = ids[choice]
-            log = controller.steplog
             if log is not None:  # DPOR: who woke it, and whether it suspended
                 began = task_step_begins(log, task)
-            if self._rc_unobserved:
+            if unobserved:
                 # Exploring (nothing to watch: the hot path), or a thread's loop
                 # (the thread's tracer watches the step).
                 handle._run()
@@ -574,14 +615,6 @@ def loop_ahead(detecting: bool) -> ControlledLoop:
     return DetectingLoop(None) if detecting else ControlledLoop(None)
 
 
-def host_next_id(host: LoopHost) -> Callable[[], int]:
-    allocate = getattr(host, "next_actor_id", None)
-    if allocate is not None:
-        return allocate  # type: ignore[no-any-return,unused-ignore]
-    counter = iter(range(1, 1 << 30))
-    return counter.__next__
-
-
 async def _inline(loop: ControlledLoop, func: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     # Work that would wait for a lock (only the loop it blocks could release
     # it) is stopped before it blocks, and the exploration starts over on
@@ -628,7 +661,7 @@ class StandaloneHost:
     def __init__(self, controller: Controller) -> None:
         self.controller = controller
         #: actor ids 1, 2, ...: the iterator's own __next__, so taking one is a C call
-        self.next_actor_id: Callable[[], int] = iter(range(1, 1 << 30)).__next__
+        self.next_actor_id: Callable[[], int] = iter(_ACTOR_IDS).__next__
         #: the loop waited for work from outside the run (a real thread's
         #: call_soon_threadsafe, a socket): its timing was not racecheck's choice
         self.waited_outside = False
