@@ -17,8 +17,9 @@ import pytest
 
 trio = pytest.importorskip("trio")
 
-import racecheck  # noqa: E402
 import trio_join_models as models  # noqa: E402
+
+import racecheck  # noqa: E402
 
 
 def _clean(target: Callable[[], Any], backend: str = "trio", schedules: int = 150) -> None:

@@ -149,3 +149,54 @@ async def overwrite_before_join() -> None:
         await trio.sleep(0)
         await trio.sleep(0)
         print(a.balance - 100)
+
+
+async def channel_late_receiver() -> None:
+    """The sender may park first: the receiver then takes the value and wakes the sender."""
+    box = Acct()
+    send, receive = trio.open_memory_channel[int](0)
+
+    async def answer() -> None:
+        box.balance = 42
+        await send.send(1)
+
+    box.balance = -1
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(answer)
+        await trio.sleep(0)
+        await trio.sleep(0)
+        await receive.receive()
+        assert box.balance == 42
+
+
+async def buffered_channel_waits() -> None:
+    box = Acct()
+    send, receive = trio.open_memory_channel[int](1)
+
+    async def answer() -> None:
+        box.balance = 42
+        send.send_nowait(1)
+
+    box.balance = -1
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(answer)
+        await trio.sleep(0)
+        await receive.receive()
+        assert box.balance == 42
+
+
+async def asyncio_queue_waits() -> None:
+    """The asyncio twin of :func:`buffered_channel_waits`."""
+    box = Acct()
+    queue: asyncio.Queue[int] = asyncio.Queue()
+
+    async def answer() -> None:
+        box.balance = 42
+        queue.put_nowait(1)
+
+    box.balance = -1
+    task = asyncio.ensure_future(answer())
+    await asyncio.sleep(0)
+    await queue.get()
+    assert box.balance == 42
+    await task
