@@ -200,3 +200,21 @@ async def asyncio_queue_waits() -> None:
     await queue.get()
     assert box.balance == 42
     await task
+
+
+async def channel_write_after_send() -> None:
+    """The sender writes after its send: the receiver waited for the send, not for that."""
+    box = Acct()
+    send, receive = trio.open_memory_channel[int](0)
+
+    async def answer() -> None:
+        await send.send(1)
+        box.balance = 42
+
+    box.balance = -1
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(answer)
+        await trio.sleep(0)
+        await receive.receive()
+        await trio.sleep(0)
+        print(box.balance + 1)

@@ -1037,7 +1037,12 @@ class _StepDetector:
         actor = self.run.actors.get(task)
         if actor:
             waker = detecting.actor if detecting is not None else None
-            self.run.controller.detector.woke(waker, actor)
+            detector = self.run.controller.detector
+            detector.woke(waker, actor)
+            if waker is not None and _parked_in_send(task):
+                # a receiver took a parked sender's value: the send is what it
+                # waited for (the sender has not stepped since it parked)
+                detector.handed(waker, detector.hand_off(actor))
 
     def task_exited(self, task: Any) -> None:
         """A child's end, for its nursery's parent to join (see :meth:`_joined`)."""
@@ -1057,6 +1062,21 @@ class _StepDetector:
         if self.detecting is not None:
             self.detecting.__exit__(None, None, None)
             self.detecting = None
+
+
+def _parked_in_send(task: Any) -> bool:
+    """Is ``task`` parked in a memory channel's ``send`` (its value handed over on wake-up)?"""
+    # Also true for a sender woken by the receiving side's close (it gets an
+    # error, and the closer its clock): rare, and it only hides an overwrite.
+    coro = task.coro
+    for _ in range(64):  # the await chain's length; the bound only guards a cycle
+        code = getattr(coro, "cr_code", None)
+        if code is None:
+            return False
+        if code.co_qualname == "MemorySendChannel.send":
+            return True
+        coro = coro.cr_await
+    return False
 
 
 def _pending_errors(task: Any) -> list[Any]:
