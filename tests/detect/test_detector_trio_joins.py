@@ -48,7 +48,9 @@ def test_every_child_reaches_main_through_the_nursery_not_only_the_last() -> Non
 
 
 @pytest.mark.parametrize(
-    "target", [models.event_waits, models.channel_waits], ids=["event", "channel"]
+    "target",
+    [models.event_waits, models.channel_waits, models.start_waits, models.condition_waits],
+    ids=["event", "channel", "start", "condition"],
 )
 def test_a_value_waited_for_is_clean(target: Callable[[], Any]) -> None:
     _clean(target)

@@ -218,3 +218,37 @@ async def channel_write_after_send() -> None:
         await receive.receive()
         await trio.sleep(0)
         print(box.balance + 1)
+
+
+async def start_waits() -> None:
+    """``await nursery.start(...)`` waits for the child's ``started()``."""
+    box = Acct()
+
+    async def serve(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        await trio.sleep(0)
+        box.balance = 42
+        task_status.started()
+        await trio.sleep(0)
+
+    box.balance = -1
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve)
+        assert box.balance == 42
+
+
+async def condition_waits() -> None:
+    box = Acct()
+    cond = trio.Condition()
+
+    async def answer() -> None:
+        await trio.sleep(0)
+        async with cond:
+            box.balance = 42
+            cond.notify_all()
+
+    box.balance = -1
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(answer)
+        async with cond:
+            while box.balance != 42:
+                await cond.wait()
