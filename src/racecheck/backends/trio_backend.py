@@ -972,7 +972,9 @@ class _StepDetector:
     """A trio Instrument feeding each task step to the race detector.
 
     Wraps the trace recorder (replays), so that the two tracers are entered
-    and left in nested order.
+    and left in nested order. Each task is its own clock: what the detector
+    counts as having waited for another task ("overwritten before read") is
+    learnt from trio's hooks, as asyncio learns it from stamped handles.
     """
 
     def __init__(self, run: _TrioRun, inner: _StepRecorder | None) -> None:
