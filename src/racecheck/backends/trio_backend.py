@@ -972,13 +972,19 @@ class _StepDetector:
     """A trio Instrument feeding each task step to the race detector.
 
     Wraps the trace recorder (replays), so that the two tracers are entered
-    and left in nested order.
+    and left in nested order. Each task is its own clock: what the detector
+    counts as having waited for another task ("overwritten before read") is
+    learnt from trio's hooks, as asyncio learns it from stamped handles.
     """
 
     def __init__(self, run: _TrioRun, inner: _StepRecorder | None) -> None:
         self.run = run
         self.inner = inner
         self.detecting: Any = None
+        #: task -> the clock of the step that made it runnable (a spawn, a wake-up)
+        self.stamps: dict[Any, dict[int, int]] = {}
+        #: parent task -> nursery -> the clocks of its children that ended
+        self.exits: dict[Any, dict[Any, dict[int, int]]] = {}
 
     def before_task_step(self, task: Any) -> None:
         from racecheck.detect.stepmon import step_feed
@@ -991,19 +997,66 @@ class _StepDetector:
             if actor not in detector.names:
                 detector.names[actor] = run.name_of(task)
             detector.begin_step(actor)
+            stamp = self.stamps.pop(task, None)
+            if stamp is not None:
+                detector.handed(actor, stamp)
+            if task in self.exits:
+                self._joined(task, actor)
             # sys.monitoring on 3.12+ (a per-step settrace re-instruments the code
-            # each time); the settrace road under the recorder, which chains it
-            self.detecting = step_feed(detector, actor, recorded=self.inner is not None)
+            # each time); the settrace road under the recorder, which chains it.
+            # Each task is its own clock (hb), so the waits above count as waits.
+            self.detecting = step_feed(detector, actor, actor, recorded=self.inner is not None)
             self.detecting.__enter__()
         if self.inner is not None:
             self.inner.before_task_step(task)
 
+    def _joined(self, task: Any, actor: int) -> None:
+        """A parent past its nursery's end waited for every child, not only the last.
+
+        Only the last child's exit wakes the parent (and it may wake none: a
+        parent reaching the end after its children finished just checkpoints),
+        so the children's ends are gathered per nursery and joined once trio
+        has closed it: the parent's next step is then past the ``async with``.
+        """
+        pending = self.exits[task]
+        for nursery in [n for n in pending if getattr(n, "_closed", False)]:
+            self.run.controller.detector.handed(actor, pending.pop(nursery))
+        if not pending:
+            del self.exits[task]
+
     def task_scheduled(self, task: Any) -> None:
         """Who made ``task`` runnable: the hand-off rule's waker (None: trio's run loop)."""
+        detecting = self.detecting
+        if detecting is not None and detecting.actor != self.run.actors.get(task):
+            # a spawn or a wake-up inside a step: the task goes on from that step
+            stamp = self.run.controller.detector.hand_off(detecting.actor)
+            earlier = self.stamps.get(task)
+            if earlier is not None:  # a stamp left over from an unwinding run's steps
+                for who, tick in earlier.items():
+                    if stamp.get(who, 0) < tick:
+                        stamp[who] = tick
+            self.stamps[task] = stamp
         actor = self.run.actors.get(task)
         if actor:
-            waker = self.detecting.actor if self.detecting is not None else None
-            self.run.controller.detector.woke(waker, actor)
+            waker = detecting.actor if detecting is not None else None
+            detector = self.run.controller.detector
+            detector.woke(waker, actor)
+            if waker is not None and _parked_in_send(task):
+                # a receiver took a parked sender's value: the send is what it
+                # waited for (the sender has not stepped since it parked)
+                detector.handed(waker, detector.hand_off(actor))
+
+    def task_exited(self, task: Any) -> None:
+        """A child's end, for its nursery's parent to join (see :meth:`_joined`)."""
+        detecting = self.detecting
+        nursery = getattr(task, "parent_nursery", None)
+        if detecting is None or nursery is None or self.run.actors.get(task) != detecting.actor:
+            return
+        clock = self.run.controller.detector.hand_off(detecting.actor)
+        into = self.exits.setdefault(nursery.parent_task, {}).setdefault(nursery, {})
+        for who, tick in clock.items():
+            if into.get(who, 0) < tick:
+                into[who] = tick
 
     def after_task_step(self, task: Any) -> None:
         if self.inner is not None:
@@ -1011,6 +1064,21 @@ class _StepDetector:
         if self.detecting is not None:
             self.detecting.__exit__(None, None, None)
             self.detecting = None
+
+
+def _parked_in_send(task: Any) -> bool:
+    """Is ``task`` parked in a memory channel's ``send`` (its value handed over on wake-up)?"""
+    # Also true for a sender woken by the receiving side's close (it gets an
+    # error, and the closer its clock): rare, and it only hides an overwrite.
+    coro = task.coro
+    for _ in range(64):  # the await chain's length; the bound only guards a cycle
+        code = getattr(coro, "cr_code", None)
+        if code is None:
+            return False
+        if code.co_qualname == "MemorySendChannel.send":
+            return True
+        coro = coro.cr_await
+    return False
 
 
 def _pending_errors(task: Any) -> list[Any]:

@@ -18,9 +18,9 @@ class TrioAccount:
             current = self.balance
             await trio.sleep(0)
             self.balance = current + amount
-            # checked here, under the lock: main reading it after the nursery
-            # is flagged by the detector (trio's nursery wait is no
-            # happens-before edge for it), and the row must measure clean runs
+            # checked here, under the lock (the row must measure clean runs);
+            # main reading it after the nursery is clean too since the nursery's
+            # end carries the children's clocks (test_detector_trio_joins)
             assert self.balance == current + amount
 
 

@@ -506,6 +506,21 @@ class Detector:
         self.steps[actor] = self.steps.get(actor, 0) + 1
         self.woken[actor] = self.next_waker.pop(actor, None)
 
+    # trio: a wake-up made in a step (``reschedule``) and a child's exit carry the
+    # step's signal clock, as asyncio's stamped handles do; the woken task (the
+    # nursery's parent, once it is closed) joins it when it next steps
+    def hand_off(self, actor: int) -> dict[int, int]:
+        """trio: the clock a hand-off made in ``actor``'s step carries; ``actor`` moves on."""
+        self._clock(actor)
+        clock = self.signals[actor].copy()
+        self._tick(actor)
+        return clock
+
+    def handed(self, actor: int, clock: dict[int, int]) -> None:
+        """trio: ``actor`` steps on behalf of a hand-off that carried ``clock``."""
+        _join(self._clock(actor), clock)
+        _join(self.signals[actor], clock)
+
     def begin_callback(self, handle: Any) -> None:
         self.stamped_by.pop(id(handle), None)
         stamped = self.stamps.pop(id(handle), None)
