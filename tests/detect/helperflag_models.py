@@ -13,8 +13,10 @@ Lines that the detector must name carry a ``# <- marker``.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 
@@ -246,6 +248,49 @@ def room_checked_through_two_helpers() -> None:
 def room_rechecked_under_the_lock_through_two_helpers() -> None:
     """The relayed answer is checked again, through the helpers, under the lock: correct."""
     _open_relayed(recheck=True)
+
+
+class AsyncPool:
+    """An asyncio pool whose room is a coroutine's answer: ``if await pool.has_room():``."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.opened = 0
+
+    async def has_room(self) -> bool:
+        return self.opened < self.size  # <- awaited room
+
+    async def has_room_relayed(self) -> bool:
+        return await self.has_room()
+
+    async def open_one(self) -> None:
+        await asyncio.sleep(0)  # connecting
+        self.opened += 1  # <- awaited open
+
+
+def _open_awaited(relayed: bool, recheck: bool) -> Callable[[], Coroutine[Any, Any, None]]:
+    async def main() -> None:
+        pool = AsyncPool(1)
+
+        async def user() -> None:
+            room = pool.has_room_relayed if relayed else pool.has_room
+            if await room():
+                if recheck:
+                    await asyncio.sleep(0)
+                    if not await room():
+                        return
+                    pool.opened += 1
+                else:
+                    await pool.open_one()
+
+        await asyncio.gather(user(), user())
+
+    return main
+
+
+room_awaited_from_a_helper = _open_awaited(relayed=False, recheck=False)
+room_awaited_through_two_helpers = _open_awaited(relayed=True, recheck=False)
+room_awaited_and_rechecked_before_opening = _open_awaited(relayed=True, recheck=True)
 
 
 class Counter:

@@ -76,3 +76,32 @@ def test_a_check_relayed_by_two_helpers_decides_the_callers_act() -> None:
     assert first.actor == last.actor, finding
     assert finding.accesses[1].actor != last.actor, finding
     assert finding.accesses[1].lineno == models.marked("open"), finding
+
+
+@pytest.mark.parametrize(
+    "target",
+    [models.room_awaited_from_a_helper, models.room_awaited_through_two_helpers],
+    ids=["one helper", "two helpers"],
+)
+def test_a_check_a_coroutine_returns_decides_the_awaiting_callers_act(
+    target: Callable[[], Any],
+) -> None:
+    # ``if await pool.has_room():`` ... ``await pool.open_one()`` in two tasks: the
+    # await's result was never followed (its SEND loop looked like a yield)
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(target, detect=True, schedules=200, seed=0)
+    finding = info.value.cause.finding
+    assert finding.pattern == "stale check", finding
+    lines = [access.lineno for access in finding.accesses]
+    assert lines == [
+        models.marked("awaited room"),
+        models.marked("awaited open"),
+        models.marked("awaited open"),
+    ], finding
+
+
+def test_a_coroutines_check_made_again_before_the_act_is_clean() -> None:
+    report = racecheck.check(
+        models.room_awaited_and_rechecked_before_opening, detect=True, schedules=200, seed=0
+    )
+    assert report.schedules_run >= 1

@@ -2100,7 +2100,12 @@ def _use_after(listing: list[dis.Instruction], index: int, follow: bool) -> str:
     if _stored_by_call(listing, index):
         return "flow"
     line = _line(listing[index])
-    scan = listing[index + 1 : index + 48]
+    start = index + 1
+    if listing[index].opname == "SEND":
+        # an awaiting caller (``if await pool.has_room():``): the awaited coroutine's
+        # return value is pushed where the SEND loop ends, not at its yield
+        start = _send_end(listing, index)
+    scan = listing[start : start + 48]
     for i, ins in enumerate(scan):
         name = ins.opname
         if name.startswith("POP_JUMP") or name in _BRANCHES:
@@ -2118,6 +2123,15 @@ def _use_after(listing: list[dis.Instruction], index: int, follow: bool) -> str:
                 return "return"
             return ""
     return "flow"
+
+
+def _send_end(listing: list[dis.Instruction], index: int) -> int:
+    """The index of the instruction a SEND jumps to when the awaited call returns."""
+    target = listing[index].argval
+    for i in range(index + 1, min(len(listing), index + 8)):
+        if listing[i].offset == target:
+            return i
+    return index + 1  # not the shape known: the yield after it makes it "flow"
 
 
 def _line(ins: dis.Instruction) -> int | None:
