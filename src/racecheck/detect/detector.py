@@ -1333,7 +1333,14 @@ class Detector:
             slot,
             caller.f_lasti if caller is not None else -1,
         )
-        if not write and caller is not None and _use_at(frame.f_code, site.offset) == "return":
+        if (
+            not write
+            and caller is not None
+            and _use_at(frame.f_code, site.offset) == "return"
+            # a load that raises (a missing key) returns nothing: the handler it
+            # raises into decides, and where that is is not followed
+            and value_of() is not MISSING
+        ):
             # where a returned value goes must be read now: the callers move on
             site.passed = _passed_on(caller)
         view_key = (actor, location)
