@@ -169,6 +169,7 @@ class _Site:
         "lineno",
         "locks",
         "offset",
+        "passed",
         "slot",
     )
 
@@ -205,6 +206,9 @@ class _Site:
         #: where ``caller`` was when this access ran (its call of ``frame``): what a
         #: returned value is for is read there (see _use)
         self.call_offset = call_offset
+        #: a read that ``caller`` returns on again: the frame further up that uses
+        #: the value, and where it was then (see _passed_on)
+        self.passed: tuple[FrameType, int] | None = None
 
 
 class _Shadow:
@@ -1349,6 +1353,16 @@ class Detector:
             slot,
             caller.f_lasti if caller is not None else -1,
         )
+        if (
+            not write
+            and caller is not None
+            and _use_at(frame.f_code, site.offset) == "return"
+            # a load that raises (a missing key) returns nothing: the handler it
+            # raises into decides, and where that is is not followed
+            and value_of() is not MISSING
+        ):
+            # where a returned value goes must be read now: the callers move on
+            site.passed = _passed_on(caller)
         view_key = (actor, location)
         view = self.views.get(view_key)
         if not write and site.locks and self.happens_before and (view is None or view.kind != "w"):
@@ -1950,8 +1964,13 @@ def _read_in_scope(read: _Site, now: FrameType) -> bool:
     """
     if _in_scope(read.frame, now):
         return True
-    if read.caller is not None and _own_use(read) == "return" and _in_scope(read.caller, now):
-        return True  # ``if pool.has_room():`` ... ``pool.open_one()``: the caller decided
+    if read.caller is not None and _own_use(read) == "return":
+        # ``if pool.has_room():`` ... ``pool.open_one()``: the caller decided, or the
+        # frame further up that the caller returned the value to
+        if _in_scope(read.caller, now):
+            return True
+        if read.passed is not None and _in_scope(read.passed[0], now):
+            return True
     frame = read.frame
     if frame is None or read.caller is None or frame.f_code is now.f_code:
         return False
@@ -2022,8 +2041,10 @@ def _use(site: _Site) -> str:
     value is for what its caller does with the call's result, read where the
     caller was when the read ran: ``while not box.answered():`` makes ``with
     self._lock: return self._answered`` a branch, and ``log.debug("%s",
-    self.current())`` a display. Yielded values, values returned on past the
-    caller, and anything not worked out count as "flow", so an unknown use
+    self.current())`` a display. A caller that returns it on hands it to its
+    own caller, followed up to _RETURN_LEVELS calls above the read
+    (``done()`` returning ``self._is_set()``). Yielded values, values returned
+    on further, and anything not worked out count as "flow", so an unknown use
     keeps being reported.
     """
     # _own_use and _use_at written out for a use already known (a read's every
@@ -2043,9 +2064,39 @@ def _use(site: _Site) -> str:
     caller = site.caller
     if caller is None or site.call_offset < 0:
         return "flow"
-    # one level: a caller that returns it again passes it on to somebody unknown
     use = _use_at(caller.f_code, site.call_offset)
+    if use == "return":
+        passed = site.passed
+        if passed is None:
+            return "flow"  # returned on past what was followed: somebody unknown
+        use = _use_at(passed[0].f_code, passed[1])
     return "flow" if use == "return" else use
+
+
+#: how many calls above a read its returned value is followed (see _passed_on)
+_RETURN_LEVELS = 4
+
+
+def _passed_on(caller: FrameType) -> tuple[FrameType, int] | None:
+    """Where a value the reading frame returns to ``caller`` is used, if further up.
+
+    Asked at the read, and only of a read its own frame returns: each caller's
+    position is its call of the frame below only while that call runs. None
+    when ``caller`` itself uses the value (the one level every read keeps in
+    its site), or when it is still returned on at _RETURN_LEVELS calls up. Each
+    question is one cached answer per code and offset (_use_at).
+    """
+    if _use_at(caller.f_code, caller.f_lasti) != "return":
+        return None
+    frame = caller.f_back
+    for _ in range(_RETURN_LEVELS - 1):
+        if frame is None:
+            return None
+        offset = frame.f_lasti
+        if _use_at(frame.f_code, offset) != "return":
+            return frame, offset
+        frame = frame.f_back
+    return None
 
 
 def _own_use(site: _Site) -> str:
@@ -2085,7 +2136,12 @@ def _use_after(listing: list[dis.Instruction], index: int, follow: bool) -> str:
     if _stored_by_call(listing, index):
         return "flow"
     line = _line(listing[index])
-    scan = listing[index + 1 : index + 48]
+    start = index + 1
+    if listing[index].opname == "SEND":
+        # an awaiting caller (``if await pool.has_room():``): the awaited coroutine's
+        # return value is pushed where the SEND loop ends, not at its yield
+        start = _send_end(listing, index)
+    scan = listing[start : start + 48]
     for i, ins in enumerate(scan):
         name = ins.opname
         if name.startswith("POP_JUMP") or name in _BRANCHES:
@@ -2103,6 +2159,15 @@ def _use_after(listing: list[dis.Instruction], index: int, follow: bool) -> str:
                 return "return"
             return ""
     return "flow"
+
+
+def _send_end(listing: list[dis.Instruction], index: int) -> int:
+    """The index of the instruction a SEND jumps to when the awaited call returns."""
+    target = listing[index].argval
+    for i in range(index + 1, min(len(listing), index + 8)):
+        if listing[i].offset == target:
+            return i
+    return index + 1  # not the shape known: the yield after it makes it "flow"
 
 
 def _line(ins: dis.Instruction) -> int | None:
