@@ -76,8 +76,8 @@ def test_a_value_taken_from_a_parked_sender_is_clean() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="a buffered item carries no clock (nobody waits): asyncio.Queue's get of a"
-    " queued item has the same gap (asyncio_queue_waits)",
+    reason="a buffered item carries no clock (nobody waits); asyncio.Queue's items do"
+    " (tests/detect/test_detector_queue_items.py)",
 )
 def test_a_value_taken_from_a_channel_buffer_is_clean() -> None:
     _clean(models.buffered_channel_waits)

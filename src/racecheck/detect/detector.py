@@ -294,6 +294,7 @@ class Detector:
         "plain",
         "positions",
         "published",
+        "queue_items",
         "queues",
         "record_only",
         "removing",
@@ -363,6 +364,11 @@ class Detector:
         self.fresh_wake: set[int] = set()
         #: type -> whether it is a queue whose emptiness test and take the detector reads
         self.queues: dict[type, bool] = types[2]
+        #: id of an asyncio FIFO queue -> (the queue, its items' putters' clocks and
+        #: signals, oldest first; None for an item put where the detector did not see)
+        self.queue_items: dict[
+            int, tuple[Any, deque[tuple[dict[int, int], dict[int, int]] | None]]
+        ] = {}
         #: asyncio/trio ``for`` loops over a container: (frame, GET_ITER offset) ->
         #: (container, its WHOLE seq then, its size then, the iterating site, label)
         self.loops: dict[tuple[FrameType, int], tuple[Any, int, Any, _Site, str]] = {}
@@ -682,6 +688,10 @@ class Detector:
         if op in _SLICE_OPS or op == "position" or op == "insort":
             self._sequence_op(frame, actor, hb, base, recipe, label)
             return
+        if op == "call" and recipe.name in _ITEM_HANDOFFS and _fifo_loop_queue(base):
+            self._queue_item(hb, base, recipe.name in _PUTS)
+            if recipe.name in _PUTS:
+                return
         if op == "call" and recipe.name in _QUEUE_METHODS and self._queue(base):
             self._queue_call(frame, actor, hb, base, recipe.name, label)
             return
@@ -983,6 +993,42 @@ class Detector:
                 for klass in _TYPE_MRO(cls)
             )
         return known
+
+    def _queue_item(self, hb: int, base: Any, put: bool) -> None:
+        """An asyncio queue's item carries its putter's clock to the task that takes it.
+
+        A ``get`` that finds an item already queued never suspends, so no
+        wake-up carries the putter's clock (as a handle does when the getter
+        waited): the item must. Only the item taken counts, not every put so
+        far: a consumer that takes an item queued *before* the producer's write
+        did not wait for that write. A FIFO queue's order gives the item; the
+        clocks are lined up with the buffer at every call, so items put or taken
+        where the detector did not look (untraced code) carry nothing and never
+        shift the others. Called at the ``put``/``get`` call, before it runs;
+        an awaited ``get`` of an item already there takes it in that same step.
+        """
+        size = _queue_size(base)
+        entry = self.queue_items.get(id(base))
+        if entry is None:
+            if not put:
+                return
+            entry = self.queue_items[id(base)] = (base, deque())
+        carried = entry[1]
+        while len(carried) > size:
+            carried.popleft()  # taken where the detector did not see
+        while len(carried) < size:
+            carried.appendleft(None)  # put where it did not see
+        if put:
+            clock = self._clock(hb)
+            carried.append((clock.copy(), self.signals[hb].copy()))
+            self._tick(hb)
+            return
+        if not carried:
+            return  # the get will wait: the put that wakes it stamps the wake-up
+        taken = carried.popleft()
+        if taken is not None:
+            _join(self._clock(hb), taken[0])
+            _join(self.signals[hb], taken[1])
 
     def _queue_call(
         self, frame: FrameType, actor: int, hb: int, base: Any, method: str, label: str
@@ -1763,6 +1809,20 @@ _BISECT_FUNCTIONS = tuple(
 _SHIFTING_SLOT_WRITES = frozenset(("called .pop() on", "called .remove() on"))
 
 _QUEUE_METHODS = frozenset(("empty", "qsize", "get", "get_nowait"))
+#: an asyncio queue's put and take: an item carries its putter's clock (Detector._queue_item)
+_PUTS = frozenset(("put", "put_nowait"))
+_ITEM_HANDOFFS = _PUTS | {"get", "get_nowait"}
+
+
+def _fifo_loop_queue(base: Any) -> bool:
+    """``asyncio.Queue`` or a subclass that keeps its order (not Lifo, not Priority)."""
+    import asyncio
+
+    return isinstance(base, asyncio.Queue) and not isinstance(
+        base, (asyncio.LifoQueue, asyncio.PriorityQueue)
+    )
+
+
 _QUEUE_MODULES = frozenset(("queue", "asyncio.queues", "racecheck.backends.threads.primitives"))
 
 

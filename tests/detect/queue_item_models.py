@@ -1,0 +1,85 @@
+"""asyncio.Queue hand-offs the detector must see: an item carries what its putter wrote.
+
+"Overwritten before read" reports a task that wrote a slot, finds another
+task's value there when it reads it back, and never waited for that task. A
+``get`` that finds the item already queued never suspends, so no wake-up
+carries the putter's clock: the item itself must.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+
+class Box:
+    def __init__(self) -> None:
+        self.balance = 0
+
+
+async def item_already_queued() -> None:
+    """The answer is queued before the reader asks: its get never waits."""
+    box = Box()
+    queue: asyncio.Queue[int] = asyncio.Queue()
+
+    async def answer() -> None:
+        box.balance = 42
+        queue.put_nowait(1)
+
+    box.balance = -1
+    task = asyncio.ensure_future(answer())
+    await asyncio.sleep(0)
+    await queue.get()
+    assert box.balance == 42
+    await task
+
+
+async def item_polled_for() -> None:
+    """The reader polls (no wait on the queue), then takes the item with get_nowait."""
+    box = Box()
+    queue: asyncio.Queue[int] = asyncio.Queue()
+
+    async def answer() -> None:
+        box.balance = 42
+        await queue.put(1)
+
+    box.balance = -1
+    task = asyncio.ensure_future(answer())
+    while queue.empty():
+        await asyncio.sleep(0)
+    queue.get_nowait()
+    assert box.balance == 42
+    await task
+
+
+async def older_item_taken() -> None:
+    """The item taken was queued before the write: the reader did not wait for it."""
+    box = Box()
+    queue: asyncio.Queue[int] = asyncio.Queue()
+
+    async def answer() -> None:
+        queue.put_nowait(1)
+        box.balance = 42
+        queue.put_nowait(2)
+
+    box.balance = -1
+    task = asyncio.ensure_future(answer())
+    await asyncio.sleep(0)
+    await queue.get()
+    assert box.balance == 42
+    await task
+
+
+async def no_item_taken() -> None:
+    """The reader never takes the item: nothing was waited for."""
+    box = Box()
+    queue: asyncio.Queue[int] = asyncio.Queue()
+
+    async def answer() -> None:
+        box.balance = 42
+        queue.put_nowait(1)
+
+    box.balance = -1
+    task = asyncio.ensure_future(answer())
+    await asyncio.sleep(0)
+    assert box.balance == 42
+    await task

@@ -1,0 +1,37 @@
+"""An asyncio.Queue item carries its putter's clock to the task that takes it.
+
+A consumer that takes an item already queued (no wait, so no wake-up) saw
+everything the producer wrote before the put: reading that value back is the
+point, not cross-talk. An item queued *before* the write, or no item at all,
+hands nothing over, and those stay flagged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import queue_item_models as models
+
+import racecheck
+
+
+@pytest.mark.parametrize(
+    "target",
+    [models.item_already_queued, models.item_polled_for],
+    ids=["await-get", "polled-get_nowait"],
+)
+def test_a_value_handed_over_with_a_queued_item_is_clean(target: Callable[[], Any]) -> None:
+    report = racecheck.check(target, detect=True, schedules=150, seed=1, strategy="random")
+    assert report.schedules_run == 150
+
+
+@pytest.mark.parametrize(
+    "target", [models.older_item_taken, models.no_item_taken], ids=["older-item", "no-item"]
+)
+def test_a_read_back_the_item_did_not_carry_stays_flagged(target: Callable[[], Any]) -> None:
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(target, detect=True, schedules=150, seed=1)
+    assert info.value.kind == "atomicity-violation"
+    assert "overwritten before read on box.balance" in str(info.value.cause)
