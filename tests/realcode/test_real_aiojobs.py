@@ -6,9 +6,10 @@ job is counted as active though it is neither running nor queued: a running
 job that finishes meanwhile computes how many pending jobs it may start from
 that overcount (``limit - active_count``), starts none, and the queue never
 drains. The waiting ``spawn`` and every job behind it wait forever (upstream
-aio-libs/aiojobs #135, "Fix scheduler blocking forever when pending limit is
-reached", released in 1.1.0). 1.1.0 adds the job to its set only once it is
-started or queued.
+aio-libs/aiojobs PR 135, "Fix scheduler blocking forever when pending limit is
+reached", released in 1.1.0; reported as issues 97 and 98, "Scheduler stops
+scheduling tasks"). 1.1.0 adds the job to its set only once it is started or
+queued.
 
 The user's test uses ``create_scheduler``, the API of 1.0.0 that 1.1.0 still
 has (deprecated), and waits for its jobs through a list they fill: 1.0.0's
