@@ -662,8 +662,10 @@ class Detector:
         if op == "call" and recipe.name in _QUEUE_METHODS and self._queue(base):
             self._queue_call(frame, actor, hb, base, recipe.name, label)
             return
-        if not self._plain(base, _runs(recipe)) and not (
-            recipe.inner and self._storage(base, recipe)
+        if (
+            type(base) not in _CONTAINERS
+            and not self._plain(base, _runs(recipe))
+            and not (recipe.inner and self._storage(base, recipe))
         ):
             return
         if op == "truth":
