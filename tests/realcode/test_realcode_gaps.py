@@ -139,6 +139,66 @@ print("CLEAN", report.schedules_run)
 """
 
 
+# multimethod 1.9: a dict subclass that redefines ``__setitem__`` in Python (to
+# validate what is registered) is still iterated and filled by the builtin's
+# own code: ``for k in self`` and ``self.setdefault(...)`` never reach the
+# subclass's methods. Two threads looking up new keys: one stores while the
+# other is still iterating ("dictionary changed size during iteration").
+# multimethod stores with ``self.setdefault(types, *funcs)``: a call with
+# unpacked arguments (CALL_FUNCTION_EX), not a plain call. Its fix (1.9.1)
+# iterates ``list(self)``, a copy made in one C call: that races with nothing.
+SUBCLASS_ITERATED = """
+import sys
+import threading
+
+import racecheck
+
+
+def below(a, b):
+    return a < b
+
+
+class Registry(dict):
+    def __setitem__(self, key, value):
+        if not isinstance(key, int):
+            raise TypeError(key)
+        super().__setitem__(key, value)
+
+    def lookup(self, key):
+        smaller = [k for k in {keys} if below(k, key)]
+        return self.setdefault({store})
+
+
+def target():
+    registry = Registry()
+    registry[1] = 0
+    registry[2] = 1
+    failures = []
+
+    def look(key):
+        try:
+            registry.lookup(key)
+        except RuntimeError as exc:
+            failures.append(exc)
+
+    workers = [threading.Thread(target=look, args=(key,)) for key in (5, 6)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    {check}
+
+
+try:
+    report = racecheck.check(target, schedules=1000, {options})
+except racecheck.RaceFound as exc:
+    print("FOUND", exc.kind, exc.schedules_run)
+    print(exc)
+else:
+    print("CLEAN", report.schedules_run, "verified" if report.verified else "not verified")
+"""
+
+
 def run_script(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "program.py"
     script.write_text(textwrap.dedent(source), encoding="utf-8")
@@ -174,3 +234,81 @@ def test_executor_work_that_waits_for_the_loop_is_scheduled(tmp_path: Path) -> N
     assert "StuckError" not in done.stderr, done.stderr
     assert done.returncode == 0, done.stderr
     assert "CLEAN 20" in done.stdout, done.stdout
+
+
+def test_dpor_sees_a_dict_subclass_iterated_while_another_thread_stores(tmp_path: Path) -> None:
+    """The iteration is a read of the whole dict even though the class redefines
+    ``__setitem__``: without it DPOR called this program verified in 4 schedules."""
+    source = SUBCLASS_ITERATED.format(
+        keys="self",
+        store="key, len(smaller)",
+        check="assert not failures, failures",
+        options='strategy="dpor"',
+    )
+    done = run_script(tmp_path, source)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("FOUND exception"), done.stdout + done.stderr
+    assert "dictionary changed size during iteration" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("store", ["key, len(smaller)", "key, *[len(smaller)]"])
+def test_detector_flags_a_dict_subclass_iterated_while_another_thread_stores(
+    tmp_path: Path, store: str
+) -> None:
+    """The same program, its failures swallowed: the detector alone reports the race,
+    whether the store's arguments are spelled out or unpacked."""
+    source = SUBCLASS_ITERATED.format(keys="self", store=store, check="pass", options="detect=True")
+    done = run_script(tmp_path, source)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("FOUND data-race"), done.stdout + done.stderr
+    assert "iterated self" in done.stdout, done.stdout
+    assert "called .setdefault() on self" in done.stdout, done.stdout
+
+
+# The same lookup on a plain dict, its loop over a copy: ``keys`` is the copy.
+COPY_THEN_STORE = """
+import threading
+
+import racecheck
+
+
+def target():
+    cache = {1: "a", 2: "b"}
+
+    def look(key):
+        smaller = [k for k in KEYS if k < key]
+        cache.setdefault(key, key)
+
+    workers = [threading.Thread(target=look, args=(key,)) for key in (5, 6)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+
+
+try:
+    report = racecheck.check(target, schedules=300, detect=True)
+except racecheck.RaceFound as exc:
+    print("FOUND", exc.kind, exc.schedules_run)
+    print(exc)
+else:
+    print("CLEAN", report.schedules_run)
+"""
+
+
+@pytest.mark.parametrize("keys", ["list(cache)", "tuple(cache)", "sorted(cache)"])
+def test_a_copy_made_in_one_call_does_not_race_with_a_store(tmp_path: Path, keys: str) -> None:
+    """multimethod 1.9.1's fix: the loop runs over a copy, taken in one C call, so
+    another thread's ``setdefault`` lands before or after it, never inside. The detector
+    called that an unsynchronised data race. (The stored value here does not come from
+    the copy: one that does is a decision the store acts on, reported on purpose.)"""
+    done = run_script(tmp_path, COPY_THEN_STORE.replace("KEYS", keys))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("CLEAN"), done.stdout + done.stderr
+
+
+def test_a_loop_over_the_container_itself_still_races_with_a_store(tmp_path: Path) -> None:
+    """The other side of the copy rule: the loop reads the dict between its steps."""
+    done = run_script(tmp_path, COPY_THEN_STORE.replace("KEYS", "cache"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("FOUND data-race"), done.stdout + done.stderr

@@ -251,7 +251,7 @@ _TYPE_CACHE_LIMIT = 4096
 
 def _type_caches(
     hot_lines: dict[Any, Any],
-) -> tuple[dict[type, bool], dict[tuple[type, str], bool], dict[type, bool]]:
+) -> tuple[dict[Any, bool], dict[tuple[type, str], bool], dict[type, bool]]:
     """The exploration's answers about classes: plain containers, properties, queues.
 
     Kept for every run of the exploration, in its ``hot_lines`` (which lives as
@@ -343,8 +343,9 @@ class Detector:
         self.unsettled: list[tuple[_View, Callable[[], Any]]] = []
         self.found = False
         types = _type_caches(self.hot_lines)
-        #: container subclass -> whether it stores like its builtin base
-        self.plain: dict[type, bool] = types[0]
+        #: container subclass (and the methods an operation calls) -> whether it
+        #: stores like its builtin base
+        self.plain: dict[Any, bool] = types[0]
         #: (class, attribute) -> whether a property (data descriptor) handles it
         self.descriptors: dict[tuple[type, str], bool] = types[1]
         #: frame -> closure variable -> its cell (frames stay alive through ``keep``)
@@ -695,7 +696,11 @@ class Detector:
         if op == "call" and recipe.name in _QUEUE_METHODS and self._queue(base):
             self._queue_call(frame, actor, hb, base, recipe.name, label)
             return
-        if not self._plain(base) and not (recipe.inner and self._storage(base, recipe)):
+        if (
+            type(base) not in _CONTAINERS
+            and not self._plain(base, _runs(recipe))
+            and not (recipe.inner and self._storage(base, recipe))
+        ):
             return
         if op == "truth":
             self._emptiness(frame, actor, hb, base, label)
@@ -715,7 +720,11 @@ class Detector:
                 self._whole(frame, actor, hb, base, False, label, "measured", atomic=True)
             return
         if op == "iterate" or op == "scan-arg":
-            self._whole(frame, actor, hb, base, False, label, "iterated")
+            # list(x), tuple(x), sorted(x) copy the container in one C call before
+            # anything else runs (sorted compares the copy): atomic, like len, so
+            # they race with a loop over x but not with another atomic store
+            copy = op == "scan-arg" and recipe.name in _COPIES
+            self._whole(frame, actor, hb, base, False, label, "iterated", atomic=copy)
             if op == "iterate" and not self.happens_before and not self.found:
                 self._loop_began(frame, actor, base, label)
             return
@@ -1055,22 +1064,31 @@ class Detector:
             stale_only=True,
         )
 
-    def _plain(self, base: Any) -> bool:
+    def _plain(self, base: Any, runs: tuple[str, ...] = ()) -> bool:
         """A dict, list or set, or a subclass that leaves item access to the builtin.
 
         ``OrderedDict``, ``defaultdict`` and registries deriving from ``dict``
         store like one; a subclass that redefines item access in Python is
         skipped: its own methods are traced, and their accesses are the real ones.
+
+        ``runs``: the methods one operation would call (``__iter__`` for a
+        ``for`` loop, ``setdefault`` for ``obj.setdefault(...)``). Only those
+        are looked up: a registry that redefines ``__setitem__`` to validate
+        its stores is still iterated and filled by ``setdefault`` in the
+        builtin's C code, which never calls the subclass's methods, and those
+        accesses are real (multimethod 1.9's dispatch cache: missed, and DPOR
+        called the race verified).
         """
         cls = type(base)
         if cls in _CONTAINERS:
             return True
-        known = self.plain.get(cls)
+        key: Any = (cls, runs) if runs else cls
+        known = self.plain.get(key)
         if known is None:
-            known = self.plain[cls] = isinstance(base, _CONTAINERS) and not any(
+            known = self.plain[key] = isinstance(base, _CONTAINERS) and not any(
                 isinstance(_TYPE_DICT(klass).get(name), FunctionType)
                 for klass in _TYPE_MRO(cls)
-                for name in _ITEM_METHODS
+                for name in runs or _ITEM_METHODS
             )
         return known
 
@@ -1920,6 +1938,31 @@ def _own_cell(frame: FrameType, name: str, current: Any) -> Any:
 _TYPE_DICT: Callable[[type], Any] = type.__dict__["__dict__"].__get__
 _TYPE_MRO: Callable[[type], tuple[type, ...]] = type.__dict__["__mro__"].__get__
 
+
+def _runs(recipe: Recipe) -> tuple[str, ...]:
+    """The methods of a container that an operation other than item access calls.
+
+    Empty (every item method counts) where that is not known. A C
+    ``OrderedDict`` method on a subclass may call the subclass's own item
+    methods too: those are traced and record their own accesses, so the call
+    is then recorded twice (more conflicts, never fewer).
+    """
+    op = recipe.op
+    if op == "iterate":
+        return ("__iter__",)
+    if op == "scan-arg":
+        return ("__len__",) if recipe.name == "len" else ("__iter__",)
+    if op == "contains":
+        return ("__contains__",)
+    if op == "truth":
+        return ("__bool__", "__len__")
+    if op == "call" and recipe.name is not None:
+        return (recipe.name,)
+    return ()
+
+
+#: scanning builtins that take the whole container in one C call
+_COPIES = frozenset(("list", "tuple", "sorted"))
 
 _ITEM_METHODS = (
     "__getitem__",

@@ -285,6 +285,19 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
                 stack.append(("super", first if argc == 0 else args[1]))
             else:
                 stack.append(_call_result(callable_slots, args))
+        elif name == "CALL_FUNCTION_EX":
+            # ``obj.setdefault(key, *rest)``: the arguments are one tuple made at run
+            # time, so a container method called so is recorded without its element
+            slots = pop(4 if arg & 1 else 3)
+            for slot in slots[:2]:
+                if (
+                    slot is not None
+                    and slot is not NULL
+                    and slot[0] == "attr"
+                    and CONTAINER_METHODS.get(slot[2], ("queue", False))[0] != "queue"
+                ):
+                    out[instr.offset] = Recipe("call", slot[1], slot[2])
+            stack.append(None)
         elif name == "GET_AWAITABLE":
             # what an ``await`` waits for: DPOR orders the await of a future that
             # is done already after the step that finished it (accesses.StepLog.awaited)
