@@ -74,10 +74,11 @@ def test_a_value_taken_from_a_parked_sender_is_clean() -> None:
     _clean(models.channel_late_receiver)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a buffered item carries no clock (nobody waits); asyncio.Queue's items do"
-    " (tests/detect/test_detector_queue_items.py)",
-)
 def test_a_value_taken_from_a_channel_buffer_is_clean() -> None:
     _clean(models.buffered_channel_waits)
+
+
+def test_a_buffered_item_sent_before_the_write_stays_flagged() -> None:
+    """The item taken was buffered before the write: the receiver did not wait for it."""
+    found = _flagged(models.buffered_item_older_than_the_write)
+    assert "overwritten before read on " in str(found.cause)

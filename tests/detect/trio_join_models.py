@@ -185,6 +185,24 @@ async def buffered_channel_waits() -> None:
         assert box.balance == 42
 
 
+async def buffered_item_older_than_the_write() -> None:
+    """The sender buffers an item, then writes, then buffers another."""
+    box = Acct()
+    send, receive = trio.open_memory_channel[int](2)
+
+    async def answer() -> None:
+        send.send_nowait(1)
+        box.balance = 42
+        send.send_nowait(2)
+
+    box.balance = -1
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(answer)
+        await trio.sleep(0)
+        await receive.receive()
+        assert box.balance == 42
+
+
 async def asyncio_queue_waits() -> None:
     """The asyncio twin of :func:`buffered_channel_waits`."""
     box = Acct()

@@ -51,6 +51,7 @@ import array
 import bisect
 import dis
 import os
+import sys
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -689,10 +690,17 @@ class Detector:
         if op in _SLICE_OPS or op == "position" or op == "insort":
             self._sequence_op(frame, actor, hb, base, recipe, label)
             return
-        if op == "call" and recipe.name in _ITEM_HANDOFFS and _fifo_loop_queue(base):
-            self._queue_item(hb, base, recipe.name in _PUTS)
-            if recipe.name in _PUTS:
-                return
+        if op == "call" and recipe.name in _ITEM_HANDOFFS:
+            if _fifo_loop_queue(base):
+                self._queue_item(hb, base, recipe.name in _PUTS, _queue_size(base))
+                if recipe.name in _PUTS:
+                    return
+            else:
+                channel = _memory_channel(base)
+                if channel is not None:
+                    state, buffer = channel
+                    self._queue_item(hb, state, recipe.name in _PUTS, len(buffer))
+                    return
         if op == "call" and recipe.name in _QUEUE_METHODS and self._queue(base):
             self._queue_call(frame, actor, hb, base, recipe.name, label)
             return
@@ -1003,8 +1011,8 @@ class Detector:
             )
         return known
 
-    def _queue_item(self, hb: int, base: Any, put: bool) -> None:
-        """An asyncio queue's item carries its putter's clock to the task that takes it.
+    def _queue_item(self, hb: int, base: Any, put: bool, size: int) -> None:
+        """An asyncio queue's or a trio memory channel's item carries its putter's clock.
 
         A ``get`` that finds an item already queued never suspends, so no
         wake-up carries the putter's clock (as a handle does when the getter
@@ -1013,10 +1021,12 @@ class Detector:
         did not wait for that write. A FIFO queue's order gives the item; the
         clocks are lined up with the buffer at every call, so items put or taken
         where the detector did not look (untraced code) carry nothing and never
-        shift the others. Called at the ``put``/``get`` call, before it runs;
-        an awaited ``get`` of an item already there takes it in that same step.
+        shift the others. Called at the ``put``/``get`` call, before it runs
+        (``size``: the items buffered then); an awaited ``get`` or ``receive``
+        of an item already there takes it in that same step. A trio channel's
+        two ends share one state, ``base`` here; a send to a receiver already
+        waiting reschedules it, and that wake-up carries the clock.
         """
-        size = _queue_size(base)
         entry = self.queue_items.get(id(base))
         if entry is None:
             if not put:
@@ -1827,9 +1837,30 @@ _BISECT_FUNCTIONS = tuple(
 _SHIFTING_SLOT_WRITES = frozenset(("called .pop() on", "called .remove() on"))
 
 _QUEUE_METHODS = frozenset(("empty", "qsize", "get", "get_nowait"))
-#: an asyncio queue's put and take: an item carries its putter's clock (Detector._queue_item)
-_PUTS = frozenset(("put", "put_nowait"))
-_ITEM_HANDOFFS = _PUTS | {"get", "get_nowait"}
+#: an asyncio queue's and a trio memory channel's put and take: an item carries its
+#: putter's clock (Detector._queue_item)
+_PUTS = frozenset(("put", "put_nowait", "send", "send_nowait"))
+_ITEM_HANDOFFS = _PUTS | {"get", "get_nowait", "receive", "receive_nowait"}
+
+
+def _memory_channel(base: Any) -> tuple[Any, Any] | None:
+    """A trio memory channel end's shared state and its buffer (a deque), or None.
+
+    Only trio's own classes (not a subclass, whose attributes could run user
+    code): their state is trio's slotted ``MemoryChannelState``.
+    """
+    channels = sys.modules.get("trio._channel")
+    if channels is None or type(base) not in (
+        getattr(channels, "MemorySendChannel", None),
+        getattr(channels, "MemoryReceiveChannel", None),
+    ):
+        return None
+    try:
+        state = instance_dict(base).get("_state")
+        buffer = getattr(state, "data", None)
+    except (AttributeError, TypeError):
+        return None
+    return (state, buffer) if isinstance(buffer, deque) else None
 
 
 def _fifo_loop_queue(base: Any) -> bool:

@@ -67,9 +67,14 @@ CONTAINER_METHODS: dict[str, tuple[str, bool]] = {
     "empty": ("queue", False),
     "qsize": ("queue", False),
     "get_nowait": ("queue", False),
-    # an asyncio queue's put: its item carries the putter's clock (Detector._queue_item)
+    # an asyncio queue's put, a trio memory channel's send and receive: an item
+    # carries the putter's clock (Detector._queue_item)
     "put": ("queue", False),
     "put_nowait": ("queue", False),
+    "send": ("queue", False),
+    "send_nowait": ("queue", False),
+    "receive": ("queue", False),
+    "receive_nowait": ("queue", False),
     "keys": ("scan", False),
     "values": ("scan", False),
     "items": ("scan", False),
