@@ -566,18 +566,22 @@ _COUNTED_QUEUE_GAP = (
     "three or more threads used one queue.Queue and its task_done; DPOR's model of"
     " the count of unfinished tasks misses states there (a known gap)"
 )
-#: A second known gap: traced code that takes a queue's own mutex (``with q.mutex:
-#: len(q.queue)``) between another thread's put and get was never tried there
-#: (tests/core/test_dpor_queue.py, _MISSED_MUTEX_READ). A queue's parts are known once
-#: one of its methods ran in the run, so the blind spot is seen on the runs where one did.
+#: A second gap: traced code waiting on or notifying one of a queue's own conditions
+#: (``q.not_empty.wait()``), whose wakes the queue's methods do not record as such.
+#: Made OPAQUE, and no proof. Traced code taking the queue's mutex (``with q.mutex:``)
+#: is an ordinary lock operation, ordered against the queue's methods by TAKEN (see
+#: StepLog._in_queue). A queue's parts are known once one of its methods ran, or traced
+#: code read one of them off the queue (StepLog._know_queue).
 _QUEUE_MUTEX_GAP = (
-    "traced code took a queue.Queue's own mutex or condition; DPOR misses orders of"
-    " such a section against the queue's methods (a known gap)"
+    "traced code used a queue.Queue's own condition; DPOR does not model such a"
+    " section against the queue's methods (a known gap)"
 )
+#: a queue.Queue's primitives, by attribute: the mutex first
+_QUEUE_PART_NAMES = ("mutex", "not_empty", "not_full", "all_tasks_done")
 #: the operations that count tasks (see _count_written)
 _COUNTING = frozenset({"put", "task_done", "join"})
 #: how a step meets a queue's operation (StepLog._queue_op)
-_QUEUE_TAKES, _QUEUE_WAITS, _QUEUE_LATE, _QUEUE_EMPTY = 1, 2, 3, 4
+_QUEUE_TAKES, _QUEUE_WAITS, _QUEUE_EMPTY = 1, 2, 3
 #: what a queue's method waiting on its condition for as long as it takes read
 #: when it found it had to wait: its wait is a stutter (StepLog._blocking)
 _STUTTER_WAITS: dict[str, Hashable] = {"get": _TOOK, "join": _NONZERO}
@@ -903,8 +907,6 @@ class StepLog:
         self._queue_parts: dict[int, Any] = {}
         #: ids of queues' mutexes a queue method holds now (see _blocking)
         self._queue_held: set[int] = set()
-        #: id of a queue -> what the task_done holding its mutex does to the count
-        self._late: dict[int, tuple[tuple[Hashable, bool], ...]] = {}
         #: id of a concurrent future's lock or condition -> the future (see _in_future),
         #: and the ids of those locks a future's method holds now
         self._future_parts: dict[int, Any] = {}
@@ -933,7 +935,6 @@ class StepLog:
         self._called_in.clear()
         self._queue_parts.clear()
         self._queue_held.clear()
-        self._late.clear()
         self._future_parts.clear()
         self._future_held.clear()
         self._queue_actors.clear()
@@ -1019,6 +1020,10 @@ class StepLog:
             self.opaque()  # what its methods record as one operation (_in_future), read raw
         if key == _TASKS and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
             self.opaque()  # the exact count, which its operations treat as a counter
+        if type(key) is str and key in _QUEUE_PART_NAMES and isinstance(obj, queue.Queue):
+            if _is_own_lock(obj.mutex):
+                # its condition may be used before any of its methods ran (_QUEUE_MUTEX_GAP)
+                self._know_queue(obj)
         if key == _NONEMPTY and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
             # the detector's emptiness test of a call to get/qsize/empty, in the
             # step that makes the call: the operation itself records what it
@@ -1458,7 +1463,9 @@ class StepLog:
                     if passed:
                         self.current.append((STUTTER, 0, False, ""))
                 return
-            if id(resource) in self._queue_parts:
+            if id(resource) in self._queue_held or self._queue_condition(resource):
+                # traced code waiting for the mutex a queue method holds past a
+                # point (task_done's notify_all): that method only read TAKEN
                 self.opaque()
         if waits_in in _STUTTER_ACQUIRES and resource is not None:
             # it saw the lock taken: ordered against whoever took it
@@ -1488,13 +1495,22 @@ class StepLog:
         queue: nothing else touches the queue while it is held) records what
         the operation does to the queue (:data:`_QUEUE_OPS`); the release,
         the waits and the notifies record nothing of their own (whom a notify
-        wakes is an enabled-set change the engine records). ``task_done``
-        writes its count after its notify, so its notify step writes it too.
-        The same mutex or conditions used by traced code (``with q.mutex``)
-        are recorded as usual, and made OPAQUE once the queue is known: such
-        a holder may keep the mutex across points the queue's own operations
-        never do. A queue's operation blocked by such a holder reads the
-        TAKEN it wrote. A blocked attempt is recorded in :meth:`_blocking`.
+        wakes is an enabled-set change the engine records), also where a
+        notify is a scheduling point inside the critical section (see
+        :meth:`_queue_op`). Taking the mutex reads its TAKEN: another
+        operation's take leaves it alone (they commute, as their effects
+        say), but traced code's acquire of the same mutex writes it, and
+        that acquire disables the operation. Without it a thread that
+        slept on such an acquire (sleep sets) stayed asleep through the
+        operation, and ``with q.mutex: len(q.queue)`` was never run
+        between another thread's put and get (_MISSED_MUTEX_READ).
+        The same mutex used by traced code (``with q.mutex``) is recorded as
+        any lock: its acquire writes TAKEN, and a queue's operation blocked
+        by such a holder reads it. Traced code waiting for the mutex while a
+        queue's method holds it past a point is OPAQUE (that method wrote
+        nothing it could read). A queue's conditions used by traced code are
+        OPAQUE and a blind spot (_QUEUE_MUTEX_GAP). A blocked attempt is
+        recorded in :meth:`_blocking`.
 
         Returns False when the operation is to be recorded as usual.
         """
@@ -1502,7 +1518,7 @@ class StepLog:
             return False
         found = _queue_method(frame)
         if found is None:
-            if id(owner) in self._queue_parts:
+            if self._queue_condition(owner):
                 self.opaque()
             return False
         if at_return:  # see _AT_RETURN
@@ -1513,9 +1529,9 @@ class StepLog:
                 self._queue_op(owner_q, method, _QUEUE_EMPTY if empty else _QUEUE_TAKES)
                 self._queue_held.add(id(owner))
                 kind = type(owner).__qualname__
-                self.current.append((self.ordinal(owner), HELD, False, kind))
-            elif name == "notify" and found[1] == "task_done":
-                self._queue_op(found[0], found[1], how=_QUEUE_LATE)
+                ordinal = self.ordinal(owner)
+                self.current.append((ordinal, HELD, False, kind))
+                self.current.append((ordinal, TAKEN, False, kind))
         elif frame.f_code.co_name == "release":
             self._queue_held.discard(id(owner))
         return True
@@ -1614,13 +1630,22 @@ class StepLog:
         """What the ``queue.Queue`` method ``method`` reads and changes of the queue.
 
         ``how``: the step took the mutex (_QUEUE_TAKES: the parts, and their
-        :data:`_QUEUE_WAIT` twins), waits to take it or for its condition
-        (_QUEUE_WAITS: the twins, read), or changes a part after a point
-        inside the critical section (_QUEUE_LATE: the parts only). The twins
-        order a blocked attempt against the step that took the mutex, not
-        against a later step of the same critical section (``task_done``'s
-        notify): with that step first, the attempt would simply have
-        blocked too, which is no other trace.
+        :data:`_QUEUE_WAIT` twins), or waits to take it or for its condition
+        (_QUEUE_WAITS: the twins, read). The twins order a blocked attempt
+        against the step that took the mutex.
+
+        The whole operation is recorded in the step that takes the mutex,
+        also where its critical section goes on past a scheduling point
+        (``task_done``'s ``notify_all``, ``put``'s ``notify``): nothing can
+        look at the queue before the mutex is released, so the operation
+        takes effect at once there. Its count used to be written again in
+        ``task_done``'s notify step; a race with that write put the
+        reversal *inside* the critical section, where the other thread's
+        operation only blocks on the mutex, and a blocked ``get`` (whose
+        twins do not meet ``task_done``'s) never moved it back to the
+        acquire: with three threads the order where one thread's
+        ``task_done`` raises after another's was never run
+        (tests/core/test_dpor_queue.py, _MISSED_WITH_THREE_THREADS).
         """
         if how == _QUEUE_EMPTY:
             # A get that finds no item and will wait for one. Like an acquire
@@ -1633,25 +1658,12 @@ class StepLog:
             return
         self._note_counted_queue(owner, method)
         reads_only = how == _QUEUE_WAITS
-        parts = self._queue_parts
         kind = type(owner).__qualname__
-        ordinal = self.ordinal(owner)  # keeps the queue, and so its parts' ids, alive
-        mutex = getattr(owner, "mutex", None)
-        if id(mutex) not in parts:
-            for name in ("mutex", "not_empty", "not_full", "all_tasks_done"):
-                part = getattr(owner, name, None)
-                if part is not None:
-                    parts[id(part)] = owner
+        ordinal = self._know_queue(owner)
         effects = _QUEUE_OPS.get(method)
         if effects is None:
             self.current.append((ordinal, ANY, not reads_only, kind))
             effects = ((_ITEMS, True),)
-        if how == _QUEUE_LATE:
-            # task_done's count, written after its notify: as its critical
-            # section's first step decided
-            for key, write in self._late.pop(id(owner), ((_TASKS, True), (_ZERO, True))):
-                self.current.append((ordinal, key, write, kind))
-            return
         for part_name, write in effects:
             keys: tuple[tuple[Hashable, bool], ...]
             if part_name != _TASKS:
@@ -1661,7 +1673,7 @@ class StepLog:
             elif reads_only:
                 keys = ((_TASKS, False), (_ZERO, False), (_NONZERO, False))
             else:
-                keys = self._late[id(owner)] = _count_effects(owner, method)
+                keys = _count_effects(owner, method)
             for key, write in keys:
                 write = write and not reads_only
                 self.current.append((ordinal, (_QUEUE_WAIT, key), write, kind))
@@ -1672,6 +1684,22 @@ class StepLog:
                     self.current.append((self.ordinal(items), ANY, write, type(items).__qualname__))
                 else:
                     self.current.append((ordinal, key, write, kind))
+
+    def _know_queue(self, owner: Any) -> int:
+        """Remember the queue's mutex and conditions (see _in_queue); its ordinal."""
+        ordinal = self.ordinal(owner)  # keeps the queue, and so its parts' ids, alive
+        parts = self._queue_parts
+        if id(getattr(owner, "mutex", None)) not in parts:
+            for name in _QUEUE_PART_NAMES:
+                part = getattr(owner, name, None)
+                if part is not None:
+                    parts[id(part)] = owner
+        return ordinal
+
+    def _queue_condition(self, obj: Any) -> bool:
+        """Is ``obj`` one of a known queue's conditions (not its mutex)?"""
+        owner = self._queue_parts.get(id(obj))
+        return owner is not None and getattr(owner, "mutex", None) is not obj
 
     def _note_counted_queue(self, owner: Any, method: str) -> None:
         """Three or more threads on a queue whose tasks are counted: no proof (see the gap)."""
@@ -1684,8 +1712,8 @@ class StepLog:
 
     def _own(self, obj: Any, write: bool) -> None:
         """An operation on one of racecheck's thread primitives (or a Thread): a sync access."""
-        if id(obj) in self._queue_parts:
-            # traced code taking a queue's own mutex or condition (``with q.mutex:``)
+        if self._queue_condition(obj):
+            # traced code using a queue's own condition (``q.not_empty.wait()``)
             self.blind_spot(_QUEUE_MUTEX_GAP)
         self.current.append((self.ordinal(obj), SYNC, write, type(obj).__qualname__))
 
