@@ -578,7 +578,7 @@ _QUEUE_MUTEX_GAP = (
 )
 #: a queue.Queue's primitives, by attribute: the mutex first
 _QUEUE_PART_NAMES = ("mutex", "not_empty", "not_full", "all_tasks_done")
-#: the operations that count tasks (see _count_written)
+#: the operations that count tasks (see _count_effects)
 _COUNTING = frozenset({"put", "task_done", "join"})
 #: how a step meets a queue's operation (StepLog._queue_op)
 _QUEUE_TAKES, _QUEUE_WAITS, _QUEUE_EMPTY = 1, 2, 3
@@ -630,42 +630,47 @@ def _stdlib_caller(frame: FrameType | None, filename: str, depth: int) -> FrameT
 def _count_effects(owner: Any, method: str) -> tuple[tuple[Hashable, bool], ...]:
     """What a ``put``/``task_done``/``join`` does with the count of unfinished tasks.
 
-    The count is a counter: increments and decrements commute. Its value is
-    looked at in three ways, recorded as three keys:
+    Every ``put`` and ``task_done`` writes the count (``_TASKS``, ``_ZERO``),
+    whatever its value. Its value is looked at in three ways, recorded as
+    three keys:
 
-    * ``_TASKS``: a ``task_done`` from 0 or below raises, and one that
-      reaches 0 wakes the threads waiting in ``join``. Two neighbouring
-      ``put``/``task_done`` behave differently in the other order only where
-      a ``task_done`` could then raise (after a ``put`` from 0, or from 0
-      itself), or could reach 0 and wake a waiter before a ``put`` from 1
-      (a ``join`` waiting). Those write it, every other ``put``/``task_done``
-      reads it: which of two ``task_done`` reaches 0 makes no difference
-      (``notify_all`` wakes the same waiters), nor does reaching 0 between
-      two puts while nobody waits;
-    * ``_ZERO``: a ``join`` that finds 0 returns. A ``put`` from 0 and a
-      ``task_done`` to 0 write it, that ``join`` reads it;
+    * ``_TASKS``: a ``task_done`` from 0 raises, and one that reaches 0
+      wakes the threads waiting in ``join``;
+    * ``_ZERO``: a ``join`` that finds 0 returns, and reads it;
     * ``_NONZERO``: a ``join`` that finds the count above 0 waits, a stutter
-      like an acquire of a held lock: it is ordered against the ``put`` from
-      0 that made it wait, not against the ``task_done`` that ends the wait
-      (with that one first, it would simply have returned, its woken step
-      anyway). A ``put`` from 0 writes it, the waiting ``join`` reads it.
+      like an acquire of a held lock: it is ordered against the ``put``
+      that made it wait (every ``put`` writes it), not against the
+      ``task_done`` that ends the wait (with that one first, it would
+      simply have returned, its woken step anyway).
 
-    A sleeping operation that only read is woken by the first one that
-    writes. Traced code that reads the count itself sees its exact value:
-    that is made OPAQUE (:meth:`StepLog.touch`).
+    Why not read the count as a counter (increments and decrements commute
+    unless one could raise or reach 0 with a ``join`` waiting, as was done
+    until now): which of those holds depends on the value, and so changes
+    when independent neighbours are swapped. A ``put`` from 1 and a
+    ``task_done`` from 2 commute; swapped, the ``task_done`` reaches 0 and
+    the ``put`` comes from 0, and now the next ``task_done`` can run first
+    and raise. DPOR reverses the races of the runs it sees; the race that
+    leads to that order is in a run it took for equivalent and never ran
+    (``(put, get, put) | (task_done, task_done)``: the second
+    ``task_done`` raising between the puts was never reached, on two
+    threads, and the program was called verified; with three threads the
+    slow twin found the same shape, tests/core/test_dpor_queue.py). A
+    relation that holds in every state is what sleep sets and source sets
+    may rely on. ``join`` still reads one of two keys by the value it
+    finds: that is a blocked attempt against a completed one (STUTTER),
+    whose record never changes under swaps of what it does not read.
+
+    Traced code that reads the count itself sees its exact value: that is
+    made OPAQUE (:meth:`StepLog.touch`).
     """
-    count = getattr(owner, _TASKS, 0)
-    if not isinstance(count, int):
-        return ((_TASKS, True), (_ZERO, True), (_NONZERO, True))
     if method == "join":
-        return ((_NONZERO, False),) if count > 0 else ((_ZERO, False),)
-    if count <= 0:
-        zero: tuple[tuple[Hashable, bool], ...] = ((_TASKS, True), (_ZERO, True))
-        return (*zero, (_NONZERO, True)) if method == "put" else zero
-    if method == "task_done":
-        return ((_TASKS, False), (_ZERO, True)) if count == 1 else ((_TASKS, False),)
-    waiting = getattr(getattr(owner, "all_tasks_done", None), "_waiters", None)
-    return ((_TASKS, count == 1 and (waiting is None or bool(waiting))),)
+        count = getattr(owner, _TASKS, 0)
+        if isinstance(count, int) and count > 0:
+            return ((_NONZERO, False),)
+        return ((_ZERO, False),) if isinstance(count, int) else ((_ZERO, False), (_NONZERO, False))
+    if method == "put":
+        return ((_TASKS, True), (_ZERO, True), (_NONZERO, True))
+    return ((_TASKS, True), (_ZERO, True))
 
 
 def _waits_for_item(method: str, frame: FrameType) -> bool:
