@@ -557,16 +557,7 @@ _QUEUE_OPS: dict[str, tuple[tuple[Hashable, bool], ...]] = {
 #: the methods traced code calls: each records itself under the queue's mutex
 #: (an argument is an item, stored by reference, or a flag)
 _QUEUE_CALLS = frozenset({*_QUEUE_OPS, "put_nowait", "get_nowait"})
-#: A known gap of the model above: with three threads on one queue and its
-#: task_done, DPOR has ended its search without a reachable state (one thread's
-#: task_done raising after another's: tests/core/test_dpor_queue.py,
-#: _MISSED_WITH_THREE_THREADS). Two threads are checked against plain search
-#: and sound. Until the gap is found, such a run is a blind spot: no proof.
-_COUNTED_QUEUE_GAP = (
-    "three or more threads used one queue.Queue and its task_done; DPOR's model of"
-    " the count of unfinished tasks misses states there (a known gap)"
-)
-#: A second gap: traced code waiting on or notifying one of a queue's own conditions
+#: A gap: traced code waiting on or notifying one of a queue's own conditions
 #: (``q.not_empty.wait()``), whose wakes the queue's methods do not record as such.
 #: Made OPAQUE, and no proof. Traced code taking the queue's mutex (``with q.mutex:``)
 #: is an ordinary lock operation, ordered against the queue's methods by TAKEN (see
@@ -916,9 +907,6 @@ class StepLog:
         #: and the ids of those locks a future's method holds now
         self._future_parts: dict[int, Any] = {}
         self._future_held: set[int] = set()
-        #: id of a queue.Queue -> the actors that ran its methods, and whether a
-        #: task_done did (see _COUNTED_QUEUE_GAP)
-        self._queue_actors: dict[int, tuple[set[int | None], list[bool]]] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -942,7 +930,6 @@ class StepLog:
         self._queue_held.clear()
         self._future_parts.clear()
         self._future_held.clear()
-        self._queue_actors.clear()
         self._shape = None
         self._attempts.clear()
         self._queue_counts.clear()
@@ -1661,7 +1648,6 @@ class StepLog:
             kind = type(owner).__qualname__
             self.current.append((self.ordinal(owner), _TOOK, False, kind))
             return
-        self._note_counted_queue(owner, method)
         reads_only = how == _QUEUE_WAITS
         kind = type(owner).__qualname__
         ordinal = self._know_queue(owner)
@@ -1705,15 +1691,6 @@ class StepLog:
         """Is ``obj`` one of a known queue's conditions (not its mutex)?"""
         owner = self._queue_parts.get(id(obj))
         return owner is not None and getattr(owner, "mutex", None) is not obj
-
-    def _note_counted_queue(self, owner: Any, method: str) -> None:
-        """Three or more threads on a queue whose tasks are counted: no proof (see the gap)."""
-        actors, counted = self._queue_actors.setdefault(id(owner), (set(), [False]))
-        actors.add(self.actor)
-        if method == "task_done":
-            counted[0] = True
-        if counted[0] and len(actors) >= 3:
-            self.blind_spot(_COUNTED_QUEUE_GAP)
 
     def _own(self, obj: Any, write: bool) -> None:
         """An operation on one of racecheck's thread primitives (or a Thread): a sync access."""
