@@ -557,27 +557,22 @@ _QUEUE_OPS: dict[str, tuple[tuple[Hashable, bool], ...]] = {
 #: the methods traced code calls: each records itself under the queue's mutex
 #: (an argument is an item, stored by reference, or a flag)
 _QUEUE_CALLS = frozenset({*_QUEUE_OPS, "put_nowait", "get_nowait"})
-#: A known gap of the model above: with three threads on one queue and its
-#: task_done, DPOR has ended its search without a reachable state (one thread's
-#: task_done raising after another's: tests/core/test_dpor_queue.py,
-#: _MISSED_WITH_THREE_THREADS). Two threads are checked against plain search
-#: and sound. Until the gap is found, such a run is a blind spot: no proof.
-_COUNTED_QUEUE_GAP = (
-    "three or more threads used one queue.Queue and its task_done; DPOR's model of"
-    " the count of unfinished tasks misses states there (a known gap)"
-)
-#: A second known gap: traced code that takes a queue's own mutex (``with q.mutex:
-#: len(q.queue)``) between another thread's put and get was never tried there
-#: (tests/core/test_dpor_queue.py, _MISSED_MUTEX_READ). A queue's parts are known once
-#: one of its methods ran in the run, so the blind spot is seen on the runs where one did.
+#: A gap: traced code waiting on or notifying one of a queue's own conditions
+#: (``q.not_empty.wait()``), whose wakes the queue's methods do not record as such.
+#: Made OPAQUE, and no proof. Traced code taking the queue's mutex (``with q.mutex:``)
+#: is an ordinary lock operation, ordered against the queue's methods by TAKEN (see
+#: StepLog._in_queue). A queue's parts are known once one of its methods ran, or traced
+#: code read one of them off the queue (StepLog._know_queue).
 _QUEUE_MUTEX_GAP = (
-    "traced code took a queue.Queue's own mutex or condition; DPOR misses orders of"
-    " such a section against the queue's methods (a known gap)"
+    "traced code used a queue.Queue's own condition; DPOR does not model such a"
+    " section against the queue's methods (a known gap)"
 )
-#: the operations that count tasks (see _count_written)
+#: a queue.Queue's primitives, by attribute: the mutex first
+_QUEUE_PART_NAMES = ("mutex", "not_empty", "not_full", "all_tasks_done")
+#: the operations that count tasks (see _count_effects)
 _COUNTING = frozenset({"put", "task_done", "join"})
 #: how a step meets a queue's operation (StepLog._queue_op)
-_QUEUE_TAKES, _QUEUE_WAITS, _QUEUE_LATE, _QUEUE_EMPTY = 1, 2, 3, 4
+_QUEUE_TAKES, _QUEUE_WAITS, _QUEUE_EMPTY = 1, 2, 3
 #: what a queue's method waiting on its condition for as long as it takes read
 #: when it found it had to wait: its wait is a stutter (StepLog._blocking)
 _STUTTER_WAITS: dict[str, Hashable] = {"get": _TOOK, "join": _NONZERO}
@@ -626,42 +621,47 @@ def _stdlib_caller(frame: FrameType | None, filename: str, depth: int) -> FrameT
 def _count_effects(owner: Any, method: str) -> tuple[tuple[Hashable, bool], ...]:
     """What a ``put``/``task_done``/``join`` does with the count of unfinished tasks.
 
-    The count is a counter: increments and decrements commute. Its value is
-    looked at in three ways, recorded as three keys:
+    Every ``put`` and ``task_done`` writes the count (``_TASKS``, ``_ZERO``),
+    whatever its value. Its value is looked at in three ways, recorded as
+    three keys:
 
-    * ``_TASKS``: a ``task_done`` from 0 or below raises, and one that
-      reaches 0 wakes the threads waiting in ``join``. Two neighbouring
-      ``put``/``task_done`` behave differently in the other order only where
-      a ``task_done`` could then raise (after a ``put`` from 0, or from 0
-      itself), or could reach 0 and wake a waiter before a ``put`` from 1
-      (a ``join`` waiting). Those write it, every other ``put``/``task_done``
-      reads it: which of two ``task_done`` reaches 0 makes no difference
-      (``notify_all`` wakes the same waiters), nor does reaching 0 between
-      two puts while nobody waits;
-    * ``_ZERO``: a ``join`` that finds 0 returns. A ``put`` from 0 and a
-      ``task_done`` to 0 write it, that ``join`` reads it;
+    * ``_TASKS``: a ``task_done`` from 0 raises, and one that reaches 0
+      wakes the threads waiting in ``join``;
+    * ``_ZERO``: a ``join`` that finds 0 returns, and reads it;
     * ``_NONZERO``: a ``join`` that finds the count above 0 waits, a stutter
-      like an acquire of a held lock: it is ordered against the ``put`` from
-      0 that made it wait, not against the ``task_done`` that ends the wait
-      (with that one first, it would simply have returned, its woken step
-      anyway). A ``put`` from 0 writes it, the waiting ``join`` reads it.
+      like an acquire of a held lock: it is ordered against the ``put``
+      that made it wait (every ``put`` writes it), not against the
+      ``task_done`` that ends the wait (with that one first, it would
+      simply have returned, its woken step anyway).
 
-    A sleeping operation that only read is woken by the first one that
-    writes. Traced code that reads the count itself sees its exact value:
-    that is made OPAQUE (:meth:`StepLog.touch`).
+    Why not read the count as a counter (increments and decrements commute
+    unless one could raise or reach 0 with a ``join`` waiting, as was done
+    until now): which of those holds depends on the value, and so changes
+    when independent neighbours are swapped. A ``put`` from 1 and a
+    ``task_done`` from 2 commute; swapped, the ``task_done`` reaches 0 and
+    the ``put`` comes from 0, and now the next ``task_done`` can run first
+    and raise. DPOR reverses the races of the runs it sees; the race that
+    leads to that order is in a run it took for equivalent and never ran
+    (``(put, get, put) | (task_done, task_done)``: the second
+    ``task_done`` raising between the puts was never reached, on two
+    threads, and the program was called verified; with three threads the
+    slow twin found the same shape, tests/core/test_dpor_queue.py). A
+    relation that holds in every state is what sleep sets and source sets
+    may rely on. ``join`` still reads one of two keys by the value it
+    finds: that is a blocked attempt against a completed one (STUTTER),
+    whose record never changes under swaps of what it does not read.
+
+    Traced code that reads the count itself sees its exact value: that is
+    made OPAQUE (:meth:`StepLog.touch`).
     """
-    count = getattr(owner, _TASKS, 0)
-    if not isinstance(count, int):
-        return ((_TASKS, True), (_ZERO, True), (_NONZERO, True))
     if method == "join":
-        return ((_NONZERO, False),) if count > 0 else ((_ZERO, False),)
-    if count <= 0:
-        zero: tuple[tuple[Hashable, bool], ...] = ((_TASKS, True), (_ZERO, True))
-        return (*zero, (_NONZERO, True)) if method == "put" else zero
-    if method == "task_done":
-        return ((_TASKS, False), (_ZERO, True)) if count == 1 else ((_TASKS, False),)
-    waiting = getattr(getattr(owner, "all_tasks_done", None), "_waiters", None)
-    return ((_TASKS, count == 1 and (waiting is None or bool(waiting))),)
+        count = getattr(owner, _TASKS, 0)
+        if isinstance(count, int) and count > 0:
+            return ((_NONZERO, False),)
+        return ((_ZERO, False),) if isinstance(count, int) else ((_ZERO, False), (_NONZERO, False))
+    if method == "put":
+        return ((_TASKS, True), (_ZERO, True), (_NONZERO, True))
+    return ((_TASKS, True), (_ZERO, True))
 
 
 def _waits_for_item(method: str, frame: FrameType) -> bool:
@@ -903,15 +903,10 @@ class StepLog:
         self._queue_parts: dict[int, Any] = {}
         #: ids of queues' mutexes a queue method holds now (see _blocking)
         self._queue_held: set[int] = set()
-        #: id of a queue -> what the task_done holding its mutex does to the count
-        self._late: dict[int, tuple[tuple[Hashable, bool], ...]] = {}
         #: id of a concurrent future's lock or condition -> the future (see _in_future),
         #: and the ids of those locks a future's method holds now
         self._future_parts: dict[int, Any] = {}
         self._future_held: set[int] = set()
-        #: id of a queue.Queue -> the actors that ran its methods, and whether a
-        #: task_done did (see _COUNTED_QUEUE_GAP)
-        self._queue_actors: dict[int, tuple[set[int | None], list[bool]]] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -933,10 +928,8 @@ class StepLog:
         self._called_in.clear()
         self._queue_parts.clear()
         self._queue_held.clear()
-        self._late.clear()
         self._future_parts.clear()
         self._future_held.clear()
-        self._queue_actors.clear()
         self._shape = None
         self._attempts.clear()
         self._queue_counts.clear()
@@ -1019,6 +1012,10 @@ class StepLog:
             self.opaque()  # what its methods record as one operation (_in_future), read raw
         if key == _TASKS and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
             self.opaque()  # the exact count, which its operations treat as a counter
+        if type(key) is str and key in _QUEUE_PART_NAMES and isinstance(obj, queue.Queue):
+            if _is_own_lock(obj.mutex):
+                # its condition may be used before any of its methods ran (_QUEUE_MUTEX_GAP)
+                self._know_queue(obj)
         if key == _NONEMPTY and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
             # the detector's emptiness test of a call to get/qsize/empty, in the
             # step that makes the call: the operation itself records what it
@@ -1458,7 +1455,9 @@ class StepLog:
                     if passed:
                         self.current.append((STUTTER, 0, False, ""))
                 return
-            if id(resource) in self._queue_parts:
+            if id(resource) in self._queue_held or self._queue_condition(resource):
+                # traced code waiting for the mutex a queue method holds past a
+                # point (task_done's notify_all): that method only read TAKEN
                 self.opaque()
         if waits_in in _STUTTER_ACQUIRES and resource is not None:
             # it saw the lock taken: ordered against whoever took it
@@ -1488,13 +1487,22 @@ class StepLog:
         queue: nothing else touches the queue while it is held) records what
         the operation does to the queue (:data:`_QUEUE_OPS`); the release,
         the waits and the notifies record nothing of their own (whom a notify
-        wakes is an enabled-set change the engine records). ``task_done``
-        writes its count after its notify, so its notify step writes it too.
-        The same mutex or conditions used by traced code (``with q.mutex``)
-        are recorded as usual, and made OPAQUE once the queue is known: such
-        a holder may keep the mutex across points the queue's own operations
-        never do. A queue's operation blocked by such a holder reads the
-        TAKEN it wrote. A blocked attempt is recorded in :meth:`_blocking`.
+        wakes is an enabled-set change the engine records), also where a
+        notify is a scheduling point inside the critical section (see
+        :meth:`_queue_op`). Taking the mutex reads its TAKEN: another
+        operation's take leaves it alone (they commute, as their effects
+        say), but traced code's acquire of the same mutex writes it, and
+        that acquire disables the operation. Without it a thread that
+        slept on such an acquire (sleep sets) stayed asleep through the
+        operation, and ``with q.mutex: len(q.queue)`` was never run
+        between another thread's put and get (_MISSED_MUTEX_READ).
+        The same mutex used by traced code (``with q.mutex``) is recorded as
+        any lock: its acquire writes TAKEN, and a queue's operation blocked
+        by such a holder reads it. Traced code waiting for the mutex while a
+        queue's method holds it past a point is OPAQUE (that method wrote
+        nothing it could read). A queue's conditions used by traced code are
+        OPAQUE and a blind spot (_QUEUE_MUTEX_GAP). A blocked attempt is
+        recorded in :meth:`_blocking`.
 
         Returns False when the operation is to be recorded as usual.
         """
@@ -1502,7 +1510,7 @@ class StepLog:
             return False
         found = _queue_method(frame)
         if found is None:
-            if id(owner) in self._queue_parts:
+            if self._queue_condition(owner):
                 self.opaque()
             return False
         if at_return:  # see _AT_RETURN
@@ -1513,9 +1521,9 @@ class StepLog:
                 self._queue_op(owner_q, method, _QUEUE_EMPTY if empty else _QUEUE_TAKES)
                 self._queue_held.add(id(owner))
                 kind = type(owner).__qualname__
-                self.current.append((self.ordinal(owner), HELD, False, kind))
-            elif name == "notify" and found[1] == "task_done":
-                self._queue_op(found[0], found[1], how=_QUEUE_LATE)
+                ordinal = self.ordinal(owner)
+                self.current.append((ordinal, HELD, False, kind))
+                self.current.append((ordinal, TAKEN, False, kind))
         elif frame.f_code.co_name == "release":
             self._queue_held.discard(id(owner))
         return True
@@ -1614,13 +1622,22 @@ class StepLog:
         """What the ``queue.Queue`` method ``method`` reads and changes of the queue.
 
         ``how``: the step took the mutex (_QUEUE_TAKES: the parts, and their
-        :data:`_QUEUE_WAIT` twins), waits to take it or for its condition
-        (_QUEUE_WAITS: the twins, read), or changes a part after a point
-        inside the critical section (_QUEUE_LATE: the parts only). The twins
-        order a blocked attempt against the step that took the mutex, not
-        against a later step of the same critical section (``task_done``'s
-        notify): with that step first, the attempt would simply have
-        blocked too, which is no other trace.
+        :data:`_QUEUE_WAIT` twins), or waits to take it or for its condition
+        (_QUEUE_WAITS: the twins, read). The twins order a blocked attempt
+        against the step that took the mutex.
+
+        The whole operation is recorded in the step that takes the mutex,
+        also where its critical section goes on past a scheduling point
+        (``task_done``'s ``notify_all``, ``put``'s ``notify``): nothing can
+        look at the queue before the mutex is released, so the operation
+        takes effect at once there. Its count used to be written again in
+        ``task_done``'s notify step; a race with that write put the
+        reversal *inside* the critical section, where the other thread's
+        operation only blocks on the mutex, and a blocked ``get`` (whose
+        twins do not meet ``task_done``'s) never moved it back to the
+        acquire: with three threads the order where one thread's
+        ``task_done`` raises after another's was never run
+        (tests/core/test_dpor_queue.py, _MISSED_WITH_THREE_THREADS).
         """
         if how == _QUEUE_EMPTY:
             # A get that finds no item and will wait for one. Like an acquire
@@ -1631,27 +1648,13 @@ class StepLog:
             kind = type(owner).__qualname__
             self.current.append((self.ordinal(owner), _TOOK, False, kind))
             return
-        self._note_counted_queue(owner, method)
         reads_only = how == _QUEUE_WAITS
-        parts = self._queue_parts
         kind = type(owner).__qualname__
-        ordinal = self.ordinal(owner)  # keeps the queue, and so its parts' ids, alive
-        mutex = getattr(owner, "mutex", None)
-        if id(mutex) not in parts:
-            for name in ("mutex", "not_empty", "not_full", "all_tasks_done"):
-                part = getattr(owner, name, None)
-                if part is not None:
-                    parts[id(part)] = owner
+        ordinal = self._know_queue(owner)
         effects = _QUEUE_OPS.get(method)
         if effects is None:
             self.current.append((ordinal, ANY, not reads_only, kind))
             effects = ((_ITEMS, True),)
-        if how == _QUEUE_LATE:
-            # task_done's count, written after its notify: as its critical
-            # section's first step decided
-            for key, write in self._late.pop(id(owner), ((_TASKS, True), (_ZERO, True))):
-                self.current.append((ordinal, key, write, kind))
-            return
         for part_name, write in effects:
             keys: tuple[tuple[Hashable, bool], ...]
             if part_name != _TASKS:
@@ -1661,7 +1664,7 @@ class StepLog:
             elif reads_only:
                 keys = ((_TASKS, False), (_ZERO, False), (_NONZERO, False))
             else:
-                keys = self._late[id(owner)] = _count_effects(owner, method)
+                keys = _count_effects(owner, method)
             for key, write in keys:
                 write = write and not reads_only
                 self.current.append((ordinal, (_QUEUE_WAIT, key), write, kind))
@@ -1673,19 +1676,26 @@ class StepLog:
                 else:
                     self.current.append((ordinal, key, write, kind))
 
-    def _note_counted_queue(self, owner: Any, method: str) -> None:
-        """Three or more threads on a queue whose tasks are counted: no proof (see the gap)."""
-        actors, counted = self._queue_actors.setdefault(id(owner), (set(), [False]))
-        actors.add(self.actor)
-        if method == "task_done":
-            counted[0] = True
-        if counted[0] and len(actors) >= 3:
-            self.blind_spot(_COUNTED_QUEUE_GAP)
+    def _know_queue(self, owner: Any) -> int:
+        """Remember the queue's mutex and conditions (see _in_queue); its ordinal."""
+        ordinal = self.ordinal(owner)  # keeps the queue, and so its parts' ids, alive
+        parts = self._queue_parts
+        if id(getattr(owner, "mutex", None)) not in parts:
+            for name in _QUEUE_PART_NAMES:
+                part = getattr(owner, name, None)
+                if part is not None:
+                    parts[id(part)] = owner
+        return ordinal
+
+    def _queue_condition(self, obj: Any) -> bool:
+        """Is ``obj`` one of a known queue's conditions (not its mutex)?"""
+        owner = self._queue_parts.get(id(obj))
+        return owner is not None and getattr(owner, "mutex", None) is not obj
 
     def _own(self, obj: Any, write: bool) -> None:
         """An operation on one of racecheck's thread primitives (or a Thread): a sync access."""
-        if id(obj) in self._queue_parts:
-            # traced code taking a queue's own mutex or condition (``with q.mutex:``)
+        if self._queue_condition(obj):
+            # traced code using a queue's own condition (``q.not_empty.wait()``)
             self.blind_spot(_QUEUE_MUTEX_GAP)
         self.current.append((self.ordinal(obj), SYNC, write, type(obj).__qualname__))
 
