@@ -1089,6 +1089,23 @@ class StepLog:
         self.current.append((ordinal, HANDOFFS, True, kind))
         self.current.append((ordinal, (ITEM, ("handoff", number)), True, kind))
 
+    def loop_turn(self, loop: Any) -> None:
+        """A task of ``loop``, a loop inside a controlled thread, starts a step.
+
+        The step holds the loop's thread: until it ends (other threads may
+        run meanwhile: the threads backend cuts a task step at its lines),
+        the loop's other ready tasks cannot run, so the step disables them.
+        Its first step reads HELD, which makes it a step that takes a
+        primitive for DPOR (``strategies.dpor._takes``): each ready task it
+        disabled is tried first there (``DPORChooser._reverse_disabled``).
+        Without it, which ready task the loop ran first was explored only
+        when two tasks' steps conflicted, and a thread's write between the
+        two tasks' reads (the second task first, the write, then the first)
+        was never reached, while the program was called verified
+        (tests/core/test_dpor_loop_queue.py).
+        """
+        self.current.append((self.ordinal(loop), HELD, False, type(loop).__qualname__))
+
     def idle_look(self, loop: Any) -> None:
         """The loop's thread found nothing to run and no timer: it waits in ``select()``.
 
