@@ -10,7 +10,9 @@ behind runs after it, inside that step. DPOR records the queue as an append
 log (``accesses.StepLog.loop_queued``, ``callback_look``, ``task_look``):
 this file checks that every final state random and PCT schedules reach, DPOR
 reaches too, on random programs and on fixed ones where only the queue's
-order tells two states apart.
+order tells two states apart, or only which ready task the loop ran first
+(a task step holds the loop's thread: ``StepLog.loop_turn``). Three of the
+fixed programs were missed on 81bd0df, which called them verified.
 
 The interpreter is ordinary traced code (programs are data).
 """
