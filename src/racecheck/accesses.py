@@ -881,6 +881,7 @@ class StepLog:
         self._queue_type: type = asyncio.Queue
         self._future_type: type = asyncio.Future
         self._task_type: type = asyncio.Task
+        self._timer_type: type = asyncio.TimerHandle
         #: asyncio queues (ordinal): puts and gets so far; looks waiting to be kept
         self._queue_counts: dict[int, list[int]] = {}
         self._queue_looks: dict[int, str] = {}
@@ -1069,7 +1070,8 @@ class StepLog:
         Queued by ``call_soon_threadsafe``, which also wakes the loop, it is a
         hand-off: numbered like an asyncio queue's items, it writes its item
         (ITEM, order-only when read), which the loop's run of it reads
-        (:meth:`handoff_taken`).
+        (:meth:`callback_look`), and HANDOFFS, which the loop's own appends
+        read (:meth:`loop_queued`).
         """
         if self._threadsafe != (id(loop), thread):
             # a plain call_soon from another thread wakes nobody (no hand-off):
@@ -1085,6 +1087,27 @@ class StepLog:
         # hand-offs are ordered among themselves (the loop runs them in that order)
         self.current.append((ordinal, HANDOFFS, True, kind))
         self.current.append((ordinal, (ITEM, ("handoff", number)), True, kind))
+        # ... and against a plain call_soon from another thread (SYNC), which lands
+        # ahead of it or behind it; one that queues a task's step changes what the
+        # loop's task decisions choose from (see task_look), as such a call_soon does
+        self.current.append((ordinal, SYNC, _is_task_step(handle), kind))
+
+    def loop_turn(self, loop: Any) -> None:
+        """A task of ``loop``, a loop inside a controlled thread, starts a step.
+
+        The step holds the loop's thread: until it ends (other threads may
+        run meanwhile: the threads backend cuts a task step at its lines),
+        the loop's other ready tasks cannot run, so the step disables them.
+        Its first step reads HELD, which makes it a step that takes a
+        primitive for DPOR (``strategies.dpor._takes``): each ready task it
+        disabled is tried first there (``DPORChooser._reverse_disabled``).
+        Without it, which ready task the loop ran first was explored only
+        when two tasks' steps conflicted, and a thread's write between the
+        two tasks' reads (the second task first, the write, then the first)
+        was never reached, while the program was called verified
+        (tests/core/test_dpor_loop_queue.py).
+        """
+        self.current.append((self.ordinal(loop), HELD, False, type(loop).__qualname__))
 
     def idle_look(self, loop: Any) -> None:
         """The loop's thread found nothing to run and no timer: it waits in ``select()``.
@@ -1099,33 +1122,79 @@ class StepLog:
         self.current.append((self.ordinal(loop), SYNC, False, kind))
         self.current.append((STUTTER, 0, False, ""))
 
-    def handoff_taken(self, loop: Any, handle: Any) -> bool:
-        """The loop's thread runs plain callback ``handle``: record what its look saw.
+    # The ready queue as an append log. What a loop's thread runs next is the
+    # head of its ready queue (a plain callback runs when it gets there) or
+    # one of its ready tasks (a decision). Where a hand-off lands is settled
+    # by the order of the appends around it, so that is what is recorded: a
+    # hand-off writes HANDOFFS, the loop's own appends (a task's next step, a
+    # callback, a timer come due) read it. The looks read no hand-off but
+    # the one they run: a look at the whole queue raced every hand-off that
+    # came after it, and the reversal only moved the hand-off ahead of
+    # handles that did not depend on it (tests/core/test_dpor_loop_queue.py
+    # checks every sampled state is still reached).
 
-        A hand-off (:meth:`handed_off`) that the loop finds with nothing but
-        later hand-offs behind it, and no timer pending, is all its look at
-        the ready queue saw: without it (and so without the later ones) the
-        loop would have gone idle in ``select()``, a wait only a self-pipe
-        write ends (a stutter), and this very hand-off's write ends it. So
-        the look reads the hand-off's item, an order after the call that
-        queued it and never a race with it, instead of the whole queue,
-        which every cross-thread call writes. Without this,
-        every hand-off raced the loop's look that ran it, and the reversal
-        (the loop first) only went idle: a run that ended with only
-        sleeping actors enabled. Returns False when the look read more
-        (anything else queued or a timer pending): the caller records the
-        whole queue as read.
+    def loop_queued(self, loop: Any) -> None:
+        """The loop's own thread appended a handle to its ready queue (a wake, a timer due).
+
+        Whether it lands ahead of or behind a hand-off decides which of the
+        two runs first: it reads HANDOFFS, which every hand-off writes, and
+        SYNC, which a plain ``call_soon`` from another thread writes. Two
+        appends of the loop's own steps only read, so they stay independent.
         """
+        ordinal, kind = self.ordinal(loop), type(loop).__qualname__
+        self.current.append((ordinal, HANDOFFS, False, kind))
+        self.current.append((ordinal, SYNC, False, kind))
+
+    def task_look(self, loop: Any) -> None:
+        """The loop's thread decides which of its ready tasks runs next.
+
+        It chooses among the ready queue's tasks. A hand-off is a plain
+        callback (one that queues a task's step writes SYNC), which runs
+        when it reaches the head of the queue, and where it lands against
+        the loop's own appends is recorded there (:meth:`loop_queued`). So
+        the decision reads SYNC (a plain ``call_soon`` from another thread,
+        library code handed the loop) and no hand-off.
+        """
+        self.current.append((self.ordinal(loop), SYNC, False, type(loop).__qualname__))
+
+    def callback_look(self, loop: Any, handle: Any) -> None:
+        """The loop's thread runs plain callback ``handle``, the head of its ready queue.
+
+        A hand-off reads its own item: an order after the call that queued
+        it, never a race (run first, the loop would have waited for it in
+        ``select()``, a stutter, or run what was queued ahead of it, whose
+        appends are ordered against the hand-off already). Like every look
+        it reads SYNC.
+        """
+        ordinal, kind = self.ordinal(loop), type(loop).__qualname__
         found = self._handoffs.pop(id(handle), None)
-        if found is None or loop._scheduled:
-            return False
-        number = found[0]
-        handoffs = self._handoffs
-        if any(id(later) not in handoffs for later in loop._ready):
-            return False  # without this hand-off, the loop would have run that
-        key = (ITEM, ("handoff", number))
-        self.current.append((self.ordinal(loop), key, False, type(loop).__qualname__))
-        return True
+        if found is not None:
+            self.current.append((ordinal, (ITEM, ("handoff", found[0])), False, kind))
+        self.current.append((ordinal, SYNC, False, kind))
+
+    def loop_woken(self, loop: Any, timer_pending: bool) -> None:
+        """The loop's thread waited in ``select()`` and was woken.
+
+        With no timer pending only a hand-off could wake it: a stutter (see
+        :meth:`idle_look`), which records nothing; the look that runs the
+        hand-off reads its item first, so nothing of the step comes before
+        that order (a read there would race the hand-off's wake of the loop
+        through the step's start: ``strategies.dpor._order_only_points``).
+        With a timer pending, the timer could have fired first, and its
+        callback would have run ahead of the hand-off: the wake reads
+        HANDOFFS, racing the hand-off that woke it.
+        """
+        if timer_pending:
+            self.task_look(loop)
+            self.loop_queued(loop)
+
+    def timers_queued(self, loop: Any) -> None:
+        """Timers the loop moved to its ready queue since its last look: its own appends."""
+        seen = self.notes.setdefault(("timers queued", id(loop)), {})
+        for handle in loop._ready:
+            if isinstance(handle, self._timer_type) and id(handle) not in seen:
+                seen[id(handle)] = handle  # kept: its id is not reused in the run
+                self.loop_queued(loop)
 
     def finished(self, future: Any) -> None:
         """The step finished an asyncio future or task: an ``await`` of it goes on now (ENDED)."""
@@ -1780,6 +1849,14 @@ class StepLog:
             if value is None or isinstance(value, _PASSIVE):
                 continue
             self.current.append((self.ordinal(value), ANY, True, type(value).__qualname__))
+
+
+def _is_task_step(handle: Any) -> bool:
+    """Does ``handle`` run an asyncio task's step (rather than a plain callback)?"""
+    import asyncio
+
+    callback = getattr(handle, "_callback", None)
+    return isinstance(getattr(callback, "__self__", None), asyncio.Task)
 
 
 #: a plain asyncio future's methods that finish it (called on one not done yet)

@@ -5,10 +5,10 @@ the loop's thread reads that queue at every look. Recorded as a write of the
 whole queue and a read of it, every hand-off raced the look that ran it; the
 reversal ran the loop first, which found nothing and went idle in
 ``select()``, a wait that only the hand-off's self-pipe write ends: the same
-execution, and a run that ended with only sleeping actors enabled. A look
-that finds nothing but hand-offs (no timer pending) now reads the first
-one's item, an order after the call that queued it
-(``accesses.StepLog.handoff_taken``).
+execution, and a run that ended with only sleeping actors enabled. The look
+that runs a hand-off now reads its item, an order after the call that
+queued it (``accesses.StepLog.callback_look``; the queue is an append log:
+see tests/core/test_dpor_loop_queue.py).
 
 The relaxation must keep every real order: what the callback does against
 what the caller does after handing it off, in both directions, and a plain

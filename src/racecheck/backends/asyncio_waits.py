@@ -200,6 +200,9 @@ def task_step_begins(log: StepLog, task: asyncio.Task[Any]) -> int:
     it, so the others' ends would seem unordered before it.
     """
     log.woken(id(task))
+    loop = task._loop
+    if getattr(getattr(loop, "_rc_host", None), "schedules_threads", False):
+        log.loop_turn(loop)  # the loop's thread is this task's until the step ends
     notes = log.notes
     joined = notes.pop(("joins", id(task)), None)
     if joined is not None:

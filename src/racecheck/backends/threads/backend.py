@@ -578,6 +578,10 @@ class ThreadHost:
                 # Queued from another thread (call_soon, ensure_future, a
                 # cancel): what the loop's next steps run depends on when.
                 log.handed_off(loop, handle, thread)  # a write of the loop, at least
+            elif not getattr(handle, "_scheduled", False):
+                # the loop's own append (not a timer into its heap: that one is
+                # appended when due, see StepLog.timers_queued)
+                log.loop_queued(loop)
 
     def detect_callback(self, loop: Any, handle: Any) -> None:
         me = self.runtime.me()
@@ -585,12 +589,16 @@ class ThreadHost:
             return
         detector = self.controller.detector
         if detector.record_only:
-            # DPOR alone: the loop's thread reads its ready queue here. A read,
-            # so steps of the loop's own tasks stay independent of each other,
-            # and ordered against whatever another thread queued.
+            # DPOR alone: the loop's thread looks at its ready queue here, an
+            # append log (see StepLog.loop_queued): reads, so steps of the
+            # loop's own tasks stay independent of each other.
             log = self.controller.steplog
-            if log is not None and (handle is None or not log.handoff_taken(loop, handle)):
-                log.touch(loop, "*", False)
+            if log is not None:
+                log.timers_queued(loop)
+                if handle is None:
+                    log.task_look(loop)
+                else:
+                    log.callback_look(loop, handle)
             return
         detector.acquire(me.id, loop)
 
@@ -643,6 +651,7 @@ class ThreadHost:
         loop._rc_poll_external(0)  # drain the self-pipe
         loop._rc_move_due_timers()
         if self.controller.steplog is not None:
-            self.controller.steplog.touch(loop, "*", False)  # what woke it: see detect_callback
+            self.controller.steplog.timers_queued(loop)
+            self.controller.steplog.loop_woken(loop, deadline is not None)
             if deadline is not None:
                 runtime.read_clock()  # which of its timers are due
