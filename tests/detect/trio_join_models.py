@@ -203,23 +203,6 @@ async def buffered_item_older_than_the_write() -> None:
         assert box.balance == 42
 
 
-async def asyncio_queue_waits() -> None:
-    """The asyncio twin of :func:`buffered_channel_waits`."""
-    box = Acct()
-    queue: asyncio.Queue[int] = asyncio.Queue()
-
-    async def answer() -> None:
-        box.balance = 42
-        queue.put_nowait(1)
-
-    box.balance = -1
-    task = asyncio.ensure_future(answer())
-    await asyncio.sleep(0)
-    await queue.get()
-    assert box.balance == 42
-    await task
-
-
 async def channel_write_after_send() -> None:
     """The sender writes after its send: the receiver waited for the send, not for that."""
     box = Acct()
