@@ -911,6 +911,11 @@ class Flow:
             return False
         if len(self.events) >= MAX_FLOW_EVENTS:
             self._reached(depth)
+            # what a recording cut here holds depends on how many events came before
+            # it in this flow: replayed into another flow, it would cut a callee a
+            # fresh walk there inlines
+            for recording in self._recording:
+                recording.cut = True
             return False  # a budget: see MAX_FLOW_EVENTS
         resolved = self._resolve(call)
         if resolved is None:
@@ -1108,6 +1113,8 @@ class _Recording:
     reach: int = -1
     #: some call that resolves was not inlined: the stack was MAX_INLINE_DEPTH deep
     limited: bool = False
+    #: some call was not inlined because the flow had reached MAX_FLOW_EVENTS
+    cut: bool = False
 
     def fits(self, depth: int) -> bool:
         """Is a walk of the callee at frame ``depth`` the walk recorded here?
@@ -1119,8 +1126,11 @@ class _Recording:
         deeper than ``reach`` frames below it gets every answer the same wherever
         those asks stay above the limit. The same helper reached at depths 1 and
         2 (a method called directly and through another) was walked once for
-        each.
+        each. A recording the event budget cut (``cut``) is never replayed: what it
+        kept out depends on the flow it was made in.
         """
+        if self.cut:
+            return False
         if depth == self.depth:
             return True
         return not self.limited and depth + self.reach < MAX_INLINE_DEPTH
