@@ -752,7 +752,12 @@ def test_real_ctrl_c(real_project: Path) -> None:
     first_row = proc.stdout.readline()  # bank[buggy] fails fast; bank[correct] runs on
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # a run that ignored the interrupt must not outlive the test
+        proc.communicate()
+        raise
     assert proc.returncode == 2, header + first_row + out + err
     assert header.split()[:2] == ["scenario", "variant"]
     assert first_row.split()[:5] == ["bank", "buggy", "race", "race", "✓"]

@@ -59,7 +59,13 @@ def run_script(
                 process.send_signal(signal.SIGINT)
                 break
             interrupt_after -= 0.2
-    out, err = process.communicate(timeout=300)
+    try:
+        out, err = process.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        # a run that ignored the interrupt must not outlive the test (and eat a core)
+        process.kill()
+        process.communicate()
+        raise
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
