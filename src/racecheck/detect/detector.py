@@ -691,11 +691,17 @@ class Detector:
             self._sequence_op(frame, actor, hb, base, recipe, label)
             return
         if op == "call" and recipe.name in _ITEM_HANDOFFS:
-            if _fifo_loop_queue(base):
+            # every ``d.get(k)`` asks: the kind is one cached answer per class
+            handoff = _HANDOFF_KINDS.get(type(base))
+            if handoff is None:
+                if len(_HANDOFF_KINDS) >= _TYPE_CACHE_LIMIT:
+                    _HANDOFF_KINDS.clear()  # classes made per run must not pile up
+                handoff = _HANDOFF_KINDS[type(base)] = _handoff_kind(type(base))
+            if handoff == _FIFO_QUEUE:
                 self._queue_item(hb, base, recipe.name in _PUTS, _queue_size(base))
                 if recipe.name in _PUTS:
                     return
-            else:
+            elif handoff == _MEMORY_CHANNEL:
                 channel = _memory_channel(base)
                 if channel is not None:
                     state, buffer = channel
@@ -1843,33 +1849,41 @@ _PUTS = frozenset(("put", "put_nowait", "send", "send_nowait"))
 _ITEM_HANDOFFS = _PUTS | {"get", "get_nowait", "receive", "receive_nowait"}
 
 
-def _memory_channel(base: Any) -> tuple[Any, Any] | None:
-    """A trio memory channel end's shared state and its buffer (a deque), or None.
+_FIFO_QUEUE, _MEMORY_CHANNEL = 1, 2
+#: class -> its _handoff_kind, at most _TYPE_CACHE_LIMIT of them
+_HANDOFF_KINDS: dict[type, int] = {}
 
-    Only trio's own classes (not a subclass, whose attributes could run user
-    code): their state is trio's slotted ``MemoryChannelState``.
+
+def _handoff_kind(cls: type) -> int:
+    """_FIFO_QUEUE for ``asyncio.Queue`` or a subclass that keeps its order (not Lifo,
+    not Priority), _MEMORY_CHANNEL for trio's own memory channel ends, else 0.
+
+    Only trio's own channel classes, not a subclass (whose attributes could run
+    user code). A channel end exists only once ``trio._channel`` is imported, so
+    an answer cached before that is never asked of a channel.
     """
+    import asyncio
+
+    if issubclass(cls, asyncio.Queue):
+        return 0 if issubclass(cls, (asyncio.LifoQueue, asyncio.PriorityQueue)) else _FIFO_QUEUE
     channels = sys.modules.get("trio._channel")
-    if channels is None or type(base) not in (
+    if channels is not None and cls in (
         getattr(channels, "MemorySendChannel", None),
         getattr(channels, "MemoryReceiveChannel", None),
     ):
-        return None
+        return _MEMORY_CHANNEL
+    return 0
+
+
+def _memory_channel(base: Any) -> tuple[Any, Any] | None:
+    """A trio memory channel end's shared state (trio's slotted ``MemoryChannelState``)
+    and its buffer (a deque), or None."""
     try:
         state = instance_dict(base).get("_state")
         buffer = getattr(state, "data", None)
     except (AttributeError, TypeError):
         return None
     return (state, buffer) if isinstance(buffer, deque) else None
-
-
-def _fifo_loop_queue(base: Any) -> bool:
-    """``asyncio.Queue`` or a subclass that keeps its order (not Lifo, not Priority)."""
-    import asyncio
-
-    return isinstance(base, asyncio.Queue) and not isinstance(
-        base, (asyncio.LifoQueue, asyncio.PriorityQueue)
-    )
 
 
 _QUEUE_MODULES = frozenset(("queue", "asyncio.queues", "racecheck.backends.threads.primitives"))
