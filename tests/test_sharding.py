@@ -8,7 +8,6 @@ its shard) is the same whatever the shard count, token included.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections import Counter
 
 import pytest
@@ -16,20 +15,7 @@ import pytest
 import racecheck
 from racecheck.errors import UsageError
 from racecheck.sharding import Shard, ShardResult, SliceState, merge, parse_shard
-
-
-async def three_workers() -> None:
-    """Fails only when worker c runs its four steps before a and b have done much."""
-    log: list[str] = []
-
-    async def worker(name: str, n: int) -> None:
-        for _ in range(n):
-            log.append(name)
-            await asyncio.sleep(0)
-
-    await asyncio.gather(worker("a", 4), worker("b", 4), worker("c", 4))
-    text = "".join(log)
-    assert "cccc" not in text[:6], text
+from sharding_programs import ORDERS, recorded, recorded_threads, three_workers
 
 
 def first_failure(strategy: str, shards: int, schedules: int = 3000) -> tuple[int, str]:
@@ -68,39 +54,6 @@ def test_every_shard_token_replays_on_its_own() -> None:
         with pytest.raises(racecheck.RaceFound) as again:
             racecheck.replay(three_workers, token)
         assert again.value.schedule == token
-
-
-#: the order each run of ``recorded`` took, one entry per schedule (in run order)
-ORDERS: list[str] = []
-
-
-async def recorded() -> None:
-    log: list[str] = []
-
-    async def worker(name: str) -> None:
-        for _ in range(3):
-            log.append(name)
-            await asyncio.sleep(0)
-
-    await asyncio.gather(worker("a"), worker("b"), worker("c"))
-    ORDERS.append("".join(log))
-
-
-def recorded_threads() -> None:
-    log: list[str] = []
-    lock = threading.Lock()
-
-    def worker(name: str) -> None:
-        for _ in range(2):
-            with lock:
-                log.append(name)
-
-    threads = [threading.Thread(target=worker, args=(n,)) for n in "ab"]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    ORDERS.append("".join(log))
 
 
 # auto's sliced runs give its DPOR member split DPOR, not the unsliced run's

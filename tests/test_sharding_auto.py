@@ -21,18 +21,7 @@ import pytest
 
 import racecheck
 from racecheck.sharding import Merged, Shard, ShardResult, SliceState, merge
-
-
-async def five_tasks() -> None:
-    """Many conflicting steps: a DPOR space far larger than any budget here."""
-    log: list[str] = []
-
-    async def worker(name: str) -> None:
-        for _ in range(4):
-            log.append(name)
-            await asyncio.sleep(0)
-
-    await asyncio.gather(*(worker(name) for name in "abcde"))
+from sharding_programs import ORDERS, counters, five_tasks, recorded, three_workers
 
 
 def four_threads() -> None:
@@ -49,19 +38,6 @@ def four_threads() -> None:
         t.start()
     for t in threads:
         t.join()
-
-
-async def three_workers() -> None:
-    """Fails only when worker c runs its four steps before a and b have done much."""
-    log: list[str] = []
-
-    async def worker(name: str, n: int) -> None:
-        for _ in range(n):
-            log.append(name)
-            await asyncio.sleep(0)
-
-    await asyncio.gather(worker("a", 4), worker("b", 4), worker("c", 4))
-    assert "cccc" not in "".join(log)[:6]
 
 
 async def late_writer() -> None:
@@ -101,19 +77,6 @@ def threads_lost_update() -> None:
     for t in threads:
         t.join()
     assert box[0] == 3, box
-
-
-async def counters() -> None:
-    """Correct, with real conflicts: two counters read and written by three tasks."""
-    state = [0, 0]
-
-    async def bump(index: int, by: int) -> None:
-        value = state[index]
-        await asyncio.sleep(0)
-        state[index] = value + by
-        await asyncio.sleep(0)
-
-    await asyncio.gather(bump(0, 1), bump(1, 10), bump(0, 100))
 
 
 def sliced(
@@ -209,22 +172,6 @@ def test_a_correct_program_is_verified_by_the_merge_alone() -> None:
     # a budget that ends before the last subtree is finished verifies nothing
     short, _, _ = sliced(counters, 2, schedules=merged.schedules_run - 1)
     assert not short.verified and not short.ended
-
-
-#: the order of tasks in each run of ``recorded``, one entry per schedule
-ORDERS: list[str] = []
-
-
-async def recorded() -> None:
-    log: list[str] = []
-
-    async def worker(name: str) -> None:
-        for _ in range(3):
-            log.append(name)
-            await asyncio.sleep(0)
-
-    await asyncio.gather(worker("a"), worker("b"), worker("c"))
-    ORDERS.append("".join(log))
 
 
 @pytest.mark.parametrize("shards", [2, 4])

@@ -10,7 +10,6 @@ the slices together reach every final state the exhaustive search reaches.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -18,51 +17,7 @@ import pytest
 
 import racecheck
 from racecheck.sharding import Merged, Shard, ShardResult, SliceState, merge
-
-
-async def three_workers() -> None:
-    """Fails only when worker c runs its four steps before a and b have done much."""
-    log: list[str] = []
-
-    async def worker(name: str, n: int) -> None:
-        for _ in range(n):
-            log.append(name)
-            await asyncio.sleep(0)
-
-    await asyncio.gather(worker("a", 4), worker("b", 4), worker("c", 4))
-    text = "".join(log)
-    assert "cccc" not in text[:6], text
-
-
-async def common_race() -> None:
-    """Fails whenever worker c runs twice in a row early on."""
-    log: list[str] = []
-
-    async def worker(name: str) -> None:
-        for _ in range(3):
-            log.append(name)
-            await asyncio.sleep(0)
-
-    await asyncio.gather(worker("a"), worker("b"), worker("c"))
-    assert "cc" not in "".join(log)[:5]
-
-
-#: the final state of each run of ``counters``
-FINALS: list[tuple[int, ...]] = []
-
-
-async def counters() -> None:
-    """Correct, with real conflicts: two counters read and written by three tasks."""
-    state = [0, 0]
-
-    async def bump(index: int, by: int) -> None:
-        value = state[index]
-        await asyncio.sleep(0)
-        state[index] = value + by
-        await asyncio.sleep(0)
-
-    await asyncio.gather(bump(0, 1), bump(1, 10), bump(0, 100))
-    FINALS.append(tuple(state))
+from sharding_programs import FINALS, common_race, counters, three_workers
 
 
 def split(

@@ -10,14 +10,12 @@ the merge says "exhausted".
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import subprocess
 import sys
 import textwrap
-import threading
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -27,20 +25,7 @@ import pytest
 
 import racecheck
 from racecheck.sharding import Merged, Shard, ShardResult, SliceState, merge
-
-
-async def three_workers() -> None:
-    """Fails only when worker c runs its four steps before a and b have done much."""
-    log: list[str] = []
-
-    async def worker(name: str, n: int) -> None:
-        for _ in range(n):
-            log.append(name)
-            await asyncio.sleep(0)
-
-    await asyncio.gather(worker("a", 4), worker("b", 4), worker("c", 4))
-    text = "".join(log)
-    assert "cccc" not in text[:6], text
+from sharding_programs import ORDERS, common_race, recorded_short, recorded_threads, three_workers
 
 
 def split(
@@ -90,19 +75,6 @@ def test_a_failure_past_the_single_runs_budget_is_not_reported() -> None:
     assert (merged.winner, merged.schedules_run, merged.ended) == (None, budget, False)
 
 
-async def common_race() -> None:
-    """Fails whenever worker c runs twice in a row early on: many subtrees hold a failure."""
-    log: list[str] = []
-
-    async def worker(name: str) -> None:
-        for _ in range(3):
-            log.append(name)
-            await asyncio.sleep(0)
-
-    await asyncio.gather(worker("a"), worker("b"), worker("c"))
-    assert "cc" not in "".join(log)[:5]
-
-
 def test_each_slices_token_replays_on_its_own() -> None:
     tokens: list[tuple[Callable[[], Any], str]] = []
     for target in (three_workers, common_race):
@@ -116,43 +88,10 @@ def test_each_slices_token_replays_on_its_own() -> None:
         assert again.value.schedule == token
 
 
-#: the order each run of a recorded target took, one entry per run
-ORDERS: list[str] = []
-
-
-async def recorded() -> None:
-    log: list[str] = []
-
-    async def worker(name: str) -> None:
-        for _ in range(2):
-            log.append(name)
-            await asyncio.sleep(0)
-
-    await asyncio.gather(worker("a"), worker("b"), worker("c"))
-    ORDERS.append("".join(log))
-
-
-def recorded_threads() -> None:
-    log: list[str] = []
-    lock = threading.Lock()
-
-    def worker(name: str) -> None:
-        for _ in range(2):
-            with lock:
-                log.append(name)
-
-    threads = [threading.Thread(target=worker, args=(n,)) for n in "ab"]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    ORDERS.append("".join(log))
-
-
 @pytest.mark.parametrize(
     ("target", "bound"),
     # threads make too many schedules to run them all; a bound keeps the search whole
-    [(recorded, None), (recorded, 1), (recorded_threads, 1), (recorded_threads, 2)],
+    [(recorded_short, None), (recorded_short, 1), (recorded_threads, 1), (recorded_threads, 2)],
 )
 @pytest.mark.parametrize("shards", [2, 4])
 def test_the_slices_together_run_the_whole_search_and_only_the_merge_says_exhausted(
@@ -180,10 +119,10 @@ def test_the_slices_together_run_the_whole_search_and_only_the_merge_says_exhaus
 
 
 def test_a_slice_that_runs_out_of_budget_leaves_the_search_unfinished() -> None:
-    single = racecheck.check(recorded, strategy="exhaustive", schedules=20000)
+    single = racecheck.check(recorded_short, strategy="exhaustive", schedules=20000)
     short = single.schedules_run // 3
-    alone = racecheck.check(recorded, strategy="exhaustive", schedules=short)
-    merged, _, _ = split(recorded, 2, schedules=short)
+    alone = racecheck.check(recorded_short, strategy="exhaustive", schedules=short)
+    merged, _, _ = split(recorded_short, 2, schedules=short)
     assert not alone.exhausted
     assert (merged.winner, merged.schedules_run, merged.ended, merged.exhausted) == (
         None,
@@ -196,14 +135,14 @@ def test_a_slice_that_runs_out_of_budget_leaves_the_search_unfinished() -> None:
 def test_merge_refuses_slices_of_different_plans() -> None:
     from racecheck.errors import UsageError
 
-    _, states, _ = split(recorded, 2, schedules=200)
+    _, states, _ = split(recorded_short, 2, schedules=200)
     plain = ShardResult(Shard(2, 2), ran=5, covered=5, budget=200)
     with pytest.raises(UsageError, match="did not split"):
         merge([ShardResult.from_dict(states[0].to_dict(), None), plain])
 
 
 def test_a_bounded_dpor_says_it_runs_in_one_shard() -> None:
-    report = racecheck.check(recorded, strategy="dpor", schedules=200, bound=2, shard="2/2")
+    report = racecheck.check(recorded_short, strategy="dpor", schedules=200, bound=2, shard="2/2")
     assert report.schedules_run == 0
     assert any("bounded DPOR is not split" in note for note in report.notes)
 
@@ -366,7 +305,7 @@ def test_pytest_shard_items_give_the_serial_verdicts(
 def test_a_malformed_subtree_entry_is_a_usage_error() -> None:
     from racecheck.errors import UsageError
 
-    _, states, _ = split(recorded, 2, schedules=200)
+    _, states, _ = split(recorded_short, 2, schedules=200)
     data = [s.to_dict() for s in states]
     data[1]["tree"]["sizes"] = [["x", 1]]
     with pytest.raises(UsageError, match="malformed subtree entry"):

@@ -10,7 +10,6 @@ number, over 1, 2 and 4 slices, on real asyncio and threads programs.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -19,19 +18,7 @@ import pytest
 
 import racecheck
 from racecheck.sharding import Merged, Shard, ShardResult, SliceState, merge
-
-
-async def three_counters() -> None:
-    """No assertion, real conflicts: two counters read and written by three tasks."""
-    state = [0, 0]
-
-    async def bump(index: int, by: int) -> None:
-        value = state[index]
-        await asyncio.sleep(0)
-        state[index] = value + by
-        await asyncio.sleep(0)
-
-    await asyncio.gather(bump(0, 1), bump(1, 10), bump(0, 100))
+from sharding_programs import counters, five_tasks
 
 
 def two_threads_locked() -> None:
@@ -82,7 +69,7 @@ def sliced(target: Callable[[], Any], shards: int, **options: Any) -> tuple[Merg
     return merge(results), outcomes
 
 
-@pytest.mark.parametrize("target", [three_counters, two_threads_locked])
+@pytest.mark.parametrize("target", [counters, two_threads_locked])
 def test_a_small_program_is_verified_at_the_unsliced_runs_schedule(
     target: Callable[[], Any],
 ) -> None:
@@ -116,18 +103,6 @@ def test_without_saturation_the_slices_do_not_shift_either() -> None:
     merged, _ = sliced(threads_counter, 2, schedules=3000, saturation=0)
     assert merged.verified
     assert merged.schedules_run == alone.schedules_run
-
-
-async def five_tasks() -> None:
-    """Many conflicting steps: a DPOR space far larger than any budget here."""
-    log: list[str] = []
-
-    async def worker(name: str) -> None:
-        for _ in range(4):
-            log.append(name)
-            await asyncio.sleep(0)
-
-    await asyncio.gather(*(worker(name) for name in "abcde"))
 
 
 def _whole_runs(outcome: Any) -> int:
