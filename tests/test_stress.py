@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
-import socket
 import sys
 import threading
 import time
@@ -22,72 +21,17 @@ import racecheck
 from racecheck.stress import copies
 from racecheck.stress.aio import JitterLoop
 from racecheck.stress.report import rate_line, wilson
+from stress_programs import socket_counter
 
 # --------------------------------------------------------------- targets
 
 
-def _socket_counter(locked: bool) -> None:
-    """A counter kept by a server thread behind a socket pair.
-
-    Two client threads each do GET then SET value+1, three times. Every
-    request/response is serialised by ``wire``, but unless ``locked`` the
-    GET..SET pair is not: a lost update through real sockets.
-    """
-    a, b = socket.socketpair()
-    value = [0]
-    wire = threading.Lock()
-    pair = threading.Lock()
-
-    def server() -> None:
-        f = b.makefile("rwb", buffering=0)
-        for line in f:
-            cmd = line.split()
-            if cmd[0] == b"GET":
-                f.write(b"%d\n" % value[0])
-            elif cmd[0] == b"SET":
-                value[0] = int(cmd[1])
-                f.write(b"OK\n")
-            else:
-                break
-
-    srv = threading.Thread(target=server, daemon=True)
-    srv.start()
-    fa = a.makefile("rwb", buffering=0)
-
-    def request(msg: bytes) -> bytes:
-        with wire:
-            fa.write(msg)
-            return fa.readline()
-
-    def client() -> None:
-        for _ in range(3):
-            if locked:
-                pair.acquire()
-            try:
-                v = int(request(b"GET\n"))
-                request(b"SET %d\n" % (v + 1))
-            finally:
-                if locked:
-                    pair.release()
-
-    clients = [threading.Thread(target=client) for _ in range(2)]
-    for t in clients:
-        t.start()
-    for t in clients:
-        t.join()
-    fa.write(b"BYE\n")
-    srv.join()
-    a.close()
-    b.close()
-    assert value[0] == 6, f"lost update: counter is {value[0]}, expected 6"
-
-
 def socket_counter_buggy() -> None:
-    _socket_counter(locked=False)
+    socket_counter(locked=False)
 
 
 def socket_counter_correct() -> None:
-    _socket_counter(locked=True)
+    socket_counter(locked=True)
 
 
 class Account:
@@ -124,7 +68,7 @@ def test_socket_race_is_out_of_reach_for_check_and_found_by_stress() -> None:
     [group] = report.groups
     assert group.exc_type == "AssertionError"
     assert group.count == report.failed_runs
-    assert "test_stress.py" in group.location and "_socket_counter" in group.location
+    assert "stress_programs.py" in group.location and "socket_counter" in group.location
     assert "lost update" in group.message and "Traceback" in group.example
     # ... and the re-check says why the scheduler cannot help
     assert report.reproduction is not None

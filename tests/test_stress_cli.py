@@ -13,69 +13,26 @@ from pathlib import Path
 
 import pytest
 
-SCENARIO = """
+from stress_programs import SOCKET_COUNTER_SOURCE
+
+SCENARIO = (
+    """
 import socket
 import threading
 
 import racecheck
 
 
-def _counter(locked):
-    a, b = socket.socketpair()
-    value = [0]
-    wire = threading.Lock()
-    pair = threading.Lock()
-
-    def server():
-        f = b.makefile("rwb", buffering=0)
-        for line in f:
-            cmd = line.split()
-            if cmd[0] == b"GET":
-                f.write(b"%d\\n" % value[0])
-            elif cmd[0] == b"SET":
-                value[0] = int(cmd[1])
-                f.write(b"OK\\n")
-            else:
-                break
-
-    srv = threading.Thread(target=server, daemon=True)
-    srv.start()
-    fa = a.makefile("rwb", buffering=0)
-
-    def request(msg):
-        with wire:
-            fa.write(msg)
-            return fa.readline()
-
-    def client():
-        for _ in range(3):
-            if locked:
-                pair.acquire()
-            try:
-                v = int(request(b"GET\\n"))
-                request(b"SET %d\\n" % (v + 1))
-            finally:
-                if locked:
-                    pair.release()
-
-    clients = [threading.Thread(target=client) for _ in range(2)]
-    for t in clients:
-        t.start()
-    for t in clients:
-        t.join()
-    fa.write(b"BYE\\n")
-    srv.join()
-    a.close()
-    b.close()
-    assert value[0] == 6, f"lost update: {value[0]}"
-
+"""
+    + SOCKET_COUNTER_SOURCE
+    + """
 
 def buggy():
-    _counter(False)
+    socket_counter(False)
 
 
 def correct():
-    _counter(True)
+    socket_counter(True)
 
 
 def hangs():
@@ -131,6 +88,7 @@ COUNTER = racecheck.Scenario(
     },
 )
 """
+)
 
 
 @pytest.fixture

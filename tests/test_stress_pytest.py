@@ -6,7 +6,10 @@ import re
 
 import pytest
 
-TESTS = """
+from stress_programs import SOCKET_COUNTER_SOURCE
+
+TESTS = (
+    """
 import asyncio
 import socket
 import threading
@@ -14,64 +17,18 @@ import threading
 import pytest
 
 
-def _counter(locked):
-    a, b = socket.socketpair()
-    value = [0]
-    wire = threading.Lock()
-    pair = threading.Lock()
-
-    def server():
-        f = b.makefile("rwb", buffering=0)
-        for line in f:
-            cmd = line.split()
-            if cmd[0] == b"GET":
-                f.write(b"%d\\n" % value[0])
-            elif cmd[0] == b"SET":
-                value[0] = int(cmd[1])
-                f.write(b"OK\\n")
-            else:
-                break
-
-    srv = threading.Thread(target=server, daemon=True)
-    srv.start()
-    fa = a.makefile("rwb", buffering=0)
-
-    def request(msg):
-        with wire:
-            fa.write(msg)
-            return fa.readline()
-
-    def client():
-        for _ in range(3):
-            if locked:
-                pair.acquire()
-            try:
-                v = int(request(b"GET\\n"))
-                request(b"SET %d\\n" % (v + 1))
-            finally:
-                if locked:
-                    pair.release()
-
-    clients = [threading.Thread(target=client) for _ in range(2)]
-    for t in clients:
-        t.start()
-    for t in clients:
-        t.join()
-    fa.write(b"BYE\\n")
-    srv.join()
-    a.close()
-    b.close()
-    assert value[0] == 6, f"lost update: {value[0]}"
-
+"""
+    + SOCKET_COUNTER_SOURCE
+    + """
 
 @pytest.mark.racecheck(mode="stress", runs=40, seed=1, reproduce=5)
 def test_socket_counter_buggy():
-    _counter(False)
+    socket_counter(False)
 
 
 @pytest.mark.racecheck(mode="stress", runs=30, parallel=2, seed=2)
 def test_socket_counter_correct():
-    _counter(True)
+    socket_counter(True)
 
 
 class Account:
@@ -110,6 +67,7 @@ def test_in_processes_with_a_fixture(tmp_path):
 def test_unknown_mode():
     pass
 """
+)
 
 
 @pytest.fixture
