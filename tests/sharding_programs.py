@@ -1,4 +1,4 @@
-"""Small target programs the sharding tests share.
+"""Small target programs the sharding tests share, and the run of every slice.
 
 A sharded search must explore exactly what one process explores, so most of
 the sharding tests run the same few programs both ways. They live here once;
@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
+from typing import Any
+
+import racecheck
+from racecheck.sharding import Merged, Shard, ShardResult, SliceState, merge
 
 #: the order the workers of :func:`recorded`/:func:`recorded_threads` ran in, one per run
 ORDERS: list[str] = []
@@ -109,3 +114,27 @@ def recorded_threads() -> None:
     for t in threads:
         t.join()
     ORDERS.append("".join(log))
+
+
+def run_slices(
+    target: Callable[[], Any], shards: int, **options: Any
+) -> tuple[Merged, list[SliceState], list[Any]]:
+    """Every slice of one exploration run in turn, merged: (verdict, slice states, outcomes).
+
+    An outcome is the slice's :class:`racecheck.Report`, or the
+    :class:`racecheck.RaceFound` it raised.
+    """
+    states: list[SliceState] = []
+    outcomes: list[Any] = []
+    results: list[ShardResult] = []
+    for i in range(1, shards + 1):
+        state = SliceState(Shard(i, shards))
+        failure = None
+        try:
+            outcome: Any = racecheck.check(target, shard=state, **options)
+        except racecheck.RaceFound as exc:
+            outcome, failure = exc, exc.schedules_run
+        states.append(state)
+        outcomes.append(outcome)
+        results.append(ShardResult.from_dict(state.to_dict(), failure))
+    return merge(results), states, outcomes

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 import racecheck
-from racecheck.sharding import Merged, Shard, ShardResult, SliceState, merge
-from sharding_programs import ORDERS, counters, five_tasks, recorded, three_workers
+from racecheck.sharding import Shard, SliceState
+from sharding_programs import ORDERS, counters, five_tasks, recorded, run_slices, three_workers
 
 
 def four_threads() -> None:
@@ -79,26 +79,8 @@ def threads_lost_update() -> None:
     assert box[0] == 3, box
 
 
-def sliced(
-    target: Callable[[], Any], shards: int, **options: Any
-) -> tuple[Merged, list[SliceState], list[Any]]:
-    """Every slice of a default-strategy exploration, merged: (verdict, states, outcomes)."""
-    states, outcomes, results = [], [], []
-    for i in range(1, shards + 1):
-        state = SliceState(Shard(i, shards))
-        failure = None
-        try:
-            outcome: Any = racecheck.check(target, shard=state, **options)
-        except racecheck.RaceFound as exc:
-            outcome, failure = exc, exc.schedules_run
-        states.append(state)
-        outcomes.append(outcome)
-        results.append(ShardResult.from_dict(state.to_dict(), failure))
-    return merge(results), states, outcomes
-
-
 def verdict(target: Callable[[], Any], shards: int, **options: Any) -> tuple[Any, ...]:
-    merged, _, outcomes = sliced(target, shards, **options)
+    merged, _, outcomes = run_slices(target, shards, **options)
     token = None
     if merged.winner is not None:
         token = outcomes[merged.winner].schedule
@@ -115,7 +97,7 @@ BALANCE = 1.3
 def test_every_slice_carries_its_share_of_the_dpor_schedules(
     target: Callable[[], Any], shards: int
 ) -> None:
-    _, states, _ = sliced(target, shards, schedules=360)
+    _, states, _ = run_slices(target, shards, schedules=360)
     dpor = [s.by_member.get("dpor", 0) for s in states]
     ran = [s.ran for s in states]
     # 2 turns in 9 are DPOR's: 80 of the 360 numbers, all run (the space is large)
@@ -153,7 +135,7 @@ def test_a_failure_a_sampling_member_finds_first_is_the_unsliced_runs() -> None:
 
 @pytest.mark.parametrize("target", [late_writer, threads_lost_update])
 def test_each_slices_token_replays_on_its_own(target: Callable[[], Any]) -> None:
-    _, _, outcomes = sliced(target, 4, schedules=700)
+    _, _, outcomes = run_slices(target, 4, schedules=700)
     tokens = [o.schedule for o in outcomes if isinstance(o, racecheck.RaceFound)]
     assert tokens
     for token in tokens:
@@ -163,14 +145,14 @@ def test_each_slices_token_replays_on_its_own(target: Callable[[], Any]) -> None
 
 
 def test_a_correct_program_is_verified_by_the_merge_alone() -> None:
-    merged, states, outcomes = sliced(counters, 2, schedules=700)
+    merged, states, outcomes = run_slices(counters, 2, schedules=700)
     assert merged.verified and merged.exhausted and merged.winner is None
     assert not any(o.verified for o in outcomes)  # no slice says it
     assert all(s.dpor is not None and s.dpor["done"] for s in states)
     alone = racecheck.check(counters, schedules=700, shard="1/1")
     assert not alone.verified  # one slice alone neither
     # a budget that ends before the last subtree is finished verifies nothing
-    short, _, _ = sliced(counters, 2, schedules=merged.schedules_run - 1)
+    short, _, _ = run_slices(counters, 2, schedules=merged.schedules_run - 1)
     assert not short.verified and not short.ended
 
 

@@ -16,26 +16,15 @@ from typing import Any
 import pytest
 
 import racecheck
-from racecheck.sharding import Merged, Shard, ShardResult, SliceState, merge
-from sharding_programs import FINALS, common_race, counters, three_workers
+from racecheck.sharding import Merged, SliceState
+from sharding_programs import FINALS, common_race, counters, run_slices, three_workers
 
 
 def split(
     target: Callable[[], Any], shards: int, **options: Any
 ) -> tuple[Merged, list[SliceState], list[Any]]:
     """Every slice of a DPOR exploration, merged: (verdict, slice states, outcomes)."""
-    states, outcomes, results = [], [], []
-    for i in range(1, shards + 1):
-        state = SliceState(Shard(i, shards))
-        failure = None
-        try:
-            outcome: Any = racecheck.check(target, strategy="dpor", shard=state, **options)
-        except racecheck.RaceFound as exc:
-            outcome, failure = exc, exc.schedules_run
-        states.append(state)
-        outcomes.append(outcome)
-        results.append(ShardResult.from_dict(state.to_dict(), failure))
-    return merge(results), states, outcomes
+    return run_slices(target, shards, strategy="dpor", **options)
 
 
 #: three_workers' failure sits deep in subtree 0 (about 1,700 schedules in shard 1):

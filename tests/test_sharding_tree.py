@@ -25,25 +25,21 @@ import pytest
 
 import racecheck
 from racecheck.sharding import Merged, Shard, ShardResult, SliceState, merge
-from sharding_programs import ORDERS, common_race, recorded_short, recorded_threads, three_workers
+from sharding_programs import (
+    ORDERS,
+    common_race,
+    recorded_short,
+    recorded_threads,
+    run_slices,
+    three_workers,
+)
 
 
 def split(
     target: Callable[[], Any], shards: int, **options: Any
 ) -> tuple[Merged, list[SliceState], list[Any]]:
     """Every slice of an exhaustive exploration, merged: (verdict, slice states, outcomes)."""
-    states, outcomes, results = [], [], []
-    for i in range(1, shards + 1):
-        state = SliceState(Shard(i, shards))
-        failure = None
-        try:
-            outcome: Any = racecheck.check(target, strategy="exhaustive", shard=state, **options)
-        except racecheck.RaceFound as exc:
-            outcome, failure = exc, exc.schedules_run
-        states.append(state)
-        outcomes.append(outcome)
-        results.append(ShardResult.from_dict(state.to_dict(), failure))
-    return merge(results), states, outcomes
+    return run_slices(target, shards, strategy="exhaustive", **options)
 
 
 @pytest.mark.parametrize("shards", [1, 2, 4])

@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 import racecheck
-from racecheck.sharding import Merged, Shard, ShardResult, SliceState, merge
-from sharding_programs import counters, five_tasks
+from sharding_programs import counters, five_tasks, run_slices
 
 
 def two_threads_locked() -> None:
@@ -55,20 +54,6 @@ def threads_counter() -> None:
     assert box["n"] == 6
 
 
-def sliced(target: Callable[[], Any], shards: int, **options: Any) -> tuple[Merged, list[Any]]:
-    outcomes, results = [], []
-    for i in range(1, shards + 1):
-        state = SliceState(Shard(i, shards))
-        failure = None
-        try:
-            outcome: Any = racecheck.check(target, shard=state, **options)
-        except racecheck.RaceFound as exc:
-            outcome, failure = exc, exc.schedules_run
-        outcomes.append(outcome)
-        results.append(ShardResult.from_dict(state.to_dict(), failure))
-    return merge(results), outcomes
-
-
 @pytest.mark.parametrize("target", [counters, two_threads_locked])
 def test_a_small_program_is_verified_at_the_unsliced_runs_schedule(
     target: Callable[[], Any],
@@ -76,7 +61,7 @@ def test_a_small_program_is_verified_at_the_unsliced_runs_schedule(
     alone = racecheck.check(target, schedules=3000)
     assert alone.verified
     for shards in (1, 2, 4):
-        merged, _ = sliced(target, shards, schedules=3000)
+        merged, _, _ = run_slices(target, shards, schedules=3000)
         assert merged.verified, shards
         assert merged.schedules_run == alone.schedules_run, shards
 
@@ -87,7 +72,7 @@ def test_a_few_hundred_dpor_runs_are_verified_about_as_early_as_unsliced() -> No
     assert alone.verified
     ends = set()
     for shards in (1, 2, 4):
-        merged, _ = sliced(threads_counter, shards, schedules=3000)
+        merged, _, _ = run_slices(threads_counter, shards, schedules=3000)
         assert merged.verified, shards
         ends.add(merged.schedules_run)
     # one search for every slice count, ending within a quarter of the unsliced run's
@@ -100,7 +85,7 @@ def test_without_saturation_the_slices_do_not_shift_either() -> None:
     # saturation=0 turns the unsliced portfolio's shift to DPOR off; so it does sliced
     alone = racecheck.check(threads_counter, schedules=3000, saturation=0)
     assert alone.verified
-    merged, _ = sliced(threads_counter, 2, schedules=3000, saturation=0)
+    merged, _, _ = run_slices(threads_counter, 2, schedules=3000, saturation=0)
     assert merged.verified
     assert merged.schedules_run == alone.schedules_run
 
@@ -120,7 +105,7 @@ def test_a_large_search_is_split_early_at_the_same_run_for_every_slice_count() -
     # a search no budget verifies is split after a few runs, so the slices share it
     runs = set()
     for shards in (1, 2, 4):
-        _, outcomes = sliced(five_tasks, shards, schedules=400)
+        _, _, outcomes = run_slices(five_tasks, shards, schedules=400)
         runs.update(_whole_runs(o) for o in outcomes)
     assert len(runs) == 1, runs
     assert runs.pop() <= 64
