@@ -248,6 +248,24 @@ def test_the_canonical_token_check_stays_an_error_in_a_package(tmp_path: Path) -
     assert severities(pkg) == [(4, "RC102", "error")]
 
 
+def test_a_progress_total_bounded_by_a_limit_is_no_counted_resource(tmp_path: Path) -> None:
+    # pyatv's RAOP stream (tenth round): padding sent so far against the latency,
+    # in the one streaming loop; it grows by a computed amount, not one unit taken
+    source = """
+    class Stream:
+        async def send_packet(self, source):
+            if self.context.padding_sent >= self.context.latency:
+                return 0
+            frames = await source.readframes(352)
+            if not frames:
+                frames = self.context.packet_size * b"0"
+                self.context.padding_sent += len(frames) // self.context.frame_size
+            return 1
+    """
+    pkg = package(tmp_path, {"client.py": source})
+    assert [(code, sev) for _, code, sev in severities(pkg)] == [("RC102", "warning")]
+
+
 def test_a_lost_update_on_a_counter_needs_evidence_like_any_other(tmp_path: Path) -> None:
     # RC103 has no check that bounds the count: the counted-resource evidence is RC102's
     source = """

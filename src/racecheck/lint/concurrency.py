@@ -28,7 +28,7 @@ The evidence, any one of:
   limiter, throttle, bucket, semaphore, lock or queue - objects whose whole
   point is to be used by many tasks at once;
 * **a counted resource** (RC102 only): the check compares the attribute with
-  ``<``/``<=``/``>``/``>=`` and the act moves it with ``+=``/``-=`` (issue 14's
+  ``<``/``<=``/``>``/``>=`` and the act moves it by one unit, ``+= 1``/``-= 1`` (issue 14's
   canonical ``if self.opened < self.max_size: await ...; self.opened += 1``): a
   count bounded by a limit exists only because several users share what it
   counts.
@@ -137,6 +137,11 @@ def counted(func: FunctionNode, line: int, end_line: int | None) -> bool:
         and getattr(node, "lineno", 0) == end_line
         and isinstance(node.op, (ast.Add, ast.Sub))
         and isinstance(node.target, ast.Attribute)
+        # one unit taken or given back: a progress total (pyatv's padding counter,
+        # `+= len(frames)`, bounded by a latency in one streaming loop) is no count
+        # of a shared resource
+        and isinstance(node.value, ast.Constant)
+        and node.value.value == 1
     ]
     if not targets:
         return False
