@@ -189,19 +189,42 @@ def test_a_class_made_in_a_plain_function_that_runs_no_loop_is_a_warning() -> No
     )
 
 
-def test_a_class_made_where_a_loop_is_run_is_an_error() -> None:
-    # one client made, then run on a loop the same function makes: the next call
-    # of `serve()` meets the lock-holding objects of the module on a fresh loop
+def test_a_class_made_where_loops_are_run_twice_is_an_error() -> None:
+    # one client made, then run on two loops in turn: its future and its delays'
+    # locks meet the second loop
     source = _PROXY.replace(
         "def make_loop():",
         "def serve(reader):\n"
         "    client = ProxyClient(reader)\n"
         "    asyncio.run(client.run())\n"
-        "    return client\n\n"
+        "    asyncio.run(client.run())\n\n"
         "def make_loop():",
     )
     found = severities(source)
     assert {sev for line, _, sev in found if line > 12} == {"error"}
+    in_a_loop = _PROXY.replace(
+        "def make_loop():",
+        "def serve(readers):\n"
+        "    client = ProxyClient(readers[0])\n"
+        "    for _ in readers:\n"
+        "        asyncio.run(client.run())\n\n"
+        "def make_loop():",
+    )
+    assert {sev for line, _, sev in severities(in_a_loop) if line > 12} == {"error"}
+
+
+def test_a_class_made_for_the_one_loop_a_function_runs_is_a_warning() -> None:
+    # saq's `start()` (eleventh round): a new loop, a worker, the worker run on it
+    source = _PROXY.replace(
+        "def make_loop():",
+        "def serve(reader):\n"
+        "    loop = asyncio.new_event_loop()\n"
+        "    client = ProxyClient(reader)\n"
+        "    loop.run_until_complete(client.run())\n\n"
+        "def make_loop():",
+    )
+    found = severities(source)
+    assert found and {sev for line, _, sev in found if line > 12} == {"warning"}
 
 
 def test_a_class_nothing_here_makes_is_a_warning() -> None:

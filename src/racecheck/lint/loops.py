@@ -217,8 +217,9 @@ def _meets_loops(module: Module, info: ClassInfo) -> bool:
     python-telegram-bot, aiomisc's proxy client) and the three true ones were a
     user reusing an object (gql). Evidence that this class's objects meet two:
     an instance made at module level or in a class body (it outlives every
-    loop), an instance made in a function that also runs a loop (the
-    ``executor = Executor(); asyncio.run(...); asyncio.run(...)`` shape), or a
+    loop), an instance made in a function that runs loops twice (the
+    ``executor = Executor(); asyncio.run(...); asyncio.run(...)`` shape, or a
+    run inside a ``for``/``while``), or a
     method of the class that runs a loop on ``self`` (``asyncio.run(self.start())``
     per call: each call meets the object's primitives on a fresh loop).
     """
@@ -235,11 +236,29 @@ def _meets_loops(module: Module, info: ClassInfo) -> bool:
         own = list(iter_own(func))
         made = [n for n in own if isinstance(n, ast.Call) and n in me_calls]
         inside.update(id(n) for n in made)
-        if made and any(isinstance(n, ast.Call) and _runs_loop(module, n) for n in own):
+        if made and _runs_loops_twice(module, func, own):
             return True
     if any(id(call) not in inside for call in me_calls):
         return True  # made at module level or in a class body
     return False
+
+
+def _runs_loops_twice(module: Module, func: ast.AST, own: list[ast.AST]) -> bool:
+    """Does ``func`` run a loop twice: two calls, or one inside a ``for``/``while``?
+
+    One run is the loop the object was made for (saq's ``start()`` makes a
+    loop, then a worker, and runs the worker on that loop: eleventh round).
+    """
+    runs = [n for n in own if isinstance(n, ast.Call) and _runs_loop(module, n)]
+    if len(runs) >= 2:
+        return True
+    looped = {
+        id(n)
+        for loop in ast.walk(func)
+        if isinstance(loop, ast.For | ast.While | ast.AsyncFor)
+        for n in ast.walk(loop)
+    }
+    return any(id(n) in looped for n in runs)
 
 
 def _runs_loop_on_self(module: Module, info: ClassInfo) -> bool:
