@@ -323,3 +323,26 @@ def test_a_callback_run_in_an_executor_is_an_error() -> None:
     """
     (finding,) = lint_source(textwrap.dedent(source), "t.py")
     assert (finding.code, finding.severity) == ("RC106", "error")
+
+
+def test_a_callable_handed_to_a_module_function_that_submits_it_is_an_error() -> None:
+    # the reference bridge: `flat_map(mapper, pool)` is defined here and calls
+    # `pool.submit(...)`, so the guess from the name `pool` is confirmed
+    source = """
+    import asyncio
+
+    def flat_map(mapper, pool):
+        def on_next(value):
+            pool.submit(lambda: mapper(value))
+        return on_next
+
+    def wire(loop, pool):
+        done = asyncio.Event()
+
+        def mapper(value):
+            done.set()
+
+        return flat_map(mapper, pool)
+    """
+    (finding,) = lint_source(textwrap.dedent(source), "t.py")
+    assert (finding.code, finding.severity) == ("RC106", "error")

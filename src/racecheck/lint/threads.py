@@ -319,15 +319,33 @@ _STARTS_THREAD = (
 )
 
 
-def _started_thread(how: str) -> bool:
-    return how in _STARTS_THREAD
+#: calls that hand their argument to a thread (or to a pool of them)
+_THREAD_CALLS = frozenset({"submit", "run_in_executor", "to_thread", "start_new_thread", "Thread"})
+
+
+def _started_thread(module: Module, how: str) -> bool:
+    """Is the hand-off certain to run the callable on another thread?
+
+    A call that starts a thread, by name; or a callable passed beside a pool to
+    a function of this module whose body hands work to that pool or a thread
+    (the reference bridge's ``flat_map(mapper, pool)`` calls ``pool.submit``).
+    A callee the module does not define - taskiq's ``receiver_cls(on_exit,
+    executor)``, a parameter - stays a guess.
+    """
+    if how in _STARTS_THREAD:
+        return True
+    callee = module.functions.get(how.split("(", 1)[0])
+    return callee is not None and any(
+        isinstance(node, ast.Call) and last_name(node.func) in _THREAD_CALLS
+        for node in ast.walk(callee)
+    )
 
 
 def _cross_thread(module: Module, node: ast.AST, where: str, how: str, what: str) -> Finding:
     """An error when the function is started on a thread; a warning when the lint only
     guesses so from names (taskiq hands ``on_exit`` to a constructor beside an executor,
     and calls it on the loop: held-out round five)."""
-    started = _started_thread(how)
+    started = _started_thread(module, how)
     return at(
         module,
         node,
@@ -353,7 +371,7 @@ def _asyncio_lock_across_threads(
     started = [
         f"{name}() runs on another thread via {how}"
         for name, how in side.entries(info, concurrent_only=True).items()
-        if _started_thread(how)
+        if _started_thread(module, how)
     ]
     for attr, (kind, created) in module.primitive_attrs(info).items():
         if kind not in ASYNCIO_LOCKS or not _created_in(info, created):
