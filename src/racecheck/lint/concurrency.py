@@ -178,6 +178,10 @@ class _Index:
     answers: dict[tuple[str, str | None, int], str | None] = field(default_factory=dict)
     #: id(file) -> its strings and function bodies (built on first use)
     shapes: dict[int, _Shape] = field(default_factory=dict)
+    #: name -> its references (see :func:`_refs`)
+    refs: dict[str, list[_Ref]] = field(default_factory=dict)
+    #: (class, owner) -> can ``self.m()`` in ``class`` run ``owner``'s ``m``
+    related: dict[tuple[str, str], bool] = field(default_factory=dict)
 
 
 def _index(package: _Package) -> _Index:
@@ -215,18 +219,31 @@ def _lifecycle(name: str) -> bool:
     )
 
 
-def _search(
-    index: _Index, name: str, owner: str | None, depth: int, seen: frozenset[str]
-) -> str | None:
-    """Names, not types: a reference counts only when it can only mean this method -
-    ``self.name`` in the method's class (or a base or subclass of it), or any
-    reference when the package defines ``name`` once. A common name (``read``,
-    ``close``) defined by several classes is reached only through ``self``:
-    aiohttp's ``run_in_executor(None, fobj.read, ...)`` is a file's ``read``,
-    not a response's."""
-    unique = index.defs.get(name, 0) <= 1
+@dataclass(frozen=True)
+class _Ref:
+    """One reference to a name, judged once whatever class is asking."""
+
+    where: str  # ``file.py:line``
+    outer: str  # the function it is in
+    cls: str | None  # that function's class
+    on_self: bool  # ``self.name``
+    spawn: bool  # inside the arguments of a spawn, or appended to a list gathered later
+
+
+def _refs(index: _Index, name: str) -> list[_Ref]:
+    """Every reference to ``name`` that may run it, once per name and package text.
+
+    A common name is asked about for many classes (telethon's 413 generated
+    ``resolve()``s): the text is scanned once, and each class only filters.
+    Text in a docstring or comment, the name's own ``def``, a reference at
+    import time or in a class body, and one inside a lifecycle step are left
+    out here.
+    """
+    found = index.refs.get(name)
+    if found is not None:
+        return found
+    found = []
     ref = re.compile(rf"(?<![\w'\"]){name}\b(?=[ \t]*[(,)\n])")
-    callers: dict[tuple[str, str | None], None] = {}
     for file in index.package.files:
         if name not in file.text:
             continue
@@ -242,24 +259,55 @@ def _search(
             outer = shape.enclosing(line)
             if outer is None or outer.kind == "class":
                 continue  # a call at import time or in a class body starts no task here
-            klass = shape.enclosing(outer.line)
-            cls = klass.name if klass is not None and klass.kind == "class" else None
-            if re.search(r"(?<![\w.])self\.$", head) and cls is not None:
-                if owner is not None and not _self_call_reaches(index.package, cls, owner):
-                    continue  # a sibling class's own method of that name
-            elif not unique:
-                continue  # which class's method this is, the text cannot tell
             if _lifecycle(outer.name):
                 continue  # a start-up or teardown step runs it once per object
-            if _inside_spawn(file.text, m.start()) or shape.gathered(m.start(), outer):
-                return f"{file.path.name}:{line + 1}"
-            if depth > 1 and outer.name not in seen:
-                callers[outer.name, cls] = None
+            klass = shape.enclosing(outer.line)
+            found.append(
+                _Ref(
+                    f"{file.path.name}:{line + 1}",
+                    outer.name,
+                    klass.name if klass is not None and klass.kind == "class" else None,
+                    re.search(r"(?<![\w.])self\.$", head) is not None,
+                    _inside_spawn(file.text, m.start()) or shape.gathered(m.start(), outer),
+                )
+            )
+    index.refs[name] = found
+    return found
+
+
+def _search(
+    index: _Index, name: str, owner: str | None, depth: int, seen: frozenset[str]
+) -> str | None:
+    """Names, not types: a reference counts only when it can only mean this method -
+    ``self.name`` in the method's class (or a base or subclass of it), or any
+    reference when the package defines ``name`` once. A common name (``read``,
+    ``close``) defined by several classes is reached only through ``self``:
+    aiohttp's ``run_in_executor(None, fobj.read, ...)`` is a file's ``read``,
+    not a response's."""
+    unique = index.defs.get(name, 0) <= 1
+    callers: dict[tuple[str, str | None], None] = {}
+    for ref in _refs(index, name):
+        if ref.on_self and ref.cls is not None:
+            if owner is not None and not _related(index, ref.cls, owner):
+                continue  # a sibling class's own method of that name
+        elif not unique:
+            continue  # which class's method this is, the text cannot tell
+        if ref.spawn:
+            return ref.where
+        if depth > 1 and ref.outer not in seen:
+            callers[ref.outer, ref.cls] = None
     for caller, cls in callers:
         found = _spawned(index, caller, cls, depth - 1, seen | {caller})
         if found is not None:
             return f"through {caller}(), {found}"
     return None
+
+
+def _related(index: _Index, cls: str, owner: str) -> bool:
+    key = (cls, owner)
+    if key not in index.related:
+        index.related[key] = _self_call_reaches(index.package, cls, owner)
+    return index.related[key]
 
 
 _TRIPLE = re.compile(r"[rbuRBUfF]*(\"\"\"|\'\'\')")
