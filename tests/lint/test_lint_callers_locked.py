@@ -30,12 +30,28 @@ class Client:
 """
 
 
-def package(root: Path, files: dict[str, str]) -> Path:
+def package(root: Path, files: dict[str, str], spawn: tuple[str, ...] = ()) -> Path:
+    """The package on disk; ``spawn`` names methods a runner module fans out.
+
+    Since the eleventh round an RC102/RC103 error needs evidence that the package
+    runs the method in two tasks at once (``racecheck.lint.concurrency``): a
+    partner that must stay an error has a caller the runner fans out, so what the
+    test is about - the caller rule - is what decides.
+    """
     pkg = root / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     for name, text in files.items():
         (pkg / name).write_text(textwrap.dedent(text))
+    if spawn:
+        (pkg / "runner.py").write_text(
+            "import asyncio\n"
+            + "".join(
+                f"\n\nasync def run_{name}(objects):\n"
+                f"    await asyncio.gather(*(o.{name}() for o in objects))\n"
+                for name in spawn
+            )
+        )
     return pkg
 
 
@@ -120,6 +136,7 @@ def test_one_caller_without_the_lock_stays_an_error(tmp_path: Path) -> None:
                     await self._client.create_connection()
             """,
         },
+        spawn=("warm_up_all",),
     )
     assert severities(pkg) == [(4, "RC102", "error")]
 
@@ -136,6 +153,7 @@ def test_a_context_manager_that_is_no_lock_stays_an_error(tmp_path: Path) -> Non
                         await self._client.create_connection()
             """,
         },
+        spawn=("query",),
     )
     assert severities(pkg) == [(4, "RC102", "error")]
 
@@ -154,6 +172,7 @@ def test_a_lock_released_before_the_call_stays_an_error(tmp_path: Path) -> None:
                     await self._client.create_connection()
             """,
         },
+        spawn=("query",),
     )
     assert severities(pkg) == [(4, "RC102", "error")]
 
@@ -171,6 +190,7 @@ def test_a_with_block_that_ended_before_the_call_stays_an_error(tmp_path: Path) 
                     await self._client.create_connection()
             """,
         },
+        spawn=("query",),
     )
     assert severities(pkg) == [(4, "RC102", "error")]
 
@@ -188,6 +208,7 @@ def test_an_acquire_in_a_branch_that_ended_stays_an_error(tmp_path: Path) -> Non
                     await self._client.create_connection()
             """,
         },
+        spawn=("query",),
     )
     assert severities(pkg) == [(4, "RC102", "error")]
 
@@ -229,6 +250,7 @@ def test_a_helper_one_of_whose_callers_holds_no_lock_stays_an_error(tmp_path: Pa
                     await self._ensure()
             """,
         },
+        spawn=("peek",),
     )
     assert severities(pkg) == [(4, "RC102", "error")]
 
@@ -248,6 +270,7 @@ def test_a_lock_in_an_enclosing_function_does_not_cover_a_nested_def(tmp_path: P
                     return later
             """,
         },
+        spawn=("query",),
     )
     assert severities(pkg) == [(4, "RC102", "error")]
 
@@ -270,6 +293,7 @@ def test_a_semaphore_is_no_lock_and_keeps_the_error(tmp_path: Path) -> None:
                     await self._client.create_connection()
             """,
         },
+        spawn=("query",),
     )
     assert severities(pkg) == [(4, "RC102", "error")]
 
@@ -291,5 +315,6 @@ def test_a_lock_released_in_a_finally_before_the_call_stays_an_error(tmp_path: P
                     await self._client.create_connection()
             """,
         },
+        spawn=("query",),
     )
     assert severities(pkg) == [(4, "RC102", "error")]

