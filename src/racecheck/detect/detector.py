@@ -1512,7 +1512,11 @@ class Detector:
         if self.happens_before:
             if write:
                 decided = self.decisions.pop(view_key, None) if self.decisions else None
-                if decided is not None and _read_in_scope(decided[0], frame):
+                if (
+                    decided is not None
+                    and _read_in_scope(decided[0], frame)
+                    and not _inserts_if_absent(site, *decided)
+                ):
                     read, racing = decided
                     self._report("data-race", "unsynchronised", target, racing, read, site)
                     return
@@ -2063,6 +2067,29 @@ def _is_builtin(via: Sym, frame: FrameType, f_locals: dict[str, Any]) -> bool:
         return True  # obj.__dict__: no call involved
     value = evaluate(via, frame, f_locals)
     return any(value is builtin for builtin in _NAMESPACE_BUILTINS)
+
+
+def _inserts_if_absent(act: _Site, read: _Site, racing: _Site) -> bool:
+    """A sweep of the keys deciding a ``setdefault``, raced by another thread's one key.
+
+    multimethod 1.9.1 works out an answer from ``list(self)`` and stores it with
+    ``self.setdefault(types, ...)``; another thread stores its own answer under
+    other types meanwhile. ``setdefault`` inserts only if the key is absent, so
+    the other entry cannot be lost, whichever side of the copy it landed: the
+    act is no lost update. The copy may have missed that entry, which changes
+    the answer only if the answer depends on it (multimethod filters its cache
+    entries out); the detector cannot know, and lets the sweep off, as the
+    atomicity rule lets off a sweep before a one-key store. A count is not let
+    off (``len``: numbering entries by it, or a size bound, is what another
+    insert breaks), nor a membership check, nor a plain store, nor a racing
+    write that changed more than one key (``clear``, ``update``).
+    """
+    return (
+        act.slot
+        and act.action == "called .setdefault() on"
+        and read.action == "iterated"
+        and racing.slot
+    )
 
 
 def _waits_in_loop(read: _Site) -> bool:
