@@ -83,3 +83,79 @@ async def no_item_taken() -> None:
     await asyncio.sleep(0)
     assert box.balance == 42
     await task
+
+
+# LifoQueue and PriorityQueue: the item taken is the newest, or the smallest.
+
+
+async def newest_item_taken() -> None:
+    """A LifoQueue hands out the newest item: the one put after the write."""
+    box = Box()
+    queue: asyncio.LifoQueue[int] = asyncio.LifoQueue()
+
+    async def answer() -> None:
+        queue.put_nowait(1)
+        box.balance = 42
+        queue.put_nowait(2)
+
+    box.balance = -1
+    task = asyncio.ensure_future(answer())
+    await asyncio.sleep(0)
+    await queue.get()
+    assert box.balance == 42
+    await task
+
+
+async def only_item_older_than_the_write() -> None:
+    """The LifoQueue's one item was put before the write: taking it waited for nothing."""
+    box = Box()
+    queue: asyncio.LifoQueue[int] = asyncio.LifoQueue()
+
+    async def answer() -> None:
+        queue.put_nowait(1)
+        box.balance = 42
+
+    box.balance = -1
+    task = asyncio.ensure_future(answer())
+    await asyncio.sleep(0)
+    await queue.get()
+    assert box.balance == 42
+    await task
+
+
+async def smallest_item_taken() -> None:
+    """A PriorityQueue hands out the smallest item: here the one put after the write."""
+    box = Box()
+    queue: asyncio.PriorityQueue[tuple[int, str]] = asyncio.PriorityQueue()
+    late = (1, "late")
+
+    async def answer() -> None:
+        queue.put_nowait((5, "early"))
+        box.balance = 42
+        queue.put_nowait(late)
+
+    box.balance = -1
+    task = asyncio.ensure_future(answer())
+    await asyncio.sleep(0)
+    await queue.get()
+    assert box.balance == 42
+    await task
+
+
+async def smallest_item_older_than_the_write() -> None:
+    """The smallest item was put before the write; the one after it is still queued."""
+    box = Box()
+    queue: asyncio.PriorityQueue[tuple[int, str]] = asyncio.PriorityQueue()
+    early = (1, "early")
+
+    async def answer() -> None:
+        queue.put_nowait(early)
+        box.balance = 42
+        queue.put_nowait((5, "late"))
+
+    box.balance = -1
+    task = asyncio.ensure_future(answer())
+    await asyncio.sleep(0)
+    await queue.get()
+    assert box.balance == 42
+    await task

@@ -35,3 +35,31 @@ def test_a_read_back_the_item_did_not_carry_stays_flagged(target: Callable[[], A
         racecheck.check(target, detect=True, schedules=150, seed=1)
     assert info.value.kind == "atomicity-violation"
     assert "overwritten before read on box.balance" in str(info.value.cause)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [models.newest_item_taken, models.smallest_item_taken],
+    ids=["lifo", "priority"],
+)
+def test_the_item_a_lifo_or_priority_queue_hands_out_carries_its_clock(
+    target: Callable[[], Any],
+) -> None:
+    """The item taken is the newest (LifoQueue) or the smallest (PriorityQueue), put
+    after the write here: the reader saw the write. These queues carried nothing."""
+    report = racecheck.check(target, detect=True, schedules=150, seed=1, strategy="random")
+    assert report.schedules_run == 150
+
+
+@pytest.mark.parametrize(
+    "target",
+    [models.only_item_older_than_the_write, models.smallest_item_older_than_the_write],
+    ids=["lifo", "priority"],
+)
+def test_an_item_put_before_the_write_carries_nothing(target: Callable[[], Any]) -> None:
+    """Partners: the item taken was put before the write (a later item that did carry
+    it is still queued, for the priority queue), so the read back is not ordered."""
+    with pytest.raises(racecheck.RaceFound) as info:
+        racecheck.check(target, detect=True, schedules=150, seed=1)
+    assert info.value.kind == "atomicity-violation"
+    assert "overwritten before read on box.balance" in str(info.value.cause)

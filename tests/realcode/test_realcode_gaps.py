@@ -362,9 +362,7 @@ else:
     ],
     ids=["value", "loop-over-answer"],
 )
-def test_an_answer_from_a_copy_stored_with_setdefault_is_clean(
-    tmp_path: Path, store: str
-) -> None:
+def test_an_answer_from_a_copy_stored_with_setdefault_is_clean(tmp_path: Path, store: str) -> None:
     """multimethod 1.9.1 under the detector: the copy decides only what ``setdefault``
     inserts, and ``setdefault`` inserts only if the key is absent, so another
     thread's entry stored meanwhile is not lost. The detector reported the copy as

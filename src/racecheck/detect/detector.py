@@ -297,6 +297,7 @@ class Detector:
         "published",
         "queue_items",
         "queues",
+        "ranked_items",
         "record_only",
         "removing",
         "shadows",
@@ -370,6 +371,11 @@ class Detector:
         #: signals, oldest first; None for an item put where the detector did not see)
         self.queue_items: dict[
             int, tuple[Any, deque[tuple[dict[int, int], dict[int, int]] | None]]
+        ] = {}
+        #: id of an asyncio LIFO or priority queue -> (the queue, its items' putters'
+        #: clocks and signals and the objects put, in put order; see _ranked_item)
+        self.ranked_items: dict[
+            int, tuple[Any, deque[tuple[dict[int, int], dict[int, int], Any] | None]]
         ] = {}
         #: asyncio/trio ``for`` loops over a container: (frame, GET_ITER offset) ->
         #: (container, its WHOLE seq then, its size then, the iterating site, label)
@@ -700,6 +706,12 @@ class Detector:
             if handoff == _FIFO_QUEUE:
                 self._queue_item(hb, base, recipe.name in _PUTS, _queue_size(base))
                 if recipe.name in _PUTS:
+                    return
+            elif handoff == _LIFO_QUEUE or handoff == _PRIORITY_QUEUE:
+                put = recipe.name in _PUTS
+                item = evaluate(recipe.key, frame, f_locals) if put and recipe.key else MISSING
+                self._ranked_item(hb, base, put, item, handoff == _LIFO_QUEUE)
+                if put:
                     return
             elif handoff == _MEMORY_CHANNEL:
                 channel = _memory_channel(base)
@@ -1051,6 +1063,67 @@ class Detector:
         if not carried:
             return  # the get will wait: the put that wakes it stamps the wake-up
         taken = carried.popleft()
+        if taken is not None:
+            _join(self._clock(hb), taken[0])
+            _join(self.signals[hb], taken[1])
+
+    def _ranked_item(self, hb: int, base: Any, put: bool, item: Any, lifo: bool) -> None:
+        """An asyncio ``LifoQueue``'s or ``PriorityQueue``'s item carries its putter's clock.
+
+        As _queue_item, but the item taken is the newest (``LifoQueue``) or the
+        smallest (``PriorityQueue``), not the oldest. A LIFO buffer is a stack:
+        the clocks are lined up with it at every call from its top, where
+        unseen puts and takes happen. A priority queue's heap is reordered by
+        each call, so an item is known by identity (the object put, which the
+        heap keeps): the item at the heap's root is the one the get takes. An
+        item whose object the detector could not tell at its put (an argument
+        it cannot evaluate) carries nothing: the reader then waited for nobody,
+        which can only report, never hide, a read back.
+        """
+        buffer = instance_dict(base).get("_queue")
+        if not isinstance(buffer, list):
+            return
+        entry = self.ranked_items.get(id(base))
+        if entry is None:
+            if not put:
+                return
+            entry = self.ranked_items[id(base)] = (base, deque())
+        carried = entry[1]
+        if lifo:
+            while len(carried) > len(buffer):
+                carried.pop()  # taken where the detector did not see
+            while len(carried) < len(buffer):
+                carried.append(None)  # put where it did not see
+        elif len(carried) > len(buffer):
+            # items taken unseen: keep the entries whose objects are still queued
+            counts: dict[int, int] = {}
+            for queued in buffer:
+                counts[id(queued)] = counts.get(id(queued), 0) + 1
+            kept: deque[Any] = deque()
+            for held in carried:
+                if held is not None and counts.get(id(held[2]), 0) > 0:
+                    counts[id(held[2])] -= 1
+                    kept.append(held)
+            carried.clear()
+            carried.extend(kept)
+        if put:
+            clock = self._clock(hb)
+            carried.append((clock.copy(), self.signals[hb].copy(), item))
+            self._tick(hb)
+            return
+        if not buffer or not carried:
+            return  # the get will wait: the put that wakes it stamps the wake-up
+        if lifo:
+            taken = carried.pop()
+        else:
+            head = buffer[0]
+            for index, held in enumerate(carried):
+                if held is not None and held[2] is head:
+                    taken = held
+                    del carried[index]
+                    break
+            else:
+                return
         if taken is not None:
             _join(self._clock(hb), taken[0])
             _join(self.signals[hb], taken[1])
@@ -1853,14 +1926,15 @@ _PUTS = frozenset(("put", "put_nowait", "send", "send_nowait"))
 _ITEM_HANDOFFS = _PUTS | {"get", "get_nowait", "receive", "receive_nowait"}
 
 
-_FIFO_QUEUE, _MEMORY_CHANNEL = 1, 2
+_FIFO_QUEUE, _MEMORY_CHANNEL, _LIFO_QUEUE, _PRIORITY_QUEUE = 1, 2, 3, 4
 #: class -> its _handoff_kind, at most _TYPE_CACHE_LIMIT of them
 _HANDOFF_KINDS: dict[type, int] = {}
 
 
 def _handoff_kind(cls: type) -> int:
-    """_FIFO_QUEUE for ``asyncio.Queue`` or a subclass that keeps its order (not Lifo,
-    not Priority), _MEMORY_CHANNEL for trio's own memory channel ends, else 0.
+    """_FIFO_QUEUE for ``asyncio.Queue`` or a subclass that keeps its order,
+    _LIFO_QUEUE and _PRIORITY_QUEUE for asyncio's other two orders, _MEMORY_CHANNEL
+    for trio's own memory channel ends, else 0.
 
     Only trio's own channel classes, not a subclass (whose attributes could run
     user code). A channel end exists only once ``trio._channel`` is imported, so
@@ -1869,7 +1943,9 @@ def _handoff_kind(cls: type) -> int:
     import asyncio
 
     if issubclass(cls, asyncio.Queue):
-        return 0 if issubclass(cls, (asyncio.LifoQueue, asyncio.PriorityQueue)) else _FIFO_QUEUE
+        if issubclass(cls, asyncio.LifoQueue):
+            return _LIFO_QUEUE
+        return _PRIORITY_QUEUE if issubclass(cls, asyncio.PriorityQueue) else _FIFO_QUEUE
     channels = sys.modules.get("trio._channel")
     if channels is not None and cls in (
         getattr(channels, "MemorySendChannel", None),
