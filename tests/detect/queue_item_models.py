@@ -159,3 +159,41 @@ async def smallest_item_older_than_the_write() -> None:
     await queue.get()
     assert box.balance == 42
     await task
+
+
+async def newest_item_taken_after_waiting() -> None:
+    """The reader waits on the empty LifoQueue; the first put wakes it, but by the time
+    it runs a newer item, put after the write, is the one it takes."""
+    box = Box()
+    queue: asyncio.LifoQueue[int] = asyncio.LifoQueue()
+
+    async def answer() -> None:
+        await asyncio.sleep(0)  # the reader is waiting by now
+        queue.put_nowait(1)
+        box.balance = 42
+        queue.put_nowait(2)
+
+    box.balance = -1
+    task = asyncio.ensure_future(answer())
+    await queue.get()
+    assert box.balance == 42
+    await task
+
+
+async def smallest_item_taken_after_waiting() -> None:
+    """As newest_item_taken_after_waiting, on a PriorityQueue: the smaller item wins."""
+    box = Box()
+    queue: asyncio.PriorityQueue[tuple[int, str]] = asyncio.PriorityQueue()
+    late = (1, "late")
+
+    async def answer() -> None:
+        await asyncio.sleep(0)  # the reader is waiting by now
+        queue.put_nowait((5, "early"))
+        box.balance = 42
+        queue.put_nowait(late)
+
+    box.balance = -1
+    task = asyncio.ensure_future(answer())
+    await queue.get()
+    assert box.balance == 42
+    await task

@@ -39,14 +39,20 @@ def test_a_read_back_the_item_did_not_carry_stays_flagged(target: Callable[[], A
 
 @pytest.mark.parametrize(
     "target",
-    [models.newest_item_taken, models.smallest_item_taken],
-    ids=["lifo", "priority"],
+    [
+        models.newest_item_taken,
+        models.smallest_item_taken,
+        models.newest_item_taken_after_waiting,
+        models.smallest_item_taken_after_waiting,
+    ],
+    ids=["lifo", "priority", "lifo-waited", "priority-waited"],
 )
 def test_the_item_a_lifo_or_priority_queue_hands_out_carries_its_clock(
     target: Callable[[], Any],
 ) -> None:
     """The item taken is the newest (LifoQueue) or the smallest (PriorityQueue), put
-    after the write here: the reader saw the write. These queues carried nothing."""
+    after the write here: the reader saw the write. These queues carried nothing. A
+    reader that waited is woken by the first put, yet takes the later item."""
     report = racecheck.check(target, detect=True, schedules=150, seed=1, strategy="random")
     assert report.schedules_run == 150
 

@@ -298,6 +298,7 @@ class Detector:
         "queue_items",
         "queues",
         "ranked_items",
+        "ranked_waits",
         "record_only",
         "removing",
         "shadows",
@@ -377,6 +378,8 @@ class Detector:
         self.ranked_items: dict[
             int, tuple[Any, deque[tuple[dict[int, int], dict[int, int], Any] | None]]
         ] = {}
+        #: actor -> (the LIFO or priority queue its get waited on, its clock's id, LIFO?)
+        self.ranked_waits: dict[int, tuple[Any, int, bool]] = {}
         #: asyncio/trio ``for`` loops over a container: (frame, GET_ITER offset) ->
         #: (container, its WHOLE seq then, its size then, the iterating site, label)
         self.loops: dict[tuple[FrameType, int], tuple[Any, int, Any, _Site, str]] = {}
@@ -574,6 +577,8 @@ class Detector:
                 view.value = value_of()
             self.unsettled.clear()
         if actor != self.last_actor:
+            if self.ranked_waits:
+                self._resumed_get(actor)
             self._switched(actor)
         try:
             self._access(frame, recipe, actor, hb)
@@ -619,6 +624,9 @@ class Detector:
             self.published,
             self.pending,
             self.unsettled,
+            self.queue_items,
+            self.ranked_items,
+            self.ranked_waits,
         ):
             if table:  # most are empty: a test is cheaper than the call
                 table.clear()
@@ -710,7 +718,7 @@ class Detector:
             elif handoff == _LIFO_QUEUE or handoff == _PRIORITY_QUEUE:
                 put = recipe.name in _PUTS
                 item = evaluate(recipe.key, frame, f_locals) if put and recipe.key else MISSING
-                self._ranked_item(hb, base, put, item, handoff == _LIFO_QUEUE)
+                self._ranked_item(actor, hb, base, put, item, handoff == _LIFO_QUEUE)
                 if put:
                     return
             elif handoff == _MEMORY_CHANNEL:
@@ -1067,7 +1075,9 @@ class Detector:
             _join(self._clock(hb), taken[0])
             _join(self.signals[hb], taken[1])
 
-    def _ranked_item(self, hb: int, base: Any, put: bool, item: Any, lifo: bool) -> None:
+    def _ranked_item(
+        self, actor: int, hb: int, base: Any, put: bool, item: Any, lifo: bool
+    ) -> None:
         """An asyncio ``LifoQueue``'s or ``PriorityQueue``'s item carries its putter's clock.
 
         As _queue_item, but the item taken is the newest (``LifoQueue``) or the
@@ -1075,55 +1085,64 @@ class Detector:
         the clocks are lined up with it at every call from its top, where
         unseen puts and takes happen. A priority queue's heap is reordered by
         each call, so an item is known by identity (the object put, which the
-        heap keeps): the item at the heap's root is the one the get takes. An
+        heap keeps): the item at the heap's root is the one a get takes. An
         item whose object the detector could not tell at its put (an argument
         it cannot evaluate) carries nothing: the reader then waited for nobody,
-        which can only report, never hide, a read back.
+        which can only report a read back, never hide one.
+
+        A get that finds the queue empty waits, and the put that wakes it is
+        not the item it takes: by the time it runs, a later put may be newer
+        or smaller. Its take is settled when it next runs (_resumed_get).
         """
-        buffer = instance_dict(base).get("_queue")
-        if not isinstance(buffer, list):
+        buffer = _ranked_buffer(base)
+        if buffer is None:
             return
         entry = self.ranked_items.get(id(base))
         if entry is None:
-            if not put:
-                return
             entry = self.ranked_items[id(base)] = (base, deque())
         carried = entry[1]
-        if lifo:
-            while len(carried) > len(buffer):
-                carried.pop()  # taken where the detector did not see
-            while len(carried) < len(buffer):
-                carried.append(None)  # put where it did not see
-        elif len(carried) > len(buffer):
-            # items taken unseen: keep the entries whose objects are still queued
-            counts: dict[int, int] = {}
-            for queued in buffer:
-                counts[id(queued)] = counts.get(id(queued), 0) + 1
-            kept: deque[Any] = deque()
-            for held in carried:
-                if held is not None and counts.get(id(held[2]), 0) > 0:
-                    counts[id(held[2])] -= 1
-                    kept.append(held)
-            carried.clear()
-            carried.extend(kept)
+        _line_up(carried, buffer, lifo)
         if put:
             clock = self._clock(hb)
             carried.append((clock.copy(), self.signals[hb].copy(), item))
             self._tick(hb)
             return
-        if not buffer or not carried:
-            return  # the get will wait: the put that wakes it stamps the wake-up
+        if not buffer:
+            self.ranked_waits[actor] = (base, hb, lifo)
+            return
         if lifo:
-            taken = carried.pop()
+            taken = carried.pop() if carried else None
         else:
-            head = buffer[0]
-            for index, held in enumerate(carried):
-                if held is not None and held[2] is head:
-                    taken = held
-                    del carried[index]
-                    break
-            else:
-                return
+            taken = _take_head(carried, buffer[0])
+        if taken is not None:
+            _join(self._clock(hb), taken[0])
+            _join(self.signals[hb], taken[1])
+
+    def _resumed_get(self, actor: int) -> None:
+        """A get that waited on a LIFO or priority queue has taken its item: which one?
+
+        Asked at the getter's first access after it resumed, when ``get``
+        has returned: the items gone from the buffer since the detector last
+        looked. One gone is the getter's; none (it was cancelled) or several
+        (others took unseen) carry nothing.
+        """
+        waited = self.ranked_waits.pop(actor, None)
+        if waited is None:
+            return
+        base, hb, lifo = waited
+        entry = self.ranked_items.get(id(base))
+        buffer = _ranked_buffer(base)
+        if entry is None or buffer is None:
+            return
+        carried = entry[1]
+        if lifo:
+            taken = carried.pop() if len(carried) == len(buffer) + 1 else None
+            _line_up(carried, buffer, lifo)
+        else:
+            gone = _gone(carried, buffer)
+            taken = carried[gone[0]] if len(gone) == 1 else None
+            for index in reversed(gone):
+                del carried[index]
         if taken is not None:
             _join(self._clock(hb), taken[0])
             _join(self.signals[hb], taken[1])
@@ -1967,6 +1986,57 @@ def _memory_channel(base: Any) -> tuple[Any, Any] | None:
 
 
 _QUEUE_MODULES = frozenset(("queue", "asyncio.queues", "racecheck.backends.threads.primitives"))
+
+
+#: an asyncio LIFO or priority queue's carried clocks: (clock, signals, the object put)
+_Carried = deque[tuple[dict[int, int], dict[int, int], Any] | None]
+
+
+def _ranked_buffer(queue: Any) -> list[Any] | None:
+    """An asyncio ``LifoQueue``'s stack or ``PriorityQueue``'s heap, or None."""
+    try:
+        buffer = instance_dict(queue).get("_queue")
+    except (AttributeError, TypeError):
+        return None
+    return buffer if isinstance(buffer, list) else None
+
+
+def _line_up(carried: _Carried, buffer: list[Any], lifo: bool) -> None:
+    """Forget the items taken where the detector did not see (a stack's: put there too)."""
+    if lifo:
+        while len(carried) > len(buffer):
+            carried.pop()
+        while len(carried) < len(buffer):
+            carried.append(None)
+    elif len(carried) > len(buffer):
+        for index in reversed(_gone(carried, buffer)):
+            del carried[index]
+
+
+def _gone(carried: _Carried, buffer: list[Any]) -> list[int]:
+    """Which carried items of a priority queue are no longer in its heap (by identity).
+
+    The objects are kept alive by ``carried``, so an id cannot be reused meanwhile.
+    """
+    counts: dict[int, int] = {}
+    for queued in buffer:
+        counts[id(queued)] = counts.get(id(queued), 0) + 1
+    gone = []
+    for index, held in enumerate(carried):
+        if held is not None and counts.get(id(held[2]), 0) > 0:
+            counts[id(held[2])] -= 1
+        else:
+            gone.append(index)
+    return gone
+
+
+def _take_head(carried: _Carried, head: Any) -> Any:
+    """The carried entry of the item at a priority queue's root, removed; or None."""
+    for index, held in enumerate(carried):
+        if held is not None and held[2] is head:
+            del carried[index]
+            return held
+    return None
 
 
 def _queue_size(queue: Any) -> int:
