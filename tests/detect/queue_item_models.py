@@ -9,6 +9,9 @@ carries the putter's clock: the item itself must.
 from __future__ import annotations
 
 import asyncio
+import queue as queue_module
+import threading
+from typing import Any
 
 
 class Box:
@@ -197,3 +200,44 @@ async def smallest_item_taken_after_waiting() -> None:
     await queue.get()
     assert box.balance == 42
     await task
+
+
+# The same on threads: queue.LifoQueue and queue.PriorityQueue. The reader reads
+# the value back only when the item it took is the one put after the write (clean)
+# or the one put before it (a partner: the value may be either).
+
+
+def _thread_handover(queue: Any, first: Any, second: Any, want: Any) -> None:
+    box = Box()
+
+    def answer() -> None:
+        queue.put(first)
+        box.balance = 42
+        queue.put(second)
+
+    box.balance = -1
+    worker = threading.Thread(target=answer)
+    worker.start()
+    if queue.get() is want:
+        assert box.balance == 42
+    worker.join()
+
+
+def thread_newest_item_taken() -> None:
+    newest = (2, "newest")
+    _thread_handover(queue_module.LifoQueue(), (1, "oldest"), newest, newest)
+
+
+def thread_smallest_item_taken() -> None:
+    smallest = (1, "late")
+    _thread_handover(queue_module.PriorityQueue(), (5, "early"), smallest, smallest)
+
+
+def thread_item_older_than_the_write() -> None:
+    oldest = (1, "oldest")
+    _thread_handover(queue_module.LifoQueue(), oldest, (2, "newest"), oldest)
+
+
+def thread_smallest_item_older_than_the_write() -> None:
+    smallest = (1, "early")
+    _thread_handover(queue_module.PriorityQueue(), smallest, (5, "late"), smallest)

@@ -287,6 +287,7 @@ class Detector:
         "hot_lines",
         "keep",
         "last_actor",
+        "locked_gets",
         "loops",
         "names",
         "next_waker",
@@ -378,6 +379,9 @@ class Detector:
         self.ranked_items: dict[
             int, tuple[Any, deque[tuple[dict[int, int], dict[int, int], Any] | None]]
         ] = {}
+        #: threads: clock id -> (the LIFO or priority ``queue.Queue`` its get is in, the
+        #: objects its heap or stack held when the get took the queue's mutex)
+        self.locked_gets: dict[int, tuple[Any, list[Any] | None]] = {}
         #: actor -> (the LIFO or priority queue its get waited on, its clock's id, LIFO?)
         self.ranked_waits: dict[int, tuple[Any, int, bool]] = {}
         #: asyncio/trio ``for`` loops over a container: (frame, GET_ITER offset) ->
@@ -461,6 +465,8 @@ class Detector:
 
     def lock_acquired(self, hb: int, lock: Any, name: str) -> None:
         self.acquire(hb, lock, signal=False)
+        if self.locked_gets:
+            self._queue_mutex(hb, lock, True)
         self.held.setdefault(hb, []).append(name)
         # threads: each critical section is a step; a check and a signal made in
         # one are a decision handed over (the stale hand-off rule), acted on by the
@@ -472,6 +478,8 @@ class Detector:
             self.woken[hb] = None
 
     def lock_released(self, hb: int, lock: Any, name: str) -> None:
+        if self.locked_gets:
+            self._queue_mutex(hb, lock, False)
         held = self.held.get(hb)
         if held and name in held:
             held.remove(name)
@@ -627,6 +635,7 @@ class Detector:
             self.queue_items,
             self.ranked_items,
             self.ranked_waits,
+            self.locked_gets,
         ):
             if table:  # most are empty: a test is cheaper than the call
                 table.clear()
@@ -714,6 +723,12 @@ class Detector:
             if handoff == _FIFO_QUEUE:
                 self._queue_item(hb, base, recipe.name in _PUTS, _queue_size(base))
                 if recipe.name in _PUTS:
+                    return
+            elif handoff == _LOCKED_RANKED:
+                put = recipe.name in _PUTS
+                item = evaluate(recipe.key, frame, f_locals) if put and recipe.key else MISSING
+                self._locked_item(hb, base, put, item)
+                if put:
                     return
             elif handoff == _LIFO_QUEUE or handoff == _PRIORITY_QUEUE:
                 put = recipe.name in _PUTS
@@ -1113,10 +1128,77 @@ class Detector:
         if lifo:
             taken = carried.pop() if carried else None
         else:
-            taken = _take_head(carried, buffer[0])
+            taken = _take_object(carried, buffer[0])
         if taken is not None:
             _join(self._clock(hb), taken[0])
             _join(self.signals[hb], taken[1])
+
+    def _locked_item(self, hb: int, base: Any, put: bool, item: Any) -> None:
+        """A ``queue.LifoQueue``'s or ``queue.PriorityQueue``'s item carries its putter's signal.
+
+        Threads: the queue's mutex orders a get after every put before it, but
+        a getter woken by the first put's notify, that then takes a newer or
+        smaller item put after a write, has waited only for the first put. The
+        object put is recorded here, at the call; which object the get took is
+        settled inside its own critical sections (_queue_mutex), where nothing
+        else can change the buffer, so another thread's take or put racing the
+        call can never be credited to it.
+        """
+        buffer = _ranked_buffer(base)
+        if buffer is None:
+            return
+        entry = self.ranked_items.get(id(base))
+        if entry is None:
+            entry = self.ranked_items[id(base)] = (base, deque())
+        carried = entry[1]
+        if len(carried) > 2 * len(buffer) + 8:
+            # items taken where the detector did not see; a put called but not yet
+            # in the buffer goes too (it then carries nothing: a report, not a miss)
+            _line_up(carried, buffer, False)
+        if put:
+            clock = self._clock(hb)
+            carried.append((clock.copy(), self.signals[hb].copy(), item))
+            self._tick(hb)
+        else:
+            self.locked_gets[hb] = (base, None)
+
+    def _queue_mutex(self, hb: int, lock: Any, acquired: bool) -> None:
+        """A get of _locked_item's in a critical section of its queue's mutex.
+
+        The buffer is read when the mutex is taken and when it is let go: the
+        one object gone in between is what the get took (a ``wait`` lets the
+        mutex go with nothing taken yet: the get goes on in the next section).
+        """
+        waiting = self.locked_gets.get(hb)
+        if waiting is None:
+            return
+        base, before = waiting
+        try:
+            mutex = instance_dict(base).get("mutex")
+        except (AttributeError, TypeError):
+            mutex = None
+        if mutex is not lock:
+            return
+        buffer = _ranked_buffer(base)
+        entry = self.ranked_items.get(id(base))
+        if buffer is None or entry is None:
+            del self.locked_gets[hb]
+            return
+        if acquired:
+            self.locked_gets[hb] = (base, list(buffer))
+            return
+        if before is None:
+            return
+        removed = _missing(before, buffer)
+        if not removed:
+            self.locked_gets[hb] = (base, None)  # waited: the take comes later
+            return
+        del self.locked_gets[hb]
+        if len(removed) == 1:
+            taken = _take_object(entry[1], before[removed[0]])
+            if taken is not None:
+                _join(self._clock(hb), taken[0])
+                _join(self.signals[hb], taken[1])
 
     def _resumed_get(self, actor: int) -> None:
         """A get that waited on a LIFO or priority queue has taken its item: which one?
@@ -1143,6 +1225,10 @@ class Detector:
             taken = carried[gone[0]] if len(gone) == 1 else None
             for index in reversed(gone):
                 del carried[index]
+            if taken is not None and any(
+                held is not None and held[2] is taken[2] for held in carried
+            ):
+                taken = None  # the same object queued twice: which one went is unknown
         if taken is not None:
             _join(self._clock(hb), taken[0])
             _join(self.signals[hb], taken[1])
@@ -1945,7 +2031,7 @@ _PUTS = frozenset(("put", "put_nowait", "send", "send_nowait"))
 _ITEM_HANDOFFS = _PUTS | {"get", "get_nowait", "receive", "receive_nowait"}
 
 
-_FIFO_QUEUE, _MEMORY_CHANNEL, _LIFO_QUEUE, _PRIORITY_QUEUE = 1, 2, 3, 4
+_FIFO_QUEUE, _MEMORY_CHANNEL, _LIFO_QUEUE, _PRIORITY_QUEUE, _LOCKED_RANKED = 1, 2, 3, 4, 5
 #: class -> its _handoff_kind, at most _TYPE_CACHE_LIMIT of them
 _HANDOFF_KINDS: dict[type, int] = {}
 
@@ -1953,14 +2039,18 @@ _HANDOFF_KINDS: dict[type, int] = {}
 def _handoff_kind(cls: type) -> int:
     """_FIFO_QUEUE for ``asyncio.Queue`` or a subclass that keeps its order,
     _LIFO_QUEUE and _PRIORITY_QUEUE for asyncio's other two orders, _MEMORY_CHANNEL
-    for trio's own memory channel ends, else 0.
+    for trio's own memory channel ends, _LOCKED_RANKED for ``queue.LifoQueue`` and
+    ``queue.PriorityQueue`` (threads), else 0.
 
     Only trio's own channel classes, not a subclass (whose attributes could run
     user code). A channel end exists only once ``trio._channel`` is imported, so
     an answer cached before that is never asked of a channel.
     """
     import asyncio
+    import queue
 
+    if issubclass(cls, (queue.LifoQueue, queue.PriorityQueue)):
+        return _LOCKED_RANKED
     if issubclass(cls, asyncio.Queue):
         if issubclass(cls, asyncio.LifoQueue):
             return _LIFO_QUEUE
@@ -1993,9 +2083,10 @@ _Carried = deque[tuple[dict[int, int], dict[int, int], Any] | None]
 
 
 def _ranked_buffer(queue: Any) -> list[Any] | None:
-    """An asyncio ``LifoQueue``'s stack or ``PriorityQueue``'s heap, or None."""
+    """A LIFO queue's stack or a priority queue's heap (asyncio's or ``queue``'s), or None."""
     try:
-        buffer = instance_dict(queue).get("_queue")
+        namespace = instance_dict(queue)
+        buffer = namespace.get("_queue", namespace.get("queue"))
     except (AttributeError, TypeError):
         return None
     return buffer if isinstance(buffer, list) else None
@@ -2018,25 +2109,39 @@ def _gone(carried: _Carried, buffer: list[Any]) -> list[int]:
 
     The objects are kept alive by ``carried``, so an id cannot be reused meanwhile.
     """
+    return _missing([_UNKNOWN if held is None else held[2] for held in carried], buffer)
+
+
+#: an item whose object is unknown: in no buffer
+_UNKNOWN = object()
+
+
+def _missing(objects: list[Any], buffer: list[Any]) -> list[int]:
+    """The indices of ``objects`` that ``buffer`` no longer holds, counted by identity."""
     counts: dict[int, int] = {}
     for queued in buffer:
         counts[id(queued)] = counts.get(id(queued), 0) + 1
     gone = []
-    for index, held in enumerate(carried):
-        if held is not None and counts.get(id(held[2]), 0) > 0:
-            counts[id(held[2])] -= 1
+    for index, held in enumerate(objects):
+        if counts.get(id(held), 0) > 0:
+            counts[id(held)] -= 1
         else:
             gone.append(index)
     return gone
 
 
-def _take_head(carried: _Carried, head: Any) -> Any:
-    """The carried entry of the item at a priority queue's root, removed; or None."""
-    for index, held in enumerate(carried):
-        if held is not None and held[2] is head:
-            del carried[index]
-            return held
-    return None
+def _take_object(carried: _Carried, taken: Any) -> Any:
+    """The carried entry of the object a get took, removed; None unless exactly one is.
+
+    The same object put twice (a small int, a shared tuple) leaves which entry's
+    clock went with it unknown: neither carries anything then.
+    """
+    found = [index for index, held in enumerate(carried) if held is not None and held[2] is taken]
+    if len(found) != 1:
+        return None
+    held = carried[found[0]]
+    del carried[found[0]]
+    return held
 
 
 def _queue_size(queue: Any) -> int:
