@@ -2499,8 +2499,11 @@ def _use(site: _Site) -> str:
     return "flow" if use == "return" else use
 
 
-#: how many calls above a read its returned value is followed (see _passed_on)
-_RETURN_LEVELS = 4
+#: how many calls above a read its returned value is followed (see _passed_on): a
+#: safety bound, not a cost one. The walk stops at the first caller that uses the
+#: value, so it costs one cached look-up per frame the value is really relayed
+#: through; four (detect16's) left a flag relayed by five helpers unknown.
+_RETURN_LEVELS = 32
 
 
 def _passed_on(caller: FrameType) -> tuple[FrameType, int] | None:
