@@ -2340,6 +2340,53 @@ def _inserts_if_absent(act: _Site, read: _Site, racing: _Site) -> bool:
         and act.action == "called .setdefault() on"
         and read.action == "iterated"
         and racing.slot
+        and read.frame is not None
+        and _copy_only_iterated(read.frame.f_code, read.offset)
+    )
+
+
+#: id(code) -> (code, offset of a copy's call -> is the copy only looped over)
+_COPIES_ITERATED: dict[int, tuple[CodeType, dict[int, bool]]] = {}
+
+
+def _copy_only_iterated(code: CodeType, offset: int) -> bool:
+    """Is the copy made by the call at ``offset`` (``list(d)``) only looped over?
+
+    ``for k in list(d)``, a comprehension over it, or a local holding it that
+    every later load loops over: then what the copy tells is which keys there
+    are, one at a time. Passed to another call (``len(list(d))``) it may be a
+    count, which numbering or a size bound acts on: not let off. Asked only
+    where a decision would otherwise be reported; one answer per code and offset.
+    """
+    entry = _COPIES_ITERATED.get(id(code))
+    if entry is None:
+        if len(_COPIES_ITERATED) >= _TYPE_CACHE_LIMIT:
+            _COPIES_ITERATED.clear()
+        entry = _COPIES_ITERATED[id(code)] = (code, {})
+    known = entry[1].get(offset)
+    if known is None:
+        listing = list(dis.get_instructions(code))
+        index = bisect.bisect_right([ins.offset for ins in listing], offset) - 1
+        known = entry[1][offset] = _iterated_after(listing, index)
+    return known
+
+
+def _iterated_after(listing: list[dis.Instruction], index: int) -> bool:
+    if index < 0 or index + 1 >= len(listing) or not listing[index].opname.startswith("CALL"):
+        return False
+    after = listing[index + 1]
+    if after.opname == "GET_ITER":
+        return True
+    if after.opname != "STORE_FAST":
+        return False
+    loads = [
+        i
+        for i, ins in enumerate(listing)
+        if ins.opname in _LOCAL_LOADS
+        and after.argval in (ins.argval if isinstance(ins.argval, tuple) else (ins.argval,))
+    ]
+    return bool(loads) and all(
+        i + 1 < len(listing) and listing[i + 1].opname == "GET_ITER" for i in loads
     )
 
 
