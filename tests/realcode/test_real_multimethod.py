@@ -72,13 +72,3 @@ class TestMultimethod(FailsItsUserTest, FlaggedByTheDetector):
         "called .setdefault() on self at __init__.py:305",
         "iterated self at __init__.py:248",
     )
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason="false alarm, known: 1.9.1's parents() reads a copy of the multimethod and"
-        " its answer is stored with setdefault; another thread's cache entry is unordered"
-        " with the copy, so the detector reports the read as deciding the store. The"
-        " entries it missed are cache keys, which parents() filters out: it cannot know",
-    )
-    def test_fixed_release_is_clean_under_the_detector(self, pytester: pytest.Pytester) -> None:
-        super().test_fixed_release_is_clean_under_the_detector(pytester)

@@ -287,6 +287,7 @@ class Detector:
         "hot_lines",
         "keep",
         "last_actor",
+        "locked_gets",
         "loops",
         "names",
         "next_waker",
@@ -297,6 +298,8 @@ class Detector:
         "published",
         "queue_items",
         "queues",
+        "ranked_items",
+        "ranked_waits",
         "record_only",
         "removing",
         "shadows",
@@ -371,6 +374,16 @@ class Detector:
         self.queue_items: dict[
             int, tuple[Any, deque[tuple[dict[int, int], dict[int, int]] | None]]
         ] = {}
+        #: id of an asyncio LIFO or priority queue -> (the queue, its items' putters'
+        #: clocks and signals and the objects put, in put order; see _ranked_item)
+        self.ranked_items: dict[
+            int, tuple[Any, deque[tuple[dict[int, int], dict[int, int], Any] | None]]
+        ] = {}
+        #: threads: clock id -> (the LIFO or priority ``queue.Queue`` its get is in, the
+        #: objects its heap or stack held when the get took the queue's mutex)
+        self.locked_gets: dict[int, tuple[Any, list[Any] | None]] = {}
+        #: actor -> (the LIFO or priority queue its get waited on, its clock's id, LIFO?)
+        self.ranked_waits: dict[int, tuple[Any, int, bool]] = {}
         #: asyncio/trio ``for`` loops over a container: (frame, GET_ITER offset) ->
         #: (container, its WHOLE seq then, its size then, the iterating site, label)
         self.loops: dict[tuple[FrameType, int], tuple[Any, int, Any, _Site, str]] = {}
@@ -452,6 +465,8 @@ class Detector:
 
     def lock_acquired(self, hb: int, lock: Any, name: str) -> None:
         self.acquire(hb, lock, signal=False)
+        if self.locked_gets:
+            self._queue_mutex(hb, lock, True)
         self.held.setdefault(hb, []).append(name)
         # threads: each critical section is a step; a check and a signal made in
         # one are a decision handed over (the stale hand-off rule), acted on by the
@@ -463,6 +478,8 @@ class Detector:
             self.woken[hb] = None
 
     def lock_released(self, hb: int, lock: Any, name: str) -> None:
+        if self.locked_gets:
+            self._queue_mutex(hb, lock, False)
         held = self.held.get(hb)
         if held and name in held:
             held.remove(name)
@@ -568,6 +585,8 @@ class Detector:
                 view.value = value_of()
             self.unsettled.clear()
         if actor != self.last_actor:
+            if self.ranked_waits:
+                self._resumed_get(actor)
             self._switched(actor)
         try:
             self._access(frame, recipe, actor, hb)
@@ -613,6 +632,10 @@ class Detector:
             self.published,
             self.pending,
             self.unsettled,
+            self.queue_items,
+            self.ranked_items,
+            self.ranked_waits,
+            self.locked_gets,
         ):
             if table:  # most are empty: a test is cheaper than the call
                 table.clear()
@@ -700,6 +723,18 @@ class Detector:
             if handoff == _FIFO_QUEUE:
                 self._queue_item(hb, base, recipe.name in _PUTS, _queue_size(base))
                 if recipe.name in _PUTS:
+                    return
+            elif handoff == _LOCKED_RANKED:
+                put = recipe.name in _PUTS
+                item = evaluate(recipe.key, frame, f_locals) if put and recipe.key else MISSING
+                self._locked_item(hb, base, put, item)
+                if put:
+                    return
+            elif handoff == _LIFO_QUEUE or handoff == _PRIORITY_QUEUE:
+                put = recipe.name in _PUTS
+                item = evaluate(recipe.key, frame, f_locals) if put and recipe.key else MISSING
+                self._ranked_item(actor, hb, base, put, item, handoff == _LIFO_QUEUE)
+                if put:
                     return
             elif handoff == _MEMORY_CHANNEL:
                 channel = _memory_channel(base)
@@ -1051,6 +1086,149 @@ class Detector:
         if not carried:
             return  # the get will wait: the put that wakes it stamps the wake-up
         taken = carried.popleft()
+        if taken is not None:
+            _join(self._clock(hb), taken[0])
+            _join(self.signals[hb], taken[1])
+
+    def _ranked_item(
+        self, actor: int, hb: int, base: Any, put: bool, item: Any, lifo: bool
+    ) -> None:
+        """An asyncio ``LifoQueue``'s or ``PriorityQueue``'s item carries its putter's clock.
+
+        As _queue_item, but the item taken is the newest (``LifoQueue``) or the
+        smallest (``PriorityQueue``), not the oldest. A LIFO buffer is a stack:
+        the clocks are lined up with it at every call from its top, where
+        unseen puts and takes happen. A priority queue's heap is reordered by
+        each call, so an item is known by identity (the object put, which the
+        heap keeps): the item at the heap's root is the one a get takes. An
+        item whose object the detector could not tell at its put (an argument
+        it cannot evaluate) carries nothing: the reader then waited for nobody,
+        which can only report a read back, never hide one.
+
+        A get that finds the queue empty waits, and the put that wakes it is
+        not the item it takes: by the time it runs, a later put may be newer
+        or smaller. Its take is settled when it next runs (_resumed_get).
+        """
+        buffer = _ranked_buffer(base)
+        if buffer is None:
+            return
+        entry = self.ranked_items.get(id(base))
+        if entry is None:
+            entry = self.ranked_items[id(base)] = (base, deque())
+        carried = entry[1]
+        _line_up(carried, buffer, lifo)
+        if put:
+            clock = self._clock(hb)
+            carried.append((clock.copy(), self.signals[hb].copy(), item))
+            self._tick(hb)
+            return
+        if not buffer:
+            self.ranked_waits[actor] = (base, hb, lifo)
+            return
+        if lifo:
+            taken = carried.pop() if carried else None
+        else:
+            taken = _take_object(carried, buffer[0])
+        if taken is not None:
+            _join(self._clock(hb), taken[0])
+            _join(self.signals[hb], taken[1])
+
+    def _locked_item(self, hb: int, base: Any, put: bool, item: Any) -> None:
+        """A ``queue.LifoQueue``'s or ``queue.PriorityQueue``'s item carries its putter's signal.
+
+        Threads: the queue's mutex orders a get after every put before it, but
+        a getter woken by the first put's notify, that then takes a newer or
+        smaller item put after a write, has waited only for the first put. The
+        object put is recorded here, at the call; which object the get took is
+        settled inside its own critical sections (_queue_mutex), where nothing
+        else can change the buffer, so another thread's take or put racing the
+        call can never be credited to it.
+        """
+        buffer = _ranked_buffer(base)
+        if buffer is None:
+            return
+        entry = self.ranked_items.get(id(base))
+        if entry is None:
+            entry = self.ranked_items[id(base)] = (base, deque())
+        carried = entry[1]
+        if len(carried) > 2 * len(buffer) + 8:
+            # items taken where the detector did not see; a put called but not yet
+            # in the buffer goes too (it then carries nothing: a report, not a miss)
+            _line_up(carried, buffer, False)
+        if put:
+            clock = self._clock(hb)
+            carried.append((clock.copy(), self.signals[hb].copy(), item))
+            self._tick(hb)
+        else:
+            self.locked_gets[hb] = (base, None)
+
+    def _queue_mutex(self, hb: int, lock: Any, acquired: bool) -> None:
+        """A get of _locked_item's in a critical section of its queue's mutex.
+
+        The buffer is read when the mutex is taken and when it is let go: the
+        one object gone in between is what the get took (a ``wait`` lets the
+        mutex go with nothing taken yet: the get goes on in the next section).
+        """
+        waiting = self.locked_gets.get(hb)
+        if waiting is None:
+            return
+        base, before = waiting
+        try:
+            mutex = instance_dict(base).get("mutex")
+        except (AttributeError, TypeError):
+            mutex = None
+        if mutex is not lock:
+            return
+        buffer = _ranked_buffer(base)
+        entry = self.ranked_items.get(id(base))
+        if buffer is None or entry is None:
+            del self.locked_gets[hb]
+            return
+        if acquired:
+            self.locked_gets[hb] = (base, list(buffer))
+            return
+        if before is None:
+            return
+        removed = _missing(before, buffer)
+        if not removed:
+            self.locked_gets[hb] = (base, None)  # waited: the take comes later
+            return
+        del self.locked_gets[hb]
+        if len(removed) == 1:
+            taken = _take_object(entry[1], before[removed[0]])
+            if taken is not None:
+                _join(self._clock(hb), taken[0])
+                _join(self.signals[hb], taken[1])
+
+    def _resumed_get(self, actor: int) -> None:
+        """A get that waited on a LIFO or priority queue has taken its item: which one?
+
+        Asked at the getter's first access after it resumed, when ``get``
+        has returned: the items gone from the buffer since the detector last
+        looked. One gone is the getter's; none (it was cancelled) or several
+        (others took unseen) carry nothing.
+        """
+        waited = self.ranked_waits.pop(actor, None)
+        if waited is None:
+            return
+        base, hb, lifo = waited
+        entry = self.ranked_items.get(id(base))
+        buffer = _ranked_buffer(base)
+        if entry is None or buffer is None:
+            return
+        carried = entry[1]
+        if lifo:
+            taken = carried.pop() if len(carried) == len(buffer) + 1 else None
+            _line_up(carried, buffer, lifo)
+        else:
+            gone = _gone(carried, buffer)
+            taken = carried[gone[0]] if len(gone) == 1 else None
+            for index in reversed(gone):
+                del carried[index]
+            if taken is not None and any(
+                held is not None and held[2] is taken[2] for held in carried
+            ):
+                taken = None  # the same object queued twice: which one went is unknown
         if taken is not None:
             _join(self._clock(hb), taken[0])
             _join(self.signals[hb], taken[1])
@@ -1512,7 +1690,11 @@ class Detector:
         if self.happens_before:
             if write:
                 decided = self.decisions.pop(view_key, None) if self.decisions else None
-                if decided is not None and _read_in_scope(decided[0], frame):
+                if (
+                    decided is not None
+                    and _read_in_scope(decided[0], frame)
+                    and not _inserts_if_absent(site, *decided)
+                ):
                     read, racing = decided
                     self._report("data-race", "unsynchronised", target, racing, read, site)
                     return
@@ -1849,23 +2031,30 @@ _PUTS = frozenset(("put", "put_nowait", "send", "send_nowait"))
 _ITEM_HANDOFFS = _PUTS | {"get", "get_nowait", "receive", "receive_nowait"}
 
 
-_FIFO_QUEUE, _MEMORY_CHANNEL = 1, 2
+_FIFO_QUEUE, _MEMORY_CHANNEL, _LIFO_QUEUE, _PRIORITY_QUEUE, _LOCKED_RANKED = 1, 2, 3, 4, 5
 #: class -> its _handoff_kind, at most _TYPE_CACHE_LIMIT of them
 _HANDOFF_KINDS: dict[type, int] = {}
 
 
 def _handoff_kind(cls: type) -> int:
-    """_FIFO_QUEUE for ``asyncio.Queue`` or a subclass that keeps its order (not Lifo,
-    not Priority), _MEMORY_CHANNEL for trio's own memory channel ends, else 0.
+    """_FIFO_QUEUE for ``asyncio.Queue`` or a subclass that keeps its order,
+    _LIFO_QUEUE and _PRIORITY_QUEUE for asyncio's other two orders, _MEMORY_CHANNEL
+    for trio's own memory channel ends, _LOCKED_RANKED for ``queue.LifoQueue`` and
+    ``queue.PriorityQueue`` (threads), else 0.
 
     Only trio's own channel classes, not a subclass (whose attributes could run
     user code). A channel end exists only once ``trio._channel`` is imported, so
     an answer cached before that is never asked of a channel.
     """
     import asyncio
+    import queue
 
+    if issubclass(cls, (queue.LifoQueue, queue.PriorityQueue)):
+        return _LOCKED_RANKED
     if issubclass(cls, asyncio.Queue):
-        return 0 if issubclass(cls, (asyncio.LifoQueue, asyncio.PriorityQueue)) else _FIFO_QUEUE
+        if issubclass(cls, asyncio.LifoQueue):
+            return _LIFO_QUEUE
+        return _PRIORITY_QUEUE if issubclass(cls, asyncio.PriorityQueue) else _FIFO_QUEUE
     channels = sys.modules.get("trio._channel")
     if channels is not None and cls in (
         getattr(channels, "MemorySendChannel", None),
@@ -1887,6 +2076,72 @@ def _memory_channel(base: Any) -> tuple[Any, Any] | None:
 
 
 _QUEUE_MODULES = frozenset(("queue", "asyncio.queues", "racecheck.backends.threads.primitives"))
+
+
+#: an asyncio LIFO or priority queue's carried clocks: (clock, signals, the object put)
+_Carried = deque[tuple[dict[int, int], dict[int, int], Any] | None]
+
+
+def _ranked_buffer(queue: Any) -> list[Any] | None:
+    """A LIFO queue's stack or a priority queue's heap (asyncio's or ``queue``'s), or None."""
+    try:
+        namespace = instance_dict(queue)
+        buffer = namespace.get("_queue", namespace.get("queue"))
+    except (AttributeError, TypeError):
+        return None
+    return buffer if isinstance(buffer, list) else None
+
+
+def _line_up(carried: _Carried, buffer: list[Any], lifo: bool) -> None:
+    """Forget the items taken where the detector did not see (a stack's: put there too)."""
+    if lifo:
+        while len(carried) > len(buffer):
+            carried.pop()
+        while len(carried) < len(buffer):
+            carried.append(None)
+    elif len(carried) > len(buffer):
+        for index in reversed(_gone(carried, buffer)):
+            del carried[index]
+
+
+def _gone(carried: _Carried, buffer: list[Any]) -> list[int]:
+    """Which carried items of a priority queue are no longer in its heap (by identity).
+
+    The objects are kept alive by ``carried``, so an id cannot be reused meanwhile.
+    """
+    return _missing([_UNKNOWN if held is None else held[2] for held in carried], buffer)
+
+
+#: an item whose object is unknown: in no buffer
+_UNKNOWN = object()
+
+
+def _missing(objects: list[Any], buffer: list[Any]) -> list[int]:
+    """The indices of ``objects`` that ``buffer`` no longer holds, counted by identity."""
+    counts: dict[int, int] = {}
+    for queued in buffer:
+        counts[id(queued)] = counts.get(id(queued), 0) + 1
+    gone = []
+    for index, held in enumerate(objects):
+        if counts.get(id(held), 0) > 0:
+            counts[id(held)] -= 1
+        else:
+            gone.append(index)
+    return gone
+
+
+def _take_object(carried: _Carried, taken: Any) -> Any:
+    """The carried entry of the object a get took, removed; None unless exactly one is.
+
+    The same object put twice (a small int, a shared tuple) leaves which entry's
+    clock went with it unknown: neither carries anything then.
+    """
+    found = [index for index, held in enumerate(carried) if held is not None and held[2] is taken]
+    if len(found) != 1:
+        return None
+    held = carried[found[0]]
+    del carried[found[0]]
+    return held
 
 
 def _queue_size(queue: Any) -> int:
@@ -2065,6 +2320,76 @@ def _is_builtin(via: Sym, frame: FrameType, f_locals: dict[str, Any]) -> bool:
     return any(value is builtin for builtin in _NAMESPACE_BUILTINS)
 
 
+def _inserts_if_absent(act: _Site, read: _Site, racing: _Site) -> bool:
+    """A sweep of the keys deciding a ``setdefault``, raced by another thread's one key.
+
+    multimethod 1.9.1 works out an answer from ``list(self)`` and stores it with
+    ``self.setdefault(types, ...)``; another thread stores its own answer under
+    other types meanwhile. ``setdefault`` inserts only if the key is absent, so
+    the other entry cannot be lost, whichever side of the copy it landed: the
+    act is no lost update. The copy may have missed that entry, which changes
+    the answer only if the answer depends on it (multimethod filters its cache
+    entries out); the detector cannot know, and lets the sweep off, as the
+    atomicity rule lets off a sweep before a one-key store. A count is not let
+    off (``len``: numbering entries by it, or a size bound, is what another
+    insert breaks), nor a membership check, nor a plain store, nor a racing
+    write that changed more than one key (``clear``, ``update``).
+    """
+    return (
+        act.slot
+        and act.action == "called .setdefault() on"
+        and read.action == "iterated"
+        and racing.slot
+        and read.frame is not None
+        and _copy_only_iterated(read.frame.f_code, read.offset)
+    )
+
+
+#: id(code) -> (code, offset of a copy's call -> is the copy only looped over)
+_COPIES_ITERATED: dict[int, tuple[CodeType, dict[int, bool]]] = {}
+
+
+def _copy_only_iterated(code: CodeType, offset: int) -> bool:
+    """Is the copy made by the call at ``offset`` (``list(d)``) only looped over?
+
+    ``for k in list(d)``, a comprehension over it, or a local holding it that
+    every later load loops over: then what the copy tells is which keys there
+    are, one at a time. Passed to another call (``len(list(d))``) it may be a
+    count, which numbering or a size bound acts on: not let off. Asked only
+    where a decision would otherwise be reported; one answer per code and offset.
+    """
+    entry = _COPIES_ITERATED.get(id(code))
+    if entry is None:
+        if len(_COPIES_ITERATED) >= _TYPE_CACHE_LIMIT:
+            _COPIES_ITERATED.clear()
+        entry = _COPIES_ITERATED[id(code)] = (code, {})
+    known = entry[1].get(offset)
+    if known is None:
+        listing = list(dis.get_instructions(code))
+        index = bisect.bisect_right([ins.offset for ins in listing], offset) - 1
+        known = entry[1][offset] = _iterated_after(listing, index)
+    return known
+
+
+def _iterated_after(listing: list[dis.Instruction], index: int) -> bool:
+    if index < 0 or index + 1 >= len(listing) or not listing[index].opname.startswith("CALL"):
+        return False
+    after = listing[index + 1]
+    if after.opname == "GET_ITER":
+        return True
+    if after.opname != "STORE_FAST":
+        return False
+    loads = [
+        i
+        for i, ins in enumerate(listing)
+        if ins.opname in _LOCAL_LOADS
+        and after.argval in (ins.argval if isinstance(ins.argval, tuple) else (ins.argval,))
+    ]
+    return bool(loads) and all(
+        i + 1 < len(listing) and listing[i + 1].opname == "GET_ITER" for i in loads
+    )
+
+
 def _waits_in_loop(read: _Site) -> bool:
     """Is the read the condition of a ``while`` loop (a wait that re-checks)?
 
@@ -2221,8 +2546,11 @@ def _use(site: _Site) -> str:
     return "flow" if use == "return" else use
 
 
-#: how many calls above a read its returned value is followed (see _passed_on)
-_RETURN_LEVELS = 4
+#: how many calls above a read its returned value is followed (see _passed_on): a
+#: safety bound, not a cost one. The walk stops at the first caller that uses the
+#: value, so it costs one cached look-up per frame the value is really relayed
+#: through; four (detect16's) left a flag relayed by five helpers unknown.
+_RETURN_LEVELS = 32
 
 
 def _passed_on(caller: FrameType) -> tuple[FrameType, int] | None:
