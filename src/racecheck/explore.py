@@ -241,6 +241,10 @@ def _explore(
             break
         if watch is not None and watch.after_run(chooser, decisions, controller.accesses):
             break
+        # Let go of the run before the next one: alive, it would survive the
+        # next run's collection in generation 2 and force a full collection
+        # there (racecheck.session.collect_between_runs).
+        del controller
     if session.interrupted:
         raise KeyboardInterrupt
     warnings = session.warnings()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -88,6 +89,16 @@ class AsyncioBackend:
         # the exploration freezes before its first run, so the collection
         # after every run need not walk the loop (racecheck.between_runs).
         self._loop: ControlledLoop | None = loop_ahead(self._detecting)
+        # Two dicts every run fills and leaves empty: the loop's task
+        # numbering and asyncio's running-task table. A full collection
+        # untracks an empty dict and the next run's first insertion tracks it
+        # again, as a young object, so each run's young collection would move
+        # it into generation 2 and force a full one at the next schedule
+        # (racecheck.session.collect_between_runs). Tracked now, they join
+        # the heap frozen before the first run and stay out of every
+        # collection.
+        _keep_tracked(self._loop._rc_ids)
+        _keep_tracked(_CURRENT_TASKS)
 
     def uninstall(self) -> None:
         release_step_monitor()  # the detector's sys.monitoring tool (3.12+), if a step took it
@@ -165,6 +176,29 @@ class AsyncioBackend:
                 if not loop.is_closed():
                     loop.close()
             loop._rc_forget()
+
+
+class _Tracked:
+    """A hashable object the collector tracks (see _keep_tracked)."""
+
+
+def _keep_tracked(table: Any) -> None:
+    """Have the collector track ``table`` (a dict) from now on, empty or not.
+
+    CPython tracks a dict once it holds a tracked key or value; inserting one
+    and taking it out again leaves the dict tracked until a full collection
+    sees it empty, and a frozen dict is never seen by one.
+    """
+    if not isinstance(table, dict) or gc.is_tracked(table):
+        return
+    key = _Tracked()
+    table[key] = None
+    del table[key]
+
+
+#: the table of the task each running loop is stepping (the C accelerator's
+#: dict on 3.11-3.13), when this Python has one
+_CURRENT_TASKS: Any = getattr(asyncio.tasks, "_current_tasks", None)
 
 
 def _wind_down(loop: ControlledLoop) -> None:
