@@ -22,6 +22,7 @@ from racecheck.errors import (
     UsageError,
 )
 from racecheck.found import Found, race_found, shrink_and_trace
+from racecheck.gctrack import keep_tracked
 from racecheck.outcome import Report
 from racecheck.saturation import DEFAULT_WINDOW, SaturationWatch
 from racecheck.schedule import Schedule
@@ -219,6 +220,9 @@ def _explore(
         plan(schedules)
     # free_backend: an async target on the default backend, always the asyncio one
     halve = settings.free_backend
+    if watch is not None:
+        # filled after every run: kept out of the young generations (racecheck.gctrack)
+        keep_tracked(watch.counts)
     while run < schedules and not session.interrupted:
         run += 1
         controller = session.run(chooser, run)

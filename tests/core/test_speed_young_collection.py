@@ -74,6 +74,17 @@ def test_a_plain_asyncio_exploration_collects_young_between_runs(
     assert generations[2] == 1, dict(generations)
 
 
+def test_with_the_saturation_watch_on_every_run_still_collects_young(
+    generations: Counter[int],
+) -> None:
+    # the default saturation window: its fingerprint counts grow every run
+    report = racecheck.check(deposits, strategy="random", schedules=60, seed=0)
+
+    assert report.schedules_run > 10
+    assert generations[1] >= report.schedules_run, dict(generations)
+    assert generations[2] == 1, dict(generations)
+
+
 class Node:
     """A cycle member whose end is recorded when the collector frees it."""
 

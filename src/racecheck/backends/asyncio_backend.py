@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import gc
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +39,7 @@ from racecheck.backends.asyncio_loop import (
 from racecheck.detect.stepmon import release as release_step_monitor
 from racecheck.engine import Controller, Failure, RunAborted
 from racecheck.errors import UsageError
+from racecheck.gctrack import keep_tracked
 
 #: the warning of an exploration whose executor work ran inline only
 INLINE_EXECUTOR_WORK = (
@@ -90,15 +90,10 @@ class AsyncioBackend:
         # after every run need not walk the loop (racecheck.between_runs).
         self._loop: ControlledLoop | None = loop_ahead(self._detecting)
         # Two dicts every run fills and leaves empty: the loop's task
-        # numbering and asyncio's running-task table. A full collection
-        # untracks an empty dict and the next run's first insertion tracks it
-        # again, as a young object, so each run's young collection would move
-        # it into generation 2 and force a full one at the next schedule
-        # (racecheck.session.collect_between_runs). Tracked now, they join
-        # the heap frozen before the first run and stay out of every
-        # collection.
-        _keep_tracked(self._loop._rc_ids)
-        _keep_tracked(_CURRENT_TASKS)
+        # numbering and asyncio's running-task table. Tracked now, they join
+        # the heap frozen before the first run (racecheck.gctrack).
+        keep_tracked(self._loop._rc_ids)
+        keep_tracked(_CURRENT_TASKS)
 
     def uninstall(self) -> None:
         release_step_monitor()  # the detector's sys.monitoring tool (3.12+), if a step took it
@@ -176,24 +171,6 @@ class AsyncioBackend:
                 if not loop.is_closed():
                     loop.close()
             loop._rc_forget()
-
-
-class _Tracked:
-    """A hashable object the collector tracks (see _keep_tracked)."""
-
-
-def _keep_tracked(table: Any) -> None:
-    """Have the collector track ``table`` (a dict) from now on, empty or not.
-
-    CPython tracks a dict once it holds a tracked key or value; inserting one
-    and taking it out again leaves the dict tracked until a full collection
-    sees it empty, and a frozen dict is never seen by one.
-    """
-    if not isinstance(table, dict) or gc.is_tracked(table):
-        return
-    key = _Tracked()
-    table[key] = None
-    del table[key]
 
 
 #: the table of the task each running loop is stepping (the C accelerator's
