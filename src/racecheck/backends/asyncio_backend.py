@@ -94,6 +94,15 @@ class AsyncioBackend:
         # the heap frozen before the first run (racecheck.gctrack).
         keep_tracked(self._loop._rc_ids)
         keep_tracked(_CURRENT_TASKS)
+        if asyncio._get_running_loop() is None:
+            # The same for this thread's own state dict, where every run
+            # stores asyncio's running-loop holder (on 3.12 a tracked object
+            # while it holds a loop: the dict was young again after every full
+            # collection). The loop is named running and at once not running
+            # again, with nothing run in between, so that the dict is tracked
+            # before the heap is frozen.
+            asyncio.events._set_running_loop(self._loop)
+            asyncio.events._set_running_loop(None)
 
     def uninstall(self) -> None:
         release_step_monitor()  # the detector's sys.monitoring tool (3.12+), if a step took it
