@@ -247,7 +247,7 @@ def _explore(
             break
         # Let go of the run before the next one: alive, it would survive the
         # next run's collection in generation 2 and force a full collection
-        # there (racecheck.session.collect_between_runs).
+        # there (Session._collect_between_runs).
         del controller
     if session.interrupted:
         raise KeyboardInterrupt

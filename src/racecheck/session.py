@@ -12,7 +12,8 @@ garbage collector is off and every run is followed by a collection
 while nothing runs, never inside a later one (a library ``__del__`` that
 schedules work on the running loop would add actors to it). Objects older than
 the exploration are frozen (``gc.freeze``), so that collection only walks what
-the exploration made.
+the exploration made, and it is a young one wherever that examines the same
+objects (``Session._collect_between_runs``).
 """
 
 from __future__ import annotations
@@ -448,8 +449,8 @@ class Session:
         (about 1.4 us a schedule), and untracking dicts. Generation 2 is empty
         when everything the previous run left had been freed by reference
         counting before this collection (the explore loop lets go of its
-        controller; the asyncio backend keeps its two per-run tables out of
-        the young generations). Anything else, an object an earlier run left
+        controller; long-lived tables filled every run are frozen tracked:
+        racecheck.gctrack). Anything else, an object an earlier run left
         behind (tqdm's monitor thread, a strategy's own growing state), takes
         the full collection; ``gc.callbacks`` see generation 1 on the young
         road.

@@ -123,7 +123,7 @@ def _location(module_name: str) -> list[str]:
 def _distribution_tops(name: str) -> list[str]:
     """Top-level import names of an installed distribution ("python-dateutil" → dateutil)."""
     # Imported here, for the one option that names a distribution: at module
-    # level it added some 6,000 objects (email, zipfile, csv...) to every
+    # level it added about 3,600 objects (email, zipfile, csv...) to every
     # process that checks, and the whole-heap collection a check starts with
     # walks them all (racecheck.session.quiet_gc).
     import importlib.metadata
