@@ -22,6 +22,7 @@ from racecheck.errors import (
     UsageError,
 )
 from racecheck.found import Found, race_found, shrink_and_trace
+from racecheck.gctrack import keep_tracked
 from racecheck.outcome import Report
 from racecheck.saturation import DEFAULT_WINDOW, SaturationWatch
 from racecheck.schedule import Schedule
@@ -219,6 +220,9 @@ def _explore(
         plan(schedules)
     # free_backend: an async target on the default backend, always the asyncio one
     halve = settings.free_backend
+    if watch is not None:
+        # filled after every run: kept out of the young generations (racecheck.gctrack)
+        keep_tracked(watch.counts)
     while run < schedules and not session.interrupted:
         run += 1
         controller = session.run(chooser, run)
@@ -241,6 +245,10 @@ def _explore(
             break
         if watch is not None and watch.after_run(chooser, decisions, controller.accesses):
             break
+        # Let go of the run before the next one: alive, it would survive the
+        # next run's collection in generation 2 and force a full collection
+        # there (Session._collect_between_runs).
+        del controller
     if session.interrupted:
         raise KeyboardInterrupt
     warnings = session.warnings()

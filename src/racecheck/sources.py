@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.metadata
 import importlib.util
 import linecache
 import os
@@ -123,6 +122,12 @@ def _location(module_name: str) -> list[str]:
 
 def _distribution_tops(name: str) -> list[str]:
     """Top-level import names of an installed distribution ("python-dateutil" → dateutil)."""
+    # Imported here, for the one option that names a distribution: at module
+    # level it added about 3,600 objects (email, zipfile, csv...) to every
+    # process that checks, and the whole-heap collection a check starts with
+    # walks them all (racecheck.session.quiet_gc).
+    import importlib.metadata
+
     try:
         dist = importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:

@@ -39,6 +39,7 @@ from racecheck.backends.asyncio_loop import (
 from racecheck.detect.stepmon import release as release_step_monitor
 from racecheck.engine import Controller, Failure, RunAborted
 from racecheck.errors import UsageError
+from racecheck.gctrack import keep_tracked
 
 #: the warning of an exploration whose executor work ran inline only
 INLINE_EXECUTOR_WORK = (
@@ -88,6 +89,20 @@ class AsyncioBackend:
         # the exploration freezes before its first run, so the collection
         # after every run need not walk the loop (racecheck.between_runs).
         self._loop: ControlledLoop | None = loop_ahead(self._detecting)
+        # Two dicts every run fills and leaves empty: the loop's task
+        # numbering and asyncio's running-task table. Tracked now, they join
+        # the heap frozen before the first run (racecheck.gctrack).
+        keep_tracked(self._loop._rc_ids)
+        keep_tracked(_CURRENT_TASKS)
+        if asyncio._get_running_loop() is None:
+            # The same for this thread's own state dict, where every run
+            # stores asyncio's running-loop holder (on 3.12 a tracked object
+            # while it holds a loop: the dict was young again after every full
+            # collection). The loop is named running and at once not running
+            # again, with nothing run in between, so that the dict is tracked
+            # before the heap is frozen.
+            asyncio.events._set_running_loop(self._loop)
+            asyncio.events._set_running_loop(None)
 
     def uninstall(self) -> None:
         release_step_monitor()  # the detector's sys.monitoring tool (3.12+), if a step took it
@@ -165,6 +180,11 @@ class AsyncioBackend:
                 if not loop.is_closed():
                     loop.close()
             loop._rc_forget()
+
+
+#: the table of the task each running loop is stepping (the C accelerator's
+#: dict on 3.11-3.13), when this Python has one
+_CURRENT_TASKS: Any = getattr(asyncio.tasks, "_current_tasks", None)
 
 
 def _wind_down(loop: ControlledLoop) -> None:
