@@ -1,4 +1,5 @@
-"""Points after a line's last point stay reachable where the line can run again.
+"""Points after a line's last point stay reachable where the line can run again;
+a lone actor's points still count towards the step bound.
 
 On 3.11 the threads tracer stops a line's opcode events once the line's last
 point has run (``tracer.last_points``): the rest of the line can reach no
@@ -109,3 +110,27 @@ def test_each_line_with_points_has_its_highest_point_as_the_last() -> None:
             line = _line_of(code, offset)
             (end,) = (e for e in ends if _line_of(code, e) == line)
             assert offset <= end
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.n = 0
+
+
+def spin_alone() -> None:
+    """The target's own thread spins with no other thread alive: every point is alone."""
+    counter = Counter()
+    while True:
+        counter.n += 1
+
+
+@pytest.mark.skipif(
+    sys.version_info < (3, 12),
+    reason="3.11 watches no opcode of a lone actor, so its spin is never counted (a known gap)",
+)
+def test_a_lone_actors_points_still_count_towards_the_step_bound() -> None:
+    """On 3.12+ a lone actor's point is counted in the callback, without point():
+    it must still count, or a lone spin loop would never reach its bound."""
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(spin_alone, backend="threads", schedules=2, max_steps=300, watchdog=20)
+    assert found.value.kind == "step-limit"
