@@ -151,26 +151,21 @@ class Controller:
                 self.aborting = True
                 raise RunAborted() from None
             log.actor = candidates[0]  # until the choice says otherwise
-        if len(candidates) == 1:
+        count = len(candidates)
+        if count == 1:
             return 0
-        offered = candidates
-        skipped = -1
         if self.streak >= FAIRNESS_BOUND and self.last_actor in candidates:
-            # Fairness: the actor that kept winning sits this decision out.
-            # The reduced list is what gets recorded, so replay sees it too.
-            skipped = candidates.index(self.last_actor)
-            offered = [*candidates[:skipped], *candidates[skipped + 1 :]]
-        try:
-            choice = self.chooser.choose(offered, self.scheduling_steps)
-        except BaseException as exc:
-            # The strategy itself failed (replay divergence, hypothesis
-            # stopping a test...). Unwind the run; api re-raises it after.
-            self.internal_error = exc
-            self.aborting = True
-            raise RunAborted() from None
-        self.decisions.append((len(offered), choice))
-        if skipped >= 0 and choice >= skipped:
-            choice += 1
+            choice = self._choose_fairly(candidates)
+        else:
+            try:
+                choice = self.chooser.choose(candidates, self.scheduling_steps)
+            except BaseException as exc:
+                # The strategy itself failed (replay divergence, hypothesis
+                # stopping a test...). Unwind the run; api re-raises it after.
+                self.internal_error = exc
+                self.aborting = True
+                raise RunAborted() from None
+            self.decisions.append((count, choice))
         chosen = candidates[choice]
         if log is not None:
             log.actor = chosen
@@ -180,6 +175,24 @@ class Controller:
             self.last_actor = chosen
             self.streak = 1
         return choice
+
+    def _choose_fairly(self, candidates: Sequence[int]) -> int:
+        """The choice when the actor that kept winning must sit this decision out.
+
+        The reduced list is what gets recorded, so replay sees it too. Apart
+        from the hot path of :meth:`decide`: it happens once in a thousand
+        consecutive wins at most.
+        """
+        skipped = candidates.index(self.last_actor)
+        offered = [*candidates[:skipped], *candidates[skipped + 1 :]]
+        try:
+            choice = self.chooser.choose(offered, self.scheduling_steps)
+        except BaseException as exc:
+            self.internal_error = exc
+            self.aborting = True
+            raise RunAborted() from None
+        self.decisions.append((len(offered), choice))
+        return choice + 1 if choice >= skipped else choice
 
     def close_steps(self) -> None:
         """The run is over: hand its last step to the chooser (see racecheck.accesses)."""

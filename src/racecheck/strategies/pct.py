@@ -46,6 +46,9 @@ from racecheck.strategies.base import BaseChooser
 #: bound by ``k``, so deeper draws would buy almost nothing
 MAX_RANDOM_DEPTH = 5
 
+#: a step no run reaches: no change point pending
+_NEVER = 1 << 62
+
 
 class PCTChooser(BaseChooser):
     name = "pct"
@@ -71,6 +74,9 @@ class PCTChooser(BaseChooser):
         self._rng = _random.Random(seed)
         self._priority: dict[int, float] = {}
         self._change_points: list[tuple[int, float]] = []
+        #: the step of the first pending change point (_NEVER: none left), so
+        #: that a decision with no change point due costs one comparison
+        self._next_change = _NEVER
         self._natural = False
 
     def begin(self, run: int) -> None:
@@ -90,6 +96,7 @@ class PCTChooser(BaseChooser):
         # Later change points demote further: level depth-1 .. 1, all below the
         # initial priorities (which live in (depth, depth+1)).
         self._change_points = [(p, float(self.depth - 1 - i)) for i, p in enumerate(points)]
+        self._next_change = points[0] if points else _NEVER
 
     def choose(self, candidates: Sequence[int], step: int) -> int:
         if self._natural:
@@ -106,13 +113,15 @@ class PCTChooser(BaseChooser):
             if value > best_priority:
                 best, best_priority = index, value
             index += 1
-        pending = self._change_points
-        while pending and pending[0][0] <= step:
-            # A change point fell on this step or on a step with no choice
-            # since the last decision: demote whoever would run now.
-            _, level = pending.pop(0)
-            priority[candidates[best]] = level
-            best = self._highest(candidates, priority)
+        if step >= self._next_change:
+            pending = self._change_points
+            while pending and pending[0][0] <= step:
+                # A change point fell on this step or on a step with no choice
+                # since the last decision: demote whoever would run now.
+                _, level = pending.pop(0)
+                priority[candidates[best]] = level
+                best = self._highest(candidates, priority)
+            self._next_change = pending[0][0] if pending else _NEVER
         return best
 
     def _highest(self, candidates: Sequence[int], priority: dict[int, float]) -> int:

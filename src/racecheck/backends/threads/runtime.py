@@ -343,6 +343,16 @@ class ThreadRuntime:
         regular = len(ids)
         if self.timer_loops:
             self._early_timers(ids, candidates)
+        elif (
+            regular == 1 and controller.steplog is None and controller.steps < controller.max_steps
+        ):
+            # decide() of one candidate, inline (``me`` alone can run: nothing
+            # is recorded, the step is counted), as the asyncio loop does
+            controller.steps += 1
+            controller.scheduling_steps += 1
+            if resource is not None and self.recorder is not None:
+                me.touched = resource
+            return
         choice = controller.decide(ids)
         if choice:
             chosen = candidates[choice]

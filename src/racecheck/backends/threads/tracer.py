@@ -33,7 +33,8 @@ from racecheck.linetrace import chain_call, inheritable_trace
 from racecheck.operations import access_of, points
 from racecheck.sources import is_user_file
 
-_point_lines: dict[CodeType, frozenset[int]] = {}
+#: code -> (lines holding a point, offsets of each line's last point)
+_point_lines: dict[CodeType, tuple[frozenset[int], frozenset[int]]] = {}
 
 
 def traced(code: CodeType) -> bool:
@@ -57,18 +58,36 @@ def traced(code: CodeType) -> bool:
 
 def point_lines(code: CodeType) -> frozenset[int]:
     """Lines of ``code`` holding at least one access point (3.11's opcode filter)."""
-    lines = _point_lines.get(code)
-    if lines is None:
+    return _point_layout(code)[0]
+
+
+def last_points(code: CodeType) -> frozenset[int]:
+    """Offsets of the access points that are the last of their line in ``code``.
+
+    3.11 sends an opcode event for every instruction of a watched line; once
+    the line's last point has run, the rest of the line cannot reach another
+    point of it: a forward jump only meets higher offsets (none is a point of
+    this line), and a backward jump or a move to another line sends a line
+    event first, which watches the opcodes again. So the tracer stops the
+    line's opcode events there (the ``with`` exit's ``POP_TOP``, the
+    ``STORE_FAST`` after a call): the same points, fewer Python calls.
+    """
+    return _point_layout(code)[1]
+
+
+def _point_layout(code: CodeType) -> tuple[frozenset[int], frozenset[int]]:
+    layout = _point_lines.get(code)
+    if layout is None:
         table = points(code, "access")
-        found: set[int] = set()
+        last: dict[int, int] = {}  # line -> its highest point offset
         current = code.co_firstlineno
         for instr in dis.get_instructions(code):
             if instr.starts_line is not None:
                 current = instr.starts_line
             if instr.offset in table:
-                found.add(current)
-        lines = _point_lines[code] = frozenset(found)
-    return lines
+                last[current] = max(instr.offset, last.get(current, -1))
+        layout = _point_lines[code] = (frozenset(last), frozenset(last.values()))
+    return layout
 
 
 class MonitoringTracer:
@@ -203,7 +222,13 @@ class MonitoringTracer:
             _teardown(controller)
             return None
         if operation is not None:
-            runtime.point(me, operation)
+            if len(runtime.live) == 1 and controller.steps < controller.max_steps:
+                # point() of an actor alone, inline: nobody else can run, so
+                # the step is only counted (what point() and tick() would do)
+                me.points += 1
+                controller.steps += 1
+            else:
+                runtime.point(me, operation)
         detector = controller.detector
         if detector is not None:
             _detect(detector, sys._getframe(1), code, offset, me)
@@ -382,7 +407,8 @@ class SettraceTracer:
             watched = hot
             if detecting and hot is not None:
                 watched = hot | detect_lines(code)
-            found = infos[_id(code)] = (points(code, granularity), watched, hot)
+            ends = last_points(code) if hot is not None else None
+            found = infos[_id(code)] = (points(code, granularity), watched, hot, ends)
             return found
 
         def make_local(info: _Info, armed: bool) -> Callable[..., Any]:
@@ -400,14 +426,17 @@ class SettraceTracer:
             make decisions at the rest of that line that a plain run (a
             replay) never makes: its token would diverge.
             """
-            table, hot, point_hot = info
+            table, hot, point_hot, ends = info
+            if watch_alone:
+                ends = None  # the access feed and the detector watch every opcode
 
             def local(frame: FrameType, event: str, arg: Any) -> None:
                 nonlocal armed
                 if me.passthrough or me.finished:
                     return
                 if event == "opcode":
-                    operation = table.get(frame.f_lasti)
+                    offset = frame.f_lasti
+                    operation = table.get(offset)
                     if operation is not None:
                         if controller.aborting:
                             _teardown(controller)
@@ -420,10 +449,12 @@ class SettraceTracer:
                             log = controller.accesses
                             if log is not None:
                                 _log_access(log, me, operation)
+                        if ends is not None and offset in ends:
+                            frame.f_trace_opcodes = False  # see last_points
                     if detecting and not controller.aborting:
                         detector = controller.detector
                         if detector is not None:
-                            _detect(detector, frame, frame.f_code, frame.f_lasti, me)
+                            _detect(detector, frame, frame.f_code, offset, me)
                 elif event == "line":
                     if by_opcode:
                         # _arm, written out (one Python call less a traced line),
@@ -485,9 +516,10 @@ class SettraceTracer:
 _MISSING = object()
 
 #: a user code's tables on 3.11: its points by offset, the lines to watch
-#: opcodes on (its points' lines, plus the detector's), and its points' lines
-#: (None: every line)
-_Info = tuple[dict[int, str], frozenset[int] | None, frozenset[int] | None]
+#: opcodes on (its points' lines, plus the detector's), its points' lines
+#: (None: every line), and the offsets after which a line's opcode events
+#: stop (see last_points; None: never)
+_Info = tuple[dict[int, str], frozenset[int] | None, frozenset[int] | None, frozenset[int] | None]
 
 
 def _arm(point_hot: frozenset[int] | None, line: int, live: list[Actor]) -> bool:
