@@ -569,6 +569,8 @@ _QUEUE_MUTEX_GAP = (
 )
 #: a queue.Queue's primitives, by attribute: the mutex first
 _QUEUE_PART_NAMES = ("mutex", "not_empty", "not_full", "all_tasks_done")
+#: the attributes whose read by traced code makes a queue known (StepLog._know_queue)
+_QUEUE_ATTRS = frozenset({*_QUEUE_PART_NAMES, "queue"})
 #: the operations that count tasks (see _count_effects)
 _COUNTING = frozenset({"put", "task_done", "join"})
 #: how a step meets a queue's operation (StepLog._queue_op)
@@ -584,6 +586,15 @@ _QUEUE_PARTS = frozenset({"Lock", "Condition"})
 #: the primitive operation it runs (``Lock.acquire`` <- ``Condition.__enter__``
 #: <- ``Queue.put``; ``Lock.release`` <- ``Lock.__exit__`` <- ``Condition.__exit__``)
 _QUEUE_DEPTH = 4
+#: the two ends of a FIFO ``queue.Queue``'s items (keys of the deque in ``q.queue``):
+#: a put that cannot wait writes its tail, a get that takes an item its head (see
+#: StepLog._fifo_op). A look at the items (``qsize``, a get that finds none, traced
+#: code reading ``q.queue``) reads the whole deque, which meets both ends.
+_TAIL: Hashable = ("items", "tail")
+_HEAD: Hashable = ("items", "head")
+#: the k-th put's item as a get that cannot wait for it sees it: a race, not an
+#: order (run first, such a get raises Empty or times out: another outcome)
+_SLOT = "<slot>"
 
 
 def _queue_method(frame: FrameType | None) -> tuple[Any, str, FrameType] | None:
@@ -682,6 +693,22 @@ def _empty(owner: Any) -> bool:
         return len(owner.queue) == 0
     except Exception:
         return False
+
+
+def _plain_fifo(owner: Any) -> bool:
+    """Does the queue keep its items in ``queue.Queue``'s own deque, first in, first out?
+
+    Not a ``LifoQueue``/``PriorityQueue`` nor a subclass with its own ``_put``/``_get``:
+    which item a get takes is then not the one its number says (see StepLog._fifo_take).
+    """
+    kind = type(owner)
+    base = queue.Queue
+    return (
+        kind._get is base._get
+        and kind._put is base._put
+        and kind._qsize is base._qsize
+        and kind._init is base._init
+    )
 
 
 def _primitive_frame(parts: frozenset[str] = _QUEUE_PARTS) -> FrameType | None:
@@ -904,6 +931,11 @@ class StepLog:
         self._queue_parts: dict[int, Any] = {}
         #: ids of queues' mutexes a queue method holds now (see _blocking)
         self._queue_held: set[int] = set()
+        #: FIFO queue.Queues (ordinal): puts and gets so far (see _fifo_take); the id
+        #: of each one's deque -> its ordinal; those whose deque traced code changed
+        self._fifo_counts: dict[int, list[int]] = {}
+        self._fifo_items: dict[int, int] = {}
+        self._fifo_raw: set[int] = set()
         #: id of a concurrent future's lock or condition -> the future (see _in_future),
         #: and the ids of those locks a future's method holds now
         self._future_parts: dict[int, Any] = {}
@@ -929,6 +961,9 @@ class StepLog:
         self._called_in.clear()
         self._queue_parts.clear()
         self._queue_held.clear()
+        self._fifo_counts.clear()
+        self._fifo_items.clear()
+        self._fifo_raw.clear()
         self._future_parts.clear()
         self._future_held.clear()
         self._shape = None
@@ -1009,14 +1044,26 @@ class StepLog:
             if not (pending[0] == ordinal and write and _holds(obj, key)):
                 self.current.append(pending)  # a store that may add a key: the shape changes
         kind = type(obj).__qualname__
+        fifo = self._fifo_items
+        if fifo and id(obj) in fifo:
+            # a FIFO queue's deque read or changed by traced code: the whole of it,
+            # which meets both ends (_HEAD, _TAIL); changed, its items' numbers no
+            # longer say which put's item a get takes (_fifo_take)
+            if write:
+                self._fifo_raw.add(fifo[id(obj)])
+            self.current.append((ordinal, ANY, write, kind))
+            return
         if kind == "Future" and key in _FUTURE_SLOTS and isinstance(obj, _futures_base.Future):
             self.opaque()  # what its methods record as one operation (_in_future), read raw
         if key == _TASKS and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
             self.opaque()  # the exact count, which its operations treat as a counter
-        if type(key) is str and key in _QUEUE_PART_NAMES and isinstance(obj, queue.Queue):
+        if type(key) is str and key in _QUEUE_ATTRS and isinstance(obj, queue.Queue):
             if _is_own_lock(obj.mutex):
-                # its condition may be used before any of its methods ran (_QUEUE_MUTEX_GAP)
+                # its condition may be used before any of its methods ran
+                # (_QUEUE_MUTEX_GAP), its deque read before (touch, _fifo_take)
                 self._know_queue(obj)
+                if write and key == "queue":
+                    self._fifo_raw.add(ordinal)
         if key == _NONEMPTY and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
             # the detector's emptiness test of a call to get/qsize/empty, in the
             # step that makes the call: the operation itself records what it
@@ -1386,7 +1433,7 @@ class StepLog:
                     if name == "_join":
                         self._joined(owner, frame, passed)
                         return
-                    if self._in_queue(owner, frame, True, arg):
+                    if self._in_queue(owner, frame, True, arg, passed):
                         return
                     if self._in_future(owner, frame, True, arg, passed):
                         return
@@ -1543,7 +1590,12 @@ class StepLog:
             self._own(resource, False)  # it saw the primitive unavailable
 
     def _in_queue(
-        self, owner: Any, frame: FrameType, at_return: bool = False, returned: Any = None
+        self,
+        owner: Any,
+        frame: FrameType,
+        at_return: bool = False,
+        returned: Any = None,
+        passed: bool = False,
     ) -> bool:
         """A mutex or condition operation run by a ``queue.Queue`` method: recorded here.
 
@@ -1587,7 +1639,8 @@ class StepLog:
             if name == "acquire" and returned is True:
                 owner_q, method, where = found
                 empty = method == "get" and _waits_for_item(method, where) and _empty(owner_q)
-                self._queue_op(owner_q, method, _QUEUE_EMPTY if empty else _QUEUE_TAKES)
+                how = _QUEUE_EMPTY if empty else _QUEUE_TAKES
+                self._queue_op(owner_q, method, how, where if passed else None)
                 self._queue_held.add(id(owner))
                 kind = type(owner).__qualname__
                 ordinal = self.ordinal(owner)
@@ -1687,13 +1740,22 @@ class StepLog:
                 self.current.append((STUTTER, 0, False, ""))
         return True
 
-    def _queue_op(self, owner: Any, method: str, how: int = _QUEUE_TAKES) -> None:
+    def _queue_op(
+        self,
+        owner: Any,
+        method: str,
+        how: int = _QUEUE_TAKES,
+        began: FrameType | None = None,
+    ) -> None:
         """What the ``queue.Queue`` method ``method`` reads and changes of the queue.
 
         ``how``: the step took the mutex (_QUEUE_TAKES: the parts, and their
         :data:`_QUEUE_WAIT` twins), or waits to take it or for its condition
         (_QUEUE_WAITS: the twins, read). The twins order a blocked attempt
-        against the step that took the mutex.
+        against the step that took the mutex. ``began``: the method's frame,
+        when the step began at its take of the mutex (see _point_passed).
+        A FIFO queue's put and get write one end of its items each
+        (:meth:`_fifo_take`).
 
         The whole operation is recorded in the step that takes the mutex,
         also where its critical section goes on past a scheduling point
@@ -1722,10 +1784,18 @@ class StepLog:
         ordinal = self._know_queue(owner)
         effects = _QUEUE_OPS.get(method)
         if effects is None:
+            self._fifo_raw.add(ordinal)  # shutdown(immediate=True) drains the items
             self.current.append((ordinal, ANY, not reads_only, kind))
             effects = ((_ITEMS, True),)
+        ends = how == _QUEUE_TAKES and self._fifo_take(owner, ordinal, method, began)
         for part_name, write in effects:
             keys: tuple[tuple[Hashable, bool], ...]
+            if part_name == _ITEMS and ends:
+                continue
+            if part_name == _ITEMS and reads_only:
+                # blocked on the mutex: ordered against a take of either end too
+                for end in (_HEAD, _TAIL):
+                    self.current.append((ordinal, (_QUEUE_WAIT, end), False, kind))
             if part_name != _TASKS:
                 keys = ((part_name, write),)
             elif method not in _COUNTING:
@@ -1745,6 +1815,77 @@ class StepLog:
                 else:
                     self.current.append((ordinal, key, write, kind))
 
+    def _fifo_take(self, owner: Any, ordinal: int, method: str, began: FrameType | None) -> bool:
+        """A FIFO queue's put or get takes effect: record it by one end of the items.
+
+        Returns False where the whole items are to be recorded as before.
+
+        The k-th put's item is the k-th item a get takes (the deque is first
+        in, first out, and nothing else changes it: a queue whose deque traced
+        code changed, or that ``shutdown`` drained, is recorded whole from then
+        on). So a put writes the items' tail and its item ``(ITEM, k)``, a get
+        writes their head and reads its item: puts are ordered among
+        themselves, and gets too (which put's item each gets), but a put and a
+        get of another item commute, in every state where both can run: the
+        get's item was put before either, and the put's goes behind it. This
+        is no reading of the count of items (which puts and gets change and
+        a swap of neighbours would change what they find, as with
+        _count_effects): which item a get takes is fixed by the order of the
+        gets alone.
+
+        A get that waits for an item for as long as it takes, in a step that
+        began at its take of the mutex, reads its item as an order (ITEM, as
+        for an ``asyncio.Queue``): run before the put of it, it would have
+        found no item and waited, a stutter (_QUEUE_EMPTY). Any other get
+        (``get_nowait``, a timeout) would have raised Empty or timed out
+        there, another outcome: it reads the item's ``_SLOT``, a race with
+        its put. A get that finds no item only looks: it reads the whole
+        items. A put on a bounded queue looks at their number (full or not),
+        so it still writes the whole items, as a put that waits for room.
+        """
+        if method not in ("put", "get") or not _plain_fifo(owner):
+            return False
+        items = getattr(owner, "queue", None)
+        if items is None:
+            return False
+        counts = self._fifo_counts.get(ordinal)
+        if counts is None:
+            # items already there were put where no step saw it: never numbered
+            counts = self._fifo_counts[ordinal] = [len(items), 0]
+        if (
+            ordinal in self._fifo_raw
+            or self._fifo_items.get(id(items)) != ordinal  # q.queue replaced
+            or len(items) != counts[0] - counts[1]
+        ):
+            self._fifo_raw.add(ordinal)
+            return False
+        kind = type(owner).__qualname__
+        if method == "put":
+            if getattr(owner, "is_shutdown", False):
+                return False  # it raises ShutDown (3.13)
+            bounded = getattr(owner, "maxsize", 0) > 0
+            if bounded and len(items) >= owner.maxsize:
+                return False  # full: it waits (recorded again when it takes the mutex back)
+            number = counts[0]
+            counts[0] = number + 1
+            self.current.append((ordinal, (ITEM, number), True, kind))
+            self.current.append((ordinal, (_SLOT, number), True, kind))
+            if bounded:
+                return False  # it looked at the number of items
+            end = _TAIL
+        else:
+            if not items:
+                return False  # it finds none: raises Empty, or waits with a timeout
+            number = counts[1]
+            counts[1] = number + 1
+            waits = began is not None and _waits_for_item(method, began)
+            item = (ITEM, number) if waits else (_SLOT, number)
+            self.current.append((ordinal, item, False, kind))
+            end = _HEAD
+        self.current.append((ordinal, (_QUEUE_WAIT, end), True, kind))
+        self.current.append((self.ordinal(items), end, True, type(items).__qualname__))
+        return True
+
     def _know_queue(self, owner: Any) -> int:
         """Remember the queue's mutex and conditions (see _in_queue); its ordinal."""
         ordinal = self.ordinal(owner)  # keeps the queue, and so its parts' ids, alive
@@ -1754,6 +1895,10 @@ class StepLog:
                 part = getattr(owner, name, None)
                 if part is not None:
                     parts[id(part)] = owner
+            items = getattr(owner, "queue", None)
+            if items is not None and _plain_fifo(owner):
+                # traced code's accesses to it are to the whole of it (touch)
+                self._fifo_items[id(items)] = ordinal
         return ordinal
 
     def _queue_condition(self, obj: Any) -> bool:
@@ -1801,9 +1946,10 @@ class StepLog:
             # (done(), result()) read the whole future, which conflicts with this.
             self.finished(owner)
             return
-        self.current.append(
-            (self.ordinal(owner), ANY, name not in _READ_ONLY, type(owner).__qualname__)
-        )
+        write = name not in _READ_ONLY
+        if write and self._fifo_items and id(owner) in self._fifo_items:
+            self._fifo_raw.add(self._fifo_items[id(owner)])  # see touch
+        self.current.append((self.ordinal(owner), ANY, write, type(owner).__qualname__))
 
     def _entered_library(self, frame: FrameType) -> None:
         code = frame.f_code
