@@ -592,8 +592,8 @@ _QUEUE_DEPTH = 4
 #: code reading ``q.queue``) reads the whole deque, which meets both ends.
 _TAIL: Hashable = ("items", "tail")
 _HEAD: Hashable = ("items", "head")
-#: the k-th put's item as a get that cannot wait for it sees it: a race, not an
-#: order (run first, such a get raises Empty or times out: another outcome)
+#: the k-th put's item: written by the k-th put, read by the k-th get, as a race (not
+#: an order like an asyncio.Queue's ITEM: see StepLog._fifo_take)
 _SLOT = "<slot>"
 
 
@@ -1433,7 +1433,7 @@ class StepLog:
                     if name == "_join":
                         self._joined(owner, frame, passed)
                         return
-                    if self._in_queue(owner, frame, True, arg, passed):
+                    if self._in_queue(owner, frame, True, arg):
                         return
                     if self._in_future(owner, frame, True, arg, passed):
                         return
@@ -1590,12 +1590,7 @@ class StepLog:
             self._own(resource, False)  # it saw the primitive unavailable
 
     def _in_queue(
-        self,
-        owner: Any,
-        frame: FrameType,
-        at_return: bool = False,
-        returned: Any = None,
-        passed: bool = False,
+        self, owner: Any, frame: FrameType, at_return: bool = False, returned: Any = None
     ) -> bool:
         """A mutex or condition operation run by a ``queue.Queue`` method: recorded here.
 
@@ -1639,8 +1634,7 @@ class StepLog:
             if name == "acquire" and returned is True:
                 owner_q, method, where = found
                 empty = method == "get" and _waits_for_item(method, where) and _empty(owner_q)
-                how = _QUEUE_EMPTY if empty else _QUEUE_TAKES
-                self._queue_op(owner_q, method, how, where if passed else None)
+                self._queue_op(owner_q, method, _QUEUE_EMPTY if empty else _QUEUE_TAKES)
                 self._queue_held.add(id(owner))
                 kind = type(owner).__qualname__
                 ordinal = self.ordinal(owner)
@@ -1740,22 +1734,14 @@ class StepLog:
                 self.current.append((STUTTER, 0, False, ""))
         return True
 
-    def _queue_op(
-        self,
-        owner: Any,
-        method: str,
-        how: int = _QUEUE_TAKES,
-        began: FrameType | None = None,
-    ) -> None:
+    def _queue_op(self, owner: Any, method: str, how: int = _QUEUE_TAKES) -> None:
         """What the ``queue.Queue`` method ``method`` reads and changes of the queue.
 
         ``how``: the step took the mutex (_QUEUE_TAKES: the parts, and their
         :data:`_QUEUE_WAIT` twins), or waits to take it or for its condition
         (_QUEUE_WAITS: the twins, read). The twins order a blocked attempt
-        against the step that took the mutex. ``began``: the method's frame,
-        when the step began at its take of the mutex (see _point_passed).
-        A FIFO queue's put and get write one end of its items each
-        (:meth:`_fifo_take`).
+        against the step that took the mutex. A FIFO queue's put and get
+        write one end of its items each (:meth:`_fifo_take`).
 
         The whole operation is recorded in the step that takes the mutex,
         also where its critical section goes on past a scheduling point
@@ -1787,7 +1773,7 @@ class StepLog:
             self._fifo_raw.add(ordinal)  # shutdown(immediate=True) drains the items
             self.current.append((ordinal, ANY, not reads_only, kind))
             effects = ((_ITEMS, True),)
-        ends = how == _QUEUE_TAKES and self._fifo_take(owner, ordinal, method, began)
+        ends = how == _QUEUE_TAKES and self._fifo_take(owner, ordinal, method)
         for part_name, write in effects:
             keys: tuple[tuple[Hashable, bool], ...]
             if part_name == _ITEMS and ends:
@@ -1815,7 +1801,7 @@ class StepLog:
                 else:
                     self.current.append((ordinal, key, write, kind))
 
-    def _fifo_take(self, owner: Any, ordinal: int, method: str, began: FrameType | None) -> bool:
+    def _fifo_take(self, owner: Any, ordinal: int, method: str) -> bool:
         """A FIFO queue's put or get takes effect: record it by one end of the items.
 
         Returns False where the whole items are to be recorded as before.
@@ -1823,25 +1809,27 @@ class StepLog:
         The k-th put's item is the k-th item a get takes (the deque is first
         in, first out, and nothing else changes it: a queue whose deque traced
         code changed, or that ``shutdown`` drained, is recorded whole from then
-        on). So a put writes the items' tail and its item ``(ITEM, k)``, a get
+        on). So a put writes the items' tail and its item ``(_SLOT, k)``, a get
         writes their head and reads its item: puts are ordered among
-        themselves, and gets too (which put's item each gets), but a put and a
-        get of another item commute, in every state where both can run: the
-        get's item was put before either, and the put's goes behind it. This
-        is no reading of the count of items (which puts and gets change and
-        a swap of neighbours would change what they find, as with
-        _count_effects): which item a get takes is fixed by the order of the
-        gets alone.
+        themselves, gets too (which put's item each gets), a get follows the
+        put of its item, but a put and a get of another item commute, in every
+        state where both can run: the get's item was put before either, and
+        the put's goes behind it. This is no reading of the number of items
+        (which a swap of neighbours would change, as with _count_effects):
+        which item a get takes is fixed by the order of the gets alone.
 
-        A get that waits for an item for as long as it takes, in a step that
-        began at its take of the mutex, reads its item as an order (ITEM, as
-        for an ``asyncio.Queue``): run before the put of it, it would have
-        found no item and waited, a stutter (_QUEUE_EMPTY). Any other get
-        (``get_nowait``, a timeout) would have raised Empty or timed out
-        there, another outcome: it reads the item's ``_SLOT``, a race with
-        its put. A get that finds no item only looks: it reads the whole
-        items. A put on a bounded queue looks at their number (full or not),
-        so it still writes the whole items, as a put that waits for room.
+        The get's read of its item is a race with the put, not an order
+        (ITEM), also for a get that would wait for it: an order read hides,
+        behind the put, the earlier gets of the same thread as that put, and
+        so the races of the get with those. A take woken by the first put
+        could still take the first item before the putter's own get_nowait,
+        but with its item read as an order (it took the second item, behind
+        the second put) that order was never tried and a program was called
+        verified with one of its four states (tests/core/test_dpor_queue.py,
+        _WOKEN_TAKE_VS_A_GET). A get that finds no item only looks: one that
+        waits for as long as it takes reads _TOOK (_QUEUE_EMPTY), any other
+        the whole items. A put on a bounded queue looks at their number (full
+        or not), so it writes the whole items, as before.
         """
         if method not in ("put", "get") or not _plain_fifo(owner):
             return False
@@ -1868,7 +1856,6 @@ class StepLog:
                 return False  # full: it waits (recorded again when it takes the mutex back)
             number = counts[0]
             counts[0] = number + 1
-            self.current.append((ordinal, (ITEM, number), True, kind))
             self.current.append((ordinal, (_SLOT, number), True, kind))
             if bounded:
                 return False  # it looked at the number of items
@@ -1878,9 +1865,7 @@ class StepLog:
                 return False  # it finds none: raises Empty, or waits with a timeout
             number = counts[1]
             counts[1] = number + 1
-            waits = began is not None and _waits_for_item(method, began)
-            item = (ITEM, number) if waits else (_SLOT, number)
-            self.current.append((ordinal, item, False, kind))
+            self.current.append((ordinal, (_SLOT, number), False, kind))
             end = _HEAD
         self.current.append((ordinal, (_QUEUE_WAIT, end), True, kind))
         self.current.append((self.ordinal(items), end, True, type(items).__qualname__))

@@ -778,6 +778,18 @@ def reaches_every_exhaustive_state(
     return everything
 
 
+#: found by the slow twin of the sampled property while a get that waits for as long as
+#: it takes read its item as an order (ITEM, as an asyncio.Queue's get does): T0's take,
+#: woken by the first put, could still take the first item before T1's get_nowait; DPOR
+#: took it for ordered behind the second put (T1's get -> T1's put -> the take) and
+#: called the program verified with one of its four states
+_WOKEN_TAKE_VS_A_GET = ((("take",), ("get",), ("get",)), (("put", 1), ("get",), ("put", 1)))
+
+
+def test_a_woken_take_may_still_take_the_item_another_get_took() -> None:
+    reaches_every_exhaustive_state(_WOKEN_TAKE_VS_A_GET, budget=3000, fixed=True)
+
+
 #: three-thread programs where a put and a get of different items commute while
 #: another thread's operation sees the difference, if any (the count, the head, a
 #: timeout), and the shape that missed a raising task_done when FIFO numbering was
@@ -789,6 +801,8 @@ _FIFO_THREE = {
     "put_get_vs_peek": ((("put", 1), ("put", 2)), (("take",),), (("peek",), ("get",))),
     "put_vs_wait_and_nowait": ((("put", 1), ("put", 2)), (("wait",),), (("get",),)),
     "front_between": ((("put", 1), ("put", 2)), (("take",), ("take",)), (("front", 3),)),
+    # the take finds the item pushed in front, not put's: it may run before the put
+    "front_then_size": ((("put", 1),), (("front", 3), ("size",)), (("take",),)),
 }
 
 
