@@ -136,9 +136,11 @@ _THREAD_FIXED_SLOW = {
 #: run that stops short must say it is not verified (see the test below)
 _THREAD_FIXED_OUT = {
     # queue.Queue, two consumers of five items with task_done and join: each
-    # get, put and task_done is one operation now (accesses._in_queue), but
-    # the orders of the gets and puts alone are thousands of traces (2,403
-    # in 12,000 schedules, not done; tests/core/test_dpor_queue.py)
+    # operation is one (accesses._in_queue), a put and a get of another item
+    # commute (_fifo_take), but the orders of the puts against the task_dones
+    # (both write the count), of the gets and of the appends are still over a
+    # thousand traces (1,357 in 12,000 schedules, not done; 2,403 before;
+    # docs/architecture.md)
     "queue_sentinel_fixed": "queue",
     # a pool of threads with one actor starved for many steps (see _DEEP)
     "lost_increment_thread_pool_fixed": "deep",
