@@ -569,6 +569,13 @@ _QUEUE_MUTEX_GAP = (
 )
 #: a queue.Queue's primitives, by attribute: the mutex first
 _QUEUE_PART_NAMES = ("mutex", "not_empty", "not_full", "all_tasks_done")
+#: the type name every access to a queue.Queue's mutex made in the run is recorded
+#: under (StepLog.close), whoever makes it: its methods' takes read the mutex's TAKEN,
+#: and across runs (sleep sets) steps are compared by type name, so under "Lock" a
+#: queue operation woke a thread asleep on any Lock acquire (bounded_queue_under_lock
+#: _fixed: 210 -> 784 schedules). A name per object, given where the mutex is made,
+#: is the same for all its accesses, traced code's ``with q.mutex:`` included.
+_QUEUE_MUTEX = "Queue.mutex"
 #: the attributes whose read by traced code makes a queue known (StepLog._know_queue)
 _QUEUE_ATTRS = frozenset({*_QUEUE_PART_NAMES, "queue"})
 #: the operations that count tasks (see _count_effects)
@@ -936,6 +943,8 @@ class StepLog:
         self._fifo_counts: dict[int, list[int]] = {}
         self._fifo_items: dict[int, int] = {}
         self._fifo_raw: set[int] = set()
+        #: ordinals of the mutexes queue.Queues made in the run (see _QUEUE_MUTEX)
+        self._queue_mutexes: set[int] = set()
         #: id of a concurrent future's lock or condition -> the future (see _in_future),
         #: and the ids of those locks a future's method holds now
         self._future_parts: dict[int, Any] = {}
@@ -964,6 +973,7 @@ class StepLog:
         self._fifo_counts.clear()
         self._fifo_items.clear()
         self._fifo_raw.clear()
+        self._queue_mutexes.clear()
         self._future_parts.clear()
         self._future_held.clear()
         self._shape = None
@@ -1331,6 +1341,11 @@ class StepLog:
             loops = self.iterating.get(actor)
             if loops:
                 accesses += tuple(loops)
+            if self._queue_mutexes:
+                mutexes = self._queue_mutexes
+                accesses = tuple(
+                    (a[0], a[1], a[2], _QUEUE_MUTEX) if a[0] in mutexes else a for a in accesses
+                )
             chooser.observe(self.step, actor, accesses, self.enabled)
             self.step += 1
         else:
@@ -1399,7 +1414,10 @@ class StepLog:
                             self._called_in[frame] = self.step
                             if code.co_name == "_join":
                                 self._join_alone(frame)
-                        elif runtime != _OWN_SKIP:
+                        elif runtime == _OWN_SKIP:
+                            if code.co_name == "__init__":
+                                self._made(frame)
+                        else:
                             owner = frame.f_locals.get("self")
                             if (
                                 owner is not None
@@ -1444,6 +1462,15 @@ class StepLog:
                         self.current.append((self.ordinal(owner), TAKEN, True, kind))
 
         return hook
+
+    def _made(self, frame: FrameType) -> None:
+        """One of racecheck's primitives is made: a queue.Queue's mutex is told apart."""
+        caller = frame.f_back
+        if caller is None or caller.f_code.co_filename != _QUEUE_FILE:
+            return
+        owner = frame.f_locals.get("self")
+        if caller.f_code.co_name == "__init__" and _is_own_lock(owner):
+            self._queue_mutexes.add(self.ordinal(owner))
 
     def _queue_call(self, queue: Any, name: str, frame: FrameType) -> None:
         """A method of an ``asyncio.Queue`` (exactly: FIFO) is called: see ITEM.
