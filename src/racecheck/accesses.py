@@ -595,7 +595,7 @@ _QUEUE_PARTS = frozenset({"Lock", "Condition"})
 _QUEUE_DEPTH = 4
 #: the two ends of a FIFO ``queue.Queue``'s items (keys of the deque in ``q.queue``):
 #: a put that cannot wait writes its tail, a get that takes an item its head (see
-#: StepLog._fifo_op). A look at the items (``qsize``, a get that finds none, traced
+#: StepLog._fifo_take). A look at the items (``qsize``, a get that finds none, traced
 #: code reading ``q.queue``) reads the whole deque, which meets both ends.
 _TAIL: Hashable = ("items", "tail")
 _HEAD: Hashable = ("items", "head")
