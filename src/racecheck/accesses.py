@@ -569,6 +569,15 @@ _QUEUE_MUTEX_GAP = (
 )
 #: a queue.Queue's primitives, by attribute: the mutex first
 _QUEUE_PART_NAMES = ("mutex", "not_empty", "not_full", "all_tasks_done")
+#: the type name every access to a queue.Queue's mutex made in the run is recorded
+#: under (StepLog.close), whoever makes it: its methods' takes read the mutex's TAKEN,
+#: and across runs (sleep sets) steps are compared by type name, so under "Lock" a
+#: queue operation woke a thread asleep on any Lock acquire (bounded_queue_under_lock
+#: _fixed: 210 -> 784 schedules). A name per object, given where the mutex is made,
+#: is the same for all its accesses, traced code's ``with q.mutex:`` included.
+_QUEUE_MUTEX = "Queue.mutex"
+#: the attributes whose read by traced code makes a queue known (StepLog._know_queue)
+_QUEUE_ATTRS = frozenset({*_QUEUE_PART_NAMES, "queue"})
 #: the operations that count tasks (see _count_effects)
 _COUNTING = frozenset({"put", "task_done", "join"})
 #: how a step meets a queue's operation (StepLog._queue_op)
@@ -584,6 +593,15 @@ _QUEUE_PARTS = frozenset({"Lock", "Condition"})
 #: the primitive operation it runs (``Lock.acquire`` <- ``Condition.__enter__``
 #: <- ``Queue.put``; ``Lock.release`` <- ``Lock.__exit__`` <- ``Condition.__exit__``)
 _QUEUE_DEPTH = 4
+#: the two ends of a FIFO ``queue.Queue``'s items (keys of the deque in ``q.queue``):
+#: a put that cannot wait writes its tail, a get that takes an item its head (see
+#: StepLog._fifo_take). A look at the items (``qsize``, a get that finds none, traced
+#: code reading ``q.queue``) reads the whole deque, which meets both ends.
+_TAIL: Hashable = ("items", "tail")
+_HEAD: Hashable = ("items", "head")
+#: the k-th put's item: written by the k-th put, read by the k-th get, as a race (not
+#: an order like an asyncio.Queue's ITEM: see StepLog._fifo_take)
+_SLOT = "<slot>"
 
 
 def _queue_method(frame: FrameType | None) -> tuple[Any, str, FrameType] | None:
@@ -682,6 +700,22 @@ def _empty(owner: Any) -> bool:
         return len(owner.queue) == 0
     except Exception:
         return False
+
+
+def _plain_fifo(owner: Any) -> bool:
+    """Does the queue keep its items in ``queue.Queue``'s own deque, first in, first out?
+
+    Not a ``LifoQueue``/``PriorityQueue`` nor a subclass with its own ``_put``/``_get``:
+    which item a get takes is then not the one its number says (see StepLog._fifo_take).
+    """
+    kind = type(owner)
+    base = queue.Queue
+    return (
+        kind._get is base._get
+        and kind._put is base._put
+        and kind._qsize is base._qsize
+        and kind._init is base._init
+    )
 
 
 def _primitive_frame(parts: frozenset[str] = _QUEUE_PARTS) -> FrameType | None:
@@ -904,6 +938,13 @@ class StepLog:
         self._queue_parts: dict[int, Any] = {}
         #: ids of queues' mutexes a queue method holds now (see _blocking)
         self._queue_held: set[int] = set()
+        #: FIFO queue.Queues (ordinal): puts and gets so far (see _fifo_take); the id
+        #: of each one's deque -> its ordinal; those whose deque traced code changed
+        self._fifo_counts: dict[int, list[int]] = {}
+        self._fifo_items: dict[int, int] = {}
+        self._fifo_raw: set[int] = set()
+        #: ordinals of the mutexes queue.Queues made in the run (see _QUEUE_MUTEX)
+        self._queue_mutexes: set[int] = set()
         #: id of a concurrent future's lock or condition -> the future (see _in_future),
         #: and the ids of those locks a future's method holds now
         self._future_parts: dict[int, Any] = {}
@@ -929,6 +970,10 @@ class StepLog:
         self._called_in.clear()
         self._queue_parts.clear()
         self._queue_held.clear()
+        self._fifo_counts.clear()
+        self._fifo_items.clear()
+        self._fifo_raw.clear()
+        self._queue_mutexes.clear()
         self._future_parts.clear()
         self._future_held.clear()
         self._shape = None
@@ -1009,14 +1054,26 @@ class StepLog:
             if not (pending[0] == ordinal and write and _holds(obj, key)):
                 self.current.append(pending)  # a store that may add a key: the shape changes
         kind = type(obj).__qualname__
+        fifo = self._fifo_items
+        if fifo and id(obj) in fifo:
+            # a FIFO queue's deque read or changed by traced code: the whole of it,
+            # which meets both ends (_HEAD, _TAIL); changed, its items' numbers no
+            # longer say which put's item a get takes (_fifo_take)
+            if write:
+                self._fifo_raw.add(fifo[id(obj)])
+            self.current.append((ordinal, ANY, write, kind))
+            return
         if kind == "Future" and key in _FUTURE_SLOTS and isinstance(obj, _futures_base.Future):
             self.opaque()  # what its methods record as one operation (_in_future), read raw
         if key == _TASKS and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
             self.opaque()  # the exact count, which its operations treat as a counter
-        if type(key) is str and key in _QUEUE_PART_NAMES and isinstance(obj, queue.Queue):
+        if type(key) is str and key in _QUEUE_ATTRS and isinstance(obj, queue.Queue):
             if _is_own_lock(obj.mutex):
-                # its condition may be used before any of its methods ran (_QUEUE_MUTEX_GAP)
+                # its condition may be used before any of its methods ran
+                # (_QUEUE_MUTEX_GAP), its deque read before (touch, _fifo_take)
                 self._know_queue(obj)
+                if write and key == "queue":
+                    self._fifo_raw.add(ordinal)
         if key == _NONEMPTY and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
             # the detector's emptiness test of a call to get/qsize/empty, in the
             # step that makes the call: the operation itself records what it
@@ -1284,6 +1341,11 @@ class StepLog:
             loops = self.iterating.get(actor)
             if loops:
                 accesses += tuple(loops)
+            if self._queue_mutexes:
+                mutexes = self._queue_mutexes
+                accesses = tuple(
+                    (a[0], a[1], a[2], _QUEUE_MUTEX) if a[0] in mutexes else a for a in accesses
+                )
             chooser.observe(self.step, actor, accesses, self.enabled)
             self.step += 1
         else:
@@ -1352,7 +1414,10 @@ class StepLog:
                             self._called_in[frame] = self.step
                             if code.co_name == "_join":
                                 self._join_alone(frame)
-                        elif runtime != _OWN_SKIP:
+                        elif runtime == _OWN_SKIP:
+                            if code.co_name == "__init__":
+                                self._made(frame)
+                        else:
                             owner = frame.f_locals.get("self")
                             if (
                                 owner is not None
@@ -1397,6 +1462,15 @@ class StepLog:
                         self.current.append((self.ordinal(owner), TAKEN, True, kind))
 
         return hook
+
+    def _made(self, frame: FrameType) -> None:
+        """One of racecheck's primitives is made: a queue.Queue's mutex is told apart."""
+        caller = frame.f_back
+        if caller is None or caller.f_code.co_filename != _QUEUE_FILE:
+            return
+        owner = frame.f_locals.get("self")
+        if caller.f_code.co_name == "__init__" and _is_own_lock(owner):
+            self._queue_mutexes.add(self.ordinal(owner))
 
     def _queue_call(self, queue: Any, name: str, frame: FrameType) -> None:
         """A method of an ``asyncio.Queue`` (exactly: FIFO) is called: see ITEM.
@@ -1693,7 +1767,8 @@ class StepLog:
         ``how``: the step took the mutex (_QUEUE_TAKES: the parts, and their
         :data:`_QUEUE_WAIT` twins), or waits to take it or for its condition
         (_QUEUE_WAITS: the twins, read). The twins order a blocked attempt
-        against the step that took the mutex.
+        against the step that took the mutex. A FIFO queue's put and get
+        write one end of its items each (:meth:`_fifo_take`).
 
         The whole operation is recorded in the step that takes the mutex,
         also where its critical section goes on past a scheduling point
@@ -1722,10 +1797,18 @@ class StepLog:
         ordinal = self._know_queue(owner)
         effects = _QUEUE_OPS.get(method)
         if effects is None:
+            self._fifo_raw.add(ordinal)  # shutdown(immediate=True) drains the items
             self.current.append((ordinal, ANY, not reads_only, kind))
             effects = ((_ITEMS, True),)
+        ends = how == _QUEUE_TAKES and self._fifo_take(owner, ordinal, method)
         for part_name, write in effects:
             keys: tuple[tuple[Hashable, bool], ...]
+            if part_name == _ITEMS and ends:
+                continue
+            if part_name == _ITEMS and reads_only:
+                # blocked on the mutex: ordered against a take of either end too
+                for end in (_HEAD, _TAIL):
+                    self.current.append((ordinal, (_QUEUE_WAIT, end), False, kind))
             if part_name != _TASKS:
                 keys = ((part_name, write),)
             elif method not in _COUNTING:
@@ -1745,6 +1828,76 @@ class StepLog:
                 else:
                     self.current.append((ordinal, key, write, kind))
 
+    def _fifo_take(self, owner: Any, ordinal: int, method: str) -> bool:
+        """A FIFO queue's put or get takes effect: record it by one end of the items.
+
+        Returns False where the whole items are to be recorded as before.
+
+        The k-th put's item is the k-th item a get takes (the deque is first
+        in, first out, and nothing else changes it: a queue whose deque traced
+        code changed, or that ``shutdown`` drained, is recorded whole from then
+        on). So a put writes the items' tail and its item ``(_SLOT, k)``, a get
+        writes their head and reads its item: puts are ordered among
+        themselves, gets too (which put's item each gets), a get follows the
+        put of its item, but a put and a get of another item commute, in every
+        state where both can run: the get's item was put before either, and
+        the put's goes behind it. This is no reading of the number of items
+        (which a swap of neighbours would change, as with _count_effects):
+        which item a get takes is fixed by the order of the gets alone.
+
+        The get's read of its item is a race with the put, not an order
+        (ITEM), also for a get that would wait for it: an order read hides,
+        behind the put, the earlier gets of the same thread as that put, and
+        so the races of the get with those. A take woken by the first put
+        could still take the first item before the putter's own get_nowait,
+        but with its item read as an order (it took the second item, behind
+        the second put) that order was never tried and a program was called
+        verified with one of its four states (tests/core/test_dpor_queue.py,
+        _WOKEN_TAKE_VS_A_GET). A get that finds no item only looks: one that
+        waits for as long as it takes reads _TOOK (_QUEUE_EMPTY), any other
+        the whole items. A put on a bounded queue looks at their number (full
+        or not), so it writes the whole items, as before.
+        """
+        if method not in ("put", "get") or not _plain_fifo(owner):
+            return False
+        items = getattr(owner, "queue", None)
+        if items is None:
+            return False
+        counts = self._fifo_counts.get(ordinal)
+        if counts is None:
+            # items already there were put where no step saw it: never numbered
+            counts = self._fifo_counts[ordinal] = [len(items), 0]
+        if (
+            ordinal in self._fifo_raw
+            or self._fifo_items.get(id(items)) != ordinal  # q.queue replaced
+            or len(items) != counts[0] - counts[1]
+        ):
+            self._fifo_raw.add(ordinal)
+            return False
+        kind = type(owner).__qualname__
+        if method == "put":
+            if getattr(owner, "is_shutdown", False):
+                return False  # it raises ShutDown (3.13)
+            bounded = getattr(owner, "maxsize", 0) > 0
+            if bounded and len(items) >= owner.maxsize:
+                return False  # full: it waits (recorded again when it takes the mutex back)
+            number = counts[0]
+            counts[0] = number + 1
+            self.current.append((ordinal, (_SLOT, number), True, kind))
+            if bounded:
+                return False  # it looked at the number of items
+            end = _TAIL
+        else:
+            if not items:
+                return False  # it finds none: raises Empty, or waits with a timeout
+            number = counts[1]
+            counts[1] = number + 1
+            self.current.append((ordinal, (_SLOT, number), False, kind))
+            end = _HEAD
+        self.current.append((ordinal, (_QUEUE_WAIT, end), True, kind))
+        self.current.append((self.ordinal(items), end, True, type(items).__qualname__))
+        return True
+
     def _know_queue(self, owner: Any) -> int:
         """Remember the queue's mutex and conditions (see _in_queue); its ordinal."""
         ordinal = self.ordinal(owner)  # keeps the queue, and so its parts' ids, alive
@@ -1754,6 +1907,10 @@ class StepLog:
                 part = getattr(owner, name, None)
                 if part is not None:
                     parts[id(part)] = owner
+            items = getattr(owner, "queue", None)
+            if items is not None and _plain_fifo(owner):
+                # traced code's accesses to it are to the whole of it (touch)
+                self._fifo_items[id(items)] = ordinal
         return ordinal
 
     def _queue_condition(self, obj: Any) -> bool:
@@ -1801,9 +1958,10 @@ class StepLog:
             # (done(), result()) read the whole future, which conflicts with this.
             self.finished(owner)
             return
-        self.current.append(
-            (self.ordinal(owner), ANY, name not in _READ_ONLY, type(owner).__qualname__)
-        )
+        write = name not in _READ_ONLY
+        if write and self._fifo_items and id(owner) in self._fifo_items:
+            self._fifo_raw.add(self._fifo_items[id(owner)])  # see touch
+        self.current.append((self.ordinal(owner), ANY, write, type(owner).__qualname__))
 
     def _entered_library(self, frame: FrameType) -> None:
         code = frame.f_code
