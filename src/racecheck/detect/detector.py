@@ -76,6 +76,7 @@ from racecheck.detect.operands import (
 from racecheck.detect.operands import (
     _recipes as _RECIPES,
 )
+from racecheck.instance_state import dict_getter
 from racecheck.sources import source_line
 
 _CONTAINERS = (dict, list, set, deque)
@@ -663,7 +664,12 @@ class Detector:
                 return
         cached = _LABELS.get(id(recipe))
         if cached is None:
-            cached = _LABELS[id(recipe)] = (recipe, render(recipe.base))
+            label = render(recipe.base)
+            cached = _LABELS[id(recipe)] = (
+                recipe,
+                label,
+                f"{label}.{recipe.name}" if recipe.name is not None else label,
+            )
         label = cached[1]
         if op == "read" or op == "write":
             if recipe.namespace:
@@ -673,7 +679,9 @@ class Detector:
                 self._attribute(frame, actor, hb, base, name, op == "write", label)
                 return
             if recipe.name is not None:  # attribute
-                self._attribute(frame, actor, hb, base, recipe.name, op == "write", label)
+                self._attribute(
+                    frame, actor, hb, base, recipe.name, op == "write", label, cached[2]
+                )
                 return
             if not self._plain(base) and not (recipe.inner and self._storage(base, recipe)):
                 if type(base) in _BUFFERS:
@@ -750,26 +758,50 @@ class Detector:
             self._method(frame, actor, hb, base, kind, recipe.name, element, label)
 
     def _attribute(
-        self, frame: FrameType, actor: int, hb: int, base: Any, name: str, write: bool, label: str
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        base: Any,
+        name: str,
+        write: bool,
+        label: str,
+        target: str | None = None,
     ) -> None:
-        """``base.name``, however spelled: ``.name``, ``getattr``, ``vars(base)[...]``."""
-        if isinstance(base, type):
-            self._class_attribute(frame, actor, hb, base, name, write, label)
-            return
-        if isinstance(base, ModuleType) or (callable(base) and not hasattr(base, "__dict__")):
-            return
-        try:
-            if type(base) is _thread._local:
-                # its per-thread dict; a subclass could run its __init__ here: not read
-                namespace = _thread._local.__getattribute__(base, "__dict__")
-            else:
-                namespace = instance_dict(base)
-        except AttributeError:
-            # no __dict__: a class with __slots__ keeps its state in them
-            self._slot_attribute(frame, actor, hb, base, name, write, label)
-            return
+        """``base.name``, however spelled: ``.name``, ``getattr``, ``vars(base)[...]``.
+
+        ``target``: ``f"{label}.{name}"`` when the caller has it already (made
+        once per recipe, not at every access).
+        """
+        # most accesses are to an ordinary object's own attribute: what kind of
+        # object it is is one cached answer per class (_ordinary_dict)
+        getter = _ORDINARY_DICTS.get(type(base), MISSING)
+        if getter is MISSING:
+            if len(_ORDINARY_DICTS) >= _TYPE_CACHE_LIMIT:
+                _ORDINARY_DICTS.clear()  # classes made per run must not pile up
+            getter = _ORDINARY_DICTS[type(base)] = _ordinary_dict(type(base))
+        if getter is not None and not callable(base):
+            namespace = getter(base)
+        else:
+            if isinstance(base, type):
+                self._class_attribute(frame, actor, hb, base, name, write, label)
+                return
+            if isinstance(base, ModuleType) or (callable(base) and not hasattr(base, "__dict__")):
+                return
+            try:
+                if type(base) is _thread._local:
+                    # its per-thread dict; a subclass could run its __init__ here: not read
+                    namespace = _thread._local.__getattribute__(base, "__dict__")
+                else:
+                    namespace = instance_dict(base)
+            except AttributeError:
+                # no __dict__: a class with __slots__ keeps its state in them
+                self._slot_attribute(frame, actor, hb, base, name, write, label)
+                return
         if type(namespace) is not dict:
             return
+        if target is None:
+            target = f"{label}.{name}"
         if not write:
             value = namespace.get(name, MISSING)
             if value is MISSING:
@@ -777,12 +809,17 @@ class Detector:
                 return
             if isinstance(value, _ROUTINES):
                 return  # a method or class attribute: not instance state
-        elif self._descriptor(type(base), name):
+            # a read's value is the one just loaded: no closure to read it again; a
+            # threading.local's __dict__ is the current thread's: that dict is the storage
+            owner = namespace if type(base) is _thread._local else base
+            self._touch(frame, actor, hb, owner, name, False, target, _no_value, value=value)
+            return
+        if self._descriptor(type(base), name):
             # a property's setter runs instead: its own accesses are the real ones
             self._slot_attribute(frame, actor, hb, base, name, write, label)
             return
-        elif self.positions and self._stale_index(
-            frame, actor, hb, namespace.get(name, MISSING), f"{label}.{name}", "replaced"
+        if self.positions and self._stale_index(
+            frame, actor, hb, namespace.get(name, MISSING), target, "replaced"
         ):
             return
         # a threading.local's __dict__ is the current thread's: that dict is the storage
@@ -794,7 +831,7 @@ class Detector:
             owner,
             name,
             write,
-            f"{label}.{name}",
+            target,
             lambda: namespace.get(name, MISSING),
         )
 
@@ -1400,7 +1437,15 @@ class Detector:
         atomic: bool = False,
         stale_only: bool = False,
         slot: bool = False,
+        value: Any = None,
     ) -> None:
+        """One access to ``(obj, key)``: record it, and judge it against the others.
+
+        ``value_of`` reads the location's current value; a read that has its
+        value already passes it as ``value`` (with ``_no_value``), so no
+        closure is made for it. Nothing runs between the load and this call,
+        so it is the value ``value_of`` would give.
+        """
         if self.access_log is not None:
             self.access_log.touch(obj, key, write, action == "iterated")
             if self.record_only:
@@ -1433,16 +1478,22 @@ class Detector:
             slot,
             caller.f_lasti if caller is not None else -1,
         )
-        if (
-            not write
-            and caller is not None
-            and _use_at(frame.f_code, site.offset) == "return"
-            # a load that raises (a missing key) returns nothing: the handler it
-            # raises into decides, and where that is is not followed
-            and value_of() is not MISSING
-        ):
-            # where a returned value goes must be read now: the callers move on
-            site.passed = _passed_on(caller)
+        own = ""
+        if not write:
+            if value_of is not _no_value:
+                value = value_of()  # read once: nothing of the program runs meanwhile
+            # what the reading frame does with the value: asked once here, and
+            # again below only when it returns it (_use follows the callers)
+            own = _use_at(frame.f_code, site.offset)
+            if (
+                own == "return"
+                and caller is not None
+                # a load that raises (a missing key) returns nothing: the handler it
+                # raises into decides, and where that is is not followed
+                and value is not MISSING
+            ):
+                # where a returned value goes must be read now: the callers move on
+                site.passed = _passed_on(caller)
         view_key = (actor, location)
         view = self.views.get(view_key)
         if not write and site.locks and self.happens_before and (view is None or view.kind != "w"):
@@ -1489,7 +1540,7 @@ class Detector:
                     # one's own element is still there after another's element went in
                     and not (view.slot and remote.slot)
                     and not self._waited_for(remote, hb)
-                    and not _same(value_of(), view.value)
+                    and not _same(value, view.value)
                     and not _waits_in_loop(site)
                 ):
                     self.pending.append((actor, location, view, remote, site, target))
@@ -1507,7 +1558,9 @@ class Detector:
             history.append((shadow.seq + 1, site))
             if len(history) > 8:
                 del history[0]
-        elif _use(site) == "branch":
+        elif (
+            action == "checked" or own == "branch" or (own == "return" and _use(site) == "branch")
+        ):
             shadow.checks[actor] = (site, shadow.seq, self.steps.get(actor, 0))
         if self.happens_before:
             if write:
@@ -1528,7 +1581,7 @@ class Detector:
             # the store runs right after this event: read what it wrote later
             self.unsettled.append((new_view, value_of))
         else:
-            new_view.value = value_of()
+            new_view.value = value
         self.views[view_key] = new_view
 
     def _decide(
@@ -1808,6 +1861,30 @@ class Detector:
             source_line(filename, site.lineno) if frame is not None else "",
             site.locks,
         )
+
+
+def _no_value() -> Any:
+    """``value_of`` of a read that passed its value to ``_touch`` already."""
+    return MISSING
+
+
+#: class -> the C-level getter of its instances' ``__dict__`` when they are
+#: ordinary objects (see _ordinary_dict), else None; at most _TYPE_CACHE_LIMIT
+_ORDINARY_DICTS: dict[type, Any] = {}
+
+
+def _ordinary_dict(cls: type) -> Any:
+    """The getter of ``cls`` instances' own ``__dict__``, if ``Detector._attribute``
+    may read their attributes there without asking anything else of the object.
+
+    None (ask everything) for a class, a module, a ``threading.local``, and
+    objects without an instance dictionary. Callability is asked of each
+    object still (it is cheap, and decides the road for functions and
+    callable instances).
+    """
+    if issubclass(cls, (type, ModuleType, _thread._local)):
+        return None
+    return dict_getter(cls)
 
 
 _WEAK = (WeakSet, WeakValueDictionary)
