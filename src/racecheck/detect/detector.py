@@ -1558,9 +1558,7 @@ class Detector:
             history.append((shadow.seq + 1, site))
             if len(history) > 8:
                 del history[0]
-        elif (
-            action == "checked" or own == "branch" or (own == "return" and _use(site) == "branch")
-        ):
+        elif action == "checked" or own == "branch" or (own == "return" and _use(site) == "branch"):
             shadow.checks[actor] = (site, shadow.seq, self.steps.get(actor, 0))
         if self.happens_before:
             if write:
@@ -1890,7 +1888,7 @@ def _ordinary_dict(cls: type) -> Any:
 _WEAK = (WeakSet, WeakValueDictionary)
 #: id(recipe) -> (recipe, how its base reads in a report): rendered once, not
 #: at every access (the entry keeps the recipe alive, so its id stays its own)
-_LABELS: dict[int, tuple[Recipe, str]] = {}
+_LABELS: dict[int, tuple[Recipe, str, str]] = {}
 
 
 def _weak_data(base: Any) -> Any:
