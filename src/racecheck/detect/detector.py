@@ -646,11 +646,32 @@ class Detector:
     def _access(self, frame: FrameType, recipe: Recipe, actor: int, hb: int) -> None:
         op = recipe.op
         if op in _VARIABLES:
+            if op == "global-read":
+                # most are a module, class or function: answered here, as _variable would
+                value = frame.f_globals.get(recipe.name, MISSING)
+                if value is MISSING or isinstance(value, _UNTRACKED_GLOBALS):
+                    return
             self._variable(frame, recipe.name, op, actor, hb)
             return
         if op == "next":
             if not self.happens_before and self.loops:
                 self._loop_continues(frame, recipe.name, actor, hb)
+            return
+        cached = _LABELS.get(id(recipe))
+        if cached is None:
+            cached = _LABELS[id(recipe)] = _recipe_plan(recipe)
+        plain = cached[3]
+        if plain is not None:
+            # ``name.attr`` (the commonest access): the road below, without its questions
+            if plain[0]:
+                base = frame.f_globals.get(plain[1], MISSING)
+                if base is MISSING:
+                    base = frame.f_builtins.get(plain[1], MISSING)
+            else:
+                base = frame.f_locals.get(plain[1], MISSING)
+            if base is MISSING or isinstance(base, ModuleType):
+                return  # a module's attribute is a binding nobody races on (_attribute)
+            self._attribute(frame, actor, hb, base, plain[2], op == "write", cached[1], cached[2])
             return
         f_locals = frame.f_locals
         base = evaluate(recipe.base, frame, f_locals)
@@ -662,14 +683,6 @@ class Detector:
             base = _weak_data(base)  # its contents: a set of references, a dict of them
             if base is MISSING:
                 return
-        cached = _LABELS.get(id(recipe))
-        if cached is None:
-            label = render(recipe.base)
-            cached = _LABELS[id(recipe)] = (
-                recipe,
-                label,
-                f"{label}.{recipe.name}" if recipe.name is not None else label,
-            )
         label = cached[1]
         if op == "read" or op == "write":
             if recipe.namespace:
@@ -1886,9 +1899,37 @@ def _ordinary_dict(cls: type) -> Any:
 
 
 _WEAK = (WeakSet, WeakValueDictionary)
-#: id(recipe) -> (recipe, how its base reads in a report): rendered once, not
-#: at every access (the entry keeps the recipe alive, so its id stays its own)
-_LABELS: dict[int, tuple[Recipe, str, str]] = {}
+#: id(recipe) -> _recipe_plan(recipe): worked out once, not at every access (the
+#: entry keeps the recipe alive, so its id stays its own)
+_LABELS: dict[int, tuple[Recipe, str, str, tuple[bool, str, str] | None]] = {}
+
+
+def _recipe_plan(
+    recipe: Recipe,
+) -> tuple[Recipe, str, str, tuple[bool, str, str] | None]:
+    """What ``Detector._access`` needs of a recipe before it reads anything.
+
+    The recipe; how its base reads in a report; the attribute's target
+    (``base.name``); and, for a plain read or write of ``name.attr`` where
+    ``name`` is a local, closure or global variable, (global?, name, attr):
+    that access goes straight to ``_attribute``, without the questions the
+    general road asks of every recipe (a weak container's contents are never
+    an attribute's owner), and without ``frame.f_locals`` for a global base.
+    """
+    label = render(recipe.base)
+    plain = None
+    base = recipe.base
+    if (
+        (recipe.op == "read" or recipe.op == "write")
+        and recipe.name is not None
+        and not recipe.namespace
+        and base is not None
+        and base is not NULL
+        and base[0] in ("local", "deref", "global")
+    ):
+        plain = (base[0] == "global", base[1], recipe.name)
+    target = f"{label}.{recipe.name}" if recipe.name is not None else label
+    return recipe, label, target, plain
 
 
 def _weak_data(base: Any) -> Any:
