@@ -35,7 +35,19 @@ def instance_dict(obj: Any) -> Any:
     replaced the descriptor of the very class that added the dictionary: then
     there is no way to read it that runs no user code.
     """
-    cls = type(obj)
+    getter = _dict_getters.get(type(obj), _MISSING)
+    if getter is _MISSING:
+        getter = dict_getter(type(obj))
+    if getter is None:
+        raise AttributeError("__dict__")
+    return getter(obj)
+
+
+def dict_getter(cls: type) -> Any:
+    """What :func:`instance_dict` calls for ``cls`` instances, or None when they have none.
+
+    For a caller that keeps its own answer per class (the detector's per-access path).
+    """
     getter = _dict_getters.get(cls, _MISSING)
     if getter is _MISSING:
         getter = None
@@ -45,6 +57,4 @@ def instance_dict(obj: Any) -> Any:
                 getter = entry.__get__
                 break
         _dict_getters[cls] = getter
-    if getter is None:
-        raise AttributeError("__dict__")
-    return getter(obj)
+    return getter

@@ -76,6 +76,7 @@ from racecheck.detect.operands import (
 from racecheck.detect.operands import (
     _recipes as _RECIPES,
 )
+from racecheck.instance_state import dict_getter
 from racecheck.sources import source_line
 
 _CONTAINERS = (dict, list, set, deque)
@@ -668,11 +669,32 @@ class Detector:
     def _access(self, frame: FrameType, recipe: Recipe, actor: int, hb: int) -> None:
         op = recipe.op
         if op in _VARIABLES:
+            if op == "global-read":
+                # most are a module, class or function: answered here, as _variable would
+                value = frame.f_globals.get(recipe.name, MISSING)
+                if value is MISSING or isinstance(value, _UNTRACKED_GLOBALS):
+                    return
             self._variable(frame, recipe.name, op, actor, hb)
             return
         if op == "next":
             if not self.happens_before and self.loops:
                 self._loop_continues(frame, recipe.name, actor, hb)
+            return
+        cached = _LABELS.get(id(recipe))
+        if cached is None:
+            cached = _LABELS[id(recipe)] = _recipe_plan(recipe)
+        plain = cached[3]
+        if plain is not None:
+            # ``name.attr`` (the commonest access): the road below, without its questions
+            if plain[0]:
+                base = frame.f_globals.get(plain[1], MISSING)
+                if base is MISSING:
+                    base = frame.f_builtins.get(plain[1], MISSING)
+            else:
+                base = frame.f_locals.get(plain[1], MISSING)
+            if base is MISSING or isinstance(base, ModuleType):
+                return  # a module's attribute is a binding nobody races on (_attribute)
+            self._attribute(frame, actor, hb, base, plain[2], op == "write", cached[1], cached[2])
             return
         f_locals = frame.f_locals
         base = evaluate(recipe.base, frame, f_locals)
@@ -684,9 +706,6 @@ class Detector:
             base = _weak_data(base)  # its contents: a set of references, a dict of them
             if base is MISSING:
                 return
-        cached = _LABELS.get(id(recipe))
-        if cached is None:
-            cached = _LABELS[id(recipe)] = (recipe, render(recipe.base))
         label = cached[1]
         if op == "read" or op == "write":
             if recipe.namespace:
@@ -696,7 +715,9 @@ class Detector:
                 self._attribute(frame, actor, hb, base, name, op == "write", label)
                 return
             if recipe.name is not None:  # attribute
-                self._attribute(frame, actor, hb, base, recipe.name, op == "write", label)
+                self._attribute(
+                    frame, actor, hb, base, recipe.name, op == "write", label, cached[2]
+                )
                 return
             if not self._plain(base) and not (recipe.inner and self._storage(base, recipe)):
                 if type(base) in _BUFFERS:
@@ -785,26 +806,50 @@ class Detector:
             self._method(frame, actor, hb, base, kind, recipe.name, element, label)
 
     def _attribute(
-        self, frame: FrameType, actor: int, hb: int, base: Any, name: str, write: bool, label: str
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        base: Any,
+        name: str,
+        write: bool,
+        label: str,
+        target: str | None = None,
     ) -> None:
-        """``base.name``, however spelled: ``.name``, ``getattr``, ``vars(base)[...]``."""
-        if isinstance(base, type):
-            self._class_attribute(frame, actor, hb, base, name, write, label)
-            return
-        if isinstance(base, ModuleType) or (callable(base) and not hasattr(base, "__dict__")):
-            return
-        try:
-            if type(base) is _thread._local:
-                # its per-thread dict; a subclass could run its __init__ here: not read
-                namespace = _thread._local.__getattribute__(base, "__dict__")
-            else:
-                namespace = instance_dict(base)
-        except AttributeError:
-            # no __dict__: a class with __slots__ keeps its state in them
-            self._slot_attribute(frame, actor, hb, base, name, write, label)
-            return
+        """``base.name``, however spelled: ``.name``, ``getattr``, ``vars(base)[...]``.
+
+        ``target``: ``f"{label}.{name}"`` when the caller has it already (made
+        once per recipe, not at every access).
+        """
+        # most accesses are to an ordinary object's own attribute: what kind of
+        # object it is is one cached answer per class (_ordinary_dict)
+        getter = _ORDINARY_DICTS.get(type(base), MISSING)
+        if getter is MISSING:
+            if len(_ORDINARY_DICTS) >= _TYPE_CACHE_LIMIT:
+                _ORDINARY_DICTS.clear()  # classes made per run must not pile up
+            getter = _ORDINARY_DICTS[type(base)] = _ordinary_dict(type(base))
+        if getter is not None and not callable(base):
+            namespace = getter(base)
+        else:
+            if isinstance(base, type):
+                self._class_attribute(frame, actor, hb, base, name, write, label)
+                return
+            if isinstance(base, ModuleType) or (callable(base) and not hasattr(base, "__dict__")):
+                return
+            try:
+                if type(base) is _thread._local:
+                    # its per-thread dict; a subclass could run its __init__ here: not read
+                    namespace = _thread._local.__getattribute__(base, "__dict__")
+                else:
+                    namespace = instance_dict(base)
+            except AttributeError:
+                # no __dict__: a class with __slots__ keeps its state in them
+                self._slot_attribute(frame, actor, hb, base, name, write, label)
+                return
         if type(namespace) is not dict:
             return
+        if target is None:
+            target = f"{label}.{name}"
         if not write:
             value = namespace.get(name, MISSING)
             if value is MISSING:
@@ -812,12 +857,17 @@ class Detector:
                 return
             if isinstance(value, _ROUTINES):
                 return  # a method or class attribute: not instance state
-        elif self._descriptor(type(base), name):
+            # a read's value is the one just loaded: no closure to read it again; a
+            # threading.local's __dict__ is the current thread's: that dict is the storage
+            owner = namespace if type(base) is _thread._local else base
+            self._touch(frame, actor, hb, owner, name, False, target, _no_value, value=value)
+            return
+        if self._descriptor(type(base), name):
             # a property's setter runs instead: its own accesses are the real ones
             self._slot_attribute(frame, actor, hb, base, name, write, label)
             return
-        elif self.positions and self._stale_index(
-            frame, actor, hb, namespace.get(name, MISSING), f"{label}.{name}", "replaced"
+        if self.positions and self._stale_index(
+            frame, actor, hb, namespace.get(name, MISSING), target, "replaced"
         ):
             return
         # a threading.local's __dict__ is the current thread's: that dict is the storage
@@ -829,7 +879,7 @@ class Detector:
             owner,
             name,
             write,
-            f"{label}.{name}",
+            target,
             lambda: namespace.get(name, MISSING),
         )
 
@@ -1578,7 +1628,15 @@ class Detector:
         atomic: bool = False,
         stale_only: bool = False,
         slot: bool = False,
+        value: Any = None,
     ) -> None:
+        """One access to ``(obj, key)``: record it, and judge it against the others.
+
+        ``value_of`` reads the location's current value; a read that has its
+        value already passes it as ``value`` (with ``_no_value``), so no
+        closure is made for it. Nothing runs between the load and this call,
+        so it is the value ``value_of`` would give.
+        """
         if self.access_log is not None:
             self.access_log.touch(obj, key, write, action == "iterated")
             if self.record_only:
@@ -1611,16 +1669,22 @@ class Detector:
             slot,
             caller.f_lasti if caller is not None else -1,
         )
-        if (
-            not write
-            and caller is not None
-            and _use_at(frame.f_code, site.offset) == "return"
-            # a load that raises (a missing key) returns nothing: the handler it
-            # raises into decides, and where that is is not followed
-            and value_of() is not MISSING
-        ):
-            # where a returned value goes must be read now: the callers move on
-            site.passed = _passed_on(caller)
+        own = ""
+        if not write:
+            if value_of is not _no_value:
+                value = value_of()  # read once: nothing of the program runs meanwhile
+            # what the reading frame does with the value: asked once here, and
+            # again below only when it returns it (_use follows the callers)
+            own = _use_at(frame.f_code, site.offset)
+            if (
+                own == "return"
+                and caller is not None
+                # a load that raises (a missing key) returns nothing: the handler it
+                # raises into decides, and where that is is not followed
+                and value is not MISSING
+            ):
+                # where a returned value goes must be read now: the callers move on
+                site.passed = _passed_on(caller)
         view_key = (actor, location)
         view = self.views.get(view_key)
         if not write and site.locks and self.happens_before and (view is None or view.kind != "w"):
@@ -1667,7 +1731,7 @@ class Detector:
                     # one's own element is still there after another's element went in
                     and not (view.slot and remote.slot)
                     and not self._waited_for(remote, hb)
-                    and not _same(value_of(), view.value)
+                    and not _same(value, view.value)
                     and not _waits_in_loop(site)
                 ):
                     self.pending.append((actor, location, view, remote, site, target))
@@ -1685,7 +1749,7 @@ class Detector:
             history.append((shadow.seq + 1, site))
             if len(history) > 8:
                 del history[0]
-        elif _use(site) == "branch":
+        elif action == "checked" or own == "branch" or (own == "return" and _use(site) == "branch"):
             shadow.checks[actor] = (site, shadow.seq, self.steps.get(actor, 0))
         if self.happens_before:
             if write:
@@ -1710,7 +1774,7 @@ class Detector:
             # the store runs right after this event: read what it wrote later
             self.unsettled.append((new_view, value_of))
         else:
-            new_view.value = value_of()
+            new_view.value = value
         self.views[view_key] = new_view
 
     def _decide(
@@ -1992,10 +2056,62 @@ class Detector:
         )
 
 
+def _no_value() -> Any:
+    """``value_of`` of a read that passed its value to ``_touch`` already."""
+    return MISSING
+
+
+#: class -> the C-level getter of its instances' ``__dict__`` when they are
+#: ordinary objects (see _ordinary_dict), else None; at most _TYPE_CACHE_LIMIT
+_ORDINARY_DICTS: dict[type, Any] = {}
+
+
+def _ordinary_dict(cls: type) -> Any:
+    """The getter of ``cls`` instances' own ``__dict__``, if ``Detector._attribute``
+    may read their attributes there without asking anything else of the object.
+
+    None (ask everything) for a class, a module, a ``threading.local``, and
+    objects without an instance dictionary. Callability is asked of each
+    object still (it is cheap, and decides the road for functions and
+    callable instances).
+    """
+    if issubclass(cls, (type, ModuleType, _thread._local)):
+        return None
+    return dict_getter(cls)
+
+
 _WEAK = (WeakSet, WeakValueDictionary)
-#: id(recipe) -> (recipe, how its base reads in a report): rendered once, not
-#: at every access (the entry keeps the recipe alive, so its id stays its own)
-_LABELS: dict[int, tuple[Recipe, str]] = {}
+#: id(recipe) -> _recipe_plan(recipe): worked out once, not at every access (the
+#: entry keeps the recipe alive, so its id stays its own)
+_LABELS: dict[int, tuple[Recipe, str, str, tuple[bool, str, str] | None]] = {}
+
+
+def _recipe_plan(
+    recipe: Recipe,
+) -> tuple[Recipe, str, str, tuple[bool, str, str] | None]:
+    """What ``Detector._access`` needs of a recipe before it reads anything.
+
+    The recipe; how its base reads in a report; the attribute's target
+    (``base.name``); and, for a plain read or write of ``name.attr`` where
+    ``name`` is a local, closure or global variable, (global?, name, attr):
+    that access goes straight to ``_attribute``, without the questions the
+    general road asks of every recipe (a weak container's contents are never
+    an attribute's owner), and without ``frame.f_locals`` for a global base.
+    """
+    label = render(recipe.base)
+    plain = None
+    base = recipe.base
+    if (
+        (recipe.op == "read" or recipe.op == "write")
+        and recipe.name is not None
+        and not recipe.namespace
+        and base is not None
+        and base is not NULL
+        and base[0] in ("local", "deref", "global")
+    ):
+        plain = (base[0] == "global", base[1], recipe.name)
+    target = f"{label}.{recipe.name}" if recipe.name is not None else label
+    return recipe, label, target, plain
 
 
 def _weak_data(base: Any) -> Any:
