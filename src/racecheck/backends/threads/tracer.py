@@ -460,10 +460,18 @@ class SettraceTracer:
                         # _arm, written out (one Python call less a traced line),
                         # and f_lineno read once (computed from the offset each time)
                         line = frame.f_lineno
-                        armed = (point_hot is None or line in point_hot) and len(live) > 1
+                        holds_points = point_hot is None or line in point_hot
+                        armed = holds_points and len(live) > 1
                         frame.f_trace_opcodes = (
                             armed if not watch_alone else hot is None or line in hot
                         )
+                        if holds_points and not armed and not controller.aborting:
+                            # alone: the line's points are no decisions, but they
+                            # are steps, or a lone spin loop never reaches
+                            # max_steps and the watchdog calls it "blocked in C"
+                            # (3.12+ counts each lone point; here, once a line)
+                            me.points += 1
+                            controller.tick()
                     if recording and me.lines is not None:
                         me.lines.append((frame.f_code.co_filename, frame.f_lineno))
                     if not by_opcode:
