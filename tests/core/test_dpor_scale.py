@@ -229,8 +229,11 @@ _SCENARIO_BUDGET = 250
 _OUT_OF_REACH = (
     "bridge: no RLock race and no loop look against a hand-off is left, but 250 runs "
     "reach 140 traces of correct (89 runs repeat one): the pool's queue (every put races "
-    "every get), who runs a future's done callback, and on the buggy variants every order "
-    "of the loop's ready tasks (docs/architecture.md, 'Event loops inside threads')"
+    "every get), and who runs a concurrent future's done callback (a real difference: "
+    "flat_map's callback puts the outcome into a queue.Queue the main thread reads); on "
+    "the buggy variants the graph tasks' turns, whose steps really race later steps (the "
+    "virtual clock's moves, task ends), so each turn's start still reverses them "
+    "(docs/architecture.md, 'Event loops inside threads')"
 )
 
 

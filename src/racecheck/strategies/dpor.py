@@ -20,6 +20,12 @@ stateless: every schedule is a fresh run of the target from the start.
   that waiter added to its state: the waiter's retry races with it, but the
   next release sits between the two in happens-before and no race of the
   run's steps leads to that order (:meth:`DPORChooser._reverse_disabled`).
+* A task's turn on a loop inside a thread (``accesses.TURN``) holds the
+  loop's other ready tasks off, like a lock's critical section, but orders
+  nothing: a race between a step inside the turn and a held task's step is
+  reversed at the turn's start, where the held task could run
+  (:meth:`DPORChooser._holds_of`, :meth:`DPORChooser._reverse`), so turns
+  that touch nothing in common are not reordered.
 * An order-only read (a finished join, a get that took its item, an await
   of a done future: ``accesses.ORDER_ONLY``, ``ITEM``) orders its step after
   the write it reads without a race: run first, the step would have waited.
