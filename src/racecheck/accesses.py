@@ -1836,6 +1836,8 @@ class StepLog:
             owner = frame.f_locals.get("self")
             if isinstance(owner, queue.Queue) and _is_own_lock(getattr(owner, "mutex", None)):
                 return  # recorded where it takes the queue's mutex (_in_queue)
+        if _writes_nothing(code):
+            return
         # Quiet stdlib code may still change what it is handed (Counter.update,
         # a cached_property filling an instance): each argument is written.
         names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
@@ -1884,6 +1886,18 @@ _FINISHES = frozenset({"set_result", "set_exception"})
 #: reads. Written as the whole object, they made every step that builds a
 #: dataclass around a shared object (or starts an async generator) conflict
 #: with every other step that touches it.
+#: quiet library functions that change nothing they are handed (qualname -> the end of
+#: their file's path): ``typing.cast`` returns its value as it is, a note for type
+#: checkers (the bridge's done callbacks cast the task they discard)
+_WRITES_NOTHING: dict[str, str] = {"cast": os.sep + "typing.py"}
+
+
+def _writes_nothing(code: Any) -> bool:
+    """Is ``code`` a library function known to change none of its arguments?"""
+    ending = _WRITES_NOTHING.get(code.co_qualname)
+    return ending is not None and code.co_filename.endswith(ending)
+
+
 _NARROW_WRITES: dict[str, tuple[str, Hashable]] = {
     "__create_fn__.<locals>.__init__": ("<string>", None),
     "BaseEventLoop._asyncgen_firstiter_hook": ("base_events.py", "_asyncgens"),
