@@ -114,6 +114,12 @@ ENDED: Hashable = ("<ended>",)
 #: nothing by itself). The step may still disable a waiter that the last
 #: release woke, which is what strategies.dpor's ``_takes`` looks for.
 HELD: Hashable = ("<held>",)
+#: a loop's thread taken by a task's step (a loop inside a controlled thread): read
+#: only, so two turns never conflict by it; the step that reads it holds the loop's
+#: other ready tasks off until the turn ends (see StepLog.loop_turn, and
+#: strategies.dpor, which reverses a race inside the turn with a task it held off
+#: at the turn's start)
+TURN: Hashable = ("<turn>",)
 #: a loop's hand-offs from other threads (``call_soon_threadsafe``): each writes it,
 #: so they are ordered among themselves (see StepLog.handed_off)
 HANDOFFS: Hashable = ("<handoffs>",)
@@ -138,7 +144,10 @@ WAKE = -4
 #: run (key: the clock's ordinal). Every earlier read of the clock was made
 #: by an actor that has blocked since, so those reads are ordered before the
 #: move without racing it: run first, the move could not have happened (its
-#: reader was still enabled). Other conflicts of the two steps still race.
+#: reader was still enabled). The same holds for the actors the move wakes (a
+#: timer come due): each blocked after its last step, which is ordered before
+#: the move's change of its enabled state without racing it (strategies.dpor).
+#: Other conflicts of the two steps still race.
 IDLE_CLOCK = -5
 
 
@@ -1155,16 +1164,19 @@ class StepLog:
         The step holds the loop's thread: until it ends (other threads may
         run meanwhile: the threads backend cuts a task step at its lines),
         the loop's other ready tasks cannot run, so the step disables them.
-        Its first step reads HELD, which makes it a step that takes a
-        primitive for DPOR (``strategies.dpor._takes``): each ready task it
-        disabled is tried first there (``DPORChooser._reverse_disabled``).
-        Without it, which ready task the loop ran first was explored only
-        when two tasks' steps conflicted, and a thread's write between the
-        two tasks' reads (the second task first, the write, then the first)
-        was never reached, while the program was called verified
-        (tests/core/test_dpor_loop_queue.py).
+        Its first step reads TURN. For DPOR that hold is a critical section,
+        not an order: the disabling and the re-enabling at the turn's end do
+        not order the held tasks' steps after the turn, and a race between a
+        step inside the turn and a held task's step is reversed at the
+        turn's start, where the held task could still run
+        (``DPORChooser._reverse``). Ordered by the hold, two tasks' steps
+        were never a race and the loop's first choice was never reversed (a
+        program called verified after one run); reversed wherever a turn
+        began, as a lock's woken waiter is, every order of the ready tasks
+        was explored (tests/core/test_dpor_loops.py,
+        tests/core/test_dpor_loop_queue.py).
         """
-        self.current.append((self.ordinal(loop), HELD, False, type(loop).__qualname__))
+        self.current.append((self.ordinal(loop), TURN, False, type(loop).__qualname__))
 
     def idle_look(self, loop: Any) -> None:
         """The loop's thread found nothing to run and no timer: it waits in ``select()``.
@@ -1982,6 +1994,8 @@ class StepLog:
             owner = frame.f_locals.get("self")
             if isinstance(owner, queue.Queue) and _is_own_lock(getattr(owner, "mutex", None)):
                 return  # recorded where it takes the queue's mutex (_in_queue)
+        if _writes_nothing(code):
+            return
         # Quiet stdlib code may still change what it is handed (Counter.update,
         # a cached_property filling an instance): each argument is written.
         names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
@@ -2030,6 +2044,18 @@ _FINISHES = frozenset({"set_result", "set_exception"})
 #: reads. Written as the whole object, they made every step that builds a
 #: dataclass around a shared object (or starts an async generator) conflict
 #: with every other step that touches it.
+#: quiet library functions that change nothing they are handed (qualname -> the end of
+#: their file's path): ``typing.cast`` returns its value as it is, a note for type
+#: checkers (the bridge's done callbacks cast the task they discard)
+_WRITES_NOTHING: dict[str, str] = {"cast": os.sep + "typing.py"}
+
+
+def _writes_nothing(code: Any) -> bool:
+    """Is ``code`` a library function known to change none of its arguments?"""
+    ending = _WRITES_NOTHING.get(code.co_qualname)
+    return ending is not None and code.co_filename.endswith(ending)
+
+
 _NARROW_WRITES: dict[str, tuple[str, Hashable]] = {
     "__create_fn__.<locals>.__init__": ("<string>", None),
     "BaseEventLoop._asyncgen_firstiter_hook": ("base_events.py", "_asyncgens"),

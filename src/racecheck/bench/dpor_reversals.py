@@ -8,8 +8,9 @@ below it, so the races that add them are where the budget goes. This runs
 the variant under ``strategy="dpor"`` with :class:`CountingChooser`, which
 labels each race whose reversal added an actor by the keys the two steps
 conflicted on (object type, key, who wrote), plus the states where a step
-disabled an actor that could run there (``disabled``: a lock taken, a loop's
-task step holding its thread), and prints the counts, most first.
+disabled an actor that could run there (``disabled``: a lock taken), and
+the races inside a task's turn reversed at the turn's start (``at a turn's
+start:``, then what the two steps conflicted on), and prints the counts, most first.
 
 A measurement aid, not part of a check: it subclasses the chooser for the
 one run and changes nothing in the search (same runs, same traces).
@@ -61,13 +62,27 @@ class CountingChooser(dpor.DPORChooser):
     """DPOR that counts, by label, the races whose reversal added an actor to try."""
 
     counts: ClassVar[collections.Counter[tuple[str, ...]]] = collections.Counter()
+    #: the step a reversal's race began at, while DPOR moves it to a turn's start
+    _race_from: int | None = None
 
     def _reverse(self, i: int, j: int, hb: list[int]) -> None:
-        node = self.path[i]
-        before = len(node.backtrack)
-        super()._reverse(i, j, hb)
-        if len(node.backtrack) > before:
-            CountingChooser.counts[label(self.events[i], self.events[j])] += 1
+        # A race inside a task's turn is reversed at the turn's start (DPORChooser._reverse
+        # calls itself there): it is labelled by the two steps that raced, and said so.
+        outer = self._race_from is None
+        if outer:
+            self._race_from = i
+        try:
+            node = self.path[i]
+            before = len(node.backtrack)
+            super()._reverse(i, j, hb)
+            if len(node.backtrack) > before:
+                origin = self._race_from
+                assert origin is not None
+                what = label(self.events[origin], self.events[j])
+                CountingChooser.counts[("at a turn's start:", *what) if origin != i else what] += 1
+        finally:
+            if outer:
+                self._race_from = None
 
     def _reverse_disabled(self, i: int, actor: int) -> None:
         node = self.path[i]

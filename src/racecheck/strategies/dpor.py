@@ -20,6 +20,12 @@ stateless: every schedule is a fresh run of the target from the start.
   that waiter added to its state: the waiter's retry races with it, but the
   next release sits between the two in happens-before and no race of the
   run's steps leads to that order (:meth:`DPORChooser._reverse_disabled`).
+* A task's turn on a loop inside a thread (``accesses.TURN``) holds the
+  loop's other ready tasks off, like a lock's critical section, but orders
+  nothing: a race between a step inside the turn and a held task's step is
+  reversed at the turn's start, where the held task could run
+  (:meth:`DPORChooser._holds_of`, :meth:`DPORChooser._reverse`), so turns
+  that touch nothing in common are not reordered.
 * An order-only read (a finished join, a get that took its item, an await
   of a done future: ``accesses.ORDER_ONLY``, ``ITEM``) orders its step after
   the write it reads without a race: run first, the step would have waited.
@@ -62,6 +68,7 @@ from racecheck.accesses import (
     STUTTER,
     SYNC,
     TAKEN,
+    TURN,
     WAKE,
     Access,
     order_only,
@@ -167,6 +174,17 @@ def _takes(index: Index) -> bool:
     return False
 
 
+def _turn(index: Index) -> bool:
+    """Is the step the start of a task's turn on a loop inside a thread (accesses.TURN)?"""
+    return any(TURN in keys for obj, keys in index.items() if isinstance(obj, int) and obj >= 0)
+
+
+def _without_actors(index: Index, dropped: set[Hashable]) -> Index:
+    """``index`` without its writes of the enabled state of the actors in ``dropped``."""
+    actors = {k: w for k, w in index[ACTOR].items() if k not in dropped}
+    return {**index, ACTOR: actors}
+
+
 def _conflict(a: Index, b: Index) -> bool:
     if OPAQUE in a or OPAQUE in b:
         return True
@@ -219,7 +237,14 @@ def _find_conflicts(
                     # see _actor_keys_conflict: changes of an actor's
                     # enabled state are ordered against its steps only
                     if write:
-                        conflicting.update(r for a, r in reads.items() if a != actor)
+                        # A step that moved a clock because nobody could run
+                        # (IDLE_CLOCK) wakes actors that were all blocked: their
+                        # last steps came first (run first, the move could not
+                        # have happened), an order, like the clock's reads.
+                        # Orders through a task's turn (see _holds_of) used to
+                        # hide this, and without them it raced every time.
+                        woken = (r for a, r in reads.items() if a != actor)
+                        (after if idle else conflicting).update(woken)
                     else:
                         conflicting.update(w for w in actor_writes.get(place, ()))
                     continue
@@ -304,6 +329,9 @@ class DPORChooser(BaseChooser):
         self._enabled: list[tuple[int, ...]] = []
         self._blocked = False
         self._next_sleep: dict[int, _Event] = {}
+        #: actor -> the turns that held it off in the run analysed: [start, end or None]
+        #: (see _holds_of and _reverse)
+        self._held: dict[int, list[list[int | None]]] = {}
         self._done = False
         self._gave_up: str | None = None
         #: runs that were a new trace, and runs a sleep set made redundant
@@ -508,8 +536,14 @@ class DPORChooser(BaseChooser):
         keys_of: dict[Hashable, set[Hashable]] = {}
         #: actor -> the steps that changed whether it may run since its last step
         actor_writes: dict[Hashable, list[int]] = {}
+        self._held = {}
+        holding: dict[int, int] = {}  # actor held off now -> the turn start holding it
         for j, event in enumerate(events):
             actor = event.actor
+            index = event.index
+            dropped = self._holds_of(j, event, holding)
+            if dropped:
+                index = _without_actors(index, dropped)
             conflicting: set[int] = set()
             #: earlier steps this one must follow but could not have run before (ORDER_ONLY)
             ordered: set[int] = set()
@@ -531,7 +565,7 @@ class DPORChooser(BaseChooser):
             gates: set[int] = set()
             wakes = set(ordered)
             _find_conflicts(
-                event.index,
+                index,
                 actor,
                 idle,
                 events,
@@ -560,7 +594,7 @@ class DPORChooser(BaseChooser):
                     entry = state.get((read[0], read[1]))
                     if entry is not None and entry[0] is not None:
                         followed.add(entry[0])
-            for obj, keys in event.index.items():
+            for obj, keys in index.items():
                 if obj != ACTOR and obj in _PSEUDO:
                     continue
                 known = keys_of[obj]
@@ -628,6 +662,49 @@ class DPORChooser(BaseChooser):
             self._reverse_ended(len(events) - 1)
         return hb
 
+    def _holds_of(self, j: int, event: _Event, holding: dict[int, int]) -> set[Hashable]:
+        """The actors whose enabled state step ``j`` changed only by a turn's hold.
+
+        A task's turn on a loop inside a thread (accesses.TURN) holds the
+        loop's other ready tasks off from its start until the loop's thread
+        can choose again, like a lock's critical section. That hold is no
+        order: the disabling at the start and the enabling at the end are
+        left out of happens-before, so a held task's steps race the steps
+        inside the turn, and such a race is reversed at the turn's start,
+        where the held task could run (:meth:`_reverse`). A start that takes
+        a primitive too (``_takes``) keeps the plain treatment: its orders,
+        and each task it disabled tried first there (_reverse_disabled).
+        ``holding`` (held actor -> the start holding it) is updated.
+        """
+        actors = event.index.get(ACTOR)
+        if not actors:
+            return set()
+        dropped: set[Hashable] = set()
+        before = self._enabled[j]
+        for held in [a for a in holding if actors.get(a)]:
+            if held not in before:  # enabled again: the hold is over
+                dropped.add(held)
+                self._held[held][-1][1] = j
+                del holding[held]
+        if _turn(event.index) and not _takes(event.index):
+            for other, write in actors.items():
+                if write and other != event.actor and other in before:
+                    assert isinstance(other, int)
+                    dropped.add(other)
+                    holding[other] = j
+                    self._held.setdefault(other, []).append([j, None])
+        return dropped
+
+    def _held_at(self, actors: Sequence[int], i: int) -> int | None:
+        """The latest turn start that held one of ``actors`` off at state ``i``, if any."""
+        found: int | None = None
+        for actor in actors:
+            for start, end in self._held.get(actor, ()):
+                assert start is not None
+                if start < i and (end is None or i <= end) and (found is None or start > found):
+                    found = start
+        return found
+
     def _reverse_ended(self, last: int) -> None:
         """The run ended while other actors could still run: try each before its last step.
 
@@ -644,10 +721,14 @@ class DPORChooser(BaseChooser):
                 self._reverse_disabled(last, other)
 
     def _reverse(self, i: int, j: int, hb: list[int]) -> None:
-        """Make sure some actor that starts the reversal of race (i, j) is tried at state i."""
+        """Make sure some actor that starts the reversal of race (i, j) is tried at state i.
+
+        When no actor that could start it is enabled at state i because a
+        task's turn on a loop holds them off (see _holds_of), the reversal
+        is placed at that turn's start instead: the held task runs its turn
+        first there, before the turn the race lay in.
+        """
         node = self.path[i]
-        if len(node.enabled) < 2:
-            return
         events = self.events
         later = [k for k in range(i + 1, j) if not (hb[k] >> i) & 1]
         later.append(j)
@@ -662,7 +743,12 @@ class DPORChooser(BaseChooser):
             inside |= 1 << k
         possible = [actor for actor in node.enabled if actor in initials]
         if not possible:
-            return  # the second step could not have run first: not a reversible race
+            start = self._held_at(initials, i) if self._held else None
+            if start is not None:
+                self._reverse(start, j, hb)
+            return  # else the second step could not have run first: not a reversible race
+        if len(node.enabled) < 2:
+            return
         if any(actor in node.backtrack or actor in node.sleep for actor in possible):
             return
         preferred = events[j].actor
