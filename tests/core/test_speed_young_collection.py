@@ -15,7 +15,6 @@ each collection's generation.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 from collections import Counter
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from typing import Any, ClassVar
 import pytest
 
 import racecheck
+from racecheck.bench.workloads import asyncio_deposits  # the bench's own asyncio workload
 
 
 @pytest.fixture
@@ -44,28 +44,12 @@ def generations() -> Iterator[Counter[int]]:
         gc.callbacks.remove(callback)
 
 
-class Account:
-    def __init__(self) -> None:
-        self.balance = 0
-        self.lock = asyncio.Lock()
-
-    async def deposit(self, amount: int) -> None:
-        async with self.lock:
-            current = self.balance
-            await asyncio.sleep(0)
-            self.balance = current + amount
-
-
-async def deposits() -> None:
-    account = Account()
-    await asyncio.gather(account.deposit(1), account.deposit(2), account.deposit(3))
-    assert account.balance == 6
-
-
 def test_a_plain_asyncio_exploration_collects_young_between_runs(
     generations: Counter[int],
 ) -> None:
-    report = racecheck.check(deposits, strategy="random", schedules=60, seed=0, saturation=0)
+    report = racecheck.check(
+        asyncio_deposits, strategy="random", schedules=60, seed=0, saturation=0
+    )
 
     assert report.schedules_run == 60
     # one full collection before the heap is frozen (quiet_gc), then one young
@@ -78,7 +62,7 @@ def test_with_the_saturation_watch_on_every_run_still_collects_young(
     generations: Counter[int],
 ) -> None:
     # the default saturation window: its fingerprint counts grow every run
-    report = racecheck.check(deposits, strategy="random", schedules=60, seed=0)
+    report = racecheck.check(asyncio_deposits, strategy="random", schedules=60, seed=0)
 
     assert report.schedules_run > 10
     assert generations[1] >= report.schedules_run, dict(generations)
@@ -119,7 +103,7 @@ def test_every_runs_cyclic_garbage_is_finalised_before_the_next_run(
         runs += 1
         first, second = Node(runs), Node(runs)
         first.other, second.other = second, first
-        await deposits()
+        await asyncio_deposits()
 
     racecheck.check(target, strategy="random", schedules=40, seed=0, saturation=0)
 
@@ -149,7 +133,7 @@ def test_garbage_hanging_on_an_earlier_runs_object_is_still_collected(
             old = kept.pop()
             new = Node(runs)
             old.other, new.other = new, old
-        await deposits()
+        await asyncio_deposits()
 
     racecheck.check(target, strategy="random", schedules=30, seed=0, saturation=0)
 
