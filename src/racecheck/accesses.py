@@ -144,10 +144,7 @@ WAKE = -4
 #: run (key: the clock's ordinal). Every earlier read of the clock was made
 #: by an actor that has blocked since, so those reads are ordered before the
 #: move without racing it: run first, the move could not have happened (its
-#: reader was still enabled). The same holds for the actors the move wakes (a
-#: timer come due): each blocked after its last step, which is ordered before
-#: the move's change of its enabled state without racing it (strategies.dpor).
-#: Other conflicts of the two steps still race.
+#: reader was still enabled). Other conflicts of the two steps still race.
 IDLE_CLOCK = -5
 
 

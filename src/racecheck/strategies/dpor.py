@@ -237,14 +237,7 @@ def _find_conflicts(
                     # see _actor_keys_conflict: changes of an actor's
                     # enabled state are ordered against its steps only
                     if write:
-                        # A step that moved a clock because nobody could run
-                        # (IDLE_CLOCK) wakes actors that were all blocked: their
-                        # last steps came first (run first, the move could not
-                        # have happened), an order, like the clock's reads.
-                        # Orders through a task's turn (see _holds_of) used to
-                        # hide this, and without them it raced every time.
-                        woken = (r for a, r in reads.items() if a != actor)
-                        (after if idle else conflicting).update(woken)
+                        conflicting.update(r for a, r in reads.items() if a != actor)
                     else:
                         conflicting.update(w for w in actor_writes.get(place, ()))
                     continue
