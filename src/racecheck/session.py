@@ -21,6 +21,7 @@ from __future__ import annotations
 import _thread
 import gc
 import inspect
+import sys
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -265,6 +266,13 @@ _FROZEN_AT_START = gc.get_freeze_count()
 _gc_restore = (True, False)  # (collector was enabled, this exploration froze the heap)
 
 
+#: a young collection (generations 0 and 1) is the whole collection when
+#: generation 2 is empty: true of the generational collector up to 3.13; 3.14's
+#: incremental collector gives ``gc.collect(1)`` another meaning, so there the
+#: full collection is kept until that road is checked (Session._collect_between_runs)
+_YOUNG_IS_WHOLE = sys.version_info < (3, 14)
+
+
 @contextmanager
 def quiet_gc() -> Iterator[None]:
     """Keep the cyclic collector from firing inside a run; restore the caller's setting.
@@ -463,7 +471,7 @@ class Session:
         if self._full_for:
             self._full_for -= 1
             gc.collect()
-        elif _gc_restore[1] and not gc.get_objects(2):
+        elif _YOUNG_IS_WHOLE and _gc_restore[1] and not gc.get_objects(2):
             # (only when this exploration froze the heap: otherwise generation
             # 2 holds whatever the caller left unfrozen)
             self._backoff = 1
