@@ -1162,10 +1162,7 @@ class Detector:
         buffer = _ranked_buffer(base)
         if buffer is None:
             return
-        entry = self.ranked_items.get(id(base))
-        if entry is None:
-            entry = self.ranked_items[id(base)] = (base, deque())
-        carried = entry[1]
+        carried = self._carried_items(base)
         _line_up(carried, buffer, lifo)
         if put:
             clock = self._clock(hb)
@@ -1183,6 +1180,17 @@ class Detector:
             _join(self._clock(hb), taken[0])
             _join(self.signals[hb], taken[1])
 
+    def _carried_items(self, base: Any) -> deque[Any]:
+        """The clocks carried by ``base``'s queued items, made empty on first use.
+
+        Keyed by id and holding ``base`` itself, so the id cannot be reused
+        while the entry lives.
+        """
+        entry = self.ranked_items.get(id(base))
+        if entry is None:
+            entry = self.ranked_items[id(base)] = (base, deque())
+        return entry[1]
+
     def _locked_item(self, hb: int, base: Any, put: bool, item: Any) -> None:
         """A ``queue.LifoQueue``'s or ``queue.PriorityQueue``'s item carries its putter's signal.
 
@@ -1197,10 +1205,7 @@ class Detector:
         buffer = _ranked_buffer(base)
         if buffer is None:
             return
-        entry = self.ranked_items.get(id(base))
-        if entry is None:
-            entry = self.ranked_items[id(base)] = (base, deque())
-        carried = entry[1]
+        carried = self._carried_items(base)
         if len(carried) > 2 * len(buffer) + 8:
             # items taken where the detector did not see; a put called but not yet
             # in the buffer goes too (it then carries nothing: a report, not a miss)
