@@ -136,3 +136,28 @@ def test_no_table_prints_the_overhead_rows_only(tmp_path: Path) -> None:
         assert wall.endswith("x") and cpu.endswith("x")
         assert float(cpu[:-1]) > 0
     assert "schedules to first failure" not in out.stdout
+    # which road the detector rows measured: they cost very differently on each
+    feed = "sys.monitoring" if sys.version_info >= (3, 12) else "sys.settrace"
+    assert f"the race detector's feed on this python: {feed}" in out.stdout
+
+
+def test_only_measures_the_rows_it_names(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "racecheck", "bench", "--no-table", "--schedules", "2"]
+        + ["--only", "threads, detect=True"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if line.startswith(("asyncio", "threads"))]
+    assert len(rows) == 1 and rows[0].startswith("threads, detect=True vs racecheck"), out.stdout
+
+
+def test_only_that_matches_no_row_is_a_usage_error(tmp_path: Path) -> None:
+    out = bench(tmp_path, "--only", "nonesuch")
+    assert out.returncode == 2
+    assert "--only 'nonesuch' matches no overhead row" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "Traceback" not in out.stderr

@@ -80,6 +80,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-table", action="store_true", help="skip the strategy table (overhead only)"
     )
+    parser.add_argument(
+        "--only",
+        metavar="TEXT",
+        default=None,
+        help="measure only the overhead rows whose name contains TEXT"
+        " (e.g. 'detect=True' for the race detector's rows)",
+    )
 
 
 def _progress(row: Any) -> None:
@@ -91,9 +98,17 @@ def _progress(row: Any) -> None:
 def run(args: Any) -> int:
     from racecheck.bench.table import measure, render
 
+    only = getattr(args, "only", None)
+    if only is not None:
+        from racecheck.bench.overhead import ROW_NAMES
+
+        if not any(only in name for name in ROW_NAMES):
+            raise UsageError(
+                f"bench: --only {only!r} matches no overhead row; rows: {', '.join(ROW_NAMES)}"
+            )
     print(f"racecheck bench (python {'.'.join(map(str, sys.version_info[:3]))})")
     if not args.no_overhead:
-        from racecheck.bench.overhead import overhead
+        from racecheck.bench.overhead import detector_feed, overhead
 
         rounds = 5
         print()
@@ -101,8 +116,9 @@ def run(args: Any) -> int:
             f"overhead: {args.schedules} schedules per measurement, median of {rounds} rounds;"
             " plain = the same workload uninstrumented (asyncio: one reused event loop)"
         )
+        print(f"the race detector's feed on this python: {detector_feed()}")
         print(f"{'workload':<40} {'plain/s':>10} {'racecheck/s':>12} {'cost':>7} {'cpu cost':>9}")
-        for row in overhead(args.schedules, rounds):
+        for row in overhead(args.schedules, rounds, only):
             print(
                 f"{row['workload']:<40} {row['uninstrumented_per_s']:>10.0f}"
                 f" {row['racecheck_per_s']:>12.0f} {row['cost_ratio']:>6.2f}x"

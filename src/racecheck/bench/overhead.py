@@ -16,6 +16,27 @@ from typing import Any
 import racecheck
 from racecheck.bench.workloads import asyncio_deposits, two_threads
 
+#: the overhead rows, in the order they are measured (the trio row needs trio)
+ROW_NAMES = (
+    "asyncio: 3 tasks, lock, gather",
+    "threads: 2 threads x ~10 traced lines",
+    "asyncio, detect=True vs racecheck",
+    "threads, detect=True vs racecheck",
+    "trio, detect=True vs racecheck",
+)
+
+
+def detector_feed() -> str:
+    """How a detected asyncio or trio step reaches the detector on this interpreter.
+
+    The detector rows' cost depends on it far more than on anything else
+    (see docs/architecture.md): sys.monitoring on 3.12+, a per-step
+    sys.settrace function on 3.11. Threads are traced by their own tracer.
+    """
+    from racecheck.detect.stepmon import AVAILABLE
+
+    return "sys.monitoring (3.12+)" if AVAILABLE else "sys.settrace (3.11)"
+
 
 def _seconds(func: Callable[[], Any]) -> tuple[float, float]:
     """Wall-clock and CPU seconds (every thread of the process) that ``func`` took."""
@@ -85,10 +106,10 @@ def overhead(
         )
 
     for name, plain, controlled in (
-        ("asyncio: 3 tasks, lock, gather", plain_asyncio, controlled_asyncio),
-        ("threads: 2 threads x ~10 traced lines", plain_threads, controlled_threads),
-        ("asyncio, detect=True vs racecheck", controlled_asyncio, detected_asyncio),
-        ("threads, detect=True vs racecheck", controlled_threads, detected_threads),
+        (ROW_NAMES[0], plain_asyncio, controlled_asyncio),
+        (ROW_NAMES[1], plain_threads, controlled_threads),
+        (ROW_NAMES[2], controlled_asyncio, detected_asyncio),
+        (ROW_NAMES[3], controlled_threads, detected_threads),
         *_trio_rows(schedules),
     ):
         if only is not None and only not in name:
@@ -148,4 +169,4 @@ def _trio_rows(schedules: int) -> list[tuple[str, Callable[[], Any], Callable[[]
             saturation=0,
         )
 
-    return [("trio, detect=True vs racecheck", controlled_trio, detected_trio)]
+    return [(ROW_NAMES[4], controlled_trio, detected_trio)]
