@@ -143,8 +143,10 @@ def test_no_table_prints_the_overhead_rows_only(tmp_path: Path) -> None:
 
 def test_only_measures_the_rows_it_names(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "racecheck", "bench", "--no-table", "--schedules", "2"]
-        + ["--only", "threads, detect=True"],
+        [
+            *(sys.executable, "-m", "racecheck", "bench", "--no-table", "--schedules", "2"),
+            *("--only", "threads, detect=True"),
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
