@@ -173,7 +173,9 @@ def _needs_concurrency(
     """
     if not concurrency.in_package(module):
         return finding
-    if finding.code == "RC102" and concurrency.counted(func, finding.line, finding.end_line):
+    if finding.code == "RC102" and concurrency.counted(
+        module, func, info, finding.line, finding.end_line
+    ):
         return replace(finding, message=f"{finding.message} (a counted resource: shared by design)")
     here = memo(module.tree, "run_concurrently", partial(_run_concurrently, module))
     why = concurrency.evidence(module, func, info, here)

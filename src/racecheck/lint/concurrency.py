@@ -31,7 +31,10 @@ The evidence, any one of:
   ``<``/``<=``/``>``/``>=`` and the act moves it by one unit, ``+= 1``/``-= 1`` (issue 14's
   canonical ``if self.opened < self.max_size: await ...; self.opened += 1``): a
   count bounded by a limit exists only because several users share what it
-  counts.
+  counts. Not in an object that is its own async iterator (it defines
+  ``__anext__``): one ``async for`` consumes it, and its count is that
+  consumer's progress (twitchio's paginator counting down the results it may
+  still yield, twelfth round); two tasks pulling one iterator is misuse.
 
 Without any of these the finding is a warning that says so. Only inside a
 package: a lone file or a snippet (``lint_source``, a directory of scripts)
@@ -126,9 +129,14 @@ def evidence(
     return None
 
 
-def counted(func: FunctionNode, line: int, end_line: int | None) -> bool:
-    """Is the RC102 on ``line`` a counted resource: ``<``-like check, ``+=``/``-=`` act?"""
-    if end_line is None:
+def counted(
+    module: Module, func: FunctionNode, info: ClassInfo | None, line: int, end_line: int | None
+) -> bool:
+    """Is the RC102 on ``line`` a counted resource: ``<``-like check, ``+=``/``-=`` act,
+    in an object that is not its own async iterator?"""
+    if end_line is None or (
+        info is not None and module.resolve_method(info, "__anext__") is not None
+    ):
         return False
     targets = [
         ast.unparse(node.target)

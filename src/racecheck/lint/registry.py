@@ -65,7 +65,9 @@ RULES: dict[str, Rule] = {
                 "Inside a package it is an error only with evidence that two tasks run "
                 "the method at once: the package spawns it (create_task, gather, a task "
                 "group, an executor, a thread) within three callers, its class is a "
-                "pool, cache or limiter, or the check counts a resource (+= 1 / -= 1)."
+                "pool, cache or limiter, or the check counts a resource (+= 1 / -= 1) "
+                "in an object that is not its own async iterator (an iterator's count is "
+                "its one consumer's progress)."
             ),
             example=(
                 "async def execute(self, *args):\n"
