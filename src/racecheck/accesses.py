@@ -144,7 +144,12 @@ WAKE = -4
 #: run (key: the clock's ordinal). Every earlier read of the clock was made
 #: by an actor that has blocked since, so those reads are ordered before the
 #: move without racing it: run first, the move could not have happened (its
-#: reader was still enabled). Other conflicts of the two steps still race.
+#: reader was still enabled). The same holds for the actors the move wakes (a
+#: timer come due): each blocked after its last step, which is ordered before
+#: the move's change of its enabled state without racing it (strategies.dpor).
+#: Only the move and what follows it in the step are so ordered: what the step
+#: did before it (recorded before this marker) races as usual. Other
+#: conflicts of the two steps still race.
 IDLE_CLOCK = -5
 
 

@@ -253,3 +253,51 @@ def test_dpor_finds_a_thread_adding_to_the_set_a_task_iterates() -> None:
     with pytest.raises(racecheck.RaceFound) as again:
         racecheck.replay(thread_bugs.bridge_set_iteration, found.value.schedule)
     assert "changed size during iteration" in str(again.value.cause)
+
+
+def _sleepers(shared: bool) -> tuple[Callable[[], None], set[tuple[str, ...]]]:
+    """A loop in a thread: two tasks sleep on timers, then append (to one list if ``shared``).
+
+    Also the set of the orders the appends were made in, filled as it runs.
+    """
+    orders: set[tuple[str, ...]] = set()
+
+    def target() -> None:
+        lists: dict[str, list[str]] = {"a": [], "b": []}
+
+        async def worker(name: str) -> None:
+            await asyncio.sleep(0.001)
+            lists["a" if shared else name].append(name)
+            await asyncio.sleep(0.001)
+
+        async def main() -> None:
+            await asyncio.gather(worker("a"), worker("b"))
+
+        runner = threading.Thread(target=asyncio.run, args=(main(),))
+        runner.start()
+        runner.join()
+        orders.add(tuple(lists["a"]))
+
+    return target, orders
+
+
+def test_tasks_woken_by_an_idle_clock_are_not_reordered_for_it() -> None:
+    """The clock moves when nobody can run, and wakes both sleepers: each sleeper's last
+    step came before that move (it had blocked), an order, not a race.
+
+    Left a race once a turn's hold stopped ordering the tasks (see above), its
+    reversal went to the turn's start: every order of the sleepers' turns again
+    (4 traces; 1 now).
+    """
+    target, _ = _sleepers(shared=False)
+    report = racecheck.check(target, strategy="dpor", schedules=400)
+    assert report.verified, report.notes
+    assert _traces(report) == 1, report.notes
+
+
+def test_sleepers_appending_to_one_list_are_still_reordered() -> None:
+    """The partner: woken together, either sleeper may append first; DPOR reaches both."""
+    target, orders = _sleepers(shared=True)
+    report = racecheck.check(target, strategy="dpor", schedules=400)
+    assert report.verified, report.notes
+    assert orders == {("a", "b"), ("b", "a")}, orders
