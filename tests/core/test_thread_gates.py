@@ -74,13 +74,13 @@ def test_opened_twice_is_open_once_and_drain_closes(
     try:
         gate.open()
         try:
-            gate.open()  # an aborted run opens every parked actor's gate, some twice
+            gate.force_open()  # an aborted run opens every parked actor's gate, some twice
         except RuntimeError:  # the lock says so; the callers that may do it catch it
             assert kind == "lock"
         gate.wait()
         gate.drain()  # nothing pending: returns at once
-        gate.open()
-        gate.drain()  # the stale open is gone: the next waiter sleeps
+        gate.force_open()  # an abort's open that its owner never took
+        gate.drain()  # gone: the next waiter sleeps
         woke: list[bool] = []
         thread = _waiter(gate, woke)
         time.sleep(0.05)

@@ -15,7 +15,8 @@ a raw lock, as before.
 
 A gate counts no more than "open": opening an open gate leaves it open once
 (the eventfd's counter is read whole), like releasing an unlocked lock would,
-minus the ``RuntimeError`` (callers that may open twice catch it for the lock).
+minus the ``RuntimeError`` (callers that may open twice catch it for the lock:
+only the aborts' :meth:`Gate.force_open` may).
 """
 
 from __future__ import annotations
@@ -42,11 +43,13 @@ class Gate:
     path), and ``wait()`` consumes every ``open()`` before it.
     """
 
-    __slots__ = ("_fd", "_lock", "open", "wait")
+    __slots__ = ("_fd", "_lock", "open", "stray", "wait")
 
     def __init__(self) -> None:
         self._fd = -1
         self._lock: Any = None
+        #: opened outside the baton's order since the last drain (see force_open)
+        self.stray = False
         self.open: Callable[[], Any]
         self.wait: Callable[[], Any]
         if _eventfd is not None:
@@ -63,8 +66,24 @@ class Gate:
             self.open = lock.release
             self.wait = lock.acquire
 
+    def force_open(self) -> None:
+        """Open it outside the baton's order (an abort wakes every parked actor).
+
+        Its owner may be running and never wait on it again in this run:
+        :meth:`drain` closes it before the gate's next use.
+        """
+        self.stray = True
+        self.open()
+
     def drain(self) -> None:
-        """Close it again if an open is pending (a stale open from an aborted run)."""
+        """Close it again if a :meth:`force_open` is still pending.
+
+        Every other open is taken by its owner's wait, so only a forced one
+        costs a look (a system call for an eventfd).
+        """
+        if not self.stray:
+            return
+        self.stray = False
         if self._lock is not None:
             self._lock.acquire(False)
         elif self._fd >= 0:

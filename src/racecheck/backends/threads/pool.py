@@ -185,7 +185,7 @@ class ThreadPool:
                 worker.busy.release()
                 worker.job = None
                 try:
-                    worker.wake.open()
+                    worker.wake.force_open()
                 except RuntimeError:  # a lock gate that was open already
                     pass
         deadline = time.monotonic() + grace

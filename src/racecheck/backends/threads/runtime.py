@@ -614,7 +614,7 @@ class ThreadRuntime:
         for actor in list(self.live):
             if actor is not self.current:
                 try:
-                    actor.gate.open()
+                    actor.gate.force_open()
                 except RuntimeError:  # a lock gate that was open already
                     pass
         self._complete()
