@@ -1,13 +1,13 @@
 """The seeded strategies reseed one generator per schedule instead of making one.
 
 Schedule N must stay a pure function of (seed, N), whatever ran before it
-(shards and replays rely on it), and the stream must be the one a new
-generator seeded the same way gives: otherwise every token would change.
+(shards and replays rely on it), and pct's, pos's and surw's stream must be
+the one a new generator seeded the same way gives. (The random walk takes its
+bits from ``racecheck.strategies.stream`` instead: tests/core/test_random_stream.py.)
 """
 
 from __future__ import annotations
 
-import _random
 import random
 from collections.abc import Callable, Sequence
 
@@ -49,23 +49,6 @@ def test_schedule_n_does_not_depend_on_the_schedules_before(name: str, seed: int
         fresh = make(seed)
         _run(fresh, 1)
         assert _run(fresh, run) == history[run], f"{name} schedule {run} depends on history"
-
-
-def test_the_random_walk_draws_the_stream_of_a_new_generator() -> None:
-    """Schedule N's draws are those of ``_random.Random((seed << 32) ^ N)``, as before."""
-    for seed in (0, 5):
-        chooser = RandomChooser(seed)
-        for run in (2, 3, 17):
-            picks = _run(chooser, run)
-            reference = _random.Random((seed << 32) ^ run)
-            expected = []
-            for candidates in STEPS:
-                n = len(candidates)
-                r = reference.getrandbits(n.bit_length())
-                while r >= n:
-                    r = reference.getrandbits(n.bit_length())
-                expected.append(r)
-            assert picks == expected
 
 
 def test_pct_draws_the_stream_of_a_new_generator() -> None:
