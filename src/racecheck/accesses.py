@@ -403,6 +403,7 @@ _OWN_SKIPS = frozenset(
         "Semaphore.__exit__",
         "_Adopted.release",
         "_Adopted.__exit__",
+        "SimpleQueue.get_nowait",
     }
 )
 #: methods whose first act is a scheduling point: what they do to the
@@ -1990,14 +1991,21 @@ class StepLog:
         same keys, on the SimpleQueue itself): the k-th put writes the tail and
         its item ``(_SLOT, k)``, the k-th get that takes an item writes the head
         and reads that item (a race, not an order), so a put and a get of
-        another item commute. Its lock and condition (used only inside put,
-        and by threads racecheck does not control) record nothing, nor do its
-        hand-offs to the race detector. A get that found none and raised
-        ``queue.Empty`` read the whole items; a queue whose size is not the
-        puts less the gets seen (astray) writes them whole from then on. Until
-        now every put and get wrote the whole queue, and asyncio's default
-        executor's work queue ordered every submit against every worker's
-        take (tests/core/test_dpor.py, _EXECUTOR_THREADS).
+        another item commute. A get that took an item also writes TAKEN: it
+        may disable a get that a put woke and that has not run yet, and
+        DPOR tries that waiter first where it could (dpor._takes,
+        DPORChooser._reverse_disabled). Without it the woken get never took
+        the first put's item before the putter's own get_nowait, and
+        _WOKEN_TAKE_VS_A_GET on a SimpleQueue was called verified with one
+        of its four states (tests/core/test_dpor_queue.py). Its lock and
+        condition (used only inside put, and by threads racecheck does not
+        control) record nothing, nor do its hand-offs to the race detector.
+        A get that found none and raised ``queue.Empty`` read the whole items;
+        a queue whose size is not the puts less the gets seen (astray) writes
+        them whole from then on. Until now every put and get wrote the whole
+        queue, and asyncio's default executor's work queue ordered every
+        submit against every worker's take (tests/core/test_dpor.py,
+        _EXECUTOR_THREADS).
         """
         ordinal, kind = self.ordinal(owner), type(owner).__qualname__
         counts = self._simple_counts.get(ordinal)
@@ -2013,12 +2021,15 @@ class StepLog:
                 counts[1] = gets + 1
                 self.current.append((ordinal, (_SLOT, gets), False, kind))
                 self.current.append((ordinal, _HEAD, True, kind))
+                self.current.append((ordinal, TAKEN, True, kind))
                 return
             if method == "get" and left == puts - gets:
                 self.current.append((ordinal, ANY, False, kind))  # found none: Empty
                 return
             self._simple_counts[ordinal] = None
         self.current.append((ordinal, ANY, True, kind))
+        if method == "get":
+            self.current.append((ordinal, TAKEN, True, kind))
 
     def _simple_waits(self, owner: Any, frame: FrameType | None, passed: bool) -> None:
         """A get of the threads backend's ``SimpleQueue`` finds no item and waits.
