@@ -129,7 +129,7 @@ def test_three_threads_on_a_counted_queue_are_verified() -> None:
 
 
 def test_queue_sentinel_fixed_is_never_called_verified_short_of_its_space() -> None:
-    """Five items, two consumers: thousands of traces of gets and puts remain (see
+    """Five items, two consumers: 899 traces, verified at schedule 3,326 (slow, in
     tests/core/test_dpor.py); a budget that ends first says so."""
     report = racecheck.check(thread_bugs.queue_sentinel_fixed, strategy="dpor", schedules=300)
     assert not report.verified
