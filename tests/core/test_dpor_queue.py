@@ -46,6 +46,13 @@ def _traces(report: racecheck.Report) -> int:
     return int(re.findall(r"all (\d+)", note)[0])
 
 
+def _verified_in_traces(program: Callable[[], None], traces: int) -> None:
+    """DPOR verifies ``program`` and counts ``traces`` non-equivalent interleavings."""
+    report = racecheck.check(program, strategy="dpor", schedules=500)
+    assert report.verified, report.notes
+    assert _traces(report) == traces, report.notes
+
+
 def _runs(report: racecheck.Report) -> int:
     """Schedules of the search itself (its few probe runs are extra)."""
     found = re.search(r"(\d+) probe runs? off the search", " ".join(report.notes))
@@ -248,9 +255,7 @@ def two_task_dones() -> None:
     ],
 )
 def test_queue_operations_count_as_one_each(program: Any, traces: int) -> None:
-    report = racecheck.check(program, strategy="dpor", schedules=500)
-    assert report.verified, report.notes
-    assert _traces(report) == traces, report.notes
+    _verified_in_traces(program, traces)
 
 
 # -- the count of unfinished tasks by its units: what must still be told apart -----------
@@ -781,9 +786,7 @@ def two_gets_of_two_items() -> None:
     ids=["put_get_other_item", "put_get_nowait_same_item", "two_gets"],
 )
 def test_fifo_puts_and_gets_count_as_one_each(program: Any, traces: int) -> None:
-    report = racecheck.check(program, strategy="dpor", schedules=500)
-    assert report.verified, report.notes
-    assert _traces(report) == traces, report.notes
+    _verified_in_traces(program, traces)
 
 
 def _fifo_op() -> st.SearchStrategy[QueueOp]:
@@ -943,14 +946,17 @@ def _count_op() -> st.SearchStrategy[QueueOp]:
 
 
 @st.composite
-def count_programs(draw: Any, actors: int = 2, ops: int = 3) -> tuple[tuple[QueueOp, ...], ...]:
+def programs_of(
+    draw: Any, op: Callable[[], st.SearchStrategy[QueueOp]], actors: int = 2, ops: int = 3
+) -> tuple[tuple[QueueOp, ...], ...]:
+    """Two to ``actors`` threads of one to ``ops`` operations each, drawn from ``op``."""
     count = draw(st.integers(2, actors))
-    return tuple(tuple(draw(st.lists(_count_op(), min_size=1, max_size=ops))) for _ in range(count))
+    return tuple(tuple(draw(st.lists(op(), min_size=1, max_size=ops))) for _ in range(count))
 
 
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=_HEALTH)
-@given(program=count_programs(actors=3, ops=2))
+@given(program=programs_of(_count_op, actors=3, ops=2))
 def test_dpor_reaches_every_exhaustive_state_of_counted_queue_programs_more(
     program: Any,
 ) -> None:
@@ -1000,9 +1006,7 @@ def simple_put_and_a_waiting_get() -> None:
     ids=["put_get_other_item", "put_get_nowait_same_item", "put_waiting_get"],
 )
 def test_simple_queue_puts_and_gets_count_as_one_each(program: Any, traces: int) -> None:
-    report = racecheck.check(program, strategy="dpor", schedules=500)
-    assert report.verified, report.notes
-    assert _traces(report) == traces, report.notes
+    _verified_in_traces(program, traces)
 
 
 def _simple_op() -> st.SearchStrategy[QueueOp]:
@@ -1013,14 +1017,6 @@ def _simple_op() -> st.SearchStrategy[QueueOp]:
         st.just(("take",)),
         st.just(("wait",)),
         st.just(("size",)),
-    )
-
-
-@st.composite
-def simple_programs(draw: Any, actors: int = 2, ops: int = 3) -> tuple[tuple[QueueOp, ...], ...]:
-    count = draw(st.integers(2, actors))
-    return tuple(
-        tuple(draw(st.lists(_simple_op(), min_size=1, max_size=ops))) for _ in range(count)
     )
 
 
@@ -1057,7 +1053,7 @@ def test_dpor_reaches_every_exhaustive_state_of_simple_queue_programs_on_three_t
 
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=_HEALTH)
-@given(program=simple_programs(actors=3, ops=2))
+@given(program=programs_of(_simple_op, actors=3, ops=2))
 def test_dpor_reaches_every_exhaustive_state_of_simple_queue_programs_more(
     program: Any,
 ) -> None:
