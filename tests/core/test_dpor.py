@@ -153,10 +153,13 @@ _THREAD_FIXED_OUT: dict[str, str] = {}
 _WAITS_OUTSIDE = {"threadsafe_wakeup_fixed", "threadsafe_wakeup_then_race_fixed"}
 
 #: fixed programs with executor work: it runs on controlled threads, so the
-#: loop runs inside a thread; DPOR's record covers that now, but every put and
-#: get of the executor's work queue (a queue.SimpleQueue) writes the whole
-#: queue, so 1,992 schedules give 1,955 traces and no proof (a FIFO item model
-#: like asyncio.Queue's would order only the takes)
+#: loop runs inside a thread. The executor's work queue (a queue.SimpleQueue)
+#: numbers its items now (accesses.StepLog._simple_take: a submit and a take
+#: of another item commute), but 1,992 schedules still give 1,197 traces and
+#: no proof (1,955 while every put and get wrote the whole queue): which
+#: worker takes which item, the idle semaphore each submit tries against each
+#: worker's release (a real difference: whether a thread is started), and the
+#: workers' hand-offs back to the loop are still apart
 _EXECUTOR_THREADS = {"lost_update_to_thread_fixed", "lost_update_run_in_executor_fixed"}
 
 
