@@ -408,6 +408,7 @@ _OWN_SKIPS = frozenset(
         "Semaphore.__exit__",
         "_Adopted.release",
         "_Adopted.__exit__",
+        "SimpleQueue.get_nowait",
     }
 )
 #: methods whose first act is a scheduling point: what they do to the
@@ -552,10 +553,12 @@ _ITEMS, _TASKS, _SHUT = "items", "unfinished_tasks", "is_shutdown"
 #: a queue's items as a ``get`` that waits for one sees them: taken by gets,
 #: never given back by a put (see StepLog._queue_op, how=_QUEUE_EMPTY)
 _TOOK: Hashable = ("items", "taken")
-#: whether the count of unfinished tasks is 0 (see _count_effects)
-_ZERO: Hashable = ("unfinished_tasks", "is 0")
-#: the count of unfinished tasks made nonzero (see _count_effects)
-_NONZERO: Hashable = ("unfinished_tasks", "made nonzero")
+#: the count of unfinished tasks by its units (see StepLog._count_take): the puts
+#: so far, written by every put; the task_done so far, written by every one that
+#: took a unit; the k-th put's unit, written by it and read by the k-th task_done
+_ADDED: Hashable = ("unfinished_tasks", "added")
+_DONE: Hashable = ("unfinished_tasks", "done")
+_UNIT = "<unit>"
 _QUEUE_OPS: dict[str, tuple[tuple[Hashable, bool], ...]] = {
     "put": ((_ITEMS, True), (_TASKS, True), (_SHUT, False)),
     "get": ((_ITEMS, True), (_TOOK, True), (_SHUT, False)),
@@ -589,13 +592,15 @@ _QUEUE_PART_NAMES = ("mutex", "not_empty", "not_full", "all_tasks_done")
 _QUEUE_MUTEX = "Queue.mutex"
 #: the attributes whose read by traced code makes a queue known (StepLog._know_queue)
 _QUEUE_ATTRS = frozenset({*_QUEUE_PART_NAMES, "queue"})
-#: the operations that count tasks (see _count_effects)
+#: the operations that count tasks (see StepLog._count_take)
 _COUNTING = frozenset({"put", "task_done", "join"})
+#: a look at the whole count of unfinished tasks (see StepLog._count_take)
+_WHOLE_COUNT_READ: tuple[tuple[Hashable, bool], ...] = ((_ADDED, False), (_DONE, False))
 #: how a step meets a queue's operation (StepLog._queue_op)
 _QUEUE_TAKES, _QUEUE_WAITS, _QUEUE_EMPTY = 1, 2, 3
 #: what a queue's method waiting on its condition for as long as it takes read
 #: when it found it had to wait: its wait is a stutter (StepLog._blocking)
-_STUTTER_WAITS: dict[str, Hashable] = {"get": _TOOK, "join": _NONZERO}
+_STUTTER_WAITS: dict[str, Hashable] = {"get": _TOOK, "join": _ADDED}
 #: the twin of a queue's part that a blocked operation reads (StepLog._queue_op)
 _QUEUE_WAIT = "<waits for>"
 #: racecheck's thread primitives a ``queue.Queue`` is built of (its mutex, its conditions)
@@ -613,6 +618,10 @@ _HEAD: Hashable = ("items", "head")
 #: the k-th put's item: written by the k-th put, read by the k-th get, as a race (not
 #: an order like an asyncio.Queue's ITEM: see StepLog._fifo_take)
 _SLOT = "<slot>"
+#: the threads backend's ``SimpleQueue`` methods recorded as one operation each
+#: (StepLog._simple_take), and those that only look at its size
+_SIMPLE_OPS = frozenset({"put", "get"})
+_SIMPLE_LOOKS = frozenset({"empty", "qsize"})
 
 
 def _queue_method(frame: FrameType | None) -> tuple[Any, str, FrameType] | None:
@@ -645,52 +654,6 @@ def _stdlib_caller(frame: FrameType | None, filename: str, depth: int) -> FrameT
             return None
         here = here.f_back
     return None
-
-
-def _count_effects(owner: Any, method: str) -> tuple[tuple[Hashable, bool], ...]:
-    """What a ``put``/``task_done``/``join`` does with the count of unfinished tasks.
-
-    Every ``put`` and ``task_done`` writes the count (``_TASKS``, ``_ZERO``),
-    whatever its value. Its value is looked at in three ways, recorded as
-    three keys:
-
-    * ``_TASKS``: a ``task_done`` from 0 raises, and one that reaches 0
-      wakes the threads waiting in ``join``;
-    * ``_ZERO``: a ``join`` that finds 0 returns, and reads it;
-    * ``_NONZERO``: a ``join`` that finds the count above 0 waits, a stutter
-      like an acquire of a held lock: it is ordered against the ``put``
-      that made it wait (every ``put`` writes it), not against the
-      ``task_done`` that ends the wait (with that one first, it would
-      simply have returned, its woken step anyway).
-
-    Why not read the count as a counter (increments and decrements commute
-    unless one could raise or reach 0 with a ``join`` waiting, as was done
-    until now): which of those holds depends on the value, and so changes
-    when independent neighbours are swapped. A ``put`` from 1 and a
-    ``task_done`` from 2 commute; swapped, the ``task_done`` reaches 0 and
-    the ``put`` comes from 0, and now the next ``task_done`` can run first
-    and raise. DPOR reverses the races of the runs it sees; the race that
-    leads to that order is in a run it took for equivalent and never ran
-    (``(put, get, put) | (task_done, task_done)``: the second
-    ``task_done`` raising between the puts was never reached, on two
-    threads, and the program was called verified; with three threads the
-    slow twin found the same shape, tests/core/test_dpor_queue.py). A
-    relation that holds in every state is what sleep sets and source sets
-    may rely on. ``join`` still reads one of two keys by the value it
-    finds: that is a blocked attempt against a completed one (STUTTER),
-    whose record never changes under swaps of what it does not read.
-
-    Traced code that reads the count itself sees its exact value: that is
-    made OPAQUE (:meth:`StepLog.touch`).
-    """
-    if method == "join":
-        count = getattr(owner, _TASKS, 0)
-        if isinstance(count, int) and count > 0:
-            return ((_NONZERO, False),)
-        return ((_ZERO, False),) if isinstance(count, int) else ((_ZERO, False), (_NONZERO, False))
-    if method == "put":
-        return ((_TASKS, True), (_ZERO, True), (_NONZERO, True))
-    return ((_TASKS, True), (_ZERO, True))
 
 
 def _waits_for_item(method: str, frame: FrameType) -> bool:
@@ -750,6 +713,14 @@ def _primitive_frame(parts: frozenset[str] = _QUEUE_PARTS) -> FrameType | None:
 def _is_own_lock(lock: Any) -> bool:
     kind = type(lock)
     return kind.__qualname__ == "Lock" and kind.__module__.endswith("backends.threads.primitives")
+
+
+def _is_own_simple_queue(obj: Any) -> bool:
+    """Is ``obj`` the threads backend's ``queue.SimpleQueue`` (see StepLog._simple_take)?"""
+    kind = type(obj)
+    return kind.__qualname__ == "SimpleQueue" and kind.__module__.endswith(
+        "backends.threads.primitives"
+    )
 
 
 # -- concurrent.futures.Future: a method is one operation on the future -----------------
@@ -954,6 +925,13 @@ class StepLog:
         self._fifo_counts: dict[int, list[int]] = {}
         self._fifo_items: dict[int, int] = {}
         self._fifo_raw: set[int] = set()
+        #: the threads backend's SimpleQueues (ordinal): puts and gets so far, None
+        #: once astray (see _simple_take); ids of their own condition and its lock
+        self._simple_counts: dict[int, list[int] | None] = {}
+        self._simple_parts: set[int] = set()
+        #: queue.Queues (ordinal): puts and task_done so far (see _count_take); None
+        #: for a queue whose count went astray
+        self._count_units: dict[int, list[int] | None] = {}
         #: ordinals of the mutexes queue.Queues made in the run (see _QUEUE_MUTEX)
         self._queue_mutexes: set[int] = set()
         #: id of a concurrent future's lock or condition -> the future (see _in_future),
@@ -984,6 +962,9 @@ class StepLog:
         self._fifo_counts.clear()
         self._fifo_items.clear()
         self._fifo_raw.clear()
+        self._count_units.clear()
+        self._simple_counts.clear()
+        self._simple_parts.clear()
         self._queue_mutexes.clear()
         self._future_parts.clear()
         self._future_held.clear()
@@ -1085,7 +1066,9 @@ class StepLog:
                 self._know_queue(obj)
                 if write and key == "queue":
                     self._fifo_raw.add(ordinal)
-        if key == _NONEMPTY and isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex):
+        if key == _NONEMPTY and (
+            (isinstance(obj, queue.Queue) and _is_own_lock(obj.mutex)) or _is_own_simple_queue(obj)
+        ):
             # the detector's emptiness test of a call to get/qsize/empty, in the
             # step that makes the call: the operation itself records what it
             # reads and changes, in the step where it does (_in_queue)
@@ -1119,6 +1102,8 @@ class StepLog:
                 return  # a queue's own mutex: recorded as the queue's operation (_in_queue)
             if kind in _FUTURE_PARTS and _future_method(_primitive_frame(_FUTURE_PARTS)):
                 return  # a concurrent future's lock: recorded as its method (_in_future)
+            if id(obj) in self._simple_parts or _is_own_simple_queue(obj):
+                return  # a SimpleQueue's hand-off, or its lock: see _simple_take
             self.current.append((self.ordinal(obj), SYNC, True, kind))
 
     def ended(self, thread: Any) -> None:
@@ -1428,11 +1413,21 @@ class StepLog:
                             self._called_in[frame] = self.step
                             if code.co_name == "_join":
                                 self._join_alone(frame)
+                            elif code.co_name in _SIMPLE_OPS:
+                                self._simple_seen(frame.f_locals.get("self"))
                         elif runtime == _OWN_SKIP:
                             if code.co_name == "__init__":
                                 self._made(frame)
                         else:
                             owner = frame.f_locals.get("self")
+                            if id(owner) in self._simple_parts:
+                                return  # a SimpleQueue's own lock: see _simple_take
+                            if code.co_name in _SIMPLE_LOOKS and _is_own_simple_queue(owner):
+                                # its size: both ends of its items
+                                self.current.append(
+                                    (self.ordinal(owner), ANY, False, type(owner).__qualname__)
+                                )
+                                return
                             if (
                                 owner is not None
                                 and not self._in_queue(owner, frame)
@@ -1464,6 +1459,11 @@ class StepLog:
                     name = frame.f_code.co_name
                     if name == "_join":
                         self._joined(owner, frame, passed)
+                        return
+                    if id(owner) in self._simple_parts:
+                        return  # a SimpleQueue's own lock: see _simple_take
+                    if name in _SIMPLE_OPS and _is_own_simple_queue(owner):
+                        self._simple_take(owner, name)
                         return
                     if self._in_queue(owner, frame, True, arg):
                         return
@@ -1588,6 +1588,9 @@ class StepLog:
         passed = self._point_passed(caller)
         if resource is not None and self._future_waits(resource, caller, waits_in, passed):
             return
+        if waits_in == "SimpleQueue.get" and _is_own_simple_queue(resource):
+            self._simple_waits(resource, caller, passed)
+            return
         if resource is not None and type(resource).__qualname__ in _QUEUE_PARTS:
             found = _queue_method(caller)
             if found is not None:
@@ -1596,7 +1599,7 @@ class StepLog:
                 if stutter is not None and (method == "join" or _waits_for_item(method, where)):
                     # a get waiting for an item, a join for the count to reach 0:
                     # a stutter, like an acquire of a held lock (see _QUEUE_EMPTY
-                    # and _count_effects)
+                    # and _count_take)
                     kind = type(owner).__qualname__
                     self.current.append((self.ordinal(owner), stutter, False, kind))
                     if passed:
@@ -1826,11 +1829,10 @@ class StepLog:
             if part_name != _TASKS:
                 keys = ((part_name, write),)
             elif method not in _COUNTING:
-                keys = ((_TASKS, write), (_ZERO, write), (_NONZERO, write))
-            elif reads_only:
-                keys = ((_TASKS, False), (_ZERO, False), (_NONZERO, False))
+                keys = ((_ADDED, write), (_DONE, write))
             else:
-                keys = _count_effects(owner, method)
+                # blocked on the mutex (reads_only), the twins of what it would touch
+                keys = self._count_take(owner, ordinal, method, taken=not reads_only)
             for key, write in keys:
                 write = write and not reads_only
                 self.current.append((ordinal, (_QUEUE_WAIT, key), write, kind))
@@ -1841,6 +1843,69 @@ class StepLog:
                     self.current.append((self.ordinal(items), ANY, write, type(items).__qualname__))
                 else:
                     self.current.append((ordinal, key, write, kind))
+
+    def _count_take(
+        self, owner: Any, ordinal: int, method: str, taken: bool = True
+    ) -> tuple[tuple[Hashable, bool], ...]:
+        """What a ``put``/``task_done``/``join`` reads and changes of the count of
+        unfinished tasks, by its units.
+
+        The k-th put adds the count's k-th unit (``(_UNIT, k)``, written), the
+        k-th ``task_done`` that goes through takes it (read, as a race): the
+        count is the puts so far less the ``task_done`` so far, so the k-th
+        ``task_done`` finds it above 0 exactly when the k-th put came before
+        it, and raises when not (it then reads the unit and changes nothing).
+        Puts are ordered among themselves (``_ADDED``), ``task_done`` too
+        (``_DONE``), so each one's number, and what it reads and writes, is
+        the same in every run where the same ones came before it: no swap of
+        a put with a ``task_done`` of another unit changes it. Those commute
+        in every state where both can run, which the counter reading this
+        replaces did not give (a put from 1 and a ``task_done`` from 2
+        commuted; swapped, the ``task_done`` reached 0 and the put came from
+        0, and the next ``task_done``'s raise was in a run DPOR took for
+        equivalent: ``(put, get, put) | (task_done, task_done)`` was called
+        verified, tests/core/test_dpor_queue.py, _PUTS_AROUND_TWO_DONE). It
+        is the numbering of a FIFO queue's items (:meth:`_fifo_take`) for
+        units nobody tells apart.
+
+        A ``join`` that finds the count at 0 returns: it reads both counts,
+        and so races every put and ``task_done``. One that finds it above 0
+        waits, a stutter like an acquire of a held lock: it reads the puts
+        (one came after the ``task_done`` so far), not the ``task_done``
+        that ends the wait (with that one first, it would simply have
+        returned, its woken step anyway). A count that is not the puts less
+        the ``task_done`` the run saw (units put where no step saw it are
+        numbered first; traced code writing ``unfinished_tasks``, which is
+        OPAQUE anyway, or ``shutdown(immediate=True)`` breaks it) is
+        recorded whole from then on: every put and ``task_done`` writes
+        both counts.
+
+        Traced code that reads the count itself sees its exact value: that is
+        made OPAQUE (:meth:`touch`). ``taken`` False: the operation waits for
+        the mutex, what it would touch is counted for nothing.
+        """
+        count = getattr(owner, _TASKS, None)
+        units = self._count_units
+        if ordinal not in units and isinstance(count, int):
+            # units already there were put where no step saw it: numbered first
+            units[ordinal] = [count, 0]
+        counts = units.get(ordinal)
+        if counts is None or count != counts[0] - counts[1]:
+            units[ordinal] = None  # astray: whole from now on
+            if method == "join":
+                return _WHOLE_COUNT_READ
+            return ((_ADDED, True), (_DONE, True))
+        if method == "join":
+            return _WHOLE_COUNT_READ if count == 0 or not taken else ((_ADDED, False),)
+        if method == "put":
+            number = counts[0]
+            counts[0] = number + taken
+            return ((_ADDED, True), ((_UNIT, number), True))
+        number = counts[1]
+        if count <= 0 and taken:
+            return ((_DONE, False), ((_UNIT, number), False))  # it raises ValueError
+        counts[1] = number + taken
+        return ((_DONE, True), ((_UNIT, number), False))
 
     def _fifo_take(self, owner: Any, ordinal: int, method: str) -> bool:
         """A FIFO queue's put or get takes effect: record it by one end of the items.
@@ -1856,7 +1921,7 @@ class StepLog:
         put of its item, but a put and a get of another item commute, in every
         state where both can run: the get's item was put before either, and
         the put's goes behind it. This is no reading of the number of items
-        (which a swap of neighbours would change, as with _count_effects):
+        (which a swap of neighbours would change: see _count_take):
         which item a get takes is fixed by the order of the gets alone.
 
         The get's read of its item is a race with the put, not an order
@@ -1911,6 +1976,84 @@ class StepLog:
         self.current.append((ordinal, (_QUEUE_WAIT, end), True, kind))
         self.current.append((self.ordinal(items), end, True, type(items).__qualname__))
         return True
+
+    def _simple_seen(self, owner: Any) -> None:
+        """A put or get of the threads backend's ``SimpleQueue`` is called (see
+        _simple_take): its own condition and lock are told apart, and its items
+        numbered from here (those already there were put where no step saw it)."""
+        if not _is_own_simple_queue(owner):
+            return
+        ordinal = self.ordinal(owner)
+        if ordinal not in self._simple_counts:
+            self._simple_counts[ordinal] = [len(owner._items), 0]
+            cond = owner._cond
+            self._simple_parts.update((id(cond), id(cond._lock)))
+
+    def _simple_take(self, owner: Any, method: str) -> None:
+        """A put or get of the threads backend's ``queue.SimpleQueue`` returns.
+
+        Numbered like a FIFO ``queue.Queue``'s items (:meth:`_fifo_take`, the
+        same keys, on the SimpleQueue itself): the k-th put writes the tail and
+        its item ``(_SLOT, k)``, the k-th get that takes an item writes the head
+        and reads that item (a race, not an order), so a put and a get of
+        another item commute. A get that took an item also writes TAKEN: it
+        may disable a get that a put woke and that has not run yet, and
+        DPOR tries that waiter first where it could (dpor._takes,
+        DPORChooser._reverse_disabled). Without it the woken get never took
+        the first put's item before the putter's own get_nowait, and
+        _WOKEN_TAKE_VS_A_GET on a SimpleQueue was called verified with one
+        of its four states (tests/core/test_dpor_queue.py). Its lock and
+        condition (used only inside put, and by threads racecheck does not
+        control) record nothing, nor do its hand-offs to the race detector.
+        A get that found none and raised ``queue.Empty`` read the whole items;
+        a queue whose size is not the puts less the gets seen (astray) writes
+        them whole from then on. Until now every put and get wrote the whole
+        queue, and asyncio's default executor's work queue ordered every
+        submit against every worker's take (tests/core/test_dpor.py,
+        _EXECUTOR_THREADS).
+        """
+        ordinal, kind = self.ordinal(owner), type(owner).__qualname__
+        counts = self._simple_counts.get(ordinal)
+        left = len(owner._items)
+        if counts is not None:
+            puts, gets = counts
+            if method == "put" and left == puts + 1 - gets:
+                counts[0] = puts + 1
+                self.current.append((ordinal, (_SLOT, puts), True, kind))
+                self.current.append((ordinal, _TAIL, True, kind))
+                return
+            if method == "get" and left == puts - gets - 1:
+                counts[1] = gets + 1
+                self.current.append((ordinal, (_SLOT, gets), False, kind))
+                self.current.append((ordinal, _HEAD, True, kind))
+                self.current.append((ordinal, TAKEN, True, kind))
+                return
+            if method == "get" and left == puts - gets:
+                self.current.append((ordinal, ANY, False, kind))  # found none: Empty
+                return
+            self._simple_counts[ordinal] = None
+        self.current.append((ordinal, ANY, True, kind))
+        if method == "get":
+            self.current.append((ordinal, TAKEN, True, kind))
+
+    def _simple_waits(self, owner: Any, frame: FrameType | None, passed: bool) -> None:
+        """A get of the threads backend's ``SimpleQueue`` finds no item and waits.
+
+        One that waits for as long as it takes is a stutter, like a blocked
+        ``queue.Queue.get`` (_QUEUE_EMPTY): what it saw is ordered against
+        the get that took the last item (the head), not against the put that
+        wakes it (with that put first, it would simply have taken the item,
+        its woken step anyway). One with a timeout may raise ``queue.Empty``
+        instead, another outcome: it read the whole items.
+        """
+        ordinal, kind = self.ordinal(owner), type(owner).__qualname__
+        local = frame.f_locals if frame is not None else {}
+        if self._simple_counts.get(ordinal) is None or local.get("timeout") is not None:
+            self.current.append((ordinal, ANY, False, kind))
+            return
+        self.current.append((ordinal, _HEAD, False, kind))
+        if passed:
+            self.current.append((STUTTER, 0, False, ""))
 
     def _know_queue(self, owner: Any) -> int:
         """Remember the queue's mutex and conditions (see _in_queue); its ordinal."""

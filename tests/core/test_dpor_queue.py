@@ -46,6 +46,13 @@ def _traces(report: racecheck.Report) -> int:
     return int(re.findall(r"all (\d+)", note)[0])
 
 
+def _verified_in_traces(program: Callable[[], None], traces: int) -> None:
+    """DPOR verifies ``program`` and counts ``traces`` non-equivalent interleavings."""
+    report = racecheck.check(program, strategy="dpor", schedules=500)
+    assert report.verified, report.notes
+    assert _traces(report) == traces, report.notes
+
+
 def _runs(report: racecheck.Report) -> int:
     """Schedules of the search itself (its few probe runs are extra)."""
     found = re.search(r"(\d+) probe runs? off the search", " ".join(report.notes))
@@ -129,7 +136,7 @@ def test_three_threads_on_a_counted_queue_are_verified() -> None:
 
 
 def test_queue_sentinel_fixed_is_never_called_verified_short_of_its_space() -> None:
-    """Five items, two consumers: thousands of traces of gets and puts remain (see
+    """Five items, two consumers: 899 traces, verified at schedule 3,326 (slow, in
     tests/core/test_dpor.py); a budget that ends first says so."""
     report = racecheck.check(thread_bugs.queue_sentinel_fixed, strategy="dpor", schedules=300)
     assert not report.verified
@@ -183,15 +190,14 @@ def get_and_task_done() -> None:
 
 
 def put_and_qsize() -> None:
-    """A put, a qsize and a task_done: 4 traces.
+    """A put, a qsize and a task_done: 2 traces.
 
-    The size is read before or after the put (2), and the put and the
-    task_done are ordered (2): the count goes 1 -> 2 -> 1 or 1 -> 0 -> 1.
-    Here both orders end alike (nobody waits in ``join``, no task_done could
-    raise), and this was counted as 2 while the count was read as a counter;
-    but that relation changed with the count's value, and DPOR missed states
-    of other programs by it (_PUTS_AROUND_TWO_DONE): every put and task_done
-    now writes the count (accesses._count_effects).
+    The size is read before or after the put (2). The put adds the count's
+    second unit, the task_done takes its first (put before the threads start):
+    they commute (accesses.StepLog._count_take). Counted as 4 while every put
+    and task_done wrote the whole count; as 2 once before, when the count was
+    read as a counter whose relation changed with its value, by which DPOR
+    missed states of other programs (_PUTS_AROUND_TWO_DONE).
     """
     q: queue.Queue[int] = queue.Queue()
     q.put(0)
@@ -199,18 +205,60 @@ def put_and_qsize() -> None:
     _start_all(lambda: q.put(1), lambda: sizes.append(q.qsize()), q.task_done)
 
 
+def put_and_task_done_of_another_unit() -> None:
+    """A put and a task_done of an earlier put's unit: they commute, 1 trace."""
+    q: queue.Queue[int] = queue.Queue()
+    q.put(0)
+    _start_all(lambda: q.put(1), q.task_done)
+
+
+def put_and_task_done_of_its_unit() -> None:
+    """A task_done of the put's own unit: before the put it raises, 2 traces."""
+    q: queue.Queue[int] = queue.Queue()
+
+    def done() -> None:
+        try:
+            q.task_done()
+        except ValueError:
+            pass
+
+    _start_all(lambda: q.put(1), done)
+
+
+def two_task_dones() -> None:
+    """Two task_done of two units: which takes which is seen (one could raise), 2 traces."""
+    q: queue.Queue[int] = queue.Queue()
+    q.put(1)
+    q.put(2)
+    _start_all(q.task_done, q.task_done)
+
+
 @pytest.mark.parametrize(
     ("program", "traces"),
-    [(two_producers, 2), (three_producers, 6), (get_and_task_done, 1), (put_and_qsize, 4)],
-    ids=["two_producers", "three_producers", "get_and_task_done", "put_and_qsize"],
+    [
+        (two_producers, 2),
+        (three_producers, 6),
+        (get_and_task_done, 1),
+        (put_and_qsize, 2),
+        (put_and_task_done_of_another_unit, 1),
+        (put_and_task_done_of_its_unit, 2),
+        (two_task_dones, 2),
+    ],
+    ids=[
+        "two_producers",
+        "three_producers",
+        "get_and_task_done",
+        "put_and_qsize",
+        "put_done_other_unit",
+        "put_done_same_unit",
+        "two_done",
+    ],
 )
 def test_queue_operations_count_as_one_each(program: Any, traces: int) -> None:
-    report = racecheck.check(program, strategy="dpor", schedules=500)
-    assert report.verified, report.notes
-    assert _traces(report) == traces, report.notes
+    _verified_in_traces(program, traces)
 
 
-# -- the count of unfinished tasks is read as a counter: what must still be told apart --
+# -- the count of unfinished tasks by its units: what must still be told apart -----------
 
 
 def second_task_done_raises_in_the_other_thread() -> None:
@@ -424,6 +472,21 @@ class HandQueue:
                 self.all_done.wait()
 
 
+def _left_in(q: Any) -> tuple[int, ...]:
+    """The items left in the queue at the end (a SimpleQueue has no ``queue`` to read)."""
+    if hasattr(q, "queue"):
+        return tuple(q.queue)
+    left = []
+    while not q.empty():
+        left.append(q.get_nowait())
+    return tuple(left)
+
+
+def _simple_queue() -> Any:
+    """A ``queue.SimpleQueue`` as the run sees it (the threads backend's, made in the run)."""
+    return queue.SimpleQueue()
+
+
 def queue_target(
     program: tuple[tuple[QueueOp, ...], ...],
     seen: set[QueueOutcome],
@@ -442,7 +505,7 @@ def queue_target(
             worker.start()
         for worker in workers:
             worker.join()
-        final = (tuple(accs), tuple(q.queue), shared[0])
+        final = (tuple(accs), _left_in(q), shared[0])
         seen.add(final)
         assert final != forbidden, "reached the forbidden state"
 
@@ -498,7 +561,7 @@ _CONFLICTING_PAIRS = {
 #: verified): the second task_done raises only if both come between the two puts. A
 #: put from 1 and a task_done from 2 commuted as counter operations; swapped, the
 #: task_done reaches 0 and the put comes from 0, where the next task_done races it,
-#: but that run was taken for equivalent and never ran (accesses._count_effects)
+#: but that run was taken for equivalent and never ran (accesses.StepLog._count_take)
 _PUTS_AROUND_TWO_DONE = ((("put", 2), ("wait",), ("put", 2)), (("done",), ("done",)))
 
 
@@ -723,9 +786,7 @@ def two_gets_of_two_items() -> None:
     ids=["put_get_other_item", "put_get_nowait_same_item", "two_gets"],
 )
 def test_fifo_puts_and_gets_count_as_one_each(program: Any, traces: int) -> None:
-    report = racecheck.check(program, strategy="dpor", schedules=500)
-    assert report.verified, report.notes
-    assert _traces(report) == traces, report.notes
+    _verified_in_traces(program, traces)
 
 
 def _fifo_op() -> st.SearchStrategy[QueueOp]:
@@ -749,7 +810,7 @@ def fifo_programs(draw: Any, actors: int = 2, ops: int = 3) -> tuple[tuple[Queue
 
 
 def reaches_every_exhaustive_state(
-    program: Any, budget: int = 4000, fixed: bool = False
+    program: Any, budget: int = 4000, fixed: bool = False, make: Callable[[], Any] = queue.Queue
 ) -> set[QueueOutcome]:
     """DPOR reaches every final state plain exhaustive search reaches, and no other.
 
@@ -760,9 +821,9 @@ def reaches_every_exhaustive_state(
     DPOR too. A ``fixed`` program must be small enough for DPOR to end.
     """
     everything: set[QueueOutcome] = set()
-    full = _check(queue_target(program, everything), "exhaustive", budget)
+    full = _check(queue_target(program, everything, make=make), "exhaustive", budget)
     reduced: set[QueueOutcome] = set()
-    dpor = _check(queue_target(program, reduced), "dpor", budget)
+    dpor = _check(queue_target(program, reduced, make=make), "dpor", budget)
     if isinstance(full, racecheck.RaceFound):
         assert isinstance(dpor, racecheck.RaceFound), (program, dpor)
         return everything
@@ -834,6 +895,171 @@ def test_dpor_reaches_every_exhaustive_state_of_fifo_programs(program: Any) -> N
 def test_dpor_reaches_every_exhaustive_state_of_fifo_programs_more(program: Any) -> None:
     """The CI case's property over more programs, not derandomized, with three threads."""
     reaches_every_exhaustive_state(program, budget=5000)
+
+
+# -- the count of unfinished tasks by units: against exhaustive search -------------------
+
+#: programs where a put and a task_done of different units commute while the order of
+#: the count's units decides an outcome: a task_done that raises (no unit left), a join
+#: that sees 0 between two units or waits for good, on two and three threads
+_COUNT_PROGRAMS = {
+    "done_put_vs_join": ((("put", 1), ("join",)), (("done",), ("put", 2))),
+    "join_while_done_and_put": ((("put", 1), ("join",)), (("done",),), (("put", 2), ("done",))),
+    "take_done_vs_join": (
+        (("put", 1), ("put", 2), ("join",)),
+        (("take",), ("done",)),
+        (("done",),),
+    ),
+}
+#: more of them, slow (the sampled property covers _PUTS_AROUND_TWO_DONE in CI)
+_COUNT_PROGRAMS_MORE = {
+    "puts_around_two_done": _PUTS_AROUND_TWO_DONE,
+    "take_done_vs_done_and_puts": _CONFLICTING_PAIRS["take_done_vs_done_and_puts"],
+    "two_done_vs_puts": ((("done",), ("put", 1)), (("done",),), (("put", 2), ("put", 3))),
+    "done_vs_put_and_size": ((("put", 1), ("done",)), (("done",), ("size",)), (("put", 2),)),
+}
+
+
+@pytest.mark.parametrize("program", list(_COUNT_PROGRAMS.values()), ids=list(_COUNT_PROGRAMS))
+def test_dpor_reaches_every_exhaustive_state_of_counted_programs(program: Any) -> None:
+    reaches_every_exhaustive_state(program, budget=5000, fixed=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "program", list(_COUNT_PROGRAMS_MORE.values()), ids=list(_COUNT_PROGRAMS_MORE)
+)
+def test_dpor_reaches_every_exhaustive_state_of_more_counted_programs(program: Any) -> None:
+    reaches_every_exhaustive_state(program, budget=5000, fixed=True)
+
+
+def _count_op() -> st.SearchStrategy[QueueOp]:
+    """Operations on a queue's count of unfinished tasks, and the items that feed it."""
+    return st.one_of(
+        st.tuples(st.just("put"), st.integers(1, 3)),
+        st.just(("take",)),
+        st.just(("get",)),
+        st.just(("done",)),
+        st.just(("join",)),
+        st.just(("size",)),
+    )
+
+
+@st.composite
+def programs_of(
+    draw: Any, op: Callable[[], st.SearchStrategy[QueueOp]], actors: int = 2, ops: int = 3
+) -> tuple[tuple[QueueOp, ...], ...]:
+    """Two to ``actors`` threads of one to ``ops`` operations each, drawn from ``op``."""
+    count = draw(st.integers(2, actors))
+    return tuple(tuple(draw(st.lists(op(), min_size=1, max_size=ops))) for _ in range(count))
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=_HEALTH)
+@given(program=programs_of(_count_op, actors=3, ops=2))
+def test_dpor_reaches_every_exhaustive_state_of_counted_queue_programs_more(
+    program: Any,
+) -> None:
+    """Every state of the program (exhaustive search), and no other, DPOR reaches too:
+    random programs of up to three threads (the CI cases are _COUNT_PROGRAMS)."""
+    reaches_every_exhaustive_state(program, budget=5000)
+
+
+# -- queue.SimpleQueue: its items numbered like a FIFO queue.Queue's -----------------------
+
+
+def simple_put_and_get_of_another_item() -> None:
+    """A SimpleQueue's put and a get of an item put before: they commute, 1 trace
+    (2 while every put and get wrote the whole queue)."""
+    q: queue.SimpleQueue[int] = queue.SimpleQueue()
+    q.put(1)
+    _start_all(lambda: q.put(2), q.get)
+
+
+def simple_put_and_get_nowait_of_the_same_item() -> None:
+    """A get_nowait on an empty SimpleQueue and a put: the get finds the item or raises,
+    2 traces."""
+    q: queue.SimpleQueue[int] = queue.SimpleQueue()
+
+    def get() -> None:
+        try:
+            q.get_nowait()
+        except queue.Empty:
+            pass
+
+    _start_all(lambda: q.put(1), get)
+
+
+def simple_put_and_a_waiting_get() -> None:
+    """A get that waits for the put's item: 1 trace (the wait is a stutter)."""
+    q: queue.SimpleQueue[int] = queue.SimpleQueue()
+    _start_all(lambda: q.put(1), q.get)
+
+
+@pytest.mark.parametrize(
+    ("program", "traces"),
+    [
+        (simple_put_and_get_of_another_item, 1),
+        (simple_put_and_get_nowait_of_the_same_item, 2),
+        (simple_put_and_a_waiting_get, 1),
+    ],
+    ids=["put_get_other_item", "put_get_nowait_same_item", "put_waiting_get"],
+)
+def test_simple_queue_puts_and_gets_count_as_one_each(program: Any, traces: int) -> None:
+    _verified_in_traces(program, traces)
+
+
+def _simple_op() -> st.SearchStrategy[QueueOp]:
+    """What a SimpleQueue has: puts, gets that wait or not, a timeout, its size."""
+    return st.one_of(
+        st.tuples(st.just("put"), st.integers(1, 3)),
+        st.just(("get",)),
+        st.just(("take",)),
+        st.just(("wait",)),
+        st.just(("size",)),
+    )
+
+
+#: SimpleQueue programs where a put and a get of another item commute while another
+#: operation (a get a put woke, a size, a get_nowait, a timeout) tells the orders apart.
+#: The first was called verified with one of its two states while a get that took an
+#: item did not count as a take (accesses.StepLog._simple_take); the three-thread ones
+#: are slow
+_SIMPLE_PROGRAMS = {
+    "woken_take_vs_a_get": ((("take",),), (("put", 1), ("get",), ("put", 1))),
+    "put_vs_nowait_and_size": ((("put", 1), ("put", 2)), (("get",), ("size",))),
+}
+_SIMPLE_THREE = {
+    "woken_take_vs_two_gets": _WOKEN_TAKE_VS_A_GET,
+    "put_get_vs_size": ((("put", 1), ("put", 2)), (("take",), ("get",)), (("size",),)),
+    "put_vs_wait_and_nowait": ((("put", 1), ("put", 2)), (("wait",),), (("get",),)),
+}
+
+
+@pytest.mark.parametrize("program", list(_SIMPLE_PROGRAMS.values()), ids=list(_SIMPLE_PROGRAMS))
+def test_dpor_reaches_every_exhaustive_state_of_simple_queue_programs(program: Any) -> None:
+    reached = reaches_every_exhaustive_state(program, budget=3000, fixed=True, make=_simple_queue)
+    assert len(reached) >= 2, reached
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", list(_SIMPLE_THREE.values()), ids=list(_SIMPLE_THREE))
+def test_dpor_reaches_every_exhaustive_state_of_simple_queue_programs_on_three_threads(
+    program: Any,
+) -> None:
+    reached = reaches_every_exhaustive_state(program, budget=5000, fixed=True, make=_simple_queue)
+    assert len(reached) >= 2, reached
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=_HEALTH)
+@given(program=programs_of(_simple_op, actors=3, ops=2))
+def test_dpor_reaches_every_exhaustive_state_of_simple_queue_programs_more(
+    program: Any,
+) -> None:
+    """Every state of the program (exhaustive search), and no other, DPOR reaches too:
+    random programs of up to three threads (the CI cases are _SIMPLE_PROGRAMS)."""
+    reaches_every_exhaustive_state(program, budget=5000, make=_simple_queue)
 
 
 # -- daemon workers left blocked in get when the program ends ----------------------------
