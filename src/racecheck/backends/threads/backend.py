@@ -180,9 +180,7 @@ class ThreadsBackend:
         runtime.used_workers = set()  # type: ignore[attr-defined]
         runtime.loops = []  # type: ignore[attr-defined]
         STATE.runtime = runtime
-        pool = self.pool
-        assert pool is not None, "run_once before install"
-        root = runtime.adopt_root("main", pool.root())
+        root = runtime.adopt_root("main")
         if controller.detector is not None:
             controller.detector.names[root.id] = root.name
         self.tracer.enable_thread(runtime)
@@ -207,9 +205,7 @@ class ThreadsBackend:
         finally:
             self.tracer.disable_thread(controller.aborting)
             runtime.root_finished = True
-            hand_on = runtime.exit(root)
-            if hand_on is not None:
-                hand_on.open()
+            runtime.exit(root)
             runtime.wait_done()
             _reap(runtime)
             _discard_abandoned_loops(runtime)
@@ -380,14 +376,21 @@ def _start(self: threading.Thread) -> None:
         name = self.name
         if _DEFAULT_THREAD_NAME.match(name):
             name = _DEFAULT_THREAD_NAME.sub(f"Thread-{runtime.next_id}", name)
+        actor = runtime.new_actor(name, self, self.daemon)
+        detector = runtime.controller.detector
+        if detector is not None:
+            detector.fork(me.id, actor.id)
+            detector.names[actor.id] = name
+        self._racecheck_actor = actor  # type: ignore[attr-defined]
+        self._racecheck_runtime = runtime  # type: ignore[attr-defined]
         run = self.run
 
         def actor_main() -> None:
-            # The worker woke on its wake gate, which is this actor's gate: it
+            # The worker woke on its wake lock, which is this actor's gate: it
             # holds the baton already.
             if runtime.controller.aborting:
                 pool_mark_stopped(self, worker)
-                worker.hand_on = runtime.exit(actor)
+                runtime.exit(actor)
                 return
             tracer = runtime.tracer  # type: ignore[attr-defined]
             tracer.enable_thread(runtime)
@@ -406,10 +409,9 @@ def _start(self: threading.Thread) -> None:
             finally:
                 tracer.disable_thread(runtime.controller.aborting)
                 # Stopped before the baton moves on: whoever joins it next finds
-                # the Thread finished, with no wait for the worker's tail. The
-                # worker opens the next actor's gate once its tail is done.
+                # the Thread finished, with no wait for the worker's tail.
                 pool_mark_stopped(self, worker)
-                worker.hand_on = runtime.exit(actor)
+                runtime.exit(actor)
 
         pool: ThreadPool = runtime.pool  # type: ignore[attr-defined]
         me.passthrough += 1  # a new worker's own Thread handshake must be the real one
@@ -418,14 +420,7 @@ def _start(self: threading.Thread) -> None:
         finally:
             me.passthrough -= 1
         self._racecheck_worker = worker  # type: ignore[attr-defined]
-        # the worker's wake is the actor's gate: it runs the first time the actor is chosen
-        actor = runtime.new_actor(name, self, self.daemon, worker.wake)
-        detector = runtime.controller.detector
-        if detector is not None:
-            detector.fork(me.id, actor.id)
-            detector.names[actor.id] = name
-        self._racecheck_actor = actor  # type: ignore[attr-defined]
-        self._racecheck_runtime = runtime  # type: ignore[attr-defined]
+        actor.gate = worker.wake  # the worker runs the first time the actor is chosen
         actor.ident = worker.ident
         runtime.by_ident[worker.ident] = actor
         runtime.point(me, f"start {name}")
