@@ -123,6 +123,20 @@ TURN: Hashable = ("<turn>",)
 #: a loop's hand-offs from other threads (``call_soon_threadsafe``): each writes it,
 #: so they are ordered among themselves (see StepLog.handed_off)
 HANDOFFS: Hashable = ("<handoffs>",)
+
+
+class TaskRegistry:
+    """asyncio's task registry, which ``all_tasks()`` reads: one object per run.
+
+    ``Task.__init__`` adds a task to the process's registry and ``all_tasks()``
+    leaves a done task out, so a task's birth and its end change what a look
+    at ``all_tasks()`` returns (StepLog.task_born, task_ended, tasks_listed).
+    Each actor writes its own key: births and ends by different actors
+    commute (they change different tasks' entries), a look reads them all.
+    All loops share it, which only adds conflicts.
+    """
+
+
 #: keys whose conflicts order steps without being races
 ORDER_ONLY = frozenset({ENDED})
 #: pseudo-object: the step ended blocked in an operation whose wait is a mere
@@ -264,7 +278,6 @@ _PURE_FUNCTIONS = frozenset(
         "_register_task",
         "_unregister_task",
         "_swap_current_task",
-        "all_tasks",
         # math, time (virtual), operator: pure
         "sqrt",
         "floor",
@@ -360,6 +373,8 @@ def _runtime_dirs() -> tuple[str, ...]:
 #: where the runtimes' primitives live (asyncio, trio): their methods' calls are sync operations
 _RUNTIME_DIRS = _runtime_dirs()
 _ASYNCIO_DIR = _RUNTIME_DIRS[0]
+#: asyncio.tasks, whose ``all_tasks`` reads the task registry (TaskRegistry)
+_TASKS_FILE = _ASYNCIO_DIR + "tasks.py"
 _THREADS_DIR = os.path.join(_RACECHECK_DIR, "backends", "threads") + os.sep
 #: racecheck's controlled thread primitives: every method call on one is a sync operation
 _OWN_PRIMITIVES = (_THREADS_DIR + "primitives.py", _THREADS_DIR + "adopt.py")
@@ -938,6 +953,9 @@ class StepLog:
         #: and the ids of those locks a future's method holds now
         self._future_parts: dict[int, Any] = {}
         self._future_held: set[int] = set()
+        #: the run's task registry (see TaskRegistry), and the tasks born so far (by id)
+        self._registry: TaskRegistry | None = None
+        self._born: dict[int, Any] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -979,6 +997,8 @@ class StepLog:
         self._threadsafe = None
         self._handoff_counts.clear()
         self._handoffs.clear()
+        self._registry = None
+        self._born.clear()
 
     # -- wakes carried by callbacks (asyncio: backends.asyncio_waits) -----------------
     def scheduled(self, handle: Any, task: int | None) -> None:
@@ -1251,6 +1271,34 @@ class StepLog:
             if isinstance(handle, self._timer_type) and id(handle) not in seen:
                 seen[id(handle)] = handle  # kept: its id is not reused in the run
                 self.loop_queued(loop)
+
+    # -- asyncio's task registry (TaskRegistry): births, ends, looks ------------------
+    def _registry_access(self, key: Hashable, write: bool) -> None:
+        registry = self._registry
+        if registry is None:
+            registry = self._registry = TaskRegistry()
+        self.current.append((self.ordinal(registry), key, write, "TaskRegistry"))
+
+    def _registry_changed(self) -> None:
+        self._registry_access(self.actor if self.actor is not None else ANY, True)
+
+    def task_born(self, task: Any) -> None:
+        """``task`` was queued on its loop: the first time, it was just made (registered).
+
+        A task's first step is queued by ``Task.__init__``, which registers it,
+        whatever made it (``create_task``, ``ensure_future``, ``Task(...)``).
+        """
+        if id(task) not in self._born:
+            self._born[id(task)] = task  # kept: its id is not reused in the run
+            self._registry_changed()
+
+    def task_ended(self) -> None:
+        """The step ended a task: ``all_tasks()`` leaves it out from now."""
+        self._registry_changed()
+
+    def tasks_listed(self) -> None:
+        """Traced code called ``asyncio.all_tasks()``: it reads the whole registry."""
+        self._registry_access(ANY, False)
 
     def finished(self, future: Any) -> None:
         """The step finished an asyncio future or task: an ``await`` of it goes on now (ENDED)."""
@@ -2086,6 +2134,9 @@ class StepLog:
         owner = getattr(function, "__self__", None)
         name = getattr(function, "__name__", "")
         if owner is None or isinstance(owner, ModuleType):
+            if name == "all_tasks":
+                self.tasks_listed()
+                return
             if name in _PURE_FUNCTIONS:
                 return
             if name in _ADVANCING and owner is builtins:
@@ -2131,6 +2182,9 @@ class StepLog:
             return
         if code.co_filename.startswith(_RACECHECK_DIR):
             return  # racecheck's own patches: their effects are recorded where they happen
+        if code.co_name == "all_tasks" and code.co_filename == _TASKS_FILE:
+            self.tasks_listed()  # it changes nothing, not even the loop it is given
+            return
         if code.co_filename == _FUTURE_FILE and code.co_name in _FUTURE_METHODS:
             owner = frame.f_locals.get("self")
             if isinstance(owner, _futures_base.Future) and _own_condition(owner):

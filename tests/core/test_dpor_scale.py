@@ -234,7 +234,9 @@ _OUT_OF_REACH = (
     "the buggy variants (610 traces in 1,000 runs) the graph tasks' turns, reversed at a "
     "turn's start for a race of a task's end with its own done callback's reads of it "
     "(a plain callback's accesses are not ordered after the step that queued it), and the "
-    "pool's queue (docs/architecture.md, 'Event loops inside threads')"
+    "pool's queue (docs/architecture.md, 'Event loops inside threads'); the async "
+    "cleanup's miss also lacked a conflict (all_tasks() against a task's birth, now "
+    "recorded: 'asyncio's task registry'), and its reversal lies too far up the search"
 )
 
 

@@ -188,7 +188,11 @@ def wake_scheduled(log: StepLog, loop: Any, handle: asyncio.Handle) -> None:
     step that caused the wake.
     """
     owner = getattr(handle._callback, "__self__", None)  # type: ignore[attr-defined]
-    log.scheduled(handle, id(owner) if isinstance(owner, asyncio.Task) else None)
+    if isinstance(owner, asyncio.Task):
+        log.task_born(owner)  # its first step is queued as it is made (all_tasks() sees it)
+        log.scheduled(handle, id(owner))
+    else:
+        log.scheduled(handle, None)
 
 
 def task_step_begins(log: StepLog, task: asyncio.Task[Any]) -> int:
@@ -230,6 +234,7 @@ def task_step_ended(log: StepLog, task: asyncio.Task[Any], began: int) -> None:
         if log.actor is not None:
             log.notes[("end", id(task))] = (task, log.step)
             log.finished(task)  # an await of it goes on from now (StepLog.awaited)
+            log.task_ended()  # all_tasks() leaves it out from now
         return
     waiter = task._fut_waiter  # type: ignore[attr-defined]
     if waiter is None:
