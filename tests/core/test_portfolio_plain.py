@@ -123,8 +123,8 @@ asyncio_bugs: Any = importlib.import_module("test_asyncio_bugs")
 
 #: the latest finds of the classic suites (tests/core/test_portfolio_shift.py's BEFORE)
 LATE_FINDS = [
-    (thread_bugs, "lost_increment_thread_pool", 0, 180),
-    (thread_bugs, "lost_increment_thread_pool", 2, 130),
+    (thread_bugs, "lost_increment_thread_pool", 0, 114),
+    (thread_bugs, "lost_increment_thread_pool", 2, 114),
     (asyncio_bugs, "starved_observer", 2, 95),
 ]
 

@@ -41,9 +41,13 @@ def test_write_after_notify_outside_the_lock_is_still_a_data_race() -> None:
     assert lines == {models.marked("late write"), models.marked("waiter write")}, finding
 
 
-def test_read_deciding_on_a_write_after_notify_is_still_a_data_race() -> None:
+def test_read_deciding_on_a_write_after_notify_is_still_reported() -> None:
+    """The late write races the waiter's check: as a data race on the check, or, when the
+    first failing schedule also runs the spend, as the stale check it makes; either names
+    the late write (which one comes first depends on the schedule stream)."""
     finding = _finding(models.read_decides_after_notify)
-    assert finding.kind == "data-race", finding
+    stale_check = (finding.kind, finding.pattern) == ("atomicity-violation", "stale check")
+    assert finding.kind == "data-race" or stale_check, finding
     lines = {access.lineno for access in finding.accesses}
     assert models.marked("late budget") in lines, finding
     assert lines <= {
