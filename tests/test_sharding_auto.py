@@ -93,7 +93,8 @@ BALANCE = 1.3
 
 
 @pytest.mark.parametrize("target", [five_tasks, four_threads])
-@pytest.mark.parametrize("shards", [2, 4])
+# four slices split the same DPOR schedules finer than two; two run with -m slow
+@pytest.mark.parametrize("shards", [pytest.param(2, marks=pytest.mark.slow), 4])
 def test_every_slice_carries_its_share_of_the_dpor_schedules(
     target: Callable[[], Any], shards: int
 ) -> None:

@@ -89,7 +89,9 @@ def test_each_slices_token_replays_on_its_own() -> None:
     # threads make too many schedules to run them all; a bound keeps the search whole
     [(recorded_short, None), (recorded_short, 1), (recorded_threads, 1), (recorded_threads, 2)],
 )
-@pytest.mark.parametrize("shards", [2, 4])
+# two slices of the unbounded search are the costliest case and check what four check
+# with more slices to merge: they run with -m slow
+@pytest.mark.parametrize("shards", [pytest.param(2, marks=pytest.mark.slow), 4])
 def test_the_slices_together_run_the_whole_search_and_only_the_merge_says_exhausted(
     target: Callable[[], Any], shards: int, bound: int | None
 ) -> None:

@@ -22,8 +22,16 @@ def _xfail(name: str, xfail: Marks) -> list[Any]:
 
 
 def buggy_params(
-    buggy: Iterable[tuple[Callable[[], Any], str, Any]], seeds: Iterable[int], xfail: Marks
+    buggy: Iterable[tuple[Callable[[], Any], str, Any]], seeds: Sequence[int], xfail: Marks
 ) -> list[Any]:
+    """Every buggy target under every seed; CI runs each under the first seed only.
+
+    As for the fixed targets: a later seed draws more PCT schedules from the
+    same distribution, so it adds a sample of the same check (found within the
+    budget, replayed), not another check. ``-m slow`` (``nox -s slow``) runs
+    them all, and tests/core/test_portfolio_heldout.py runs every buggy target
+    under the default strategy with every seed in CI.
+    """
     return [
         pytest.param(
             target,
@@ -31,7 +39,7 @@ def buggy_params(
             cause,
             seed,
             id=f"{target.__name__}-seed{seed}",
-            marks=_xfail(target.__name__, xfail),
+            marks=_xfail(target.__name__, xfail) + ([pytest.mark.slow] if seed != seeds[0] else []),
         )
         for target, kind, cause in buggy
         for seed in seeds

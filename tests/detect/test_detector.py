@@ -241,20 +241,8 @@ def test_detect_must_be_a_bool() -> None:
 
 
 # -- the fixed classic bugs: nothing to report ---------------------------------------
-
-
-def _fixed_targets() -> list[Callable[[], Any]]:
-    sys.path.insert(0, str(Path(__file__).parents[1] / "classic"))
-    import test_asyncio_bugs
-    import test_thread_bugs
-
-    return [*test_thread_bugs.FIXED, *test_asyncio_bugs.FIXED]
-
-
-@pytest.mark.parametrize("target", _fixed_targets(), ids=lambda t: t.__name__)
-def test_fixed_classic_bugs_are_clean(target: Callable[[], Any]) -> None:
-    report = racecheck.check(target, detect=True, schedules=10, watchdog=30)
-    assert report.schedules_run >= 1
+# tests/detect/test_detector_audit.py::test_fixed_version_has_no_finding runs every
+# fixed classic target (asyncio, threads and trio) with the detector for 150 schedules.
 
 
 # -- the command line and the plugin -------------------------------------------------
