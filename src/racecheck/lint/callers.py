@@ -83,7 +83,11 @@ _ENTRY_DUNDERS = frozenset({"__aenter__", "__aexit__", "__await__", "__init__"})
 #: how many callers up a chain of plain coroutines is followed
 _DEPTH = 3
 
-_DEF = re.compile(r"^([ \t]*)(?:(async)[ \t]+)?(def|class)[ \t]+(\w+)", re.MULTILINE)
+#: a ``def``/``class`` header is the keyword and a name (searched for by the keyword:
+#: a pattern that opens with ``^`` and an indent is tried at every position) ...
+_DEF_WORD = re.compile(r"(def|class)[ \t]+(\w+)")
+#: ... with nothing before it on its line but an indent and ``async``
+_DEF_HEAD = re.compile(r"([ \t]*)(?:(async)[ \t]+)?$")
 #: what follows a reference that is called (without copying the rest of the file)
 _CALLED = re.compile(r"[ \t]*\(")
 #: a call line in a plain def that may hand a coroutine on rather than drop it
@@ -167,17 +171,22 @@ def _package(root: Path) -> _Package:
         except OSError:
             continue
         starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
-        defs = [
-            _Def(
-                # the line of the match: counting newlines from the top for every
-                # def was quadratic in the file (100 ms for asyncssh's package)
-                bisect.bisect_right(starts, m.start()) - 1,
-                len(m.group(1).expandtabs()),
-                "class" if m.group(3) == "class" else ("async def" if m.group(2) else "def"),
-                m.group(4),
+        defs: list[_Def] = []
+        for m in _DEF_WORD.finditer(text):
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            head = _DEF_HEAD.match(text, line_start, m.start())
+            if head is None:
+                continue  # `def`/`class` inside a line, not a header
+            defs.append(
+                _Def(
+                    # the line of the match: counting newlines from the top for every
+                    # def was quadratic in the file (100 ms for asyncssh's package)
+                    bisect.bisect_right(starts, m.start()) - 1,
+                    len(head.group(1).expandtabs()),
+                    "class" if m.group(1) == "class" else ("async def" if head.group(2) else "def"),
+                    m.group(2),
+                )
             )
-            for m in _DEF.finditer(text)
-        ]
         files.append(_File(Path(full), text, starts, defs))
     _PACKAGES.clear()  # one package at a time: a run walks packages in order
     package = _PACKAGES[root] = _Package(root, key, files, {})

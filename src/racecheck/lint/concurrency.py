@@ -61,6 +61,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import pairwise
 
 from racecheck.lint.callers import (
     _LIFECYCLE_VERBS,
@@ -80,6 +81,11 @@ _SPAWN = re.compile(
 )
 #: a task kept on the object: its driver, started once per object
 _KEPT = re.compile(r"self\.\w+[ \t]*(?::[^=\n]*)?=[ \t]*[\w.]*$")
+#: a line's indent and first character, when the line can end a def's body (not
+#: blank, not a comment, not the close of a multi-line signature)
+_SIGNIFICANT = re.compile(r"^([ \t]*)[^ \t\n#)\]}]", re.MULTILINE)
+#: a character that continues a name (or opens a string) right before a match
+_NAME_OR_QUOTE = re.compile(r"[\w'\"]")
 #: how far back a spawn call's opening may be from the name inside its arguments
 _WINDOW = 600
 #: how many callers up a chain is followed
@@ -251,12 +257,17 @@ def _refs(index: _Index, name: str) -> list[_Ref]:
     if found is not None:
         return found
     found = []
-    ref = re.compile(rf"(?<![\w'\"]){name}\b(?=[ \t]*[(,)\n])")
+    # The name first, its left edge checked on each match: a pattern that opens
+    # with a look-behind is tried at every position of the text (sre has no
+    # literal to skip ahead to), 15-100x slower on a large package.
+    ref = re.compile(rf"{name}\b(?=[ \t]*[(,)\n])")
     for file in index.package.files:
         if name not in file.text:
             continue
         shape = _shape(index, file)
         for m in ref.finditer(file.text):
+            if m.start() and _NAME_OR_QUOTE.match(file.text, m.start() - 1):
+                continue  # a longer name ending in this one, or a string's content
             if shape.in_string(m.start()):
                 continue  # a docstring's example (``asyncio.create_task(pubsub.run())``)
             line = bisect_line(file.line_starts, m.start())
@@ -347,33 +358,68 @@ class _Shape:
             spans += [m.start(), close + 3]
             pos = close + 3
         self.spans = spans
-        starts = file.line_starts
-        self.ends: list[int] = []
-        for d in file.defs:
-            end = len(starts)
-            for number in range(d.line + 1, len(starts)):
-                begin = starts[number]
-                stop = starts[number + 1] - 1 if number + 1 < len(starts) else len(text)
-                source = text[begin:stop]
-                stripped = source.lstrip(" \t")
-                if not stripped or stripped.startswith("#") or self.in_string(begin):
-                    continue
-                if stripped[0] in ")]}":
-                    continue  # the close of a multi-line signature
-                if len(source[: len(source) - len(stripped)].expandtabs()) <= d.indent:
-                    end = number
-                    break
-            self.ends.append(end)
+        self.ends = self._ends(file)
+        #: each def's line, for the bisect in :meth:`enclosing`
+        self.lines = [d.line for d in file.defs]
+
+    def _ends(self, file: _File) -> list[int]:
+        """Each def's end: the first later line, outside a string, indented no deeper.
+
+        One pass over the lines with a stack of the defs still open (a def per
+        line scanned ahead to its end was quadratic in a module's nesting and
+        cost 1.4 s on telethon's generated package).
+        """
+        defs, text = file.defs, file.text
+        ends = [len(file.line_starts)] * len(defs)
+        open_defs: list[int] = []
+        nested = True  # every open def shallower than the one above it on the stack
+        pending = 0
+        spans, span = self.spans, 0  # the first string boundary after the line's start
+        number, counted = 0, 0  # the line number of position `counted`
+        for m in _SIGNIFICANT.finditer(text):
+            begin = m.start()
+            while span < len(spans) and spans[span] <= begin:
+                span += 1
+            if span % 2:
+                continue  # inside a triple-quoted string
+            number += text.count("\n", counted, begin)
+            counted = begin
+            while pending < len(defs) and defs[pending].line < number:
+                nested = nested and (
+                    not open_defs or defs[open_defs[-1]].indent < defs[pending].indent
+                )
+                open_defs.append(pending)
+                pending += 1
+            indent = len(m.group(1).expandtabs())
+            if nested:
+                while open_defs and defs[open_defs[-1]].indent >= indent:
+                    ends[open_defs.pop()] = number
+            else:  # a `def` in a string broke the order: look at every open def
+                for i in open_defs:
+                    if defs[i].indent >= indent:
+                        ends[i] = number
+                open_defs = [i for i in open_defs if defs[i].indent < indent]
+                nested = all(defs[a].indent < defs[b].indent for a, b in pairwise(open_defs))
+        return ends
 
     def in_string(self, pos: int) -> bool:
         return bisect.bisect_right(self.spans, pos) % 2 == 1
 
     def enclosing(self, line: int) -> _Def | None:
-        """The innermost ``def``/``class`` whose body holds ``line``."""
+        """The innermost ``def``/``class`` whose body holds ``line``.
+
+        From the nearest def before ``line`` backwards; the first one found
+        that holds it and starts on a line outside a string ends the search:
+        every earlier def at least as deep ended at that def's line.
+        """
+        defs, starts = self.file.defs, self.file.line_starts
         best: _Def | None = None
-        for d, end in zip(self.file.defs, self.ends, strict=True):
-            if d.line < line < end and (best is None or d.indent > best.indent):
+        for i in range(bisect.bisect_left(self.lines, line) - 1, -1, -1):
+            d = defs[i]
+            if line < self.ends[i] and (best is None or d.indent >= best.indent):
                 best = d
+                if not self.in_string(starts[d.line]):
+                    break
         return best
 
     def gathered(self, pos: int, outer: _Def) -> bool:
