@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from racecheck.lint.callers import _Def, _File, _package
-from racecheck.lint.concurrency import _Index, _refs, _Shape
+from racecheck.lint.callers import _attribute_refs, _class_bases, _Def, _File, _Package, _package
+from racecheck.lint.concurrency import _defs_named, _Index, _refs, _Shape
 from racecheck.lint.run import iter_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,9 +125,10 @@ def _assert_shape_as_defined(file: _File) -> None:
     assert file.defs == _old_defs(file.text, file.line_starts)
     shape = _Shape(file)
     ends = _old_ends(shape, file)
-    assert shape.ends == ends
+    # the enclosing defs first, while the ends are still worked out on demand
     for line in range(len(file.line_starts) + 1):
         assert shape.enclosing(line) == _old_enclosing(file, ends, line), line
+    assert [shape.end(i) for i in range(len(file.defs))] == ends
 
 
 def test_tricky_text_has_the_defs_ends_and_enclosing_defs_of_the_definition(
@@ -198,3 +199,97 @@ def test_references_are_those_the_look_behind_pattern_finds(tmp_path: Path) -> N
     ]
     assert [r.where for r in refs] == expected
     assert [r.spawn for r in refs] == [False, False, True, False, False, False]
+
+
+def _old_class_bases(package: _Package) -> dict[str, set[str]]:
+    pattern = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:", re.MULTILINE)
+    bases: dict[str, set[str]] = {}
+    for file in package.files:
+        for m in pattern.finditer(file.text):
+            found = bases.setdefault(m.group(1), set())
+            for part in (m.group(2) or "").split(","):
+                part = part.split("[", 1)[0].strip()
+                if part and "=" not in part:
+                    found.add(part.rsplit(".", 1)[-1].strip())
+    return bases
+
+
+def test_class_bases_are_those_of_the_line_start_pattern(tmp_path: Path) -> None:
+    text = TRICKY + textwrap.dedent(
+        """
+        label = "a class Fake(" + str(
+        1)
+        class Real(Base, metaclass=Meta):
+            pass
+        note = 'class Other(A,'
+        class Late(
+            Mixin,
+            Generic[T],
+        ):
+            pass
+        """
+    )
+    _package_of(tmp_path, text)
+    package = _package(tmp_path / "pkg")
+    bases = _class_bases(package)
+    assert bases == _old_class_bases(package)
+    assert bases["Real"] == {"Base"} and bases["Late"] == {"Mixin", "Generic"}
+    racecheck = _package(ROOT / "src" / "racecheck")
+    assert _class_bases(racecheck) == _old_class_bases(racecheck)
+
+
+def test_defs_are_counted_per_name_as_over_every_file() -> None:
+    package = _package(ROOT / "src" / "racecheck")
+    counts: dict[str, int] = {}
+    for file in package.files:
+        for d in file.defs:
+            if d.kind != "class":
+                counts[d.name] = counts.get(d.name, 0) + 1
+    index = _Index(package)
+    for name in ["check", "run", "__init__", "_refs", "_Shape", "no_such_name_here"]:
+        assert _defs_named(index, name) == counts.get(name, 0), name
+
+
+def test_attribute_references_are_those_of_the_pattern_that_opens_with_a_dot() -> None:
+    text = textwrap.dedent(
+        """
+        self.close()
+        self . close ()
+        obj.close = None
+        obj.close == other
+        getattr(self, "close")
+        x = 'close'
+        enclose()
+        self.closed()
+        self.\tclose(1)
+        (self).close
+        """
+    )
+    sources = [text] + [f.text for f in _package(ROOT / "src" / "racecheck").files]
+    for name in ["close", "run", "check", "_refs", "append"]:
+        old = re.compile(rf"\.[ \t]*{name}\b(?![ \t]*=[^=])|['\"]{name}['\"]")
+        for source in sources:
+            expected = [
+                (m.start(), m.start() + len(m.group(0).rstrip("'\"")), m.group(0)[0] in "'\"")
+                for m in old.finditer(source)
+            ]
+            assert list(_attribute_refs(re.compile(rf"{name}\b"), source)) == expected
+    found = list(_attribute_refs(re.compile(r"close\b"), text))
+    assert [quoted for _, _, quoted in found] == [False, False, False, True, True, False, False]
+
+
+def test_string_spans_are_those_of_the_pattern_with_the_prefix_letters(tmp_path: Path) -> None:
+    text = TRICKY + 'x = rb"""raw\n"""\ny = buf\'\'\'z\'\'\'\nz = f"""{a}""" + """unclosed\n'
+    (file,) = _package_of(tmp_path, text)
+    sources = [file, *_package(ROOT / "src" / "racecheck").files]
+    old = re.compile(r"[rbuRBUfF]*(\"\"\"|\'\'\')")
+    for source in sources:
+        spans: list[int] = []
+        pos = 0
+        while (m := old.search(source.text, pos)) is not None:
+            close = source.text.find(m.group(1), m.end())
+            if close < 0:
+                break
+            spans += [m.start(), close + 3]
+            pos = close + 3
+        assert _Shape(source).spans == spans, source.path

@@ -61,9 +61,9 @@ import bisect
 import re
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import pairwise
 
 from racecheck.lint.callers import (
+    _DEF_HEAD,
     _LIFECYCLE_VERBS,
     _Def,
     _File,
@@ -81,9 +81,6 @@ _SPAWN = re.compile(
 )
 #: a task kept on the object: its driver, started once per object
 _KEPT = re.compile(r"self\.\w+[ \t]*(?::[^=\n]*)?=[ \t]*[\w.]*$")
-#: a line's indent and first character, when the line can end a def's body (not
-#: blank, not a comment, not the close of a multi-line signature)
-_SIGNIFICANT = re.compile(r"^([ \t]*)[^ \t\n#)\]}]", re.MULTILINE)
 #: a character that continues a name (or opens a string) right before a match
 _NAME_OR_QUOTE = re.compile(r"[\w'\"]")
 #: how far back a spawn call's opening may be from the name inside its arguments
@@ -108,6 +105,24 @@ _SHARED_BY_DESIGN = frozenset(
 )
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
 _STARTS = frozenset({"__init__", "__aenter__", "__post_init__"})
+
+
+#: :func:`_shallow_line`'s patterns, by indent
+_SHALLOW: dict[int, re.Pattern[str]] = {}
+
+
+def _shallow_line(indent: int) -> re.Pattern[str]:
+    """A line that can end a def at ``indent``: a newline, then at most ``indent``
+    spaces (or an indent with a tab, measured afterwards), then a character that
+    is not blank, a comment or a closing bracket. It opens with the newline, a
+    literal the engine skips ahead to."""
+    found = _SHALLOW.get(indent)
+    if found is None:
+        first = r"(?=[^ \t\n#)\]}])"
+        found = _SHALLOW[indent] = re.compile(
+            rf"\n([ ]{{0,{indent}}}{first}|[ \t]*\t[ \t]*{first})"
+        )
+    return found
 
 
 def in_package(module: Module) -> bool:
@@ -186,8 +201,8 @@ class _Index:
     """The package's text with what the search asks of it again and again."""
 
     package: _Package
-    #: name -> how many ``def``s of that name the package has
-    defs: dict[str, int]
+    #: name -> how many ``def``s of that name the package has (counted on first use)
+    defs: dict[str, int] = field(default_factory=dict)
     #: (name, owner, depth) -> the answer
     answers: dict[tuple[str, str | None, int], str | None] = field(default_factory=dict)
     #: id(file) -> its strings and function bodies (built on first use)
@@ -201,14 +216,26 @@ class _Index:
 def _index(package: _Package) -> _Index:
     found: _Index | None = getattr(package, "spawn_index", None)
     if found is None:
-        counts: dict[str, int] = {}
-        for file in package.files:
-            for d in file.defs:
-                if d.kind != "class":
-                    counts[d.name] = counts.get(d.name, 0) + 1
-        found = _Index(package, counts)
+        found = _Index(package)
         package.spawn_index = found  # type: ignore[attr-defined]
     return found
+
+
+def _defs_named(index: _Index, name: str) -> int:
+    """How many functions (not classes) named ``name`` the package defines: the
+    headers of ``callers._File.defs``, searched for this name alone (a large
+    generated module holds thousands of other headers)."""
+    count = index.defs.get(name)
+    if count is None:
+        header = re.compile(rf"def[ \t]+{name}\b")
+        count = index.defs[name] = sum(
+            1
+            for file in index.package.files
+            if name in file.text
+            for m in header.finditer(file.text)
+            if _DEF_HEAD.match(file.text, file.text.rfind("\n", 0, m.start()) + 1, m.start())
+        )
+    return count
 
 
 def _spawned(
@@ -303,7 +330,7 @@ def _search(
     ``close``) defined by several classes is reached only through ``self``:
     aiohttp's ``run_in_executor(None, fobj.read, ...)`` is a file's ``read``,
     not a response's."""
-    unique = index.defs.get(name, 0) <= 1
+    unique = _defs_named(index, name) <= 1
     callers: dict[tuple[str, str | None], None] = {}
     for ref in _refs(index, name):
         if ref.on_self and ref.cls is not None:
@@ -329,7 +356,9 @@ def _related(index: _Index, cls: str, owner: str) -> bool:
     return index.related[key]
 
 
-_TRIPLE = re.compile(r"[rbuRBUfF]*(\"\"\"|\'\'\')")
+_TRIPLE = re.compile(r"\"\"\"|\'\'\'")
+#: the letters that may open a string literal before its quotes
+_STRING_PREFIX = frozenset("rbuRBUfF")
 #: ``tasks.append(`` : a coroutine kept in a list, gathered later in the same function
 _APPEND = re.compile(r"(\w+)\.append\(\s*[\w.]*$")
 
@@ -349,58 +378,65 @@ class _Shape:
         spans: list[int] = []
         pos = 0
         while True:
+            # the quotes first, then the prefix letters before them: a pattern that
+            # opens with the letters is tried at every position (0.45 s on
+            # asyncua's 14 MB of generated modules)
             m = _TRIPLE.search(text, pos)
             if m is None:
                 break
-            close = text.find(m.group(1), m.end())
+            start = m.start()
+            while start > pos and text[start - 1] in _STRING_PREFIX:
+                start -= 1
+            close = text.find(m.group(0), m.end())
             if close < 0:
                 break
-            spans += [m.start(), close + 3]
+            spans += [start, close + 3]
             pos = close + 3
         self.spans = spans
-        self.ends = self._ends(file)
         #: each def's line, for the bisect in :meth:`enclosing`
         self.lines = [d.line for d in file.defs]
+        self._ends: dict[int, int] = {}
+        self._parents: list[int] | None = None
 
-    def _ends(self, file: _File) -> list[int]:
-        """Each def's end: the first later line, outside a string, indented no deeper.
+    def end(self, i: int) -> int:
+        """Def ``i``'s end: the first later line, outside a string, not blank, not a
+        comment, not the close of a multi-line signature, indented no deeper.
 
-        One pass over the lines with a stack of the defs still open (a def per
-        line scanned ahead to its end was quadratic in a module's nesting and
-        cost 1.4 s on telethon's generated package).
+        Found on first use, by a pattern that skips the deeper lines of the body
+        inside the regular expression engine: only the defs around a reference
+        are asked (every def scanned ahead to its end cost 1.4 s on telethon's
+        generated package; every line looked at, 0.4-1.1 s).
         """
-        defs, text = file.defs, file.text
-        ends = [len(file.line_starts)] * len(defs)
-        open_defs: list[int] = []
-        nested = True  # every open def shallower than the one above it on the stack
-        pending = 0
-        spans, span = self.spans, 0  # the first string boundary after the line's start
-        number, counted = 0, 0  # the line number of position `counted`
-        for m in _SIGNIFICANT.finditer(text):
-            begin = m.start()
-            while span < len(spans) and spans[span] <= begin:
-                span += 1
-            if span % 2:
-                continue  # inside a triple-quoted string
-            number += text.count("\n", counted, begin)
-            counted = begin
-            while pending < len(defs) and defs[pending].line < number:
-                nested = nested and (
-                    not open_defs or defs[open_defs[-1]].indent < defs[pending].indent
-                )
-                open_defs.append(pending)
-                pending += 1
-            indent = len(m.group(1).expandtabs())
-            if nested:
-                while open_defs and defs[open_defs[-1]].indent >= indent:
-                    ends[open_defs.pop()] = number
-            else:  # a `def` in a string broke the order: look at every open def
-                for i in open_defs:
-                    if defs[i].indent >= indent:
-                        ends[i] = number
-                open_defs = [i for i in open_defs if defs[i].indent < indent]
-                nested = all(defs[a].indent < defs[b].indent for a, b in pairwise(open_defs))
-        return ends
+        found = self._ends.get(i)
+        if found is None:
+            d, starts, text = self.file.defs[i], self.file.line_starts, self.file.text
+            found = len(starts)
+            pos = starts[d.line + 1] - 1 if d.line + 1 < len(starts) else len(text)
+            pattern = _shallow_line(d.indent)
+            while (m := pattern.search(text, pos)) is not None:
+                pos = m.end()
+                if self.in_string(m.start() + 1):
+                    continue  # inside a triple-quoted string
+                if len(m.group(1).expandtabs()) > d.indent:
+                    continue  # a tab took the indent deeper than it looked
+                found = bisect.bisect_right(starts, m.start() + 1) - 1
+                break
+            self._ends[i] = found
+        return found
+
+    def parents(self) -> list[int]:
+        """Each def's nearest earlier def with less indent (-1: none)."""
+        if self._parents is None:
+            defs = self.file.defs
+            parents: list[int] = []
+            stack: list[int] = []
+            for d in defs:
+                while stack and defs[stack[-1]].indent >= d.indent:
+                    stack.pop()
+                parents.append(stack[-1] if stack else -1)
+                stack.append(len(parents) - 1)
+            self._parents = parents
+        return self._parents
 
     def in_string(self, pos: int) -> bool:
         return bisect.bisect_right(self.spans, pos) % 2 == 1
@@ -408,15 +444,26 @@ class _Shape:
     def enclosing(self, line: int) -> _Def | None:
         """The innermost ``def``/``class`` whose body holds ``line``.
 
-        From the nearest def before ``line`` backwards; the first one found
-        that holds it and starts on a line outside a string ends the search:
-        every earlier def at least as deep ended at that def's line.
+        Only the nearest def before ``line`` and its parents by indent can hold
+        it: a def's header line ends every earlier def at least as deep. That
+        needs the headers between to be code; past a header inside a string
+        (an example in a docstring) every earlier def is asked, from the
+        nearest backwards, and the first that holds the line with its header
+        outside a string ends the search, for the same reason.
         """
         defs, starts = self.file.defs, self.file.line_starts
+        parents = self.parents()
+        i = bisect.bisect_left(self.lines, line) - 1
         best: _Def | None = None
-        for i in range(bisect.bisect_left(self.lines, line) - 1, -1, -1):
-            d = defs[i]
-            if line < self.ends[i] and (best is None or d.indent >= best.indent):
+        while i >= 0:
+            if self.in_string(starts[defs[i].line]):
+                break  # from here on, every def is asked
+            if line < self.end(i):
+                return defs[i]
+            i = parents[i]
+        for j in range(i, -1, -1):
+            d = defs[j]
+            if line < self.end(j) and (best is None or d.indent >= best.indent):
                 best = d
                 if not self.in_string(starts[d.line]):
                     break
@@ -428,7 +475,7 @@ class _Shape:
         m = _APPEND.search(text, max(0, pos - 200), pos)
         if m is None:
             return False
-        end = self.ends[self.file.defs.index(outer)]
+        end = self.end(self.file.defs.index(outer))
         body = text[pos : starts[end] if end < len(starts) else len(text)]
         return (
             re.search(rf"\b(?:gather|wait|as_completed)\([ \t]*\*?{m.group(1)}\b", body) is not None
