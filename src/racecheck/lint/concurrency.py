@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from racecheck.lint.callers import (
+    _DEF_HEAD,
     _LIFECYCLE_VERBS,
     _Def,
     _File,
@@ -80,6 +81,8 @@ _SPAWN = re.compile(
 )
 #: a task kept on the object: its driver, started once per object
 _KEPT = re.compile(r"self\.\w+[ \t]*(?::[^=\n]*)?=[ \t]*[\w.]*$")
+#: a character that continues a name (or opens a string) right before a match
+_NAME_OR_QUOTE = re.compile(r"[\w'\"]")
 #: how far back a spawn call's opening may be from the name inside its arguments
 _WINDOW = 600
 #: how many callers up a chain is followed
@@ -102,6 +105,24 @@ _SHARED_BY_DESIGN = frozenset(
 )
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
 _STARTS = frozenset({"__init__", "__aenter__", "__post_init__"})
+
+
+#: :func:`_shallow_line`'s patterns, by indent
+_SHALLOW: dict[int, re.Pattern[str]] = {}
+
+
+def _shallow_line(indent: int) -> re.Pattern[str]:
+    """A line that can end a def at ``indent``: a newline, then at most ``indent``
+    spaces (or an indent with a tab, measured afterwards), then a character that
+    is not blank, a comment or a closing bracket. It opens with the newline, a
+    literal the engine skips ahead to."""
+    found = _SHALLOW.get(indent)
+    if found is None:
+        first = r"(?=[^ \t\n#)\]}])"
+        found = _SHALLOW[indent] = re.compile(
+            rf"\n([ ]{{0,{indent}}}{first}|[ \t]*\t[ \t]*{first})"
+        )
+    return found
 
 
 def in_package(module: Module) -> bool:
@@ -180,8 +201,8 @@ class _Index:
     """The package's text with what the search asks of it again and again."""
 
     package: _Package
-    #: name -> how many ``def``s of that name the package has
-    defs: dict[str, int]
+    #: name -> how many ``def``s of that name the package has (counted on first use)
+    defs: dict[str, int] = field(default_factory=dict)
     #: (name, owner, depth) -> the answer
     answers: dict[tuple[str, str | None, int], str | None] = field(default_factory=dict)
     #: id(file) -> its strings and function bodies (built on first use)
@@ -195,14 +216,26 @@ class _Index:
 def _index(package: _Package) -> _Index:
     found: _Index | None = getattr(package, "spawn_index", None)
     if found is None:
-        counts: dict[str, int] = {}
-        for file in package.files:
-            for d in file.defs:
-                if d.kind != "class":
-                    counts[d.name] = counts.get(d.name, 0) + 1
-        found = _Index(package, counts)
+        found = _Index(package)
         package.spawn_index = found  # type: ignore[attr-defined]
     return found
+
+
+def _defs_named(index: _Index, name: str) -> int:
+    """How many functions (not classes) named ``name`` the package defines: the
+    headers of ``callers._File.defs``, searched for this name alone (a large
+    generated module holds thousands of other headers)."""
+    count = index.defs.get(name)
+    if count is None:
+        header = re.compile(rf"def[ \t]+{name}\b")
+        count = index.defs[name] = sum(
+            1
+            for file in index.package.files
+            if name in file.text
+            for m in header.finditer(file.text)
+            if _DEF_HEAD.match(file.text, file.text.rfind("\n", 0, m.start()) + 1, m.start())
+        )
+    return count
 
 
 def _spawned(
@@ -251,12 +284,17 @@ def _refs(index: _Index, name: str) -> list[_Ref]:
     if found is not None:
         return found
     found = []
-    ref = re.compile(rf"(?<![\w'\"]){name}\b(?=[ \t]*[(,)\n])")
+    # The name first, its left edge checked on each match: a pattern that opens
+    # with a look-behind is tried at every position of the text (sre has no
+    # literal to skip ahead to), 15-100x slower on a large package.
+    ref = re.compile(rf"{name}\b(?=[ \t]*[(,)\n])")
     for file in index.package.files:
         if name not in file.text:
             continue
         shape = _shape(index, file)
         for m in ref.finditer(file.text):
+            if m.start() and _NAME_OR_QUOTE.match(file.text, m.start() - 1):
+                continue  # a longer name ending in this one, or a string's content
             if shape.in_string(m.start()):
                 continue  # a docstring's example (``asyncio.create_task(pubsub.run())``)
             line = bisect_line(file.line_starts, m.start())
@@ -292,7 +330,7 @@ def _search(
     ``close``) defined by several classes is reached only through ``self``:
     aiohttp's ``run_in_executor(None, fobj.read, ...)`` is a file's ``read``,
     not a response's."""
-    unique = index.defs.get(name, 0) <= 1
+    unique = _defs_named(index, name) <= 1
     callers: dict[tuple[str, str | None], None] = {}
     for ref in _refs(index, name):
         if ref.on_self and ref.cls is not None:
@@ -318,7 +356,9 @@ def _related(index: _Index, cls: str, owner: str) -> bool:
     return index.related[key]
 
 
-_TRIPLE = re.compile(r"[rbuRBUfF]*(\"\"\"|\'\'\')")
+_TRIPLE = re.compile(r"\"\"\"|\'\'\'")
+#: the letters that may open a string literal before its quotes
+_STRING_PREFIX = frozenset("rbuRBUfF")
 #: ``tasks.append(`` : a coroutine kept in a list, gathered later in the same function
 _APPEND = re.compile(r"(\w+)\.append\(\s*[\w.]*$")
 
@@ -338,42 +378,95 @@ class _Shape:
         spans: list[int] = []
         pos = 0
         while True:
+            # the quotes first, then the prefix letters before them: a pattern that
+            # opens with the letters is tried at every position (0.45 s on
+            # asyncua's 14 MB of generated modules)
             m = _TRIPLE.search(text, pos)
             if m is None:
                 break
-            close = text.find(m.group(1), m.end())
+            start = m.start()
+            while start > pos and text[start - 1] in _STRING_PREFIX:
+                start -= 1
+            close = text.find(m.group(0), m.end())
             if close < 0:
                 break
-            spans += [m.start(), close + 3]
+            spans += [start, close + 3]
             pos = close + 3
         self.spans = spans
-        starts = file.line_starts
-        self.ends: list[int] = []
-        for d in file.defs:
-            end = len(starts)
-            for number in range(d.line + 1, len(starts)):
-                begin = starts[number]
-                stop = starts[number + 1] - 1 if number + 1 < len(starts) else len(text)
-                source = text[begin:stop]
-                stripped = source.lstrip(" \t")
-                if not stripped or stripped.startswith("#") or self.in_string(begin):
-                    continue
-                if stripped[0] in ")]}":
-                    continue  # the close of a multi-line signature
-                if len(source[: len(source) - len(stripped)].expandtabs()) <= d.indent:
-                    end = number
-                    break
-            self.ends.append(end)
+        #: each def's line, for the bisect in :meth:`enclosing`
+        self.lines = [d.line for d in file.defs]
+        self._ends: dict[int, int] = {}
+        self._parents: list[int] | None = None
+
+    def end(self, i: int) -> int:
+        """Def ``i``'s end: the first later line, outside a string, not blank, not a
+        comment, not the close of a multi-line signature, indented no deeper.
+
+        Found on first use, by a pattern that skips the deeper lines of the body
+        inside the regular expression engine: only the defs around a reference
+        are asked (every def scanned ahead to its end cost 1.4 s on telethon's
+        generated package; every line looked at, 0.4-1.1 s).
+        """
+        found = self._ends.get(i)
+        if found is None:
+            d, starts, text = self.file.defs[i], self.file.line_starts, self.file.text
+            found = len(starts)
+            pos = starts[d.line + 1] - 1 if d.line + 1 < len(starts) else len(text)
+            pattern = _shallow_line(d.indent)
+            while (m := pattern.search(text, pos)) is not None:
+                pos = m.end()
+                if self.in_string(m.start() + 1):
+                    continue  # inside a triple-quoted string
+                if len(m.group(1).expandtabs()) > d.indent:
+                    continue  # a tab took the indent deeper than it looked
+                found = bisect.bisect_right(starts, m.start() + 1) - 1
+                break
+            self._ends[i] = found
+        return found
+
+    def parents(self) -> list[int]:
+        """Each def's nearest earlier def with less indent (-1: none)."""
+        if self._parents is None:
+            defs = self.file.defs
+            parents: list[int] = []
+            stack: list[int] = []
+            for d in defs:
+                while stack and defs[stack[-1]].indent >= d.indent:
+                    stack.pop()
+                parents.append(stack[-1] if stack else -1)
+                stack.append(len(parents) - 1)
+            self._parents = parents
+        return self._parents
 
     def in_string(self, pos: int) -> bool:
         return bisect.bisect_right(self.spans, pos) % 2 == 1
 
     def enclosing(self, line: int) -> _Def | None:
-        """The innermost ``def``/``class`` whose body holds ``line``."""
+        """The innermost ``def``/``class`` whose body holds ``line``.
+
+        Only the nearest def before ``line`` and its parents by indent can hold
+        it: a def's header line ends every earlier def at least as deep. That
+        needs the headers between to be code; past a header inside a string
+        (an example in a docstring) every earlier def is asked, from the
+        nearest backwards, and the first that holds the line with its header
+        outside a string ends the search, for the same reason.
+        """
+        defs, starts = self.file.defs, self.file.line_starts
+        parents = self.parents()
+        i = bisect.bisect_left(self.lines, line) - 1
         best: _Def | None = None
-        for d, end in zip(self.file.defs, self.ends, strict=True):
-            if d.line < line < end and (best is None or d.indent > best.indent):
+        while i >= 0:
+            if self.in_string(starts[defs[i].line]):
+                break  # from here on, every def is asked
+            if line < self.end(i):
+                return defs[i]
+            i = parents[i]
+        for j in range(i, -1, -1):
+            d = defs[j]
+            if line < self.end(j) and (best is None or d.indent >= best.indent):
                 best = d
+                if not self.in_string(starts[d.line]):
+                    break
         return best
 
     def gathered(self, pos: int, outer: _Def) -> bool:
@@ -382,7 +475,7 @@ class _Shape:
         m = _APPEND.search(text, max(0, pos - 200), pos)
         if m is None:
             return False
-        end = self.ends[self.file.defs.index(outer)]
+        end = self.end(self.file.defs.index(outer))
         body = text[pos : starts[end] if end < len(starts) else len(text)]
         return (
             re.search(rf"\b(?:gather|wait|as_completed)\([ \t]*\*?{m.group(1)}\b", body) is not None
