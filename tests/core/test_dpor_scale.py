@@ -238,8 +238,8 @@ _OUT_OF_REACH = (
     "cleanup's miss also lacked a conflict (all_tasks() against a task's birth, now "
     "recorded: 'asyncio's task registry'), and its reversal lies too far up the search: "
     "a chain of three (the birth against the cleanup task's last look at the loop's queue, "
-    "its end, the audit), the first at step 617 of 828, which 1,000 runs of depth-first "
-    "search never backtrack to (docs/architecture.md, 'Where the bridge's reversal lies')"
+    "its end, the audit), the first at step 617 of 828, above the step 631 that 400 runs of "
+    "depth-first search backtracked to (docs/architecture.md, 'Where the bridge's reversal lies')"
 )
 
 
