@@ -383,3 +383,19 @@ def test_a_for_loop_still_reads_its_container_in_its_later_steps() -> None:
     with pytest.raises(racecheck.RaceFound) as found:
         racecheck.check(target, strategy="dpor", schedules=200)
     assert "changed size during iteration" in str(found.value.cause)
+
+
+@pytest.mark.slow
+def test_dpor_finds_the_bridges_async_cleanup_miss_on_its_own() -> None:
+    """bridge[buggy]'s async cleanup alone, one message and one worker (2.5 CPU-s): the
+    copy of ``_active_tasks`` read as a loop made the pool thread's add race each of the
+    cleanup's 26 later steps, and the search reached the miss at run 406 (a probe at 256).
+    The cheap twin: test_a_copy_reads_its_container_in_its_own_step_only."""
+    from racecheck.reference.bridge import async_cleanup_shutdown
+
+    def target() -> None:
+        async_cleanup_shutdown("buggy", messages=1, workers=1)
+
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(target, strategy="dpor", schedules=200)
+    assert "neither cancelled nor awaited" in str(found.value.cause)
