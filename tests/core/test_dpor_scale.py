@@ -236,7 +236,10 @@ _OUT_OF_REACH = (
     "(a plain callback's accesses are not ordered after the step that queued it), and the "
     "pool's queue (docs/architecture.md, 'Event loops inside threads'); the async "
     "cleanup's miss also lacked a conflict (all_tasks() against a task's birth, now "
-    "recorded: 'asyncio's task registry'), and its reversal lies too far up the search"
+    "recorded: 'asyncio's task registry'), and its reversal lies too far up the search: "
+    "a chain of three (the birth against the cleanup task's last look at the loop's queue, "
+    "its end, the audit), the first at step 617 of 828, above the step 631 that 400 runs of "
+    "depth-first search backtracked to (docs/architecture.md, 'Where the bridge's reversal lies')"
 )
 
 
@@ -304,3 +307,95 @@ def test_a_cast_value_that_is_then_changed_is_still_a_conflict() -> None:
     with pytest.raises(racecheck.RaceFound) as found:
         racecheck.check(_cast_around_shared(mutate=True), strategy="dpor", schedules=500)
     assert "['b'" in str(found.value.cause)
+
+
+# -- a copy reads its container once; a for loop goes on reading it ----------------------------
+
+
+def _copy_then_three_steps(backend: str) -> Callable[[], Any]:
+    """One actor copies a shared list, then takes three more steps; another appends to it."""
+    if backend == "asyncio":
+
+        async def on_a_loop() -> None:
+            shared: list[int] = []
+
+            async def copier() -> list[int]:
+                snapshot = list(shared)
+                for _ in range(3):
+                    await asyncio.sleep(0)
+                return snapshot
+
+            async def appender() -> None:
+                for _ in range(3):
+                    await asyncio.sleep(0)
+                shared.append(1)
+
+            await asyncio.gather(copier(), appender())
+
+        return on_a_loop
+
+    def on_threads() -> None:
+        shared: list[int] = []
+        steps: list[int] = []
+
+        def copier() -> None:
+            snapshot = list(shared)
+            steps.append(len(snapshot))
+            steps.append(1)
+            steps.append(2)
+
+        worker = threading.Thread(target=copier)
+        worker.start()
+        shared.append(1)
+        worker.join()
+
+    return on_threads
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "threads"])
+def test_a_copy_reads_its_container_in_its_own_step_only(backend: str) -> None:
+    """``list(shared)`` copies in one C call: the append comes before or after it, 2 traces.
+    It was taken for a ``for`` loop, whose later steps go on reading the container, so the
+    append raced every later step of the copier (5 traces on asyncio, 8 on threads; on
+    bridge's async cleanup, ``list(self._active_tasks)`` made a pool thread's add race each
+    of the cleanup's later steps, and each race was a subtree of the search)."""
+    report = racecheck.check(_copy_then_three_steps(backend), strategy="dpor", schedules=200)
+    assert report.verified, report.notes
+    assert _verified_traces(report) == 2
+
+
+def test_a_for_loop_still_reads_its_container_in_its_later_steps() -> None:
+    """The partner: a loop over a set that another task adds to while it waits is found."""
+
+    async def target() -> None:
+        items = {1}
+
+        async def walker() -> None:
+            for _ in items:
+                await asyncio.sleep(0)
+
+        async def adder() -> None:
+            await asyncio.sleep(0)
+            items.add(2)
+
+        await asyncio.gather(walker(), adder())
+
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(target, strategy="dpor", schedules=200)
+    assert "changed size during iteration" in str(found.value.cause)
+
+
+@pytest.mark.slow
+def test_dpor_finds_the_bridges_async_cleanup_miss_on_its_own() -> None:
+    """bridge[buggy]'s async cleanup alone, one message and one worker (2.5 CPU-s): the
+    copy of ``_active_tasks`` read as a loop made the pool thread's add race each of the
+    cleanup's 26 later steps, and the search reached the miss at run 406 (a probe at 256).
+    The cheap twin: test_a_copy_reads_its_container_in_its_own_step_only."""
+    from racecheck.reference.bridge import async_cleanup_shutdown
+
+    def target() -> None:
+        async_cleanup_shutdown("buggy", messages=1, workers=1)
+
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(target, strategy="dpor", schedules=200)
+    assert "neither cancelled nor awaited" in str(found.value.cause)

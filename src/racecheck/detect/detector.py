@@ -1643,7 +1643,9 @@ class Detector:
         so it is the value ``value_of`` would give.
         """
         if self.access_log is not None:
-            self.access_log.touch(obj, key, write, action == "iterated")
+            # a copy (list(x), tuple(x), sorted(x): atomic) reads x in this step only;
+            # a for loop goes on reading it in the actor's later steps
+            self.access_log.touch(obj, key, write, action == "iterated" and not atomic)
             if self.record_only:
                 return
         if action is None:
