@@ -82,6 +82,36 @@ cpu seconds to the first failure, load average 15-18):
   pays it once; ``-n K`` pays the controller's and then a worker's before
   the first schedule runs.
 
+Where a slice's extra cpu went on 2026-11-27 (the default bench, failure at
+schedule 12,209 in every run, same token; serial and both slices of 2 run in
+one process each, side by side, load average 9-10; cpu seconds to the end,
+the collection after each run counted by ``gc.callbacks``):
+
+    code      serial    slice 1 / 2     DPOR run, serial / slice   collections, serial / slice
+    before    66.3 s    38.2 / 38.0 s   19.3 / 21.3 ms             2.5 / 3.7 s
+    after     69.3 s    38.1 / 38.0 s   20.2 / 21.4 ms             2.6 / 3.5 s
+
+(ratio 1.74x before, 1.82x after; the serial run's own spread, 66-69 s,
+is as large as the change, so the object counts below are the firmer
+figure.) The slices' work is even (DPOR 1,369 runs each, the serial run's
+2,713 plus one probe per subtree of the other slice) and the extra goes
+into every run: DPOR's own analysis costs the same per step in both
+(observe 0.13-0.14 ms, end 1.7 ms), and the largest part that can be named
+is the collection after every run, 0.6 ms in a slice against 0.2 ms
+serially. It is a full one in both (DPOR's path survives into generation
+2, so the young road of ``Session._collect_between_runs`` is never taken),
+and a slice's generation 2 holds four subtree searches waiting for their
+turns (8 groups over 2 slices) where the serial run holds one search:
+1,162 objects on average at a collection of slice 1/2 (3,000 numbers)
+against about 300 serially. A waiting search no longer keeps its last
+run's steps, enabled sets and sleep and hold tables (SubtreeDPOR.end):
+1,080. What is left is the searches' paths (about 30 states each, with
+their explored and sleeping steps), which they need. Not done: fewer
+groups (another search, and 8 deal evenly to 2, 4 and 8 slices);
+parking a waiting search as bytes (DPOR keys tables by ``id`` of its
+states); freezing the searches with ``gc.freeze`` (generation 2 also holds
+what the target's runs left behind, which must stay collectable).
+
 The workload needs thousands of schedules under the default strategy before
 it fails (five tasks of six steps; it fails only when the run starts
 ``e c e c e``). The serial run is one ``racecheck.check``; the sharded run
