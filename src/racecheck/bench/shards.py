@@ -12,7 +12,8 @@ then the ``-n K`` run's token is replayed serially (``pytest NODEID
 --racecheck-replay=TOKEN``) and must fail again. Printed: each command's first
 failing schedule number, its wall time (start-up included: what a user
 waits for), every process's cpu time (a conftest notes it at the end of each
-pytest process) and so the cpu critical path (the largest worker's), and the
+pytest process) and so the cpu critical path (the largest worker's, after
+the controller's cpu up to the start of its workers, which it waits for), and the
 load average before and after. On a shared, loaded machine the wall ratio
 measures the neighbours too; the cpu critical path does not move with the
 load. The two runs need not fail at the same number: the serial portfolio
@@ -360,7 +361,15 @@ import json
 import os
 import time
 
+import pytest
+
 _STARTED = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    # before xdist's controller starts its workers: what they wait for
+    _STARTED["session"] = time.process_time()
 
 
 def pytest_collection_finish(session):
@@ -374,7 +383,15 @@ def pytest_sessionfinish(session):
         who = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(os.path.join(where, f"{who}-{os.getpid()}.json"), "w") as out:
             cpu = time.process_time()
-            json.dump({"who": who, "cpu": cpu, "startup": _STARTED.get("cpu", cpu)}, out)
+            json.dump(
+                {
+                    "who": who,
+                    "cpu": cpu,
+                    "startup": _STARTED.get("cpu", cpu),
+                    "before_workers": _STARTED.get("session", 0.0),
+                },
+                out,
+            )
 """
 
 #: the merged first failure of shards; a serial run's "race found after N schedules"
@@ -406,11 +423,18 @@ def _pytest(directory: str, args: list[str]) -> dict[str, Any]:
     replay = _REPLAY.search(out)
     workers = [p for p in processes if p["who"] != "main"] or processes
     slowest = max(workers, key=lambda p: float(p["cpu"])) if workers else None
+    # xdist's controller starts pytest before it starts any worker: on the critical path
+    ahead = sum(
+        float(p.get("before_workers", 0.0))
+        for p in processes
+        if p["who"] == "main" and slowest is not None and slowest["who"] != "main"
+    )
     return {
         "command": " ".join(["pytest", *args]),
         "wall": wall,
         "processes": processes,
-        "critical": float("nan") if slowest is None else slowest["cpu"],
+        "critical": float("nan") if slowest is None else ahead + slowest["cpu"],
+        "controller_ahead": ahead,
         "critical_startup": float("nan") if slowest is None else slowest.get("startup", 0.0),
         "total_cpu": sum(p["cpu"] for p in processes),
         "failure": None if first is None else int(first.group(1).replace(",", "")),
@@ -459,7 +483,13 @@ def main_pytest(workers: int, schedules: int, shards: str) -> int:
             f"  {what:<8}: {run['command']}\n"
             f"            first failure at schedule {run['failure']}, wall {run['wall']:.1f} s,"
             f" cpu critical path {run['critical']:.1f} s (start-up"
-            f" {run['critical_startup']:.1f} s), cpu in all {run['total_cpu']:.1f} s"
+            f" {run['critical_startup']:.1f} s"
+            + (
+                f", and the controller's {run['controller_ahead']:.1f} s before its workers"
+                if run["controller_ahead"]
+                else ""
+            )
+            + f"), cpu in all {run['total_cpu']:.1f} s"
             f" ({cpus})"
         )
         if run["failure"] is None:
