@@ -65,11 +65,8 @@ def walked(root: object) -> int:
     return visits
 
 
-def samples_of_one_search(
-    monkeypatch: pytest.MonkeyPatch, shard: str, strategy: str, schedules: int
-) -> list[tuple[int, int]]:
-    """(traces, references walked) of the first subtree search, every 50 schedules."""
-    samples: list[tuple[int, int]] = []
+def searches_made(monkeypatch: pytest.MonkeyPatch) -> list[weakref.ref[SubtreeDPOR]]:
+    """Every subtree search made from here on, noted as it is made."""
     made: list[weakref.ref[SubtreeDPOR]] = []
     make = SubtreeDPOR.__init__
 
@@ -78,6 +75,15 @@ def samples_of_one_search(
         made.append(weakref.ref(self))
 
     monkeypatch.setattr(SubtreeDPOR, "__init__", noted)
+    return made
+
+
+def samples_of_one_search(
+    monkeypatch: pytest.MonkeyPatch, shard: str, strategy: str, schedules: int
+) -> list[tuple[int, int]]:
+    """(traces, references walked) of the first subtree search, every 50 schedules."""
+    samples: list[tuple[int, int]] = []
+    made = searches_made(monkeypatch)
 
     def progress(done: int, total: int) -> None:
         search = made[0]() if made else None
@@ -110,14 +116,7 @@ def test_a_search_between_its_turns_keeps_no_step_of_its_last_run(
     # auto sliced: a slice keeps its groups' searches alive side by side, each
     # waiting for its next turn while the other members and groups run; what a
     # waiting search holds is walked by the collection after every one of them
-    made: list[weakref.ref[SubtreeDPOR]] = []
-    make = SubtreeDPOR.__init__
-
-    def noted(self: SubtreeDPOR, *args: Any) -> None:
-        make(self, *args)
-        made.append(weakref.ref(self))
-
-    monkeypatch.setattr(SubtreeDPOR, "__init__", noted)
+    made = searches_made(monkeypatch)
     held: list[tuple[int, int, int]] = []  # (schedule, live searches, steps they still hold)
 
     def progress(done: int, total: int) -> None:
