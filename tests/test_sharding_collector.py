@@ -65,11 +65,8 @@ def walked(root: object) -> int:
     return visits
 
 
-def samples_of_one_search(
-    monkeypatch: pytest.MonkeyPatch, shard: str, strategy: str, schedules: int
-) -> list[tuple[int, int]]:
-    """(traces, references walked) of the first subtree search, every 50 schedules."""
-    samples: list[tuple[int, int]] = []
+def searches_made(monkeypatch: pytest.MonkeyPatch) -> list[weakref.ref[SubtreeDPOR]]:
+    """Every subtree search made from here on, noted as it is made."""
     made: list[weakref.ref[SubtreeDPOR]] = []
     make = SubtreeDPOR.__init__
 
@@ -78,6 +75,15 @@ def samples_of_one_search(
         made.append(weakref.ref(self))
 
     monkeypatch.setattr(SubtreeDPOR, "__init__", noted)
+    return made
+
+
+def samples_of_one_search(
+    monkeypatch: pytest.MonkeyPatch, shard: str, strategy: str, schedules: int
+) -> list[tuple[int, int]]:
+    """(traces, references walked) of the first subtree search, every 50 schedules."""
+    samples: list[tuple[int, int]] = []
+    made = searches_made(monkeypatch)
 
     def progress(done: int, total: int) -> None:
         search = made[0]() if made else None
@@ -102,3 +108,24 @@ def test_a_subtree_searchs_walked_references_do_not_grow_with_its_traces(
     # its path, which it walks back and forth, is ~12 states deep: what it holds
     # stays within a bound; a key per trace would grow by one per trace
     assert at_late - at_early < (late - early) // 2, samples
+
+
+def test_a_search_between_its_turns_keeps_no_step_of_its_last_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # auto sliced: a slice keeps its groups' searches alive side by side, each
+    # waiting for its next turn while the other members and groups run; what a
+    # waiting search holds is walked by the collection after every one of them
+    made = searches_made(monkeypatch)
+    held: list[tuple[int, int, int]] = []  # (schedule, live searches, steps they still hold)
+
+    def progress(done: int, total: int) -> None:
+        live = [s for s in (ref() for ref in made) if s is not None and s.traces]
+        held.append((done, len(live), sum(len(s.events) + len(s._enabled) for s in live)))
+
+    racecheck.check(
+        three_counters, schedules=40, shard=SliceState(parse_shard("1/2")), progress=progress
+    )
+    assert max(live for _, live, _ in held) >= 2, held  # searches did wait side by side
+    # between runs every search has analysed its last one: its steps are no longer needed
+    assert all(steps == 0 for _, _, steps in held), held

@@ -459,6 +459,7 @@ def explore_slice(
             # the whole split search was this slice's, or ended at schedule 1 in
             # every slice: it is over (see sharding_auto)
             break
+        del controller  # as in explore._explore: alive, the next run's collection walks it
     if session.interrupted:
         raise KeyboardInterrupt
     if state.stopped is None:

@@ -166,6 +166,14 @@ class SubtreeDPOR(DPORChooser):
                 return choice
         return super().choose(candidates, step)
 
+    def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
+        super().end(decisions, failed, steps)
+        # What only the run just analysed needed (its steps, who was enabled at
+        # each, who held whom off): the next begin() starts them afresh. A slice
+        # keeps several searches alive between their turns (racecheck.sharding_auto),
+        # and the collection after every run of the slice walks what they keep.
+        self.events, self._enabled, self._next_sleep, self._held = [], [], {}, {}
+
     @property
     def top(self) -> int:
         """The step position of the last forced decision (-1: none)."""

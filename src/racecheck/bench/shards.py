@@ -12,7 +12,8 @@ then the ``-n K`` run's token is replayed serially (``pytest NODEID
 --racecheck-replay=TOKEN``) and must fail again. Printed: each command's first
 failing schedule number, its wall time (start-up included: what a user
 waits for), every process's cpu time (a conftest notes it at the end of each
-pytest process) and so the cpu critical path (the largest worker's), and the
+pytest process) and so the cpu critical path (the largest worker's, after
+the controller's cpu up to the start of its workers, which it waits for), and the
 load average before and after. On a shared, loaded machine the wall ratio
 measures the neighbours too; the cpu critical path does not move with the
 load. The two runs need not fail at the same number: the serial portfolio
@@ -81,6 +82,36 @@ cpu seconds to the first failure, load average 15-18):
   (PYTHONDONTWRITEBYTECODE, which this bench then names). The serial command
   pays it once; ``-n K`` pays the controller's and then a worker's before
   the first schedule runs.
+
+Where a slice's extra cpu went on 2026-11-27 (the default bench, failure at
+schedule 12,209 in every run, same token; serial and both slices of 2 run in
+one process each, side by side, load average 9-10; cpu seconds to the end,
+the collection after each run counted by ``gc.callbacks``):
+
+    code      serial    slice 1 / 2     DPOR run, serial / slice   collections, serial / slice
+    before    66.3 s    38.2 / 38.0 s   19.3 / 21.3 ms             2.5 / 3.7 s
+    after     69.3 s    38.1 / 38.0 s   20.2 / 21.4 ms             2.6 / 3.5 s
+
+(ratio 1.74x before, 1.82x after; the serial run's own spread, 66-69 s,
+is as large as the change, so the object counts below are the firmer
+figure.) The slices' work is even (DPOR 1,369 runs each, the serial run's
+2,713 plus one probe per subtree of the other slice) and the extra goes
+into every run: DPOR's own analysis costs the same per step in both
+(observe 0.13-0.14 ms, end 1.7 ms), and the largest part that can be named
+is the collection after every run, 0.6 ms in a slice against 0.2 ms
+serially. It is a full one in both (DPOR's path survives into generation
+2, so the young road of ``Session._collect_between_runs`` is never taken),
+and a slice's generation 2 holds four subtree searches waiting for their
+turns (8 groups over 2 slices) where the serial run holds one search:
+1,162 objects on average at a collection of slice 1/2 (3,000 numbers)
+against about 300 serially. A waiting search no longer keeps its last
+run's steps, enabled sets and sleep and hold tables (SubtreeDPOR.end):
+1,080. What is left is the searches' paths (about 30 states each, with
+their explored and sleeping steps), which they need. Not done: fewer
+groups (another search, and 8 deal evenly to 2, 4 and 8 slices);
+parking a waiting search as bytes (DPOR keys tables by ``id`` of its
+states); freezing the searches with ``gc.freeze`` (generation 2 also holds
+what the target's runs left behind, which must stay collectable).
 
 The workload needs thousands of schedules under the default strategy before
 it fails (five tasks of six steps; it fails only when the run starts
@@ -330,7 +361,15 @@ import json
 import os
 import time
 
+import pytest
+
 _STARTED = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    # before xdist's controller starts its workers: what they wait for
+    _STARTED["session"] = time.process_time()
 
 
 def pytest_collection_finish(session):
@@ -344,7 +383,15 @@ def pytest_sessionfinish(session):
         who = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(os.path.join(where, f"{who}-{os.getpid()}.json"), "w") as out:
             cpu = time.process_time()
-            json.dump({"who": who, "cpu": cpu, "startup": _STARTED.get("cpu", cpu)}, out)
+            json.dump(
+                {
+                    "who": who,
+                    "cpu": cpu,
+                    "startup": _STARTED.get("cpu", cpu),
+                    "before_workers": _STARTED.get("session", 0.0),
+                },
+                out,
+            )
 """
 
 #: the merged first failure of shards; a serial run's "race found after N schedules"
@@ -376,11 +423,18 @@ def _pytest(directory: str, args: list[str]) -> dict[str, Any]:
     replay = _REPLAY.search(out)
     workers = [p for p in processes if p["who"] != "main"] or processes
     slowest = max(workers, key=lambda p: float(p["cpu"])) if workers else None
+    # xdist's controller starts pytest before it starts any worker: on the critical path
+    ahead = sum(
+        float(p.get("before_workers", 0.0))
+        for p in processes
+        if p["who"] == "main" and slowest is not None and slowest["who"] != "main"
+    )
     return {
         "command": " ".join(["pytest", *args]),
         "wall": wall,
         "processes": processes,
-        "critical": float("nan") if slowest is None else slowest["cpu"],
+        "critical": float("nan") if slowest is None else ahead + slowest["cpu"],
+        "controller_ahead": ahead,
         "critical_startup": float("nan") if slowest is None else slowest.get("startup", 0.0),
         "total_cpu": sum(p["cpu"] for p in processes),
         "failure": None if first is None else int(first.group(1).replace(",", "")),
@@ -429,7 +483,13 @@ def main_pytest(workers: int, schedules: int, shards: str) -> int:
             f"  {what:<8}: {run['command']}\n"
             f"            first failure at schedule {run['failure']}, wall {run['wall']:.1f} s,"
             f" cpu critical path {run['critical']:.1f} s (start-up"
-            f" {run['critical_startup']:.1f} s), cpu in all {run['total_cpu']:.1f} s"
+            f" {run['critical_startup']:.1f} s"
+            + (
+                f", and the controller's {run['controller_ahead']:.1f} s before its workers"
+                if run["controller_ahead"]
+                else ""
+            )
+            + f"), cpu in all {run['total_cpu']:.1f} s"
             f" ({cpus})"
         )
         if run["failure"] is None:
