@@ -789,24 +789,31 @@ def test_fifo_puts_and_gets_count_as_one_each(program: Any, traces: int) -> None
     _verified_in_traces(program, traces)
 
 
+#: every operation a generated queue program may hold, by name (see queue_target)
+_OPS: dict[str, st.SearchStrategy[QueueOp]] = {
+    "put": st.tuples(st.just("put"), st.integers(1, 3)),
+    "front": st.tuples(st.just("front"), st.integers(1, 3)),
+    **{name: st.just((name,)) for name in ("get", "take", "wait", "size", "peek", "done", "join")},
+}
+
+
+def _ops(*names: str) -> st.SearchStrategy[QueueOp]:
+    """One of the named operations, in the order given (hypothesis shrinks towards the first)."""
+    return st.one_of(*(_OPS[name] for name in names))
+
+
 def _fifo_op() -> st.SearchStrategy[QueueOp]:
     """Operations on a FIFO queue's items, blocking gets and reads of ``q.queue`` included."""
-    return st.one_of(
-        st.tuples(st.just("put"), st.integers(1, 3)),
-        st.just(("get",)),
-        st.just(("take",)),
-        st.just(("wait",)),
-        st.just(("size",)),
-        st.just(("peek",)),
-        st.tuples(st.just("front"), st.integers(1, 3)),
-        st.just(("done",)),
-    )
+    return _ops("put", "get", "take", "wait", "size", "peek", "front", "done")
 
 
 @st.composite
-def fifo_programs(draw: Any, actors: int = 2, ops: int = 3) -> tuple[tuple[QueueOp, ...], ...]:
+def programs_of(
+    draw: Any, op: Callable[[], st.SearchStrategy[QueueOp]], actors: int = 2, ops: int = 3
+) -> tuple[tuple[QueueOp, ...], ...]:
+    """Two to ``actors`` threads of one to ``ops`` operations each, drawn from ``op``."""
     count = draw(st.integers(2, actors))
-    return tuple(tuple(draw(st.lists(_fifo_op(), min_size=1, max_size=ops))) for _ in range(count))
+    return tuple(tuple(draw(st.lists(op(), min_size=1, max_size=ops))) for _ in range(count))
 
 
 def reaches_every_exhaustive_state(
@@ -883,7 +890,7 @@ def test_dpor_reaches_every_exhaustive_state_of_fifo_programs_on_three_threads(
 
 
 @settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=_HEALTH)
-@given(program=fifo_programs())
+@given(program=programs_of(_fifo_op))
 def test_dpor_reaches_every_exhaustive_state_of_fifo_programs(program: Any) -> None:
     """Every state of the program (exhaustive search), and no other, DPOR reaches too."""
     reaches_every_exhaustive_state(program)
@@ -891,7 +898,7 @@ def test_dpor_reaches_every_exhaustive_state_of_fifo_programs(program: Any) -> N
 
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=_HEALTH)
-@given(program=fifo_programs(actors=3, ops=2))
+@given(program=programs_of(_fifo_op, actors=3, ops=2))
 def test_dpor_reaches_every_exhaustive_state_of_fifo_programs_more(program: Any) -> None:
     """The CI case's property over more programs, not derandomized, with three threads."""
     reaches_every_exhaustive_state(program, budget=5000)
@@ -935,23 +942,7 @@ def test_dpor_reaches_every_exhaustive_state_of_more_counted_programs(program: A
 
 def _count_op() -> st.SearchStrategy[QueueOp]:
     """Operations on a queue's count of unfinished tasks, and the items that feed it."""
-    return st.one_of(
-        st.tuples(st.just("put"), st.integers(1, 3)),
-        st.just(("take",)),
-        st.just(("get",)),
-        st.just(("done",)),
-        st.just(("join",)),
-        st.just(("size",)),
-    )
-
-
-@st.composite
-def programs_of(
-    draw: Any, op: Callable[[], st.SearchStrategy[QueueOp]], actors: int = 2, ops: int = 3
-) -> tuple[tuple[QueueOp, ...], ...]:
-    """Two to ``actors`` threads of one to ``ops`` operations each, drawn from ``op``."""
-    count = draw(st.integers(2, actors))
-    return tuple(tuple(draw(st.lists(op(), min_size=1, max_size=ops))) for _ in range(count))
+    return _ops("put", "take", "get", "done", "join", "size")
 
 
 @pytest.mark.slow
@@ -1011,13 +1002,7 @@ def test_simple_queue_puts_and_gets_count_as_one_each(program: Any, traces: int)
 
 def _simple_op() -> st.SearchStrategy[QueueOp]:
     """What a SimpleQueue has: puts, gets that wait or not, a timeout, its size."""
-    return st.one_of(
-        st.tuples(st.just("put"), st.integers(1, 3)),
-        st.just(("get",)),
-        st.just(("take",)),
-        st.just(("wait",)),
-        st.just(("size",)),
-    )
+    return _ops("put", "get", "take", "wait", "size")
 
 
 #: SimpleQueue programs where a put and a get of another item commute while another
