@@ -378,6 +378,13 @@ class Session:
         if abort is not None:
             abort()
 
+    def abort_stuck(self) -> None:
+        """The watchdog's abort: the backend first gives up on the actor blocked in C."""
+        give_up = getattr(self.settings.backend, "give_up_on_stuck", None)
+        if give_up is not None:
+            give_up()
+        self.abort()
+
     def run(self, chooser: Chooser, run: int, recorder: Any = None) -> Controller:
         if self.interrupted:
             # The supervisor stopped this exploration: no strategy may start
@@ -608,7 +615,7 @@ def supervise(session: Session, work: Callable[[], Any]) -> Any:
                 work,
                 progress=session.progress,
                 watchdog=session.settings.watchdog,
-                on_stuck=session.abort,
+                on_stuck=session.abort_stuck,
                 on_interrupt=session.abort,
                 explain=getattr(backend, "explain_stuck", None),
             )

@@ -156,6 +156,26 @@ class ThreadsBackend:
         if runtime is not None:
             runtime.abort_all()
 
+    def give_up_on_stuck(self) -> None:
+        """The watchdog fired: drop the worker of the actor blocked in C before the abort.
+
+        That actor made no progress for the whole watchdog period, so the
+        run's reaping and the pool's close would only wait out another grace
+        period each for it (seconds added to every StuckError). The other
+        actors, parked at their gates, still get theirs to unwind. An actor
+        polling a lock held outside the run (``stuck_reason``) is not blocked
+        in C: the abort unwinds it, and it is waited for as usual.
+        """
+        runtime = STATE.runtime
+        if runtime is None or runtime.stuck_reason or self.pool is None:
+            return
+        actor = runtime.current
+        if actor is None or actor.ident is None:
+            return
+        for worker in runtime.used_workers:  # type: ignore[attr-defined]
+            if worker.ident == actor.ident:
+                self.pool.forget(worker)
+
     def explain_stuck(self) -> str | None:
         """The watchdog's message: who holds the baton, where, and on what it blocks."""
         runtime = STATE.runtime
@@ -307,7 +327,7 @@ def _reap(runtime: ThreadRuntime) -> None:
         return
     runtime.abort_all()
     for worker in runtime.used_workers:  # type: ignore[attr-defined]
-        if not pool.wait_idle(worker, _JOIN_GRACE):
+        if pool.keeps(worker) and not pool.wait_idle(worker, _JOIN_GRACE):
             pool.forget(worker)
 
 

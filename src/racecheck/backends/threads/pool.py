@@ -98,6 +98,10 @@ class ThreadPool:
         if worker in self._all:
             self._all.remove(worker)
 
+    def keeps(self, worker: Worker) -> bool:
+        """``worker`` was not forgotten: it may be waited for, and lent again."""
+        return worker in self._all
+
     def _spawn(self) -> Worker:
         worker = Worker()
         ready = _allocate_lock()
@@ -149,7 +153,7 @@ class ThreadPool:
         Not for a worker already forgotten (lost in C): it may never come back.
         """
         for worker in workers:
-            if worker in self._all:
+            if self.keeps(worker):
                 self.wait_idle(worker, timeout)
 
     def close(self, grace: float = 2.0) -> None:
