@@ -57,7 +57,7 @@ async def async_lost_update() -> None:
 def test_socket_race_is_out_of_reach_for_check_and_found_by_stress() -> None:
     # The controlled scheduler: its server thread blocks in C on the socket.
     with pytest.raises(racecheck.StuckError, match="blocked"):
-        racecheck.check(socket_counter_buggy, schedules=20, watchdog=3.0)
+        racecheck.check(socket_counter_buggy, schedules=20, watchdog=1.0)
 
     report = racecheck.stress(socket_counter_buggy, runs=60, seed=1, reproduce=10)
     assert report.runs == 60

@@ -21,11 +21,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from classic_params import SCHEDULES
 
 import racecheck
 
 SEEDS = (0, 1, 2)
-SCHEDULES = 2000
 
 # -- what racecheck patches, captured before any run ---------------------------------
 

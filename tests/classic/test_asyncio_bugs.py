@@ -1426,9 +1426,11 @@ def test_bug_found_and_replays(rc: Any, target: Any, kind: str, cause: Any, seed
     rc.find(target, kind, seed, cause=cause)
 
 
-@pytest.mark.parametrize(("target", "seed"), fixed_params(FIXED, SEEDS, XFAIL_FIXED, SLOW_FIXED))
-def test_fixed_version_never_flagged(rc: Any, target: Any, seed: int) -> None:
-    rc.clean(target, seed)
+@pytest.mark.parametrize(
+    ("target", "seed", "schedules"), fixed_params(FIXED, SEEDS, XFAIL_FIXED, SLOW_FIXED)
+)
+def test_fixed_version_never_flagged(rc: Any, target: Any, seed: int, schedules: int) -> None:
+    rc.clean(target, seed, schedules=schedules)
 
 
 @pytest.mark.parametrize("target", twin_params(FIXED, XFAIL_FIXED, SLOW_FIXED))

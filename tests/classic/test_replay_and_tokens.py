@@ -729,7 +729,7 @@ _STUCK_PRELUDE = textwrap.dedent(
         started = time.monotonic()
         out = {}
         try:
-            racecheck.check(target, schedules=50, seed=0, watchdog=2, **kw)
+            racecheck.check(target, schedules=50, seed=0, watchdog=1, **kw)
             out["result"] = "report"
         except racecheck.StuckError as exc:
             out["result"] = "stuck"

@@ -273,7 +273,20 @@ _FIXED = {
 _HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much]
 
 
-@pytest.mark.parametrize("program", list(_FIXED.values()), ids=list(_FIXED))
+#: slow (7-10 s each, a loop in a thread costs ~20 ms a schedule): a plain
+#: call_soon against a hand-off (CI keeps plain_ahead_of_a_task, the plain call
+#: that was once missed), a submitted coroutine against a task (CI draws submits
+#: in the sampled property below)
+_FIXED_SLOW = {"plain_vs_handoff", "submit_vs_task"}
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        pytest.param(program, id=name, marks=[pytest.mark.slow] if name in _FIXED_SLOW else [])
+        for name, program in _FIXED.items()
+    ],
+)
 def test_dpor_reaches_every_sampled_state_of_queue_orders(program: Program) -> None:
     """Each sampled state forbidden in turn: DPOR must reach it."""
     sampled = reaches_every_sampled_state(program, lambda states: states, fixed=True)

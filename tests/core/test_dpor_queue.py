@@ -881,7 +881,25 @@ _FIFO_THREE = {
 }
 
 
-@pytest.mark.parametrize("program", list(_FIFO_THREE.values()), ids=list(_FIFO_THREE))
+#: slow (5-8 s each): CI keeps the shape that once missed a raising task_done and
+#: the one where the take may run before the put; the queue's mutex in traced code
+#: is in CI through the read-under-the-mutex tests below
+_FIFO_THREE_SLOW = {
+    "put_get_vs_size",
+    "put_get_vs_peek",
+    "put_vs_wait_and_nowait",
+    "front_between",
+    "mutex_around_methods",
+}
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        pytest.param(program, id=name, marks=[pytest.mark.slow] if name in _FIFO_THREE_SLOW else [])
+        for name, program in _FIFO_THREE.items()
+    ],
+)
 def test_dpor_reaches_every_exhaustive_state_of_fifo_programs_on_three_threads(
     program: Any,
 ) -> None:

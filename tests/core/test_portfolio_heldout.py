@@ -4,8 +4,8 @@ Issue 11's bar: for seeds 0, 1 and 2, ``strategy="auto"`` (the default) finds ev
 bug of tests/classic (the asyncio and threads BUGGY tables) within 2,000 schedules,
 and its token replays. This guards the portfolio's budget split: giving a member
 more turns (DPOR takes two a round) takes schedules from the others, and must not
-push any classic bug past the bar. The whole grid runs in well under a minute on
-two cores (``-n 2``), so it is not marked slow.
+push any classic bug past the bar. CI runs every bug under seed 0 (about 20
+worker-seconds); seeds 1 and 2 run with ``-m slow``.
 
 The classic tables are read, not copied: a bug added there is checked here too.
 """
@@ -34,7 +34,7 @@ SEEDS = (0, 1, 2)
 
 
 def _bugs() -> list[Any]:
-    """Every classic bug under seeds 0 and 1 in CI; seed 2, a third sample of the seeded
+    """Every classic bug under seed 0 in CI; seeds 1 and 2, more samples of the seeded
     members' schedules, with ``-m slow`` (nox -s slow)."""
     return [
         pytest.param(
@@ -42,7 +42,7 @@ def _bugs() -> list[Any]:
             kind,
             seed,
             id=f"{backend}-{target.__name__}-seed{seed}",
-            marks=[pytest.mark.slow] if seed == SEEDS[-1] else [],
+            marks=[pytest.mark.slow] if seed != SEEDS[0] else [],
         )
         for backend, table in (("asyncio", asyncio_bugs.BUGGY), ("threads", thread_bugs.BUGGY))
         for target, kind, _cause in table

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
+from reference_seeds import SEEDS
 
 import racecheck
 from racecheck.reference import bridge
@@ -149,7 +150,7 @@ def test_off_loop_ensure_future_loses_the_wakeup_under_real_threads(variant: str
 # --- racecheck: the racy variants ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("variant", RACY)
 def test_pct_finds_the_scenario_race_within_100_schedules(
     variant: str, seed: int, real_engine: None
@@ -164,7 +165,7 @@ def test_pct_finds_the_scenario_race_within_100_schedules(
     )
 
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("variant", RACY)
 def test_sync_cleanup_iterates_a_set_other_threads_change(
     variant: str, seed: int, real_engine: None
@@ -178,7 +179,7 @@ def test_sync_cleanup_iterates_a_set_other_threads_change(
     assert isinstance(exc.cause.__cause__, RuntimeError)
 
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("variant", RACY)
 def test_async_cleanup_misses_tasks_created_while_it_runs(
     variant: str, seed: int, real_engine: None
@@ -186,7 +187,7 @@ def test_async_cleanup_misses_tasks_created_while_it_runs(
     expect_race(make_target("async_cleanup", variant), seed, INVARIANT_CLEANUP_ALL)
 
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("variant", RACY)
 def test_racecheck_finds_the_lost_wakeup(variant: str, seed: int, real_engine: None) -> None:
     """See tests/engine_feedback/lost_wakeup_call_soon.md."""
@@ -211,11 +212,13 @@ def test_correct_wakes_the_loop_in_every_schedule(real_engine: None) -> None:
 # --- racecheck: the correct variant -------------------------------------------------------
 
 
-def test_correct_holds_under_1000_pct_schedules(real_engine: None) -> None:
+def test_correct_holds_under_300_pct_schedules(real_engine: None) -> None:
+    """CI's sample (12 ms a schedule: the loop, its thread and the Rx scheduler's); the
+    slow twin runs 10,000, and tests/regression runs the scenario's own budget."""
     report = racecheck.check(
-        make_target("scenario", "correct"), strategy="pct", schedules=1_000, seed=0
+        make_target("scenario", "correct"), strategy="pct", schedules=300, seed=0
     )
-    assert report.schedules_run == 1_000
+    assert report.schedules_run == 300
 
 
 @pytest.mark.slow

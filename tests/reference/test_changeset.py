@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
+from reference_seeds import SEEDS
 
 import racecheck
 from racecheck.reference.changeset import (
@@ -106,7 +107,7 @@ def test_correct_holds_under_real_threads() -> None:
 # --- racecheck ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("variant", RACY)
 def test_pct_finds_the_race_within_100_schedules(
     variant: str, seed: int, real_engine: None

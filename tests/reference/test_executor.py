@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from reference_seeds import SEEDS
 
 import racecheck
 from racecheck.loader import import_file
@@ -85,7 +86,7 @@ def test_scenario_targets_without_racecheck() -> None:
 # ── one run on racecheck's asyncio backend: serialisation ───────────────────
 
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", SEEDS)
 def test_buggy_one_run_found_by_pct(seed: int) -> None:
     target = make_async_target("buggy")
     with pytest.raises(racecheck.RaceFound) as info:
@@ -112,7 +113,7 @@ def test_locked_variants_serialise_and_keep_distinct_executors_concurrent(varian
 # ── the scenario: two asyncio.run calls, on the threads backend ─────────────
 
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize(
     ("variant", "invariant"), [("buggy", SERIAL), ("eager_lock", REUSE), ("eager_queue", REUSE)]
 )

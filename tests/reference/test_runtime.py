@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from reference_seeds import SEEDS
 
 import racecheck
 from racecheck.loader import import_file
@@ -62,7 +63,7 @@ def test_buggy_runtime_fails_like_the_report_under_plain_asyncio() -> None:
     assert orchestrator_branch.step_count == 1  # it never resumed after the fork
 
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", SEEDS)
 def test_buggy_found_by_pct_with_the_reports_signature(seed: int) -> None:
     with pytest.raises(racecheck.RaceFound) as info:
         racecheck.check(BUGGY, strategy="pct", schedules=100, seed=seed)
