@@ -108,7 +108,12 @@ def _asyncio_then_threads(first: Report, then: Report) -> Report:
             f"executor work ran inline on the asyncio backend ({first.schedules_run}"
             f" schedules), then on threads the threads backend schedules"
             f" ({then.schedules_run} schedules)",
-            *(f"asyncio: {note}" for note in first.notes),
+            # the asyncio part's reason, INLINE_EXECUTOR_WORK, is dropped from the
+            # warnings below: its note says it itself instead of pointing there
+            *(
+                f"asyncio: {note.replace(_SEE_BELOW, _INLINE_WORK_UNSEEN, 1)}"
+                for note in first.notes
+            ),
             *(f"threads: {note}" for note in then.notes),
         ],
         warnings=list(
@@ -284,9 +289,15 @@ def _explore(
     )
 
 
+_SEE_BELOW = "not verified (see below)"
+_INLINE_WORK_UNSEEN = (
+    "not verified (executor work ran inline, one step each: the threads part explores it)"
+)
+
+
 def _unverified(note: str) -> str:
     # the warnings, or a backend's scheduling limit, say what was not seen
-    return note.replace("verified: all", "not verified (see below): all", 1)
+    return note.replace("verified: all", f"{_SEE_BELOW}: all", 1)
 
 
 def replay_token(target: Callable[[], Any], token: str, *, options: dict[str, Any]) -> None:

@@ -107,6 +107,17 @@ def test_locked_workers_are_clean() -> None:
     assert report.schedules_run > 1
 
 
+def test_the_asyncio_parts_refusal_says_why_in_its_own_note() -> None:
+    """The inline part covers its space, and is refused: the reason was a warning that
+    the merged report drops, so its note pointed "below" at nothing that said why."""
+    report = racecheck.check(locked_workers, strategy="dpor", schedules=30)
+    [asyncio_note] = [note for note in report.notes if note.startswith("asyncio: ")]
+    assert "non-equivalent interleavings explored" in asyncio_note, report.notes
+    assert asyncio_note.startswith("asyncio: not verified (executor work ran inline"), asyncio_note
+    assert not report.warnings
+    assert not any("see below" in note for note in report.notes), report.notes
+
+
 def test_a_worker_that_waits_for_the_loop_is_no_deadlock() -> None:
     # A sync target that runs its own loop: the worker is a thread from the start.
     report = racecheck.check(sync_target_running_a_loop, schedules=100, watchdog=2)
