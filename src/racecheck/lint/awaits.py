@@ -918,6 +918,8 @@ def _scratch_state(module: Module, facts: _Facts, once: bool = False) -> Iterato
             continue  # a driver loop (`while True:` in a connection's task) owns its object
         if _init_once(write, facts):
             continue
+        if write.detail == "augmented" and _adds_to(read, facts):
+            continue  # `self.items += mine`, await, `self.items.append(...)`: both only add
         suspend = _gap(write, read, awaits)
         if suspend is None:
             continue
@@ -931,6 +933,27 @@ def _scratch_state(module: Module, facts: _Facts, once: bool = False) -> Iterato
             "a concurrent call can overwrite it in between",
             end=where(read),
         )
+
+
+def _adds_to(read: Event, facts: _Facts) -> bool:
+    """Is ``read`` only the receiver of a mutator (``self.items.append(x)``)?
+
+    After ``self.items += mine`` (an augmented write: this call's part added to
+    what the object holds), another call adds its own part beside it and
+    overwrites nothing; appending more later takes no per-call value back out
+    (aioice's ``self._protocols``, thirteenth round). After a plain
+    ``self.items = mine`` the same append goes into whatever list another call
+    stored, and stays RC101. A read of the value (``self.seq += 1``, await,
+    ``send(self.seq)``) may see another call's increment and stays too.
+    """
+    return any(
+        event.kind == "mutate"
+        and isinstance(event.node, ast.Call)
+        and isinstance(event.node.func, ast.Attribute)
+        and event.node.func.value is read.node
+        for event in facts.events
+        if event.key == read.key
+    )
 
 
 def _init_once(write: Event, facts: _Facts) -> bool:
@@ -1277,9 +1300,10 @@ def _weak_fill(func: FunctionNode, test: Event, act: Event) -> bool:
     declaration) - the same value twice. Strong evidence is a leaking noun in the
     filled attribute's name, or a leaking noun or a making verb in a call made
     between the check and the store, or an ``async for`` there (a stream read).
-    Anything else is a warning. Counters, limits, deletions and appends are no
-    fill and keep their severity: the canonical ``if self.opened < self.max_size:
-    await ...; self.opened += 1`` stays an error.
+    Anything else is a warning. A key added to a set after a membership check
+    (``self.s.add(k)``) fills it as ``self.d[k] = v`` does. Counters, limits,
+    deletions and appends are no fill and keep their severity: the canonical
+    ``if self.opened < self.max_size: await ...; self.opened += 1`` stays an error.
     """
     if test.via is not None or act.via is not None or test.detail not in ("", "membership"):
         return False
@@ -1288,7 +1312,14 @@ def _weak_fill(func: FunctionNode, test: Event, act: Event) -> bool:
     if act.kind == "write":
         if act.detail == "augmented":
             return False
-    elif not (act.kind == "mutate" and act.detail in {"setitem", "local-key"}):
+    elif not (
+        act.kind == "mutate"
+        and (
+            act.detail in {"setitem", "local-key"}
+            # `k in self.s` ... `self.s.add(k)`: a set filled like a dict (thirteenth round)
+            or (act.detail == "add" and test.detail == "membership")
+        )
+    ):
         return False
     attr = act.key.rsplit(".", 1)[-1].split("[", 1)[0]
     if _words(attr) & _LEAKS:
