@@ -84,13 +84,18 @@ class Gate:
         if not self.stray:
             return
         self.stray = False
+        if self.is_open():
+            self.wait()  # returns at once: takes the pending open
+
+    def is_open(self) -> bool:
+        """An open is pending: the next :meth:`wait` would return at once."""
         if self._lock is not None:
-            self._lock.acquire(False)
-        elif self._fd >= 0:
-            pending = select.poll()
-            pending.register(self._fd, select.POLLIN)
-            if pending.poll(0):
-                os.eventfd_read(self._fd)
+            return not self._lock.locked()
+        if self._fd < 0:
+            return False
+        pending = select.poll()
+        pending.register(self._fd, select.POLLIN)
+        return bool(pending.poll(0))
 
     def close(self) -> None:
         """Give its descriptor back; only once no thread can wait on it or open it."""

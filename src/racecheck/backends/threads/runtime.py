@@ -182,6 +182,9 @@ class ThreadRuntime:
         self.current: Actor | None = None
         self._done_lock = allocate_lock()
         self._done_lock.acquire()
+        #: the actors abort_all woke, and what makes its choice of them atomic
+        self._abort_woken: set[Actor] = set()
+        self._abort_lock = allocate_lock()
         self.root_finished = False
         self.next_id = 1
         self.primitive_count = 0
@@ -609,14 +612,32 @@ class ThreadRuntime:
         return False
 
     def abort_all(self) -> None:
-        """Wake every parked actor; each unwinds with RunAborted."""
+        """Wake every parked actor, once a run; each unwinds with RunAborted.
+
+        Several threads of an aborted run call this (the one that ended it,
+        each actor as it unwinds, the root's clean-up in backend._reap), and
+        their calls interleave (an eventfd gate's open lets go of the GIL). A
+        gate is opened at most once, and not once its actor finished: woken
+        here, an actor waits on its gate once, so a second open would outlive
+        the run, and its worker, parked again, would take it for the start of
+        its next job, which then ran without the baton. Only an abort from
+        outside the run (the watchdog) can still meet a hand-over's open;
+        :meth:`Gate.drain` clears that one before the gate's next use.
+        """
         self.controller.interrupt()
-        for actor in list(self.live):
-            if actor is not self.current:
-                try:
-                    actor.gate.force_open()
-                except RuntimeError:  # a lock gate that was open already
-                    pass
+        with self._abort_lock:
+            current = self.current
+            woken = [
+                actor
+                for actor in list(self.live)
+                if actor is not current and not actor.finished and actor not in self._abort_woken
+            ]
+            self._abort_woken.update(woken)
+        for actor in woken:
+            try:
+                actor.gate.force_open()
+            except RuntimeError:  # a lock gate a hand-over opened too (see above)
+                pass
         self._complete()
 
     def fail_exception(self, me: Actor, exc: BaseException) -> None:
