@@ -139,6 +139,11 @@ class ThreadPool:
                     # here until the next wake-up, they would be freed inside
                     # the next schedule (see backend._untangle), not with their run.
                     job = None
+                    # An abort's open its actor never took (one from outside the
+                    # run can meet a hand-over's, see ThreadRuntime.abort_all):
+                    # taken here, while the next lend still waits for busy, not
+                    # by the wait below, which would start the next job with it.
+                    worker.wake.drain()
                     worker.busy.release()
                     # Only now the baton moves on: this thread has nothing left
                     # to run but the wait below, so the woken one finds the GIL
