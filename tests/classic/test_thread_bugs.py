@@ -1431,13 +1431,11 @@ FIXED: list[Callable[[], Any]] = [
 # Fixed in the engine since (classic.md #1, #3): lost_increment_thread_pool,
 # daemon_heartbeat_fixed, daemon_poller_fixed were xfail here.
 XFAIL_BUGGY: dict[str, tuple[str, bool]] = {}
-XFAIL_FIXED: dict[str, tuple[str, bool]] = {
-    # Left open (not strict: it passes alone and on 3.11): once, in a full 3.13
-    # CI run, auto reported "release unlocked lock" at schedule 1190 while the
-    # daemon workers were unwound after the target returned, and the replay
-    # could not reproduce it (StateLeakError, not a race report).
-    "daemon_worker_fixed": ("3.13: a failure while unwinding daemon workers did not replay", False),
-}
+# daemon_worker_fixed was xfail on 3.13 ("release unlocked lock" while its daemon
+# workers were unwound, not replayable): an aborted run opened an unwinding
+# daemon's gate twice, and its worker took the second open for the start of the
+# next job (fixed in the threads backend's abort_all; tests/core/test_thread_gates.py).
+XFAIL_FIXED: dict[str, tuple[str, bool]] = {}
 SLOW_FIXED: set[str] = set()
 
 

@@ -200,7 +200,9 @@ class ThreadsBackend:
         runtime.used_workers = set()  # type: ignore[attr-defined]
         runtime.loops = []  # type: ignore[attr-defined]
         STATE.runtime = runtime
-        root = runtime.adopt_root("main")
+        pool = self.pool
+        assert pool is not None, "run_once before install"
+        root = runtime.adopt_root("main", pool.root())
         if controller.detector is not None:
             controller.detector.names[root.id] = root.name
         self.tracer.enable_thread(runtime)
@@ -225,7 +227,9 @@ class ThreadsBackend:
         finally:
             self.tracer.disable_thread(controller.aborting)
             runtime.root_finished = True
-            runtime.exit(root)
+            hand_on = runtime.exit(root)
+            if hand_on is not None:
+                hand_on.open()
             runtime.wait_done()
             _reap(runtime)
             _discard_abandoned_loops(runtime)
@@ -396,21 +400,14 @@ def _start(self: threading.Thread) -> None:
         name = self.name
         if _DEFAULT_THREAD_NAME.match(name):
             name = _DEFAULT_THREAD_NAME.sub(f"Thread-{runtime.next_id}", name)
-        actor = runtime.new_actor(name, self, self.daemon)
-        detector = runtime.controller.detector
-        if detector is not None:
-            detector.fork(me.id, actor.id)
-            detector.names[actor.id] = name
-        self._racecheck_actor = actor  # type: ignore[attr-defined]
-        self._racecheck_runtime = runtime  # type: ignore[attr-defined]
         run = self.run
 
         def actor_main() -> None:
-            # The worker woke on its wake lock, which is this actor's gate: it
+            # The worker woke on its wake gate, which is this actor's gate: it
             # holds the baton already.
             if runtime.controller.aborting:
                 pool_mark_stopped(self, worker)
-                runtime.exit(actor)
+                worker.hand_on = runtime.exit(actor)
                 return
             tracer = runtime.tracer  # type: ignore[attr-defined]
             tracer.enable_thread(runtime)
@@ -429,9 +426,10 @@ def _start(self: threading.Thread) -> None:
             finally:
                 tracer.disable_thread(runtime.controller.aborting)
                 # Stopped before the baton moves on: whoever joins it next finds
-                # the Thread finished, with no wait for the worker's tail.
+                # the Thread finished, with no wait for the worker's tail. The
+                # worker opens the next actor's gate once its tail is done.
                 pool_mark_stopped(self, worker)
-                runtime.exit(actor)
+                worker.hand_on = runtime.exit(actor)
 
         pool: ThreadPool = runtime.pool  # type: ignore[attr-defined]
         me.passthrough += 1  # a new worker's own Thread handshake must be the real one
@@ -440,7 +438,14 @@ def _start(self: threading.Thread) -> None:
         finally:
             me.passthrough -= 1
         self._racecheck_worker = worker  # type: ignore[attr-defined]
-        actor.gate = worker.wake  # the worker runs the first time the actor is chosen
+        # the worker's wake is the actor's gate: it runs the first time the actor is chosen
+        actor = runtime.new_actor(name, self, self.daemon, worker.wake)
+        detector = runtime.controller.detector
+        if detector is not None:
+            detector.fork(me.id, actor.id)
+            detector.names[actor.id] = name
+        self._racecheck_actor = actor  # type: ignore[attr-defined]
+        self._racecheck_runtime = runtime  # type: ignore[attr-defined]
         actor.ident = worker.ident
         runtime.by_ident[worker.ident] = actor
         runtime.point(me, f"start {name}")

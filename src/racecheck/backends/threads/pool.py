@@ -30,20 +30,22 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from racecheck.backends.threads.gate import Gate
 from racecheck.engine import join_exploration
 
 _allocate_lock = _thread.allocate_lock
+get_ident = _thread.get_ident
 #: the real join, whatever threading.Thread.join is while an exploration runs
 _JOIN = threading.Thread.join
+_IS_ALIVE = threading.Thread.is_alive
 
 
 class Worker:
-    __slots__ = ("busy", "ident", "job", "native_id", "stopped", "thread", "wake")
+    __slots__ = ("busy", "hand_on", "ident", "job", "native_id", "stopped", "thread", "wake")
 
     def __init__(self) -> None:
-        #: locked while parked; lent, it is the actor's gate (released = may run)
-        self.wake = _allocate_lock()
-        self.wake.acquire()
+        #: closed while parked; lent, it is the actor's gate (open = may run)
+        self.wake = Gate()
         self.job: Callable[[], None] | None = None
         self.busy = _allocate_lock()  # held from lend until the job's tail is done
         self.thread: threading.Thread | None = None
@@ -51,6 +53,9 @@ class Worker:
         self.native_id = 0
         #: the lent Thread was marked stopped (by mark_stopped or the job's tail)
         self.stopped = True
+        #: set by a finishing job: the gate of the actor that runs next, opened
+        #: once this worker's tail is done (see ThreadRuntime.exit)
+        self.hand_on: Gate | None = None
 
 
 class ThreadPool:
@@ -58,6 +63,14 @@ class ThreadPool:
         self._start_thread = start_thread
         self._all: list[Worker] = []
         self._closed = False
+        #: the gate of each run's root actor (see :meth:`root`), made once
+        self.root_gate = Gate()
+        self._root_thread: int | None = None
+
+    def root(self) -> Gate:
+        """The gate of the calling thread, which runs a run's root actor."""
+        self._root_thread = get_ident()
+        return self.root_gate
 
     def lend(self, thread: threading.Thread, run: Callable[[], None], used: set[Worker]) -> Worker:
         """Prepare ``run`` as ``thread`` on a worker not yet used in this run.
@@ -78,9 +91,9 @@ class ThreadPool:
         # Held only by a job's tail (pure racecheck bookkeeping, microseconds)
         # or by a worker lost in C, which _reap has already dropped from _all.
         worker.busy.acquire()
-        # A gate released twice while an aborted run unwound may have left the
-        # wake lock open: close it, or the job would start without the baton.
-        worker.wake.acquire(False)
+        # A gate opened twice while an aborted run unwound may have been left
+        # open: close it, or the job would start without the baton.
+        worker.wake.drain()
         _present_as(thread, worker)
         worker.stopped = False
 
@@ -113,7 +126,7 @@ class ThreadPool:
             worker.native_id = threading.get_native_id()
             ready.release()
             while True:
-                worker.wake.acquire()
+                worker.wake.wait()
                 job, worker.job = worker.job, None
                 if job is None:
                     if self._closed:
@@ -126,7 +139,18 @@ class ThreadPool:
                     # here until the next wake-up, they would be freed inside
                     # the next schedule (see backend._untangle), not with their run.
                     job = None
+                    # An abort's open its actor never took (one from outside the
+                    # run can meet a hand-over's, see ThreadRuntime.abort_all):
+                    # taken here, while the next lend still waits for busy, not
+                    # by the wait below, which would start the next job with it.
+                    worker.wake.drain()
                     worker.busy.release()
+                    # Only now the baton moves on: this thread has nothing left
+                    # to run but the wait below, so the woken one finds the GIL
+                    # free (and the run's end finds the tail done).
+                    hand_on, worker.hand_on = worker.hand_on, None
+                    if hand_on is not None:
+                        hand_on.open()
                 if self._closed:
                     # Closed while this job ran (an aborted run still
                     # unwinding): nobody would ever wake this worker again.
@@ -170,14 +194,18 @@ class ThreadPool:
                 worker.busy.release()
                 worker.job = None
                 try:
-                    worker.wake.release()
-                except RuntimeError:
+                    worker.wake.force_open()
+                except RuntimeError:  # a lock gate that was open already
                     pass
         deadline = time.monotonic() + grace
         for worker in workers:
             thread = worker.thread
             if thread is not None and thread is not threading.current_thread():
                 _JOIN(thread, max(deadline - time.monotonic(), 0.0))
+                if not _IS_ALIVE(thread):
+                    worker.wake.close()  # a worker still alive may yet wait on it: kept
+        if get_ident() == self._root_thread:
+            self.root_gate.close()  # else the root may still wait on it: kept
 
 
 def _present_as(thread: threading.Thread, worker: Worker) -> None:

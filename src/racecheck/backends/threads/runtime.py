@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from racecheck.backends.threads.gate import Gate
 from racecheck.engine import Controller, Failure, RunAborted
 from racecheck.sources import is_user_file, source_line
 
@@ -121,14 +122,16 @@ class Actor:
         "waiting_for",
     )
 
-    def __init__(self, actor_id: int, name: str, thread: threading.Thread | None, daemon: bool):
+    def __init__(
+        self, actor_id: int, name: str, thread: threading.Thread | None, daemon: bool, gate: Gate
+    ):
         self.id = actor_id
         self.name = name
         self.thread = thread
         self.daemon = daemon
         self.ident: int | None = None
-        self.gate = allocate_lock()
-        self.gate.acquire()
+        #: where its thread sleeps while another actor runs (closed while it does)
+        self.gate = gate
         self.finished = False
         #: while > 0, primitives used by this thread behave as the real ones
         #: (racecheck's own plumbing: Thread.start's internal handshake)
@@ -179,6 +182,9 @@ class ThreadRuntime:
         self.current: Actor | None = None
         self._done_lock = allocate_lock()
         self._done_lock.acquire()
+        #: the actors abort_all woke, and what makes its choice of them atomic
+        self._abort_woken: set[Actor] = set()
+        self._abort_lock = allocate_lock()
         self.root_finished = False
         self.next_id = 1
         self.primitive_count = 0
@@ -197,8 +203,10 @@ class ThreadRuntime:
         self.next_id += 1
         return actor_id
 
-    def new_actor(self, name: str, thread: threading.Thread | None, daemon: bool) -> Actor:
-        actor = Actor(self.allocate_id(), name, thread, daemon)
+    def new_actor(
+        self, name: str, thread: threading.Thread | None, daemon: bool, gate: Gate
+    ) -> Actor:
+        actor = Actor(self.allocate_id(), name, thread, daemon, gate)
         actor.since = self.controller.now
         if self.recorder is not None:
             actor.lines = []
@@ -207,12 +215,12 @@ class ThreadRuntime:
         self.live.append(actor)
         return actor
 
-    def adopt_root(self, name: str) -> Actor:
-        root = self.new_actor(name, None, daemon=False)
+    def adopt_root(self, name: str, gate: Gate) -> Actor:
+        """The calling thread, which holds the baton; ``gate`` is its own, reused across runs."""
+        gate.drain()  # an open left by an aborted run: the root holds the baton, closed
+        root = self.new_actor(name, None, False, gate)
         root.ident = get_ident()
         self.by_ident[root.ident] = root
-        root.gate.release()
-        root.gate.acquire(False)  # the root holds the baton: its gate stays closed
         self.current = root
         return root
 
@@ -513,8 +521,8 @@ class ThreadRuntime:
         if self.recorder is not None:
             self._flush(me, operation, resource, preempted)
         self.current = chosen
-        chosen.gate.release()
-        me.gate.acquire()
+        chosen.gate.open()
+        me.gate.wait()
         if self.controller.aborting:
             raise RunAborted()
         if me.lines is not None:
@@ -542,8 +550,14 @@ class ThreadRuntime:
         recorder.add_step(me.id, lines, text, name, preempted, accesses)
 
     # -- the end of an actor and of the run -------------------------------------
-    def exit(self, me: Actor) -> None:
-        """``me`` finished: hand the baton on without waiting for it back."""
+    def exit(self, me: Actor) -> Gate | None:
+        """``me`` finished: choose who runs next, and return their gate.
+
+        The caller opens it (hands the baton on, not waiting for it back) once
+        it has nothing left to run: a thread that goes on running Python after
+        the open holds the GIL the woken thread needs. None: nobody is to be
+        woken (the run is over, or unwinding, and every actor was woken).
+        """
         if self.recorder is not None and not self.controller.aborting:
             self._flush(me, "finished", None, False)
         if self.controller.steplog is not None and me.thread is not None:
@@ -553,17 +567,17 @@ class ThreadRuntime:
             self.live.remove(me)
         if not self.live:
             self._complete()
-            return
+            return None
         if self.controller.aborting:
             # Whoever failed (a strategy error, the step bound) unwound only its
             # own thread: wake the others so they unwind too.
             self.abort_all()
-            return
+            return None
         if self.root_finished and all(a.daemon for a in self.live):
             # The interpreter would exit now and take the daemon threads with
             # it, whatever they are doing (sleeping, polling, spinning).
             self.abort_all()
-            return
+            return None
         try:
             while True:
                 ids, owners = self._offer(me)
@@ -580,12 +594,12 @@ class ThreadRuntime:
             # The run ended here (deadlock, step bound, strategy error): this
             # thread is leaving anyway, so make sure nobody waits for its baton.
             self.abort_all()
-            return
+            return None
         chosen = owners[choice]
         if chosen.choosing is not None:
             chosen.chosen_task = ids[choice]
         self.current = chosen
-        chosen.gate.release()
+        return chosen.gate
 
     def _complete(self) -> None:
         if self._done_lock.locked():
@@ -598,14 +612,32 @@ class ThreadRuntime:
         return False
 
     def abort_all(self) -> None:
-        """Wake every parked actor; each unwinds with RunAborted."""
+        """Wake every parked actor, once a run; each unwinds with RunAborted.
+
+        Several threads of an aborted run call this (the one that ended it,
+        each actor as it unwinds, the root's clean-up in backend._reap), and
+        their calls interleave (an eventfd gate's open lets go of the GIL). A
+        gate is opened at most once, and not once its actor finished: woken
+        here, an actor waits on its gate once, so a second open would outlive
+        the run, and its worker, parked again, would take it for the start of
+        its next job, which then ran without the baton. Only an abort from
+        outside the run (the watchdog) can still meet a hand-over's open;
+        :meth:`Gate.drain` clears that one before the gate's next use.
+        """
         self.controller.interrupt()
-        for actor in list(self.live):
-            if actor.gate.locked() and actor is not self.current:
-                try:
-                    actor.gate.release()
-                except RuntimeError:
-                    pass
+        with self._abort_lock:
+            current = self.current
+            woken = [
+                actor
+                for actor in list(self.live)
+                if actor is not current and not actor.finished and actor not in self._abort_woken
+            ]
+            self._abort_woken.update(woken)
+        for actor in woken:
+            try:
+                actor.gate.force_open()
+            except RuntimeError:  # a lock gate a hand-over opened too (see above)
+                pass
         self._complete()
 
     def fail_exception(self, me: Actor, exc: BaseException) -> None:
