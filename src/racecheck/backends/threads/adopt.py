@@ -492,7 +492,7 @@ class Adoption:
                     if new is not None:
                         self._set_item(obj, key, value, new)
                         continue
-                if sort & _ENTER:
+                if sort & _ENTER and not (kind is tuple and _holds_nothing(map(type, value))):
                     push((value, here))
         elif kind is list or kind is deque:
             function = types.FunctionType
@@ -515,19 +515,22 @@ class Adoption:
                 if sort & _ENTER:
                     todo.append((value, here))
         elif kind is tuple or kind is frozenset or kind is set:
+            if _holds_nothing(map(type, obj)):
+                return  # strings, numbers, descriptors (most tuples): nothing to enter
             function = types.FunctionType
             for value in obj:
                 kind = type(value)
                 sort = sorts.get(kind)
                 if sort is None:
                     sort = sorts[kind] = _sort(kind)
-                if sort & _ENTER and (
-                    kind is not function
-                    or value.__closure__
-                    or value.__defaults__
-                    or value.__kwdefaults__
-                ):
-                    todo.append((value, where))
+                if not sort & _ENTER:
+                    continue
+                if kind is function:
+                    if not (value.__closure__ or value.__defaults__ or value.__kwdefaults__):
+                        continue
+                elif kind is tuple and _holds_nothing(map(type, value)):
+                    continue
+                todo.append((value, where))
         elif kind is types.CellType:
             try:
                 value = obj.cell_contents
@@ -577,13 +580,15 @@ class Adoption:
                     if new is not None:
                         self._set_attr(obj, key, value, new)
                         continue
-                if sort & _ENTER:
+                if sort & _ENTER and not (kind is tuple and _holds_nothing(map(type, value))):
                     todo.append((value, here))
         else:
             self._visit_instance(obj, where, todo, sorts)
 
     def _visit_defaults(self, func: types.FunctionType, name: str) -> None:
         defaults = func.__defaults__ or ()
+        if _REPLACEABLE.isdisjoint(map(type, defaults)):
+            return  # no lock and no lock's method among them (replacement() would say None)
         new = tuple(self.replacement(v, f"{name} default") or v for v in defaults)
         if any(a is not b for a, b in zip(new, defaults, strict=True)):
             self._set_attr(func, "__defaults__", defaults, new)
@@ -680,6 +685,10 @@ def _worth_visiting(value: Any) -> bool:
 
 #: types the walk neither rewrites nor enters: atomic, and not a lock or a lock's method
 _PASSED_OVER = _ATOMIC_TYPES - _REPLACEABLE
+
+#: do these types (of a container's values) leave the walk nothing to rewrite or enter?
+#: Asked of tuples, at C speed, before they are queued: most hold strings and numbers
+_holds_nothing = _PASSED_OVER.issuperset
 
 #: what the walk does with a dictionary's value, by its type (see _sort); bits
 _SKIP = 0
