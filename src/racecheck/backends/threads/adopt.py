@@ -481,7 +481,11 @@ class Adoption:
                     sort = sorts[kind] = _sort(kind)
                 if sort is _SKIP or (
                     kind is function
-                    and not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+                    and not (
+                        value.__closure__
+                        or value.__kwdefaults__
+                        or (value.__defaults__ and _lock_among_defaults(value))
+                    )
                 ):
                     continue
                 if module_namespace and isinstance(key, str) and key.startswith("__"):
@@ -503,7 +507,11 @@ class Adoption:
                     sort = sorts[kind] = _sort(kind)
                 if sort is _SKIP or (
                     kind is function
-                    and not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+                    and not (
+                        value.__closure__
+                        or value.__kwdefaults__
+                        or (value.__defaults__ and _lock_among_defaults(value))
+                    )
                 ):
                     continue
                 here = (where, f"[{index}]")
@@ -526,7 +534,11 @@ class Adoption:
                 if not sort & _ENTER:
                     continue
                 if kind is function:
-                    if not (value.__closure__ or value.__defaults__ or value.__kwdefaults__):
+                    if not (
+                        value.__closure__
+                        or value.__kwdefaults__
+                        or (value.__defaults__ and _lock_among_defaults(value))
+                    ):
                         continue
                 elif kind is tuple and _holds_nothing(map(type, value)):
                     continue
@@ -569,7 +581,11 @@ class Adoption:
                     sort = sorts[kind] = _sort(kind)
                 if sort is _SKIP or (
                     kind is function
-                    and not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+                    and not (
+                        value.__closure__
+                        or value.__kwdefaults__
+                        or (value.__defaults__ and _lock_among_defaults(value))
+                    )
                 ):
                     continue
                 if qualname is None:
@@ -587,8 +603,8 @@ class Adoption:
 
     def _visit_defaults(self, func: types.FunctionType, name: str) -> None:
         defaults = func.__defaults__ or ()
-        if _REPLACEABLE.isdisjoint(map(type, defaults)):
-            return  # no lock and no lock's method among them (replacement() would say None)
+        if not _lock_among_defaults(func):
+            return  # replacement() would leave every one alone
         new = tuple(self.replacement(v, f"{name} default") or v for v in defaults)
         if any(a is not b for a, b in zip(new, defaults, strict=True)):
             self._set_attr(func, "__defaults__", defaults, new)
@@ -621,7 +637,11 @@ class Adoption:
                     sort is _SKIP
                     or (
                         kind is function
-                        and not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+                        and not (
+                            value.__closure__
+                            or value.__kwdefaults__
+                            or (value.__defaults__ and _lock_among_defaults(value))
+                        )
                     )
                     or (is_thread and key in _THREAD_INTERNALS)
                 ):
@@ -674,12 +694,26 @@ _ATOMIC = (
 _ATOMIC_TYPES = frozenset(_ATOMIC)
 
 
+def _lock_among_defaults(function: Any) -> bool:
+    """Is a positional default a lock or a lock's method, all the walk rewrites there?
+
+    Asked at C speed over the defaults' types. A function whose closure and
+    keyword defaults are empty and whose defaults hold no lock leaves the walk
+    nothing to do: it is not queued.
+    """
+    return not _REPLACEABLE.isdisjoint(map(type, function.__defaults__ or ()))
+
+
 def _worth_visiting(value: Any) -> bool:
     # type(), not isinstance(): an object's __class__ can be a property with effects
     kind = type(value)
     if kind is types.FunctionType:
         # most functions hold nothing of their own: only closures and defaults can
-        return bool(value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+        return bool(
+            value.__closure__
+            or value.__kwdefaults__
+            or (value.__defaults__ and _lock_among_defaults(value))
+        )
     return kind not in _ATOMIC_TYPES and not issubclass(kind, _ATOMIC)
 
 
