@@ -38,6 +38,8 @@ class _Held:
         self.table: dict[Any, Any] = {"named": threading.Lock(), 7: threading.Lock()}
         self.nested = ({"inside_a_tuple": threading.Lock()},)
         self.slotted = _Slotted()
+        # strings and numbers beside a tuple that holds a holder: only the holder is entered
+        self.labelled = ("label", 3, ("inner", _Slotted()))
         self.bound_acquire = threading.Lock().acquire
 
 
@@ -93,6 +95,7 @@ def test_every_place_a_lock_can_sit_is_adopted_under_its_path() -> None:
     assert names[f"{place}.table[...]"] == AdoptedLock.__name__
     assert names[f"{place}.nested.inside_a_tuple"] == AdoptedLock.__name__
     assert names[f"{place}.slotted (_Slotted).guard"] == AdoptedLock.__name__
+    assert names[f"{place}.labelled (_Slotted).guard"] == AdoptedLock.__name__
     assert names[f"{place}.bound_acquire"] == AdoptedLock.__name__
     assert names["_Held.class_lock"] == AdoptedLock.__name__
     assert names["_with_defaults default"] == AdoptedLock.__name__

@@ -44,20 +44,31 @@ def changeset_fix() -> None:
     changeset.plan_steps("correct")
 
 
+#: a seed whose plain check saturates within 500 schedules. Whether the Good-Turing
+#: estimate reaches 5% by then is a matter of the draws: over seeds 0-24 the plain check
+#: verified at 500 under 18 seeds with the Mersenne Twister reseeded per schedule and
+#: under 17 with racecheck.strategies.stream's bits (seed 0 among the first, not the
+#: second: 8 of 150 recorded orderings seen once, 5.3%). The default budget, 1,000,
+#: verifies under seed 0 (the slow case).
+SATURATING_SEED = 1
+
+
 @pytest.mark.parametrize(
-    "schedules",
-    [500, pytest.param(1000, marks=pytest.mark.slow)],  # 1000: a guard of the default
+    ("schedules", "seed"),
+    [(500, SATURATING_SEED), pytest.param(1000, 0, marks=pytest.mark.slow)],  # 1000: the default
 )
-def test_plain_check_verifies_the_changeset_fix_as_racecheck_run_does(schedules: int) -> None:
-    covered = racecheck.check(changeset_fix, schedules=schedules, coverage=True)
-    plain = racecheck.check(changeset_fix, schedules=schedules)
+def test_plain_check_verifies_the_changeset_fix_as_racecheck_run_does(
+    schedules: int, seed: int
+) -> None:
+    covered = racecheck.check(changeset_fix, schedules=schedules, seed=seed, coverage=True)
+    plain = racecheck.check(changeset_fix, schedules=schedules, seed=seed)
     assert covered.verified, covered.notes
     assert plain.verified, plain.notes
     assert "verified: all 81 non-equivalent interleavings explored" in " ".join(plain.notes)
 
 
 def test_the_note_says_what_new_meant_and_coverage_stays_off() -> None:
-    report = racecheck.check(changeset_fix, schedules=500)
+    report = racecheck.check(changeset_fix, schedules=500, seed=SATURATING_SEED)
     assert report.verified, report.notes
     (claim,) = [n for n in report.notes if n.startswith("saturated: ")]
     # The estimate counts the schedules whose accesses were recorded, and says so.
@@ -123,9 +134,9 @@ asyncio_bugs: Any = importlib.import_module("test_asyncio_bugs")
 
 #: the latest finds of the classic suites (tests/core/test_portfolio_shift.py's BEFORE)
 LATE_FINDS = [
-    (thread_bugs, "lost_increment_thread_pool", 0, 114),
-    (thread_bugs, "lost_increment_thread_pool", 2, 114),
-    (asyncio_bugs, "starved_observer", 2, 95),
+    (thread_bugs, "condition_if_explicit_lock", 1, 111),
+    (thread_bugs, "lost_increment_thread_pool", 0, 85),
+    (asyncio_bugs, "starved_observer", 1, 34),
 ]
 
 

@@ -35,22 +35,25 @@ per-run bound of depth ``d`` applies only to the schedules that drew at least
 
 from __future__ import annotations
 
-import random as _random
 from collections.abc import Sequence
 
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
+from racecheck.strategies.stream import ScheduleDraws
 
 #: the deepest depth ``depth="random"`` draws: most real bugs need at most a
 #: handful of ordering constraints, and each extra level divides the per-run
 #: bound by ``k``, so deeper draws would buy almost nothing
 MAX_RANDOM_DEPTH = 5
 
+#: keeps PCT's stream apart from other strategies' on one seed
+_SALT = 2
+
 #: a step no run reaches: no change point pending
 _NEVER = 1 << 62
 
 
-class PCTChooser(BaseChooser):
+class PCTChooser(BaseChooser, ScheduleDraws):
     name = "pct"
 
     def __init__(self, seed: int = 0, depth: int | str = 3) -> None:
@@ -60,7 +63,6 @@ class PCTChooser(BaseChooser):
             depth = MAX_RANDOM_DEPTH
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
             raise ValueError(f"pct depth must be an integer >= 1 or 'random', not {depth!r}")
-        self._seed = seed
         #: the depth of the current schedule (fixed unless random_depth)
         self.depth = depth
         #: schedules run at each depth, for the notes (random depth)
@@ -71,7 +73,8 @@ class PCTChooser(BaseChooser):
         #: the contention early, every run looks short, and a task can never be
         #: starved for longer than the first estimate.
         self.max_steps = 8
-        self._rng = _random.Random(seed)
+        #: each schedule's draws (racecheck.strategies.stream)
+        self._start_draws(seed, _SALT)
         self._priority: dict[int, float] = {}
         self._change_points: list[tuple[int, float]] = []
         #: the step of the first pending change point (_NEVER: none left), so
@@ -82,21 +85,30 @@ class PCTChooser(BaseChooser):
     def begin(self, run: int) -> None:
         self._natural = run == 1
         # One stream per (seed, run): schedule N is the same whatever ran before.
-        # Reseeding the one generator is the stream a new Random((seed << 32) ^ run)
-        # would give (seed() resets gauss_next too), without a new 2.5 kB object.
-        rng = self._rng
-        rng.seed((self._seed << 32) ^ run)
+        self._begin_draws(run)
         self._priority = {}
+        if self._natural:
+            # Every choice is 0: nothing to draw (the depth drawn for the notes
+            # would not be a schedule run at that depth anyway).
+            self._change_points = []
+            self._next_change = _NEVER
+            return
         if self.random_depth:
-            self.depth = rng.randint(1, MAX_RANDOM_DEPTH)
-        if not self._natural:
-            self.per_depth[self.depth] = self.per_depth.get(self.depth, 0) + 1
+            self.depth = 1 + self._below(MAX_RANDOM_DEPTH)
+        self.per_depth[self.depth] = self.per_depth.get(self.depth, 0) + 1
         k = self.max_steps
-        points = sorted(rng.sample(range(1, k + 1), min(self.depth - 1, k)))
+        points = sorted(self._change_steps(min(self.depth - 1, k), k))
         # Later change points demote further: level depth-1 .. 1, all below the
         # initial priorities (which live in (depth, depth+1)).
         self._change_points = [(p, float(self.depth - 1 - i)) for i, p in enumerate(points)]
         self._next_change = points[0] if points else _NEVER
+
+    def _change_steps(self, count: int, k: int) -> set[int]:
+        """``count`` distinct steps of 1..k, every such set equally likely (as random.sample)."""
+        steps: set[int] = set()
+        while len(steps) < count:
+            steps.add(1 + self._below(k))  # a step drawn again is drawn anew
+        return steps
 
     def choose(self, candidates: Sequence[int], step: int) -> int:
         if self._natural:
@@ -129,7 +141,7 @@ class PCTChooser(BaseChooser):
         for i, actor in enumerate(candidates):
             value = priority.get(actor)
             if value is None:
-                value = priority[actor] = self.depth + self._rng.random()
+                value = priority[actor] = self.depth + self._fraction()
             if value > best_priority:
                 best, best_priority = i, value
         return best

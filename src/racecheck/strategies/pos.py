@@ -38,12 +38,15 @@ schedule N is the same whatever ran before it.
 
 from __future__ import annotations
 
-import random as _random
 from collections.abc import Hashable, Iterable, Sequence
 
 from racecheck.accesses import ANY, Access
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
+from racecheck.strategies.stream import ScheduleDraws
+
+#: keeps POS's stream apart from other strategies' on one seed
+_SALT = 3
 
 
 def _conflict(a: Iterable[Access], b: Iterable[Access]) -> bool:
@@ -60,12 +63,12 @@ def _conflict(a: Iterable[Access], b: Iterable[Access]) -> bool:
     return False
 
 
-class POSChooser(BaseChooser):
+class POSChooser(BaseChooser, ScheduleDraws):
     name = "pos"
 
     def __init__(self, seed: int = 0) -> None:
-        self._seed = seed
-        self._rng = _random.Random(seed)
+        #: each schedule's draws (racecheck.strategies.stream)
+        self._start_draws(seed, _SALT)
         self._natural = False
         self._priority: dict[int, float] = {}
         self._last: int | None = None
@@ -77,7 +80,7 @@ class POSChooser(BaseChooser):
         self.runs = 0
 
     def begin(self, run: int) -> None:
-        self._rng.seed((self._seed << 32) ^ run ^ 0x5A5A)  # as a new Random(...): see pct
+        self._begin_draws(run)
         self._natural = run == 1
         self._priority = {}
         self._last = None
@@ -89,15 +92,15 @@ class POSChooser(BaseChooser):
         if self._natural:
             return 0
         priority = self._priority
-        rng = self._rng
+        fraction = self._fraction
         if self._last is not None and not self._observed:
             # The actor that ran last is at a new event; nothing else is known to race.
-            priority[self._last] = rng.random()
+            priority[self._last] = fraction()
         best, best_priority = 0, -1.0
         for i, actor in enumerate(candidates):
             value = priority.get(actor)
             if value is None:
-                value = priority[actor] = rng.random()
+                value = priority[actor] = fraction()
             if value > best_priority:
                 best, best_priority = i, value
         self._last = candidates[best]
@@ -110,13 +113,13 @@ class POSChooser(BaseChooser):
         if self._natural:
             return
         self._observed = True
-        rng = self._rng
-        self._priority[actor] = rng.random()
+        fraction = self._fraction
+        self._priority[actor] = fraction()
         touched = tuple(accesses)
         if touched:
             for other, previous in self._accesses.items():
                 if other != actor and _conflict(touched, previous):
-                    self._priority[other] = rng.random()
+                    self._priority[other] = fraction()
             self._accesses[actor] = touched
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:

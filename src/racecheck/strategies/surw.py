@@ -42,21 +42,24 @@ Schedule 1 is the natural order; schedule 2 on uses the estimates.
 
 from __future__ import annotations
 
-import random as _random
 from collections.abc import Sequence
 
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
+from racecheck.strategies.stream import ScheduleDraws
+
+#: keeps SURW's stream apart from other strategies' on one seed
+_SALT = 4
 
 
-class SURWChooser(BaseChooser):
+class SURWChooser(BaseChooser, ScheduleDraws):
     name = "surw"
     #: learns from the natural-order run: the portfolio hands it schedule 1
     profiles_natural_order = True
 
     def __init__(self, seed: int = 0) -> None:
-        self._seed = seed
-        self._rng = _random.Random(seed)
+        #: each schedule's draws (racecheck.strategies.stream)
+        self._start_draws(seed, _SALT)
         self._natural = False
         #: actor id -> the most steps it took in one run so far
         self.estimate: dict[int, int] = {}
@@ -67,7 +70,7 @@ class SURWChooser(BaseChooser):
         self.runs = 0
 
     def begin(self, run: int) -> None:
-        self._rng.seed((self._seed << 32) ^ run ^ 0x3C3C)  # as a new Random(...): see pct
+        self._begin_draws(run)
         self._natural = run == 1
         self._done = {}
         self._previous = None
@@ -102,7 +105,9 @@ class SURWChooser(BaseChooser):
         weights = [
             max(1, estimate.get(actor, default) - self._done.get(actor, 0)) for actor in candidates
         ]
-        pick = self._rng.random() * sum(weights)
+        # the weights are whole steps: an index below their sum picks each
+        # candidate with probability weight / sum, exactly
+        pick = self._below(sum(weights))
         for i, weight in enumerate(weights):
             pick -= weight
             if pick < 0:

@@ -481,7 +481,11 @@ class Adoption:
                     sort = sorts[kind] = _sort(kind)
                 if sort is _SKIP or (
                     kind is function
-                    and not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+                    and not (
+                        value.__closure__
+                        or value.__kwdefaults__
+                        or (value.__defaults__ and _lock_among_defaults(value))
+                    )
                 ):
                     continue
                 if module_namespace and isinstance(key, str) and key.startswith("__"):
@@ -492,7 +496,7 @@ class Adoption:
                     if new is not None:
                         self._set_item(obj, key, value, new)
                         continue
-                if sort & _ENTER:
+                if sort & _ENTER and not (kind is tuple and _holds_nothing(map(type, value))):
                     push((value, here))
         elif kind is list or kind is deque:
             function = types.FunctionType
@@ -503,7 +507,11 @@ class Adoption:
                     sort = sorts[kind] = _sort(kind)
                 if sort is _SKIP or (
                     kind is function
-                    and not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+                    and not (
+                        value.__closure__
+                        or value.__kwdefaults__
+                        or (value.__defaults__ and _lock_among_defaults(value))
+                    )
                 ):
                     continue
                 here = (where, f"[{index}]")
@@ -515,19 +523,26 @@ class Adoption:
                 if sort & _ENTER:
                     todo.append((value, here))
         elif kind is tuple or kind is frozenset or kind is set:
+            if _holds_nothing(map(type, obj)):
+                return  # strings, numbers, descriptors (most tuples): nothing to enter
             function = types.FunctionType
             for value in obj:
                 kind = type(value)
                 sort = sorts.get(kind)
                 if sort is None:
                     sort = sorts[kind] = _sort(kind)
-                if sort & _ENTER and (
-                    kind is not function
-                    or value.__closure__
-                    or value.__defaults__
-                    or value.__kwdefaults__
-                ):
-                    todo.append((value, where))
+                if not sort & _ENTER:
+                    continue
+                if kind is function:
+                    if not (
+                        value.__closure__
+                        or value.__kwdefaults__
+                        or (value.__defaults__ and _lock_among_defaults(value))
+                    ):
+                        continue
+                elif kind is tuple and _holds_nothing(map(type, value)):
+                    continue
+                todo.append((value, where))
         elif kind is types.CellType:
             try:
                 value = obj.cell_contents
@@ -566,7 +581,11 @@ class Adoption:
                     sort = sorts[kind] = _sort(kind)
                 if sort is _SKIP or (
                     kind is function
-                    and not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+                    and not (
+                        value.__closure__
+                        or value.__kwdefaults__
+                        or (value.__defaults__ and _lock_among_defaults(value))
+                    )
                 ):
                     continue
                 if qualname is None:
@@ -577,13 +596,15 @@ class Adoption:
                     if new is not None:
                         self._set_attr(obj, key, value, new)
                         continue
-                if sort & _ENTER:
+                if sort & _ENTER and not (kind is tuple and _holds_nothing(map(type, value))):
                     todo.append((value, here))
         else:
             self._visit_instance(obj, where, todo, sorts)
 
     def _visit_defaults(self, func: types.FunctionType, name: str) -> None:
         defaults = func.__defaults__ or ()
+        if not _lock_among_defaults(func):
+            return  # replacement() would leave every one alone
         new = tuple(self.replacement(v, f"{name} default") or v for v in defaults)
         if any(a is not b for a, b in zip(new, defaults, strict=True)):
             self._set_attr(func, "__defaults__", defaults, new)
@@ -616,7 +637,11 @@ class Adoption:
                     sort is _SKIP
                     or (
                         kind is function
-                        and not (value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+                        and not (
+                            value.__closure__
+                            or value.__kwdefaults__
+                            or (value.__defaults__ and _lock_among_defaults(value))
+                        )
                     )
                     or (is_thread and key in _THREAD_INTERNALS)
                 ):
@@ -669,17 +694,35 @@ _ATOMIC = (
 _ATOMIC_TYPES = frozenset(_ATOMIC)
 
 
+def _lock_among_defaults(function: Any) -> bool:
+    """Is a positional default a lock or a lock's method, all the walk rewrites there?
+
+    Asked at C speed over the defaults' types. A function whose closure and
+    keyword defaults are empty and whose defaults hold no lock leaves the walk
+    nothing to do: it is not queued.
+    """
+    return not _REPLACEABLE.isdisjoint(map(type, function.__defaults__ or ()))
+
+
 def _worth_visiting(value: Any) -> bool:
     # type(), not isinstance(): an object's __class__ can be a property with effects
     kind = type(value)
     if kind is types.FunctionType:
         # most functions hold nothing of their own: only closures and defaults can
-        return bool(value.__closure__ or value.__defaults__ or value.__kwdefaults__)
+        return bool(
+            value.__closure__
+            or value.__kwdefaults__
+            or (value.__defaults__ and _lock_among_defaults(value))
+        )
     return kind not in _ATOMIC_TYPES and not issubclass(kind, _ATOMIC)
 
 
 #: types the walk neither rewrites nor enters: atomic, and not a lock or a lock's method
 _PASSED_OVER = _ATOMIC_TYPES - _REPLACEABLE
+
+#: do these types (of a container's values) leave the walk nothing to rewrite or enter?
+#: Asked of tuples, at C speed, before they are queued: most hold strings and numbers
+_holds_nothing = _PASSED_OVER.issuperset
 
 #: what the walk does with a dictionary's value, by its type (see _sort); bits
 _SKIP = 0
