@@ -31,8 +31,15 @@ racecheck_db = none
 """
 
 
-@pytest.mark.parametrize("marker", ["", "(schedules=500)"], ids=["default", "500"])
-def test_the_marked_test_of_the_fix_is_verified(pytester: pytest.Pytester, marker: str) -> None:
+# 500 schedules verify the fix under most seeds, not all (17 of seeds 0-24, seed 0 not
+# among them: tests/core/test_portfolio_plain.py's SATURATING_SEED says why); the
+# default budget verifies under seed 0
+@pytest.mark.parametrize(
+    ("marker", "seed"), [("", 0), ("(schedules=500, seed=1)", 1)], ids=["default", "500"]
+)
+def test_the_marked_test_of_the_fix_is_verified(
+    pytester: pytest.Pytester, marker: str, seed: int
+) -> None:
     pytester.makeini(INI)
     # a basename of its own: tests/reference/test_changeset.py may be imported in this worker
     pytester.makepyfile(test_marked_changeset_fix=TEST.format(marker=marker))
@@ -41,7 +48,7 @@ def test_the_marked_test_of_the_fix_is_verified(pytester: pytest.Pytester, marke
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "racecheck: * schedules (auto, seed 0, threads): verified",
+            f"racecheck: * schedules (auto, seed {seed}, threads): verified",
             "*verified: all 81 non-equivalent interleavings explored*",
         ]
     )
