@@ -86,8 +86,14 @@ def test_each_slices_token_replays_on_its_own() -> None:
 
 @pytest.mark.parametrize(
     ("target", "bound"),
-    # threads make too many schedules to run them all; a bound keeps the search whole
-    [(recorded_short, None), (recorded_short, 1), (recorded_threads, 1), (recorded_threads, 2)],
+    # threads make too many schedules to run them all; a bound keeps the search whole.
+    # Bound 1 (slow) is a part of what the unbounded search and bound 2 cover.
+    [
+        (recorded_short, None),
+        pytest.param(recorded_short, 1, marks=pytest.mark.slow),
+        pytest.param(recorded_threads, 1, marks=pytest.mark.slow),
+        (recorded_threads, 2),
+    ],
 )
 # two slices of the unbounded search are the costliest case and check what four check
 # with more slices to merge: they run with -m slow
