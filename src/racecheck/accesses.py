@@ -67,6 +67,7 @@ from types import (
 )
 from typing import Any, Protocol
 
+from racecheck.codekeys import ByCode
 from racecheck.detect.operands import MISSING, evaluate, recipes
 from racecheck.sources import is_user_file
 
@@ -897,9 +898,10 @@ class StepLog:
         #: a whole-container write waiting for the item store that follows it
         self._shape: Access | None = None
         self._sync = _sync_types()
-        self._user: dict[Any, bool] = {}
-        self._runtime_code: dict[Any, int] = {}
-        self._verdict: dict[Any, str | None] = {}
+        # by id(code): a code object's hash is not cached (racecheck.codekeys)
+        self._user: ByCode[bool] = ByCode()
+        self._runtime_code: ByCode[int] = ByCode()
+        self._verdict: ByCode[str | None] = ByCode()
         self._observer: Observer | None = None
         #: what the chooser raised at a step boundary made inside the target (_boundary_alone)
         self._deferred: BaseException | None = None
@@ -1418,9 +1420,9 @@ class StepLog:
                 )
 
     def _is_user(self, code: Any) -> bool:
-        found = self._user.get(code)
+        found = self._user.get(id(code))
         if found is None:
-            found = self._user[code] = is_user_file(code.co_filename)
+            found = self._user.put(code, is_user_file(code.co_filename))
         return found
 
     def _hook(self, previous: Any) -> Any:
@@ -1436,9 +1438,9 @@ class StepLog:
                     self._c_call(arg, frame)
             elif event == "call":
                 code = frame.f_code
-                runtime = runtime_code.get(code)
+                runtime = runtime_code.get(id(code))
                 if runtime is None:
-                    runtime = runtime_code[code] = _runtime_kind(code)
+                    runtime = runtime_code.put(code, _runtime_kind(code))
                 if runtime:
                     if runtime == _ATTEMPT:
                         owner = frame.f_locals.get("self")
@@ -1497,9 +1499,9 @@ class StepLog:
                 caller = frame.f_back
                 if caller is not None and is_user(caller.f_code) and not is_user(frame.f_code):
                     self._entered_library(frame)
-            elif event == "return" and runtime_code.get(frame.f_code) == _ATTEMPT:
+            elif event == "return" and runtime_code.get(id(frame.f_code)) == _ATTEMPT:
                 self._attempt_over(frame, arg)
-            elif event == "return" and runtime_code.get(frame.f_code) in _AT_RETURN:
+            elif event == "return" and runtime_code.get(id(frame.f_code)) in _AT_RETURN:
                 owner = frame.f_locals.get("self")
                 passed = self._point_passed(frame)
                 self._called_in.pop(frame, None)
@@ -2173,10 +2175,10 @@ class StepLog:
 
     def _entered_library(self, frame: FrameType) -> None:
         code = frame.f_code
-        if code in self._verdict:
-            verdict = self._verdict[code]
+        if id(code) in self._verdict:
+            verdict = self._verdict[id(code)]
         else:
-            verdict = self._verdict[code] = _library_verdict(code.co_filename, code.co_name)
+            verdict = self._verdict.put(code, _library_verdict(code.co_filename, code.co_name))
         if verdict is not None:
             self.blind_spot(verdict)
             return

@@ -34,9 +34,10 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from types import CodeType, FrameType
+from types import FrameType
 from typing import Any
 
+from racecheck.codekeys import ByCode
 from racecheck.sources import is_user_file
 
 #: switch intervals (seconds) a run may draw; CPython's default is 0.005
@@ -56,7 +57,7 @@ class Jitter:
         self.rate = 0.0
         self.interval = SWITCH_INTERVALS[-1]
         self.lines_on = True
-        self._user: dict[CodeType, bool] = {}
+        self._user: ByCode[bool] = ByCode()  # by id: racecheck.codekeys
 
     def draw(self) -> None:
         """New intensity for the next run (seeded: the settings repeat, the timing does not)."""
@@ -75,9 +76,9 @@ class Jitter:
         if not self.active or event != "call":
             return None
         code = frame.f_code
-        user = self._user.get(code)
+        user = self._user.get(id(code))
         if user is None:
-            user = self._user[code] = is_user_file(code.co_filename)
+            user = self._user.put(code, is_user_file(code.co_filename))
         return self.local_trace if user else None
 
     def local_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
