@@ -1499,33 +1499,39 @@ class StepLog:
                 caller = frame.f_back
                 if caller is not None and is_user(caller.f_code) and not is_user(frame.f_code):
                     self._entered_library(frame)
-            elif event == "return" and runtime_code.get(id(frame.f_code)) == _ATTEMPT:
-                self._attempt_over(frame, arg)
-            elif event == "return" and runtime_code.get(id(frame.f_code)) in _AT_RETURN:
-                owner = frame.f_locals.get("self")
-                passed = self._point_passed(frame)
-                self._called_in.pop(frame, None)
-                if owner is not None:
-                    name = frame.f_code.co_name
-                    if name == "_join":
-                        self._joined(owner, frame, passed)
-                        return
-                    if id(owner) in self._simple_parts:
-                        return  # a SimpleQueue's own lock: see _simple_take
-                    if name in _SIMPLE_OPS and _is_own_simple_queue(owner):
-                        self._simple_take(owner, name)
-                        return
-                    if self._in_queue(owner, frame, True, arg):
-                        return
-                    if self._in_future(owner, frame, True, arg, passed):
-                        return
-                    looked = arg is False and name in _ACQUIRES
-                    self._own(owner, not looked)
-                    if not looked and name in _TAKES:
-                        kind = type(owner).__qualname__
-                        self.current.append((self.ordinal(owner), TAKEN, True, kind))
+            elif event == "return":
+                returned = runtime_code.get(id(frame.f_code))
+                if returned == _ATTEMPT:
+                    self._attempt_over(frame, arg)
+                elif returned in _AT_RETURN:
+                    self._returned(frame, arg)
 
         return hook
+
+    def _returned(self, frame: FrameType, arg: Any) -> None:
+        """One of racecheck's primitives (or a queue's or future's method) returns."""
+        owner = frame.f_locals.get("self")
+        passed = self._point_passed(frame)
+        self._called_in.pop(frame, None)
+        if owner is not None:
+            name = frame.f_code.co_name
+            if name == "_join":
+                self._joined(owner, frame, passed)
+                return
+            if id(owner) in self._simple_parts:
+                return  # a SimpleQueue's own lock: see _simple_take
+            if name in _SIMPLE_OPS and _is_own_simple_queue(owner):
+                self._simple_take(owner, name)
+                return
+            if self._in_queue(owner, frame, True, arg):
+                return
+            if self._in_future(owner, frame, True, arg, passed):
+                return
+            looked = arg is False and name in _ACQUIRES
+            self._own(owner, not looked)
+            if not looked and name in _TAKES:
+                kind = type(owner).__qualname__
+                self.current.append((self.ordinal(owner), TAKEN, True, kind))
 
     def _made(self, frame: FrameType) -> None:
         """One of racecheck's primitives is made: a queue.Queue's mutex is told apart."""

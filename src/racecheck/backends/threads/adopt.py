@@ -479,14 +479,7 @@ class Adoption:
                 sort = sorts.get(kind)
                 if sort is None:
                     sort = sorts[kind] = _sort(kind)
-                if sort is _SKIP or (
-                    kind is function
-                    and not (
-                        value.__closure__
-                        or value.__kwdefaults__
-                        or (value.__defaults__ and _lock_among_defaults(value))
-                    )
-                ):
+                if sort is _SKIP or (kind is function and not _holds_something(value)):
                     continue
                 if module_namespace and isinstance(key, str) and key.startswith("__"):
                     continue  # __spec__, __loader__, __builtins__: the import system's
@@ -505,14 +498,7 @@ class Adoption:
                 sort = sorts.get(kind)
                 if sort is None:
                     sort = sorts[kind] = _sort(kind)
-                if sort is _SKIP or (
-                    kind is function
-                    and not (
-                        value.__closure__
-                        or value.__kwdefaults__
-                        or (value.__defaults__ and _lock_among_defaults(value))
-                    )
-                ):
+                if sort is _SKIP or (kind is function and not _holds_something(value)):
                     continue
                 here = (where, f"[{index}]")
                 if sort & _REPLACE:
@@ -534,11 +520,7 @@ class Adoption:
                 if not sort & _ENTER:
                     continue
                 if kind is function:
-                    if not (
-                        value.__closure__
-                        or value.__kwdefaults__
-                        or (value.__defaults__ and _lock_among_defaults(value))
-                    ):
+                    if not _holds_something(value):
                         continue
                 elif kind is tuple and _holds_nothing(map(type, value)):
                     continue
@@ -579,14 +561,7 @@ class Adoption:
                 sort = sorts.get(kind)
                 if sort is None:
                     sort = sorts[kind] = _sort(kind)
-                if sort is _SKIP or (
-                    kind is function
-                    and not (
-                        value.__closure__
-                        or value.__kwdefaults__
-                        or (value.__defaults__ and _lock_among_defaults(value))
-                    )
-                ):
+                if sort is _SKIP or (kind is function and not _holds_something(value)):
                     continue
                 if qualname is None:
                     qualname = obj.__qualname__
@@ -635,14 +610,7 @@ class Adoption:
                     sort = sorts[kind] = _sort(kind)
                 if (
                     sort is _SKIP
-                    or (
-                        kind is function
-                        and not (
-                            value.__closure__
-                            or value.__kwdefaults__
-                            or (value.__defaults__ and _lock_among_defaults(value))
-                        )
-                    )
+                    or (kind is function and not _holds_something(value))
                     or (is_thread and key in _THREAD_INTERNALS)
                 ):
                     continue
@@ -694,6 +662,19 @@ _ATOMIC = (
 _ATOMIC_TYPES = frozenset(_ATOMIC)
 
 
+def _holds_something(function: types.FunctionType) -> bool:
+    """Does the walk have anything to do in ``function``?
+
+    Most functions hold nothing of their own: only a closure, keyword
+    defaults, or a lock among the positional defaults can.
+    """
+    return bool(
+        function.__closure__
+        or function.__kwdefaults__
+        or (function.__defaults__ and _lock_among_defaults(function))
+    )
+
+
 def _lock_among_defaults(function: Any) -> bool:
     """Is a positional default a lock or a lock's method, all the walk rewrites there?
 
@@ -708,12 +689,7 @@ def _worth_visiting(value: Any) -> bool:
     # type(), not isinstance(): an object's __class__ can be a property with effects
     kind = type(value)
     if kind is types.FunctionType:
-        # most functions hold nothing of their own: only closures and defaults can
-        return bool(
-            value.__closure__
-            or value.__kwdefaults__
-            or (value.__defaults__ and _lock_among_defaults(value))
-        )
+        return _holds_something(value)
     return kind not in _ATOMIC_TYPES and not issubclass(kind, _ATOMIC)
 
 
