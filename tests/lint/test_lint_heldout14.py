@@ -1,0 +1,163 @@
+"""Fourteenth held-out round (issue 14, lintprec9): 152 packages, 17 errors, 9 false.
+
+Read after the rules were frozen (docs/lint.md, "Fourteenth held-out round");
+the fixes below were made after reading the round, so the round's held-out
+number is the one before them.
+
+* RC106 made an asyncio lock an error when *any* method of the class was
+  started on a thread and *any* sync method touched what the lock guards,
+  without asking whether the thread reaches that state. A sandbox session
+  (an ``asyncio.Lock`` around ``self.state``, a sync getter of
+  ``state.container_id``, a reader thread that only pumps a socket into the
+  loop with ``run_coroutine_threadsafe``) was an error. It is now an error
+  only when a method started on a thread uses the lock, what it guards, or a
+  method that takes the lock (the proposed bridge fix queues ``_add_task``
+  from its pool thread and stays an error); otherwise a warning.
+* RC106 took ``loop.run_until_complete(...)`` in a thread function for a call
+  on another thread's loop. A thread that runs a loop drives it, as with
+  ``run_forever()`` (already kept quiet): a one-thread pool that makes its
+  loop in its thread and runs coroutines on it there (a sync facade over an
+  async client). A loop running elsewhere refuses at once ("This event loop
+  is already running"), no silent race.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from racecheck.lint import lint_paths
+
+_SESSION = """
+import asyncio
+import threading
+
+
+class Session:
+    def __init__(self, state, sock):
+        self.state = state
+        self._sock = sock
+        self._removal_lock = asyncio.Lock()
+
+    async def stop(self):
+        async with self._removal_lock:
+            self.state = None
+
+    def cache_key(self):
+        return self.state.container_id
+
+    def start_reader(self, loop):
+        threading.Thread(target=self._pump, args=(loop,), daemon=True).start()
+
+    def _pump(self, loop):
+        for chunk in iter(self._sock.recv, b""):
+            asyncio.run_coroutine_threadsafe(self._append(chunk), loop).result()
+
+    async def _append(self, chunk):
+        print(chunk)
+"""
+
+_BRIDGE = """
+import asyncio
+
+
+class Bridge:
+    def __init__(self, loop, pool):
+        self._loop = loop
+        self._pool = pool
+        self._tasks = set()
+        self._tasks_lock = asyncio.Lock()
+
+    def start(self, msgs):
+        for msg in msgs:
+            self._pool.submit(self.create_task_for, msg)
+
+    async def _add(self, task):
+        async with self._tasks_lock:
+            self._tasks.add(task)
+
+    def create_task_for(self, msg):
+        task = asyncio.run_coroutine_threadsafe(self.handle(msg), self._loop)
+        asyncio.run_coroutine_threadsafe(self._add(task), self._loop)
+
+    async def handle(self, msg):
+        return msg
+
+    def cleanup(self):
+        for task in self._tasks:
+            task.cancel()
+        self._tasks.clear()
+"""
+
+_SYNC_FACADE = """
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+
+class Auth:
+    def __init__(self):
+        self._pool = ThreadPoolExecutor(1)
+        self._pool.submit(self._setup).result()
+
+    def _setup(self):
+        self._thread_loop = asyncio.new_event_loop()
+
+    def synchronize(self, async_f, *args):
+        future = self._pool.submit(
+            lambda: self._thread_loop.run_until_complete(async_f(*args))
+        )
+        return future.result()
+"""
+
+
+def findings(root: Path, source: str, code: str) -> list[tuple[int, str, str]]:
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mod.py").write_text(textwrap.dedent(source))
+    return [(f.line, f.severity, f.message) for f in lint_paths([pkg]) if f.code == code]
+
+
+def test_an_asyncio_lock_whose_state_no_thread_reaches_is_a_warning(tmp_path: Path) -> None:
+    ((line, severity, message),) = findings(tmp_path, _SESSION, "RC106")
+    assert (line, severity) == (10, "warning")
+    assert "_pump()" in message
+
+
+def test_a_thread_that_touches_the_guarded_state_keeps_the_error(tmp_path: Path) -> None:
+    touching = _SESSION.replace(
+        "        for chunk in iter(self._sock.recv, b\"\"):\n",
+        "        self.state = None\n        for chunk in iter(self._sock.recv, b\"\"):\n",
+    )
+    assert touching != _SESSION
+    ((line, severity, _),) = findings(tmp_path, touching, "RC106")
+    assert (line, severity) == (10, "error")
+
+
+def test_a_thread_that_queues_a_coroutine_taking_the_lock_keeps_the_error(
+    tmp_path: Path,
+) -> None:
+    # the proposed fix of the reference bridge: the pool thread reaches the lock
+    # through ``_add``, while sync ``cleanup`` iterates the set unguarded
+    lock_findings = [
+        (line, severity)
+        for line, severity, message in findings(tmp_path, _BRIDGE, "RC106")
+        if "asyncio lock cannot exclude" in message
+    ]
+    assert lock_findings == [(10, "error")]
+
+
+def test_a_thread_running_its_own_loop_with_run_until_complete_is_quiet(
+    tmp_path: Path,
+) -> None:
+    assert findings(tmp_path, _SYNC_FACADE, "RC106") == []
+
+
+def test_a_thread_scheduling_on_that_loop_keeps_the_error(tmp_path: Path) -> None:
+    scheduling = _SYNC_FACADE.replace(
+        "self._thread_loop.run_until_complete(async_f(*args))",
+        "self._thread_loop.create_task(async_f(*args))",
+    )
+    ((line, severity, message),) = findings(tmp_path, scheduling, "RC106")
+    assert (line, severity) == (16, "error")
+    assert "create_task" in message
