@@ -126,8 +126,8 @@ def test_an_asyncio_lock_whose_state_no_thread_reaches_is_a_warning(tmp_path: Pa
 
 def test_a_thread_that_touches_the_guarded_state_keeps_the_error(tmp_path: Path) -> None:
     touching = _SESSION.replace(
-        "        for chunk in iter(self._sock.recv, b\"\"):\n",
-        "        self.state = None\n        for chunk in iter(self._sock.recv, b\"\"):\n",
+        '        for chunk in iter(self._sock.recv, b""):\n',
+        '        self.state = None\n        for chunk in iter(self._sock.recv, b""):\n',
     )
     assert touching != _SESSION
     ((line, severity, _),) = findings(tmp_path, touching, "RC106")

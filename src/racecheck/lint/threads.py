@@ -465,8 +465,7 @@ def _reaching_the_lock(
         name
         for name in started
         if any(
-            self_attr(n, module.self_name(methods[name])) in wanted
-            for n in iter_own(methods[name])
+            self_attr(n, module.self_name(methods[name])) in wanted for n in iter_own(methods[name])
         )
     ]
 
