@@ -19,6 +19,13 @@ number is the one before them.
   loop in its thread and runs coroutines on it there (a sync facade over an
   async client). A loop running elsewhere refuses at once ("This event loop
   is already running"), no silent race.
+* RC102 took ``future = run_coroutine_threadsafe(self._schedule(r), loop)``
+  followed by ``future.result()`` for a spawn. The calling thread blocks
+  until the coroutine is done, so the call adds no concurrency of its own
+  (scrapy's shell: one console thread types ``fetch(url)``); a sync
+  function called from several threads needs evidence of its own. The
+  future left running (no ``.result()``) stays a spawn, as does a task's
+  ``result()``, which does not wait.
 """
 
 from __future__ import annotations
@@ -110,9 +117,35 @@ class Auth:
 """
 
 
+_SHELL = """
+import asyncio
+
+
+class Shell:
+    def __init__(self, crawler, loop):
+        self.crawler = crawler
+        self.spider = None
+        self._loop = loop
+
+    async def _schedule(self, request, spider):
+        if not self.spider:
+            await self._open_spider(spider)
+        return await self.crawler.crawl(request)
+
+    async def _open_spider(self, spider):
+        self.crawler.spider = spider
+        await self.crawler.engine.open_spider()
+        self.spider = spider
+
+    def fetch(self, request, spider):
+        future = asyncio.run_coroutine_threadsafe(self._schedule(request, spider), self._loop)
+        return future.result()
+"""
+
+
 def findings(root: Path, source: str, code: str) -> list[tuple[int, str, str]]:
     pkg = root / "pkg"
-    pkg.mkdir()
+    pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "mod.py").write_text(textwrap.dedent(source))
     return [(f.line, f.severity, f.message) for f in lint_paths([pkg]) if f.code == code]
@@ -161,3 +194,53 @@ def test_a_thread_scheduling_on_that_loop_keeps_the_error(tmp_path: Path) -> Non
     ((line, severity, message),) = findings(tmp_path, scheduling, "RC106")
     assert (line, severity) == (16, "error")
     assert "create_task" in message
+
+
+def test_a_coroutine_the_calling_thread_waits_for_is_no_spawn(tmp_path: Path) -> None:
+    ((line, severity, message),) = findings(tmp_path, _SHELL, "RC102")
+    assert (line, severity) == (12, "warning")
+    assert "nothing in the package runs _schedule() in two tasks" in message
+
+
+def test_waiting_on_the_spot_is_no_spawn_either(tmp_path: Path) -> None:
+    inline = _SHELL.replace(
+        "        future = asyncio.run_coroutine_threadsafe("
+        "self._schedule(request, spider), self._loop)\n"
+        "        return future.result()\n",
+        "        return asyncio.run_coroutine_threadsafe(\n"
+        "            self._schedule(request, spider), self._loop\n"
+        "        ).result(timeout=30)\n",
+    )
+    assert inline != _SHELL
+    ((line, severity, _),) = findings(tmp_path, inline, "RC102")
+    assert (line, severity) == (12, "warning")
+
+
+def test_a_coroutine_left_running_on_the_loop_stays_a_spawn(tmp_path: Path) -> None:
+    left = _SHELL.replace("        return future.result()\n", "        return future\n")
+    assert left != _SHELL
+    ((line, severity, message),) = findings(tmp_path, left, "RC102")
+    assert (line, severity) == (12, "error")
+    assert "_schedule() runs concurrently" in message
+
+
+def test_the_result_of_a_task_does_not_wait(tmp_path: Path) -> None:
+    task = _SHELL.replace("asyncio.run_coroutine_threadsafe(", "self._loop.create_task(").replace(
+        "self._schedule(request, spider), self._loop)", "self._schedule(request, spider))"
+    )
+    assert "create_task(self._schedule(request, spider))" in task
+    ((line, severity, _),) = findings(tmp_path, task, "RC102")
+    assert (line, severity) == (12, "error")
+
+
+def test_a_pool_future_waited_for_is_no_spawn_and_one_left_running_is(tmp_path: Path) -> None:
+    submitted = _SHELL.replace(
+        "asyncio.run_coroutine_threadsafe(self._schedule(request, spider), self._loop)",
+        "self._pool.submit(asyncio.run, self._schedule(request, spider))",
+    )
+    assert "submit(asyncio.run" in submitted
+    ((line, severity, _),) = findings(tmp_path / "waited", submitted, "RC102")
+    assert (line, severity) == (12, "warning")
+    left = submitted.replace("        return future.result()\n", "        return future\n")
+    ((line, severity, _),) = findings(tmp_path / "left", left, "RC102")
+    assert (line, severity) == (12, "error")
