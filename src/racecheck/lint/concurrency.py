@@ -18,7 +18,9 @@ The evidence, any one of:
   ``create_task``, ``ensure_future``, ``gather``, ``wait``, ``as_completed``,
   ``start_soon``, ``spawn``, ``run_in_executor``, ``to_thread``, ``submit``,
   ``run_coroutine_threadsafe``, ``Thread(target=...)`` - or a function that
-  calls it is, up to three callers up. A task the object keeps
+  calls it is, up to three callers up. A future the calling thread waits
+  for at once (``run_coroutine_threadsafe(...)``/``submit(...)``, then its
+  ``.result()``) adds no concurrency and does not count. A task the object keeps
   (``self._t = create_task(self._run())``) is its driver, started once per
   object, and does not count; neither does a task started in ``__init__``,
   ``__aenter__`` or a public start-up step (:data:`callers._LIFECYCLE_VERBS`).
