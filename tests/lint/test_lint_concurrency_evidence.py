@@ -214,7 +214,7 @@ def test_a_thread_target_is_evidence(tmp_path: Path) -> None:
 
 def test_a_lazy_fill_in_a_pool_named_alone_is_a_warning(tmp_path: Path) -> None:
     # lintprec10's cut: over the 429 packages of the held-out rounds, errors
-    # resting on the class name alone were 5 true of 9 (crawlee's two request
+    # resting on the class name alone were 2 true of 6 (crawlee's two request
     # queue clients, sshfs' channel pool, aiohttp-client-cache's RedisCache false)
     pool = _CLIENT.replace("class Client:", "class ConnectionPool:")
     pkg = package(tmp_path, {"client.py": pool})

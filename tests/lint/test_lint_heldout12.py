@@ -74,7 +74,7 @@ def test_an_async_iterator_named_shared_by_design_is_a_warning_that_says_so(
     tmp_path: Path,
 ) -> None:
     # a queue that several consumers drain with `async for`: its name says it is
-    # shared, but since lintprec10 a class name alone makes no error (5 true of 9
+    # shared, but since lintprec10 a class name alone makes no error (2 true of 6
     # such errors on the 429 packages of the held-out rounds)
     queue = _PAGINATOR.replace("class Paginator:", "class WorkQueue:")
     ((line, code, severity, message),) = count_findings(tmp_path, queue)

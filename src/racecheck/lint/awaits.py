@@ -190,7 +190,7 @@ def _needs_concurrency(
             f"pool, cache, limiter, queue or lock), but nothing in the package runs "
             f"{func.name}() in two tasks or threads at once (no create_task, gather, "
             "TaskGroup, executor or Thread reaches it within three callers): on held-out "
-            "code a class name alone was right about half the time",
+            "code a class name alone was wrong more often than right",
         )
     what = f"`{info.node.name}`" if info is not None else "the module"
     return replace(
