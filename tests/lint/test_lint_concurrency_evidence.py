@@ -68,15 +68,17 @@ def test_outside_a_package_the_shape_decides_as_before() -> None:
 # ── spawned: the package runs it in several tasks ───────────────────────────
 
 
-def test_a_method_handed_to_create_task_is_an_error(tmp_path: Path) -> None:
-    app = """
-    import asyncio
+_HANDLER_SPAWNS = """
+import asyncio
 
-    class App:
-        async def handle(self, request):
-            asyncio.create_task(self.client.get_connection())
-    """
-    pkg = package(tmp_path, {"client.py": _CLIENT, "app.py": app})
+class App:
+    async def handle(self, request):
+        asyncio.create_task(self.client.get_connection())
+"""
+
+
+def test_a_method_handed_to_create_task_is_an_error(tmp_path: Path) -> None:
+    pkg = package(tmp_path, {"client.py": _CLIENT, "app.py": _HANDLER_SPAWNS})
     ((line, code, severity, message),) = found(pkg)
     assert (line, code, severity) == (4, "RC102", "error")
     assert "get_connection() runs concurrently (app.py:6)" in message
@@ -226,14 +228,7 @@ def test_a_lazy_fill_in_a_pool_named_alone_is_a_warning(tmp_path: Path) -> None:
 
 def test_a_pool_whose_method_the_package_spawns_stays_an_error(tmp_path: Path) -> None:
     pool = _CLIENT.replace("class Client:", "class ConnectionPool:")
-    app = """
-    import asyncio
-
-    class App:
-        async def handle(self, request):
-            asyncio.create_task(self.pool.get_connection())
-    """
-    pkg = package(tmp_path, {"client.py": pool, "app.py": app})
+    pkg = package(tmp_path, {"client.py": pool, "app.py": _HANDLER_SPAWNS})
     ((line, code, severity, message),) = found(pkg)
     assert (line, code, severity) == (4, "RC102", "error")
     assert "get_connection() runs concurrently (app.py:6)" in message
