@@ -70,9 +70,13 @@ def test_the_same_count_in_an_object_that_is_only_iterable_stays_an_error(
     assert "a counted resource" in message
 
 
-def test_an_async_iterator_shared_by_design_stays_an_error(tmp_path: Path) -> None:
-    # a queue that several consumers drain with `async for`: its name says it is shared
+def test_an_async_iterator_named_shared_by_design_is_a_warning_that_says_so(
+    tmp_path: Path,
+) -> None:
+    # a queue that several consumers drain with `async for`: its name says it is
+    # shared, but since lintprec10 a class name alone makes no error (2 true of 6
+    # such errors on the 429 packages of the held-out rounds)
     queue = _PAGINATOR.replace("class Paginator:", "class WorkQueue:")
     ((line, code, severity, message),) = count_findings(tmp_path, queue)
-    assert (line, code, severity) == (12, "RC102", "error")
-    assert "`WorkQueue` is shared by design" in message
+    assert (line, code, severity) == (12, "RC102", "warning")
+    assert "`WorkQueue` is named as shared by design" in message

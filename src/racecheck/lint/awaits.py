@@ -181,6 +181,17 @@ def _needs_concurrency(
     why = concurrency.evidence(module, func, info, here)
     if why is not None:
         return replace(finding, message=f"{finding.message} ({why})")
+    named = concurrency.shared_by_design(info)
+    if named is not None:
+        return replace(
+            finding,
+            severity="warning",
+            message=f"{finding.message}; a warning: {named} is named as shared by design (a "
+            f"pool, cache, limiter, queue or lock), but nothing in the package runs "
+            f"{func.name}() in two tasks or threads at once (no create_task, gather, "
+            "TaskGroup, executor or Thread reaches it within three callers): on held-out "
+            "code a class name alone was wrong more often than right",
+        )
     what = f"`{info.node.name}`" if info is not None else "the module"
     return replace(
         finding,
