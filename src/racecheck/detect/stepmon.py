@@ -195,10 +195,11 @@ def run_step(detector: Detector, actor: int, hb: int, run: Callable[[], Any]) ->
     the settrace road no traced call around ``run`` (see
     :func:`racecheck.detect.run_traced_step`).
     """
-    if AVAILABLE and sys.gettrace() is None and MONITOR.claim():
+    monitor = MONITOR
+    # claim() is a call at every step; once the tool is held, its first test says yes
+    if AVAILABLE and sys.gettrace() is None and (monitor.tool is not None or monitor.claim()):
         if detector.access_log is not None:
             detector.access_log.running(actor)
-        monitor = MONITOR
         monitor.actor, monitor.hb, monitor.thread = actor, hb, _get_ident()
         monitor.hot_lines = detector.hot_lines
         monitor.detector = detector
