@@ -552,15 +552,26 @@ class Detector:
     # nursery's parent, once it is closed) joins it when it next steps
     def hand_off(self, actor: int) -> dict[int, int]:
         """trio: the clock a hand-off made in ``actor``'s step carries; ``actor`` moves on."""
-        self._clock(actor)
-        clock = self.signals[actor].copy()
-        self._tick(actor)
+        # _clock and _tick written out (as in stamp): this runs at every wake-up
+        own = self.clocks.get(actor)
+        if own is None:
+            own = self._clock(actor)
+        signals = self.signals[actor]
+        clock = signals.copy()
+        own[actor] = signals[actor] = own[actor] + 1
         return clock
 
     def handed(self, actor: int, clock: dict[int, int]) -> None:
         """trio: ``actor`` steps on behalf of a hand-off that carried ``clock``."""
-        _join(self._clock(actor), clock)
-        _join(self.signals[actor], clock)
+        own = self.clocks.get(actor)
+        if own is None:
+            own = self._clock(actor)
+        signals = self.signals[actor]
+        for who, tick in clock.items():  # both joins in one pass, as begin_task_step's
+            if own.get(who, 0) < tick:
+                own[who] = tick
+            if signals.get(who, 0) < tick:
+                signals[who] = tick
 
     def begin_callback(self, handle: Any) -> None:
         self.stamped_by.pop(id(handle), None)

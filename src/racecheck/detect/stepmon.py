@@ -181,7 +181,12 @@ def step_feed(detector: Detector, actor: int, hb: int = 0, *, recorded: bool = F
     at all, so the detector found nothing in the replay of its own finding.
     Those steps take the settrace road, as every step did before.
     """
-    if AVAILABLE and not recorded and sys.gettrace() is None and MONITOR.claim():
+    if (
+        AVAILABLE
+        and not recorded
+        and sys.gettrace() is None
+        and (MONITOR.tool is not None or MONITOR.claim())
+    ):
         return monitored_step(detector, actor, hb)
     from racecheck.detect import detecting
 
