@@ -978,8 +978,12 @@ class _StepDetector:
     """
 
     def __init__(self, run: _TrioRun, inner: _StepRecorder | None) -> None:
+        from racecheck.detect.stepmon import step_feed
+
         self.run = run
         self.inner = inner
+        #: imported once a run, not at every step
+        self.step_feed = step_feed
         self.detecting: Any = None
         #: task -> the clock of the step that made it runnable (a spawn, a wake-up)
         self.stamps: dict[Any, dict[int, int]] = {}
@@ -987,8 +991,6 @@ class _StepDetector:
         self.exits: dict[Any, dict[Any, dict[int, int]]] = {}
 
     def before_task_step(self, task: Any) -> None:
-        from racecheck.detect.stepmon import step_feed
-
         run = self.run
         self.detecting = None
         actor = run.actors.get(task)
@@ -1005,7 +1007,7 @@ class _StepDetector:
             # sys.monitoring on 3.12+ (a per-step settrace re-instruments the code
             # each time); the settrace road under the recorder, which chains it.
             # Each task is its own clock (hb), so the waits above count as waits.
-            self.detecting = step_feed(detector, actor, actor, recorded=self.inner is not None)
+            self.detecting = self.step_feed(detector, actor, actor, recorded=self.inner is not None)
             self.detecting.__enter__()
         if self.inner is not None:
             self.inner.before_task_step(task)

@@ -168,7 +168,7 @@ class _Site:
         "clock",
         "frame",
         "hb",
-        "lineno",
+        "line",
         "locks",
         "offset",
         "passed",
@@ -195,7 +195,9 @@ class _Site:
         self.clock = clock
         self.action = action
         self.frame = frame
-        self.lineno = lineno
+        #: the line, or -1: worked out from ``frame``'s code and ``offset`` when asked
+        #: (most sites are never reported; ``f_lineno`` scans the line table)
+        self.line = lineno
         self.locks = locks
         #: a single C-level container operation
         self.atomic = atomic
@@ -211,6 +213,13 @@ class _Site:
         #: a read that ``caller`` returns on again: the frame further up that uses
         #: the value, and where it was then (see _passed_on)
         self.passed: tuple[FrameType, int] | None = None
+
+    @property
+    def lineno(self) -> int:
+        line = self.line
+        if line == -1 and self.frame is not None:
+            line = self.line = _line_at(self.frame.f_code, self.offset)
+        return line
 
 
 class _Shadow:
@@ -512,18 +521,20 @@ class Detector:
         if actor not in self.clocks:
             self._clock(actor)
         self.steps[actor] = self.steps.get(actor, 0) + 1
-        self.woken[actor] = self.stamped_by.pop(id(handle), None)
+        stamper = self.woken[actor] = self.stamped_by.pop(id(handle), None)
         stamped = self.stamps.pop(id(handle), None)
-        if stamped is not None:
-            other = stamped[1]
-            into = self.clocks[actor]
-            for who, tick in other.items():
-                if into.get(who, 0) < tick:
-                    into[who] = tick
-            into = self.signals[actor]
-            for who, tick in other.items():
-                if into.get(who, 0) < tick:
-                    into[who] = tick
+        # A handle the actor stamped itself (its own ``sleep(0)``, a future it
+        # resolved) carries an earlier copy of its own signal clock: both its
+        # clocks hold that already (they only grow, and ``signals`` never runs
+        # ahead of ``clocks``), so the joins would change nothing.
+        if stamped is not None and (stamper is None or stamper[0] != actor):
+            clock = self.clocks[actor]
+            signals = self.signals[actor]
+            for who, tick in stamped[1].items():
+                if clock.get(who, 0) < tick:
+                    clock[who] = tick
+                if signals.get(who, 0) < tick:
+                    signals[who] = tick
         self.current = actor
 
     # trio: a task made runnable (``reschedule``) inside another task's step was woken
@@ -541,15 +552,26 @@ class Detector:
     # nursery's parent, once it is closed) joins it when it next steps
     def hand_off(self, actor: int) -> dict[int, int]:
         """trio: the clock a hand-off made in ``actor``'s step carries; ``actor`` moves on."""
-        self._clock(actor)
-        clock = self.signals[actor].copy()
-        self._tick(actor)
+        # _clock and _tick written out (as in stamp): this runs at every wake-up
+        own = self.clocks.get(actor)
+        if own is None:
+            own = self._clock(actor)
+        signals = self.signals[actor]
+        clock = signals.copy()
+        own[actor] = signals[actor] = own[actor] + 1
         return clock
 
     def handed(self, actor: int, clock: dict[int, int]) -> None:
         """trio: ``actor`` steps on behalf of a hand-off that carried ``clock``."""
-        _join(self._clock(actor), clock)
-        _join(self.signals[actor], clock)
+        own = self.clocks.get(actor)
+        if own is None:
+            own = self._clock(actor)
+        signals = self.signals[actor]
+        for who, tick in clock.items():  # both joins in one pass, as begin_task_step's
+            if own.get(who, 0) < tick:
+                own[who] = tick
+            if signals.get(who, 0) < tick:
+                signals[who] = tick
 
     def begin_callback(self, handle: Any) -> None:
         self.stamped_by.pop(id(handle), None)
@@ -1661,14 +1683,17 @@ class Detector:
         if clock is None:
             clock = self._clock(hb)
         held = self.held.get(hb)
-        caller = frame.f_back
+        # who called the frame is asked only of reads (what their value is for, and
+        # whether they are still in scope): a write leaves it out, and the caller's
+        # frame is not made into an object and kept alive for nothing
+        caller = None if write else frame.f_back
         site = _Site(
             actor,
             hb,
             clock[hb],
             action,
             frame,
-            frame.f_lineno,
+            -1,
             tuple(held) if held else (),
             atomic,
             caller,
@@ -1742,7 +1767,12 @@ class Detector:
                     and not _waits_in_loop(site)
                 ):
                     self.pending.append((actor, location, view, remote, site, target))
-        if write and self.woken and self._stale_handoff(shadow, site, actor, target):
+        if (
+            write
+            and shadow.checks
+            and self.woken.get(actor) is not None
+            and self._stale_handoff(shadow, site, actor, target)
+        ):
             return
         if (
             write
@@ -2758,6 +2788,14 @@ def _use_after(listing: list[dis.Instruction], index: int, follow: bool) -> str:
                 return "return"
             return ""
     return "flow"
+
+
+def _line_at(code: CodeType, offset: int) -> int:
+    """The line of the instruction at ``offset``, as a frame's ``f_lineno`` gives it there."""
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return line  # type: ignore[return-value]  # None: no line, as f_lineno
+    return -1
 
 
 def _send_end(listing: list[dis.Instruction], index: int) -> int:

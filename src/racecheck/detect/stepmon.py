@@ -181,7 +181,12 @@ def step_feed(detector: Detector, actor: int, hb: int = 0, *, recorded: bool = F
     at all, so the detector found nothing in the replay of its own finding.
     Those steps take the settrace road, as every step did before.
     """
-    if AVAILABLE and not recorded and sys.gettrace() is None and MONITOR.claim():
+    if (
+        AVAILABLE
+        and not recorded
+        and sys.gettrace() is None
+        and (MONITOR.tool is not None or MONITOR.claim())
+    ):
         return monitored_step(detector, actor, hb)
     from racecheck.detect import detecting
 
@@ -195,10 +200,11 @@ def run_step(detector: Detector, actor: int, hb: int, run: Callable[[], Any]) ->
     the settrace road no traced call around ``run`` (see
     :func:`racecheck.detect.run_traced_step`).
     """
-    if AVAILABLE and sys.gettrace() is None and MONITOR.claim():
+    monitor = MONITOR
+    # claim() is a call at every step; once the tool is held, its first test says yes
+    if AVAILABLE and sys.gettrace() is None and (monitor.tool is not None or monitor.claim()):
         if detector.access_log is not None:
             detector.access_log.running(actor)
-        monitor = MONITOR
         monitor.actor, monitor.hb, monitor.thread = actor, hb, _get_ident()
         monitor.hot_lines = detector.hot_lines
         monitor.detector = detector
