@@ -199,12 +199,13 @@ def wake_scheduled(log: StepLog, loop: Any, handle: asyncio.Handle) -> None:
         log.scheduled(handle, None)
 
 
-#: modules whose callbacks are asyncio's own machinery (wakes, chained futures)
-_MACHINERY = ("asyncio.", "concurrent.futures.", "racecheck.")
+#: modules whose callbacks are asyncio's own machinery (wakes, chained futures);
+#: racecheck queues none on a controlled loop (its reference scenarios are user code)
+_MACHINERY = ("asyncio.", "concurrent.futures.")
 
 
 def users_callback(handle: asyncio.Handle) -> bool:
-    """Is the handle's callback the user's (anything but asyncio's and racecheck's own)?"""
+    """Is the handle's callback the user's (anything but asyncio's own machinery)?"""
     function: Any = handle._callback  # type: ignore[attr-defined]
     while isinstance(function, functools.partial):
         function = function.func
