@@ -239,7 +239,7 @@ def matches_exhaustive_search(
         )
 
 
-@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(program=callback_programs(), data=st.data())
 def test_dpor_matches_exhaustive_search_with_callbacks(
     program: tuple[int, tuple[tuple[CallbackOp, ...], ...]], data: Any
