@@ -14,13 +14,13 @@ plain exhaustive search.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_dpor_wakes import Box
+from test_dpor_wakes import Box, reaches_what_exhaustive_search_reaches
 
 import racecheck
 
@@ -70,61 +70,6 @@ def test_a_callback_that_lands_between_a_read_and_a_write_is_explored(
     with pytest.raises(racecheck.RaceFound) as found:
         racecheck.check(program, strategy="dpor", schedules=100)
     assert "not lost" in str(found.value.cause)
-
-
-# -- soundness: a step that carries a callback still races as its own ---------------------
-
-
-async def read_then_done_callback() -> None:
-    """The reader's step reads the box, then runs the setter's done callback.
-
-    With the setter's step first the read sees 1 and the callback joins the
-    reader's step; with the reader first the read sees 0. The callback
-    landing in the reader's step must not hide the read's race with the
-    setter (ordering the whole step after the callback's cause did, in a
-    version tried and dropped).
-    """
-    box = Box()
-    seen: list[int] = []
-    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    future.add_done_callback(lambda _: None)
-
-    async def setter() -> None:
-        box.value = 1
-        future.set_result(None)
-
-    async def reader() -> None:
-        await asyncio.sleep(0)
-        seen.append(box.value)
-
-    await asyncio.gather(setter(), reader())
-    assert seen == [1], "the reader ran before the setter"
-
-
-async def read_then_call_soon() -> None:
-    box = Box()
-    seen: list[int] = []
-    loop = asyncio.get_running_loop()
-
-    async def writer() -> None:
-        box.value = 1
-        loop.call_soon(lambda: None)
-
-    async def reader() -> None:
-        await asyncio.sleep(0)
-        seen.append(box.value)
-
-    await asyncio.gather(writer(), reader())
-    assert seen == [1], "the reader ran before the writer"
-
-
-@pytest.mark.parametrize("program", [read_then_done_callback, read_then_call_soon])
-def test_what_a_step_did_before_a_callback_still_races(
-    program: Callable[[], Coroutine[Any, Any, None]],
-) -> None:
-    with pytest.raises(racecheck.RaceFound) as found:
-        racecheck.check(program, strategy="dpor", schedules=100)
-    assert "before" in str(found.value.cause)
 
 
 # -- soundness: DPOR against plain exhaustive search, with callbacks ---------------------------
@@ -217,26 +162,9 @@ def _callback_target(
 def matches_exhaustive_search(
     program: tuple[int, tuple[tuple[CallbackOp, ...], ...]], data: Any
 ) -> None:
-    everything: set[Any] = set()
-    full = racecheck.check(
-        _callback_target(program, everything),
-        strategy="exhaustive",
-        preemption_bound=10**6,
-        schedules=800,
+    reaches_what_exhaustive_search_reaches(
+        lambda seen, forbidden=None: _callback_target(program, seen, forbidden), data
     )
-    assume(full.exhausted)
-    reduced: set[Any] = set()
-    dpor = racecheck.check(_callback_target(program, reduced), strategy="dpor", schedules=800)
-    assert dpor.verified, dpor.notes
-    assert reduced == everything
-    forbidden = data.draw(st.sampled_from(sorted(everything)), label="forbidden")
-    with pytest.raises(racecheck.RaceFound):
-        racecheck.check(
-            _callback_target(program, set(), forbidden),
-            strategy="dpor",
-            schedules=800,
-            minimize=False,
-        )
 
 
 @settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
