@@ -918,10 +918,11 @@ class StepLog:
         #: asyncio queues (ordinal): puts and gets so far; looks waiting to be kept
         self._queue_counts: dict[int, list[int]] = {}
         self._queue_looks: dict[int, str] = {}
-        #: wakes carried by callbacks (see scheduled): id(handle) -> the steps that
+        #: wakes carried by callbacks (see scheduled): id(handle) -> the handle (kept:
+        #: its id is not reused by a handle queued some other way) and the steps that
         #: started its chain; the chain of the callback running now; and, per
         #: task (its id), (step in progress when its next step was queued, those steps)
-        self._chains: dict[int, tuple[int, ...]] = {}
+        self._chains: dict[int, tuple[Any, tuple[int, ...]]] = {}
         self._chain: tuple[int, ...] | None = None
         self._woken: dict[int, tuple[int, tuple[int, ...]]] = {}
         #: the backend's own notes for the run (asyncio: where tasks ended, what
@@ -1018,9 +1019,9 @@ class StepLog:
             chain = (self.step,) if self.actor is not None else ()
         if task is None:
             if chain:
-                self._chains[id(handle)] = chain
+                self._chains[id(handle)] = (handle, chain)
             else:
-                self._chains.pop(id(handle), None)  # an id reused by a new handle
+                self._chains.pop(id(handle), None)
         elif chain:
             self._woken[task] = (self.step if self.actor is not None else -1, chain)
         else:
@@ -1037,9 +1038,28 @@ class StepLog:
         now = self.step
         self.current += [(WAKE, cause, False, "") for cause in steps if cause < now]
 
+    def user_callback_queued(self, loop: Any) -> None:
+        """The loop's own thread queued a plain callback that is not asyncio's machinery.
+
+        A plain callback (``call_soon``, a done callback, a timer) runs when
+        it reaches the head of the ready queue, inside whichever step comes
+        next, so where it lands among the tasks' steps is settled by the
+        order of this append and the other tasks' steps. A user's callback
+        touches the user's state there (asyncio's own wake the waiters of
+        futures, recorded as wakes, :meth:`scheduled`): the append writes the
+        loop's SYNC, which every task decision reads (:meth:`task_look`), so
+        those orders are explored, as a plain ``call_soon`` from another
+        thread's are. Unrecorded, DPOR called a task's read and write around
+        a ``call_soon``'d update verified with the update lost in every run
+        (tests/core/test_dpor_callbacks.py).
+        """
+        if self.actor is not None:
+            self.current.append((self.ordinal(loop), SYNC, True, type(loop).__qualname__))
+
     def callback_runs(self, handle: Any) -> None:
         """A plain callback starts: what it queues carries its chain on."""
-        self._chain = self._chains.pop(id(handle), ())
+        entry = self._chains.pop(id(handle), None)
+        self._chain = entry[1] if entry is not None and entry[0] is handle else ()
 
     def callback_ended(self) -> None:
         """The callback is over: what is queued now is the step's own doing."""

@@ -387,10 +387,20 @@ def test_dpor_matches_exhaustive_search_with_queues_futures_and_joins_more(
 def matches_exhaustive_search(
     program: tuple[int, tuple[tuple[WakeOp, ...], ...], bool, bool], data: Any
 ) -> None:
+    reaches_what_exhaustive_search_reaches(
+        lambda seen, forbidden=None: _wake_target(program, seen, forbidden), data
+    )
+
+
+def reaches_what_exhaustive_search_reaches(
+    make: Callable[..., Callable[[], Awaitable[None]]], data: Any
+) -> None:
+    """DPOR on ``make(seen)`` verifies, reaching the final states exhaustive search
+    reaches, and finds any one of them made forbidden (``make(seen, forbidden)``)."""
     everything: set[Any] = set()
     try:
         full = racecheck.check(
-            _wake_target(program, everything),
+            make(everything),
             strategy="exhaustive",
             preemption_bound=10**6,
             schedules=800,
@@ -402,11 +412,9 @@ def matches_exhaustive_search(
         raise
     assume(full.exhausted)
     reduced: set[Any] = set()
-    dpor = racecheck.check(_wake_target(program, reduced), strategy="dpor", schedules=800)
+    dpor = racecheck.check(make(reduced), strategy="dpor", schedules=800)
     assert dpor.verified, dpor.notes
     assert reduced == everything
     forbidden = data.draw(st.sampled_from(sorted(everything)), label="forbidden")
     with pytest.raises(racecheck.RaceFound):
-        racecheck.check(
-            _wake_target(program, set(), forbidden), strategy="dpor", schedules=800, minimize=False
-        )
+        racecheck.check(make(set(), forbidden), strategy="dpor", schedules=800, minimize=False)

@@ -36,6 +36,7 @@ from racecheck.backends.asyncio_waits import (
     record_task_step,
     task_step_begins,
     task_step_ended,
+    users_callback,
     wake_scheduled,
 )
 from racecheck.backends.inline_waits import waits_refused
@@ -298,6 +299,10 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         # a lone ready task is chosen inline, without decide(), when nothing
         # else wants to see the decision
         inline_one = decide is not None and log is None
+        # DPOR's record-only feed, on a loop that is the whole world: a plain
+        # callback is traced inside the step it runs in, as a task step is
+        own_feed = log is not None and self._rc_host.records_steps
+        trace_callbacks = own_feed and controller.detector.record_only
         while True:
             if scheduled and scheduled[0]._when <= controller.now:
                 self._rc_move_due_timers()
@@ -324,7 +329,17 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                     if log is not None:
                         # what the callback queues carries the wake it carries (DPOR)
                         log.callback_runs(head)
-                        head._run()
+                        if own_feed and log.actor is not None:
+                            # its accesses are the step's (a thread's tracer sees them
+                            # on a hosted loop; here only task steps are fed otherwise)
+                            if trace_callbacks:
+                                run_step(controller.detector, log.actor, log.actor, head._run)
+                            else:
+                                if users_callback(head):
+                                    log.blind_spot(_UNTRACED_CALLBACK)
+                                head._run()
+                        else:
+                            head._run()
                         log.callback_ended()
                         if self._stopping:
                             return
@@ -601,6 +616,13 @@ class DetectingLoop(ControlledLoop):
         if self._rc_controller.detector is not None:
             self._rc_host.detect_threadsafe_call(self)
         return super().call_soon_threadsafe(callback, *args, context=context)
+
+
+#: why a DPOR run with the race detector on is no proof when a user's callback ran
+_UNTRACED_CALLBACK = (
+    "a plain callback of the user's (call_soon, a done callback, a timer) ran while the race"
+    " detector was on (detect=True), which does not trace callbacks: what it touched is unseen"
+)
 
 
 def new_loop(host: LoopHost) -> ControlledLoop:

@@ -9,7 +9,9 @@ says where in the user's code it happened.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import threading
 from typing import TYPE_CHECKING, Any
 
 from racecheck.accesses import STUTTER
@@ -192,7 +194,24 @@ def wake_scheduled(log: StepLog, loop: Any, handle: asyncio.Handle) -> None:
         log.task_born(owner)  # its first step is queued as it is made (all_tasks() sees it)
         log.scheduled(handle, id(owner))
     else:
+        if threading.get_ident() == loop._thread_id and users_callback(handle):
+            log.user_callback_queued(loop)  # another thread's is recorded as it queues it
         log.scheduled(handle, None)
+
+
+#: modules whose callbacks are asyncio's own machinery (wakes, chained futures);
+#: racecheck queues none on a controlled loop (its reference scenarios are user code)
+_MACHINERY = ("asyncio.", "concurrent.futures.")
+
+
+def users_callback(handle: asyncio.Handle) -> bool:
+    """Is the handle's callback the user's (anything but asyncio's own machinery)?"""
+    function: Any = handle._callback  # type: ignore[attr-defined]
+    while isinstance(function, functools.partial):
+        function = function.func
+    function = getattr(function, "__func__", function)
+    module = getattr(function, "__module__", None) or ""
+    return not module.startswith(_MACHINERY)
 
 
 def task_step_begins(log: StepLog, task: asyncio.Task[Any]) -> int:
@@ -207,6 +226,8 @@ def task_step_begins(log: StepLog, task: asyncio.Task[Any]) -> int:
     loop = task._loop
     if getattr(getattr(loop, "_rc_host", None), "schedules_threads", False):
         log.loop_turn(loop)  # the loop's thread is this task's until the step ends
+    else:
+        log.task_look(loop)  # what the user's callbacks queued lands around it
     notes = log.notes
     joined = notes.pop(("joins", id(task)), None)
     if joined is not None:
