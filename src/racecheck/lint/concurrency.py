@@ -517,15 +517,8 @@ def _inside_spawn(text: str, pos: int) -> bool:
     lo = max(0, pos - _WINDOW)
     window = text[lo:pos]
     for m in reversed(list(_SPAWN.finditer(window))):
-        depth = 0
-        for ch in window[m.end() :]:
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth < 0:
-                    break
-        if depth < 0:
+        closed, depth = _closing_bracket(window, m.end(), len(window), 0)
+        if closed >= 0:
             continue  # that call closed before the name
         line_start = window.rfind("\n", 0, m.start()) + 1
         if _KEPT.search(window[line_start : m.start()]):
@@ -534,6 +527,23 @@ def _inside_spawn(text: str, pos: int) -> bool:
             continue  # the calling thread blocks on it: no concurrency of its own
         return True
     return False
+
+
+def _closing_bracket(text: str, start: int, stop: int, depth: int) -> tuple[int, int]:
+    """Where, in ``text[start:stop]``, a bracket closes the call ``depth`` brackets out.
+
+    The index of that ``)`` (or -1 when none does before ``stop``), and the
+    depth reached.
+    """
+    for index in range(start, stop):
+        ch = text[index]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return index, depth
+    return -1, depth
 
 
 def _waited(text: str, pos: int, depth: int, head: str) -> bool:
@@ -545,16 +555,8 @@ def _waited(text: str, pos: int, depth: int, head: str) -> bool:
     then ``future.result()``). ``depth`` is how many brackets inside the call
     ``pos`` is.
     """
-    end = pos
-    for end in range(pos, min(len(text), pos + _WINDOW)):
-        ch = text[end]
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                break
-    else:
+    end, _ = _closing_bracket(text, pos, min(len(text), pos + _WINDOW), depth)
+    if end < 0:
         return False
     rest = text[end + 1 : end + 1 + _WINDOW]
     if _RESULT_NOW.match(rest):
