@@ -66,6 +66,7 @@ from racecheck.detect.operands import (
     MISSING,
     NULL,
     POSITION_FUNCTIONS,
+    SLOT_CALLS,
     Recipe,
     Sym,
     evaluate,
@@ -714,13 +715,22 @@ class Detector:
                     base = frame.f_builtins.get(plain[1], MISSING)
             else:
                 base = frame.f_locals.get(plain[1], MISSING)
-            if base is MISSING or isinstance(base, ModuleType):
-                return  # a module's attribute is a binding nobody races on (_attribute)
+            if base is MISSING:
+                return
+            if isinstance(base, ModuleType):
+                self._module_attribute(frame, actor, hb, base, plain[2], op == "write", cached[2])
+                return
             self._attribute(frame, actor, hb, base, plain[2], op == "write", cached[1], cached[2])
             return
         f_locals = frame.f_locals
         base = evaluate(recipe.base, frame, f_locals)
         if base is MISSING:
+            if op == "slot-call" and self.access_log is not None:
+                # whose dunder this is cannot be told: the step may touch anything
+                self.access_log.opaque()
+            return
+        if op == "slot-call":
+            self._slot_call(frame, actor, hb, base, recipe, f_locals, cached[1])
             return
         if type(base) in _WEAK and (recipe.name is None or (op != "read" and op != "write")):
             if recipe.namespace:
@@ -827,6 +837,91 @@ class Detector:
             element = evaluate(recipe.key, frame, f_locals) if recipe.key is not None else MISSING
             self._method(frame, actor, hb, base, kind, recipe.name, element, label)
 
+    def _module_attribute(
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        module: ModuleType,
+        name: str,
+        write: bool,
+        target: str,
+    ) -> None:
+        """``settings.counter``: a module's global, read or written from outside it.
+
+        Keyed as the module's own code keys it (its namespace and the name), so
+        ``settings.counter += 1`` conflicts with ``global counter`` inside
+        ``settings``. As for globals, reading a function, class or submodule is
+        no access: bindings nobody races on, and most of what ``mod.name``
+        reads. A read that finds nothing is one (a lazy module's ``__getattr__``
+        runs next, and whether it does depends on the writes). These were all
+        skipped once, and DPOR called lost updates on a settings module, and
+        apipkg's half-set-up lazy module, verified.
+        """
+        namespace = instance_dict(module)  # never a ``__dict__`` property (apipkg's loads all)
+        if type(namespace) is not dict:
+            return
+        if not write:
+            value = namespace.get(name, MISSING)
+            if isinstance(value, _UNTRACKED_GLOBALS):
+                return
+        self._touch(
+            frame,
+            actor,
+            hb,
+            namespace,
+            name,
+            write,
+            target if target.endswith(f".{name}") else f"{target}.{name}",
+            lambda: namespace.get(name, MISSING),
+        )
+
+    def _slot_call(
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        receiver: Any,
+        recipe: Recipe,
+        f_locals: dict[str, Any],
+        label: str,
+    ) -> None:
+        """An attribute or item access spelled as a call of its dunder.
+
+        ``object.__setattr__(obj, "x", v)`` and ``dict.__setitem__(d, k, v)``
+        call a type's slot wrapper unbound, ``obj.__setattr__("x", v)`` bound.
+        A slot wrapper is C code that fires no profile event, so nothing else
+        sees these: DPOR called lost updates through them verified. A dunder
+        written in Python is traced code, and its own accesses are the real ones.
+        """
+        args = [evaluate(sym, frame, f_locals) for sym in recipe.args]
+        if isinstance(receiver, type):
+            owner = receiver
+            target = args.pop(0) if args else MISSING
+        else:
+            owner, target = type(receiver), receiver
+        method = recipe.name
+        if any(isinstance(_TYPE_DICT(klass).get(method), FunctionType) for klass in owner.__mro__):
+            return
+        key = args[0] if args else MISSING
+        if target is MISSING or key is MISSING:
+            if self.access_log is not None:
+                self.access_log.opaque()  # what it touched cannot be told
+            return
+        kind = SLOT_CALLS[method]
+        write = kind == "write"
+        if method.endswith("attr__") or method == "__getattribute__":
+            if type(key) is str:
+                self._attribute(frame, actor, hb, target, key, write, label)
+            return
+        if not isinstance(target, _CONTAINERS):
+            return
+        if kind == "contains":
+            location = key if isinstance(target, dict) else ("in", key)
+            self._touch_item(frame, actor, hb, target, location, False, label, key, "checked")
+            return
+        self._item(frame, actor, hb, target, key, write, label)
+
     def _attribute(
         self,
         frame: FrameType,
@@ -856,7 +951,10 @@ class Detector:
             if isinstance(base, type):
                 self._class_attribute(frame, actor, hb, base, name, write, label)
                 return
-            if isinstance(base, ModuleType) or (callable(base) and not hasattr(base, "__dict__")):
+            if isinstance(base, ModuleType):
+                self._module_attribute(frame, actor, hb, base, name, write, target or label)
+                return
+            if callable(base) and not hasattr(base, "__dict__"):
                 return
             try:
                 if type(base) is _thread._local:

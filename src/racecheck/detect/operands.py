@@ -123,7 +123,9 @@ class Recipe:
     #: of a ``for`` loop, ``name``: the offset of the GET_ITER that began it); "call" (container
     #: method or scanning builtin); "truth" (a branch on a container's emptiness);
     #: "global-read"/"global-write"; "deref-read"/"deref-write"; "await" (what an
-    #: ``await`` waits for: not an access, handed to DPOR's step log only)
+    #: ``await`` waits for: not an access, handed to DPOR's step log only); "slot-call"
+    #: (``object.__setattr__(obj, "x", v)``, ``d.__setitem__(k, v)``: ``base`` the
+    #: receiver, ``name`` the dunder, ``args`` the call's first two arguments)
     op: str
     base: Sym
     name: Any = None  # attribute name, global/cell name, method name
@@ -137,6 +139,21 @@ class Recipe:
     #: Python (``super().__setitem__(k, v)``, ``k in self.keys()``): the storage
     #: itself, which the subclass's ``obj[k]`` (skipped) reaches through here
     inner: bool = False
+    args: tuple[Sym, ...] = ()
+
+
+#: the attribute and item protocol's dunders, called by name: what each does.
+#: Through a C type's slot wrapper (``object.__setattr__``, ``dict.__setitem__``)
+#: such a call fires no profile event, so only its recipe sees it.
+SLOT_CALLS = {
+    "__setattr__": "write",
+    "__delattr__": "write",
+    "__getattribute__": "read",
+    "__setitem__": "write",
+    "__delitem__": "write",
+    "__getitem__": "read",
+    "__contains__": "contains",
+}
 
 
 #: id(code) -> (code, its recipes). Keyed by identity: a code object hashes its
@@ -478,6 +495,16 @@ def _call_recipe(callable_slots: list[Sym], args: list[Sym]) -> Recipe | None:
             return Recipe("read", first_arg, None, args[1], via=builtin, namespace=True)
         if builtin[1] == "setattr" and len(args) == 3:
             return Recipe("write", first_arg, None, args[1], via=builtin, namespace=True)
+    for slot in callable_slots:
+        if (
+            slot is not None
+            and slot is not NULL
+            and slot[0] in ("method", "attr")
+            and slot[2] in SLOT_CALLS
+            and slot[1] is not None
+            and slot[1][0] != "super"  # super().__setitem__: the storage recipe below
+        ):
+            return Recipe("slot-call", slot[1], slot[2], args=tuple(args[:2]))
     bisecting = _bisect_call(callable_slots)
     if bisecting is not None and args:
         name, via = bisecting
