@@ -19,9 +19,10 @@ a handful of schedules; DPOR must reach one too, and never say "verified".
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any
 
@@ -189,30 +190,46 @@ def test_dpor_finds_a_lost_update_on_threads(form: str, detect: bool) -> None:
         pytest.fail(f"DPOR passed a lost update: {report.notes}")
 
 
-async def _module_attribute_bumped_across_an_await() -> None:
+async def _bump_settings(late: bool, pause: Callable[[], Awaitable[None]]) -> None:
+    for _ in range(2 if late else 0):
+        await pause()
+    value = settings.counter
+    await pause()
+    settings.counter = value + 1
+
+
+async def _bumped_on_asyncio() -> None:
     """The natural order keeps both updates; delaying the second bump's start loses one."""
     settings.counter = 0
+    pause = functools.partial(asyncio.sleep, 0)
+    await asyncio.gather(_bump_settings(False, pause), _bump_settings(True, pause))
+    assert settings.counter == 2, "an update was lost"
 
-    async def bump(pause: int) -> None:
-        for _ in range(pause):
-            await asyncio.sleep(0)
-        value = settings.counter
-        await asyncio.sleep(0)
-        settings.counter = value + 1
 
-    async def bump_late() -> None:
-        await bump(2)
+async def _bumped_on_trio() -> None:
+    import trio
 
-    await asyncio.gather(bump(0), bump_late())
+    settings.counter = 0
+    pause = functools.partial(trio.sleep, 0)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_bump_settings, False, pause)
+        nursery.start_soon(_bump_settings, True, pause)
     assert settings.counter == 2, "an update was lost"
 
 
 @pytest.mark.parametrize("detect", [False, True], ids=["plain", "detect"])
-def test_dpor_finds_a_module_attribute_race_on_asyncio(detect: bool) -> None:
-    asyncio.run(_module_attribute_bumped_across_an_await())  # the natural order is fine
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_dpor_finds_a_module_attribute_race_across_checkpoints(backend: str, detect: bool) -> None:
+    if backend == "trio":
+        trio = pytest.importorskip("trio")
+        target = _bumped_on_trio
+        trio.run(target)  # the natural order is fine
+    else:
+        target = _bumped_on_asyncio
+        asyncio.run(target())
     with pytest.raises(racecheck.RaceFound):
         report = racecheck.check(
-            _module_attribute_bumped_across_an_await, strategy="dpor", schedules=200, detect=detect
+            target, strategy="dpor", backend=backend, schedules=200, detect=detect
         )
         pytest.fail(f"DPOR passed a lost update: {report.notes}")
 
