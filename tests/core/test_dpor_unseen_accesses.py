@@ -8,6 +8,9 @@ schedules, on every backend:
   (``settings.counter += 1``, ``settings.__dict__["counter"]``, and a
   ``ModuleType`` subclass such as apipkg's lazy ``ApiModule``): the detector
   skipped every module attribute as "a binding nobody races on";
+* an item whose key is computed in place (``d[id(o)]``, ``lst[i + 1]``), and
+  an attribute or item of a call's result (``get().counter``): the operands
+  could not be rebuilt, and the access was dropped;
 * the slot wrappers a class's dunder methods are (``object.__setattr__``,
   ``dict.__setitem__``, ``obj.__setattr__``, ``super().__setattr__``): a C
   call through one fires no profile event, so nothing saw it.
@@ -137,7 +140,32 @@ def _bump_bound_setitem() -> None:
     _table.__setitem__("counter", value + 1)
 
 
+_slots_by_id: dict[int, int] = {}
+_pair = [0, 0]
+
+
+def _bump_computed_dict_key() -> None:
+    value = _slots_by_id[id(_box)]
+    _slots_by_id[id(_box)] = value + 1
+
+
+def _bump_computed_list_index() -> None:
+    first = 0
+    value = _pair[first + 1]
+    _pair[first + 1] = value + 1
+
+
 LOST_UPDATES = {
+    "item with a computed dict key": (
+        _bump_computed_dict_key,
+        lambda: _slots_by_id.update({id(_box): 0}),
+        lambda: _slots_by_id[id(_box)],
+    ),
+    "item with a computed list index": (
+        _bump_computed_list_index,
+        lambda: _pair.__setitem__(1, 0),
+        lambda: _pair[1],
+    ),
     "module attribute": (_bump_module_attribute, _reset_settings, _read_settings),
     "module __dict__ item": (_bump_module_dict, _reset_settings, _read_settings),
     "module global, written from inside": (settings.bump_here, _reset_settings, _read_settings),
@@ -324,3 +352,64 @@ def test_reading_module_bindings_adds_no_interleavings() -> None:
         return report.schedules_run
 
     assert schedules_to_verify(_read_module_bindings) == schedules_to_verify(_work_alone)
+
+
+# -- objects that cannot be rebuilt: a call's result ------------------------------------------
+
+
+def _the_box() -> _Box:
+    return _box
+
+
+def _bump_through_a_call() -> None:
+    value = _the_box().counter
+    _the_box().counter = value + 1
+
+
+def _read_a_name_nobody_writes() -> None:
+    _box.seen = _the_box().name
+
+
+def test_an_update_through_a_call_result_is_found() -> None:
+    """``get().counter``: the object is a call's result, which the detector cannot rebuild
+    without running code. The accesses were dropped, and DPOR called this verified."""
+    target = _in_two_threads(
+        _bump_through_a_call, lambda: setattr(_box, "counter", 0), lambda: _box.counter
+    )
+    with pytest.raises(racecheck.RaceFound):
+        report = racecheck.check(target, strategy="dpor", backend="threads", schedules=200)
+        pytest.fail(f"DPOR passed a lost update: {report.notes}")
+
+
+def _reads_through_a_call_before_a_plain_write() -> None:
+    """The natural order reads 0; the other order, 1. Only the write is placed."""
+    _box.counter = 0
+    seen: list[int] = []
+    reader = threading.Thread(target=lambda: seen.append(_the_box().counter))
+    writer = threading.Thread(target=lambda: setattr(_box, "counter", 1))
+    for worker in (reader, writer):
+        worker.start()
+    for worker in (reader, writer):
+        worker.join()
+    assert seen == [0], "the write came first"
+
+
+def test_a_read_through_a_call_result_is_found_or_not_verified() -> None:
+    try:
+        report = racecheck.check(
+            _reads_through_a_call_before_a_plain_write,
+            strategy="dpor",
+            backend="threads",
+            schedules=200,
+        )
+    except racecheck.RaceFound:
+        return
+    assert not report.verified, report.notes
+    assert any("could not rebuild" in note for note in report.notes), report.notes
+
+
+def test_a_call_result_read_of_what_nobody_writes_is_still_verified() -> None:
+    _box.name = "box"
+    target = _in_two_threads(_read_a_name_nobody_writes, _reset_settings, lambda: 2)
+    report = racecheck.check(target, strategy="dpor", backend="threads", schedules=200)
+    assert report.verified, report.notes

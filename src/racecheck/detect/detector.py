@@ -725,9 +725,8 @@ class Detector:
         f_locals = frame.f_locals
         base = evaluate(recipe.base, frame, f_locals)
         if base is MISSING:
-            if op == "slot-call" and self.access_log is not None:
-                # whose dunder this is cannot be told: the step may touch anything
-                self.access_log.opaque()
+            if self.access_log is not None:
+                self._unplaced(frame, recipe, f_locals, cached[1])
             return
         if op == "slot-call":
             self._slot_call(frame, actor, hb, base, recipe, f_locals, cached[1])
@@ -742,7 +741,12 @@ class Detector:
         if op == "read" or op == "write":
             if recipe.namespace:
                 name = evaluate(recipe.key, frame, f_locals)
-                if type(name) is not str or not _is_builtin(recipe.via, frame, f_locals):
+                if not _is_builtin(recipe.via, frame, f_locals):
+                    return
+                if type(name) is not str:
+                    # ``getattr(o, name_of(k))``: which attribute cannot be told
+                    if name is MISSING and self.access_log is not None:
+                        self.access_log.touch_any(base, op == "write")
                     return
                 self._attribute(frame, actor, hb, base, name, op == "write", label)
                 return
@@ -757,6 +761,9 @@ class Detector:
                 return
             key = evaluate(recipe.key, frame, f_locals)
             if key is MISSING:
+                # ``d[id(o)]``, ``lst[i + 1]``: which item cannot be told, so every one
+                if self.access_log is not None:
+                    self.access_log.touch_any(base, op == "write")
                 return
             if type(key) is slice:
                 self._slice_key(frame, actor, hb, base, recipe, label)
@@ -836,6 +843,35 @@ class Detector:
                 return  # a queue's method on something that is not a queue
             element = evaluate(recipe.key, frame, f_locals) if recipe.key is not None else MISSING
             self._method(frame, actor, hb, base, kind, recipe.name, element, label)
+
+    def _unplaced(
+        self, frame: FrameType, recipe: Recipe, f_locals: dict[str, Any], label: str
+    ) -> None:
+        """For DPOR: an access whose object cannot be rebuilt without running code.
+
+        ``get().counter = 1``, ``next(...)["id"]``, ``self.prop.x``: the
+        object is a call's result or a property's value. Dropping the access
+        let DPOR call a lost update through ``get().counter`` verified. A write
+        (or a dunder call) may change anything; a read is checked against
+        every write of its key in the run (``StepLog.unplaced_read``). The
+        container operations' C calls (``.append``) are recorded by the step
+        log itself, bound to their object.
+        """
+        log = self.access_log
+        assert log is not None
+        op = recipe.op
+        if op in ("write", "slice-write", "slice-delete", "slot-call", "insort"):
+            log.opaque()
+            return
+        if op != "read" and op != "contains" and op != "slice-read":
+            return
+        if recipe.name is not None:
+            key: Any = recipe.name
+        else:
+            key = evaluate(recipe.key, frame, f_locals) if op != "slice-read" else MISSING
+            if key is MISSING:
+                key = None  # any key
+        log.unplaced_read(key, f"{label}.{key}" if recipe.name is not None else f"{label}[...]")
 
     def _module_attribute(
         self,
