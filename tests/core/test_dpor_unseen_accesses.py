@@ -1,6 +1,6 @@
 """DPOR sees the accesses that no attribute or item instruction spells.
 
-DPOR's independence relation is only as good as the recorded accesses. Two
+DPOR's independence relation is only as good as the recorded accesses. Three
 families went unrecorded, and DPOR called lost updates "verified" after two
 schedules, on every backend:
 
