@@ -166,6 +166,12 @@ WAKE = -4
 #: did before it (recorded before this marker) races as usual. Other
 #: conflicts of the two steps still race.
 IDLE_CLOCK = -5
+#: pseudo-object: an object the detector could not rebuild without running code
+#: (a call's result, a property's value: ``get().counter``), read with the key it
+#: was read at (or ANY). It stands for every object: the read conflicts with every
+#: write of that key on any object, and with every whole-object write
+#: (strategies.dpor). A write through such an object is OPAQUE instead.
+SOMEWHERE = -6
 
 
 class Observer(Protocol):
@@ -959,10 +965,6 @@ class StepLog:
         #: the run's task registry (see TaskRegistry), and the tasks born so far (by id)
         self._registry: TaskRegistry | None = None
         self._born: dict[int, Any] = {}
-        #: keys read on an object that could not be rebuilt (see unplaced_read), and
-        #: every key written, each with the actors that did so
-        self._unplaced_reads: dict[Hashable, set[int | None]] = {}
-        self._written_keys: dict[Hashable, set[int | None]] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -1132,8 +1134,6 @@ class StepLog:
         else:
             access = (ordinal, self.stable(key), write, kind)
         self.current.append(access)
-        if write:
-            self._key_written(access[1])
         if iterating and self.actor is not None:
             self.iterating.setdefault(self.actor, {})[(access[0], ANY, False, access[3])] = None
 
@@ -1357,50 +1357,18 @@ class StepLog:
         """An access to ``obj`` whose key the detector could not rebuild (``d[id(o)]``):
         it meets every key of ``obj``."""
         self.current.append((self.ordinal(obj), ANY, write, type(obj).__qualname__))
-        if write:
-            self._key_written(ANY)
 
-    def unplaced_read(self, key: Any, label: str) -> None:
+    def unplaced_read(self, key: Any) -> None:
         """A read of ``key`` (an attribute name, an item key, or None: any key) on an object
         the detector could not rebuild without running code: ``get().counter``,
         ``next(...)["id"]``, an attribute of a property's value.
 
-        Which object it was is not known, so it cannot be ordered against the
-        writes. Where no other actor writes that key on any object in the run,
-        no order of the run can change what it reads; where one does, the run
-        proves nothing (a blind spot). A write through such an object is
-        opaque instead (:meth:`opaque`): it may change anything.
+        Which object it was is not known: the read is of :data:`SOMEWHERE`,
+        which DPOR orders against every write of that key on any object. A
+        write through such an object is opaque instead (:meth:`opaque`).
         """
         stable = self.stable(key) if key is not None else ANY
-        actor = self.actor
-        self._unplaced_reads.setdefault(stable, set()).add(actor)
-        writers = self._written_keys.get(stable) if stable is not ANY else self._all_writers()
-        if writers and (len(writers) > 1 or actor not in writers):
-            self._unplaced_read_raced(label)
-
-    def _key_written(self, key: Hashable) -> None:
-        actor = self.actor
-        writers = self._written_keys.get(key)
-        if writers is None:
-            self._written_keys[key] = {actor}
-        elif actor not in writers:
-            writers.add(actor)
-        if self._unplaced_reads:
-            read = self._unplaced_reads
-            candidates = read.values() if key == ANY else (read.get(key), read.get(ANY))
-            for readers in candidates:
-                if readers and (len(readers) > 1 or actor not in readers):
-                    self._unplaced_read_raced(repr(key))
-
-    def _all_writers(self) -> set[int | None]:
-        return set().union(*self._written_keys.values())
-
-    def _unplaced_read_raced(self, what: str) -> None:
-        self.blind_spot(
-            f"{what} was read on an object racecheck could not rebuild (a call's result or a"
-            " property's value), and another actor wrote that key on some object: whether"
-            " they met is not known"
-        )
+        self.current.append((SOMEWHERE, stable, False, ""))
 
     def running(self, actor: int) -> None:
         """A task step of ``actor`` starts (the detector's feed says so).

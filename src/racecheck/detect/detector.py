@@ -726,7 +726,7 @@ class Detector:
         base = evaluate(recipe.base, frame, f_locals)
         if base is MISSING:
             if self.access_log is not None:
-                self._unplaced(frame, recipe, f_locals, cached[1])
+                self._unplaced(frame, recipe, f_locals)
             return
         if op == "slot-call":
             self._slot_call(frame, actor, hb, base, recipe, f_locals, cached[1])
@@ -844,16 +844,14 @@ class Detector:
             element = evaluate(recipe.key, frame, f_locals) if recipe.key is not None else MISSING
             self._method(frame, actor, hb, base, kind, recipe.name, element, label)
 
-    def _unplaced(
-        self, frame: FrameType, recipe: Recipe, f_locals: dict[str, Any], label: str
-    ) -> None:
+    def _unplaced(self, frame: FrameType, recipe: Recipe, f_locals: dict[str, Any]) -> None:
         """For DPOR: an access whose object cannot be rebuilt without running code.
 
         ``get().counter = 1``, ``next(...)["id"]``, ``self.prop.x``: the
         object is a call's result or a property's value. Dropping the access
         let DPOR call a lost update through ``get().counter`` verified. A write
-        (or a dunder call) may change anything; a read is checked against
-        every write of its key in the run (``StepLog.unplaced_read``). The
+        (or a dunder call) may change anything; a read meets every write of
+        its key on any object (``StepLog.unplaced_read``). The
         container operations' C calls (``.append``) are recorded by the step
         log itself, bound to their object.
         """
@@ -871,7 +869,7 @@ class Detector:
             key = evaluate(recipe.key, frame, f_locals) if op != "slice-read" else MISSING
             if key is MISSING:
                 key = None  # any key
-        log.unplaced_read(key, f"{label}.{key}" if recipe.name is not None else f"{label}[...]")
+        log.unplaced_read(key)
 
     def _module_attribute(
         self,

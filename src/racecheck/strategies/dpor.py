@@ -65,6 +65,7 @@ from racecheck.accesses import (
     HELD,
     IDLE_CLOCK,
     OPAQUE,
+    SOMEWHERE,
     STUTTER,
     SYNC,
     TAKEN,
@@ -185,8 +186,43 @@ def _without_actors(index: Index, dropped: set[Hashable]) -> Index:
     return {**index, ACTOR: actors}
 
 
+def _touches_state(index: Index) -> bool:
+    """Did the step touch any object's state (or do something that cannot be placed)?
+
+    A step that only read its own enabled state (and marks: waits, wakes)
+    touched nothing an opaque step could have changed or read, and changed
+    nobody's enabled state but through the ACTOR writes the engine records
+    for every step alike: the two commute. Ordering every opaque step against
+    such steps made the threads of a program that calls one unknown C function
+    (``sys.getrecursionlimit()``) run in every order there is.
+    """
+    return any(obj == OPAQUE or (obj != ACTOR and obj not in _PSEUDO) for obj in index)
+
+
+def _writes_key(index: Index, keys: dict[Hashable, bool]) -> bool:
+    """Does the step write one of ``keys`` (or any key, for ANY) on some object?
+
+    What a read of SOMEWHERE (an object that could not be rebuilt) meets.
+    """
+    for obj, written in index.items():
+        if obj == ACTOR or obj == SOMEWHERE or obj in _PSEUDO:
+            continue
+        for key, write in written.items():
+            if write and (key == ANY or key in keys or ANY in keys):
+                return True
+    return False
+
+
 def _conflict(a: Index, b: Index) -> bool:
-    if OPAQUE in a or OPAQUE in b:
+    if OPAQUE in a:
+        return _touches_state(b)
+    if OPAQUE in b:
+        return _touches_state(a)
+    somewhere = a.get(SOMEWHERE)
+    if somewhere is not None and _writes_key(b, somewhere):
+        return True
+    somewhere = b.get(SOMEWHERE)
+    if somewhere is not None and _writes_key(a, somewhere):
         return True
     if len(a) > len(b):
         a, b = b, a
@@ -214,17 +250,32 @@ def _find_conflicts(
     keys_of: dict[Hashable, set[Hashable]],
     actor_writes: dict[Hashable, list[int]],
     found: _Found,
+    somewhere: dict[Hashable, dict[int, int]],
 ) -> None:
     """The earlier steps a step with ``index`` conflicts with, as the run's state says.
 
     ``gates``: the steps an order-only read follows (ENDED, an ITEM), which
     are also in ``ordered``. A step's accesses before such a read could have
-    run before the write it reads: see _order_only_points.
+    run before the write it reads: see _order_only_points. ``somewhere``: the
+    run's reads of SOMEWHERE so far, key -> actor -> its last such step.
     """
     conflicting, ordered, after, gates = found
     for obj, keys in index.items():
+        if obj == SOMEWHERE:
+            _read_somewhere(keys, actor, events, state, keys_of, conflicting)
+            continue
         if obj != ACTOR and obj in _PSEUDO:
             continue
+        if obj != ACTOR and somewhere:
+            for key, write in keys.items():
+                if write:
+                    met = (
+                        somewhere.values()
+                        if key == ANY
+                        else (somewhere.get(key, {}), somewhere.get(ANY, {}))
+                    )
+                    for reads_of_key in met:
+                        conflicting.update(r for a, r in reads_of_key.items() if a != actor)
         known = keys_of.setdefault(obj, set())
         for key, write in keys.items():
             places = list(known) if key == ANY else [key, ANY]
@@ -261,6 +312,25 @@ def _find_conflicts(
                 if write:
                     readers = (r for a, r in reads.items() if a != actor)
                     (after if obj in idle else conflicting).update(readers)  # type: ignore[operator]
+
+
+def _read_somewhere(
+    keys: dict[Hashable, bool],
+    actor: int,
+    events: Sequence[_Event],
+    state: dict[tuple[Hashable, Hashable], tuple[int | None, dict[int, int]]],
+    keys_of: dict[Hashable, set[Hashable]],
+    conflicting: set[int],
+) -> None:
+    """A read of SOMEWHERE meets the last write of its keys on every object."""
+    for obj, known in keys_of.items():
+        if obj == ACTOR or obj in _PSEUDO:
+            continue
+        places = known if ANY in keys else [k for k in (*keys, ANY) if k in known]
+        for place in places:
+            entry = state.get((obj, place))
+            if entry is not None and entry[0] is not None and events[entry[0]].actor != actor:
+                conflicting.add(entry[0])
 
 
 def _order_only_points(accesses: Sequence[Access]) -> list[int]:
@@ -554,10 +624,15 @@ class DPORChooser(BaseChooser):
         events = self.events
         hb = [0] * len(events)
         last_of: dict[int, int] = {}
+        #: actor -> its last step that touched state (_touches_state): what an opaque step meets
+        last_touching: dict[int, int] = {}
         last_opaque: int | None = None
         #: (object, key) -> (last write, {actor: its last read since})
         state: dict[tuple[Hashable, Hashable], tuple[int | None, dict[int, int]]] = {}
         keys_of: dict[Hashable, set[Hashable]] = {}
+        #: reads of SOMEWHERE: key -> actor -> its last such step (never reset: a
+        #: write of the key on one object leaves the others' reads standing)
+        somewhere: dict[Hashable, dict[int, int]] = {}
         #: actor -> the steps that changed whether it may run since its last step
         actor_writes: dict[Hashable, list[int]] = {}
         self._held = {}
@@ -571,9 +646,10 @@ class DPORChooser(BaseChooser):
             conflicting: set[int] = set()
             #: earlier steps this one must follow but could not have run before (ORDER_ONLY)
             ordered: set[int] = set()
+            touching = event.opaque or _touches_state(index)
             if event.opaque:
-                conflicting.update(k for a, k in last_of.items() if a != actor)
-            elif last_opaque is not None and events[last_opaque].actor != actor:
+                conflicting.update(k for a, k in last_touching.items() if a != actor)
+            elif touching and last_opaque is not None and events[last_opaque].actor != actor:
                 conflicting.add(last_opaque)
             wake = event.index.get(WAKE)
             if wake is not None:
@@ -597,6 +673,7 @@ class DPORChooser(BaseChooser):
                 keys_of,
                 actor_writes,
                 (conflicting, ordered, after, gates),
+                somewhere,
             )
             #: what the step did up to a point where it came to follow more steps, which
             #: could have run before those: (its accesses so far, the steps they follow,
@@ -618,14 +695,30 @@ class DPORChooser(BaseChooser):
             for start, follows, start_idle in starts:
                 start_found: _Found = (set(), follows, set(), set())
                 if OPAQUE in start:
-                    start_found[0].update(k for a, k in last_of.items() if a != actor)
-                elif last_opaque is not None and events[last_opaque].actor != actor:
+                    start_found[0].update(k for a, k in last_touching.items() if a != actor)
+                elif (
+                    _touches_state(start)
+                    and last_opaque is not None
+                    and events[last_opaque].actor != actor
+                ):
                     start_found[0].add(last_opaque)
                 _find_conflicts(
-                    start, actor, start_idle, events, state, keys_of, actor_writes, start_found
+                    start,
+                    actor,
+                    start_idle,
+                    events,
+                    state,
+                    keys_of,
+                    actor_writes,
+                    start_found,
+                    somewhere,
                 )
                 early.append(start_found)
             for obj, keys in index.items():
+                if obj == SOMEWHERE:
+                    for key in keys:
+                        somewhere.setdefault(key, {})[actor] = j
+                    continue
                 if obj != ACTOR and obj in _PSEUDO:
                     continue
                 known = keys_of[obj]
@@ -687,6 +780,8 @@ class DPORChooser(BaseChooser):
                 # reversal (the wake first) only repeats the trace.
                 state.pop((ACTOR, actor), None)
             last_of[actor] = j
+            if touching:
+                last_touching[actor] = j
             if event.opaque:
                 last_opaque = j
         if events and not self._blocked:
