@@ -27,7 +27,7 @@ import time
 from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar
 
-from racecheck.accesses import ANY, OPAQUE
+from racecheck.accesses import ANY, OPAQUE, SOMEWHERE
 from racecheck.strategies import dpor
 
 #: at most this many conflicting keys name a race (the rest are dropped)
@@ -55,6 +55,10 @@ def label(first: Any, second: Any) -> tuple[str, ...]:
                     out.add(f"{kind}:{shown} {'W' if write else 'R'}/{'W' if other_write else 'R'}")
     if OPAQUE in first.index or OPAQUE in second.index:
         out.add("OPAQUE")
+    for reader in (first, second):
+        # a read on an object that could not be rebuilt meets a write of its key anywhere
+        for key in reader.index.get(SOMEWHERE, ()):
+            out.add(f"SOMEWHERE:{key} R")
     return tuple(sorted(out))[:_LABEL_KEYS]
 
 

@@ -191,6 +191,10 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
     first: Sym = ("local", code.co_varnames[0]) if code.co_argcount else None
     #: an await's SEND target -> the stack below the awaitable when the await began
     below_await: dict[int, list[Sym]] = {}
+    #: a forward jump's target -> the stacks the jumps to it arrive with
+    arriving: dict[int, list[list[Sym]]] = {}
+    backward = _backward_targets(listing)
+    falls_through = True
     for index, instr in enumerate(listing):
         if instr.is_jump_target:
             kept = below_await.pop(instr.offset, None) if instr.offset in awaits else None
@@ -198,7 +202,24 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
                 # An await resumes with the stack it left: only the awaited value is new
                 stack = kept + [None] * _AFTER_SEND
             elif instr.offset not in awaits:
-                stack = [None] * len(stack)  # merged from several paths: values unknown
+                # merged from several paths: what they agree on is known (the
+                # stack below ``a if c else b`` or ``x or y``), the rest is not
+                paths = arriving.pop(instr.offset, [])
+                if falls_through:
+                    paths.append(stack)
+                merged = _merged(paths) if paths and instr.offset not in backward else None
+                depth = len(paths[-1]) if paths else len(stack)
+                stack = merged if merged is not None else [None] * depth
+        jump = _forward_jump(instr)
+        if jump is not None:
+            try:
+                effect = dis.stack_effect(instr.opcode, instr.arg, jump=True)
+            except ValueError:
+                effect = None
+            if effect is not None:
+                taken = stack[: len(stack) + effect] if effect <= 0 else stack + [None] * effect
+                arriving.setdefault(jump, []).append(list(taken))
+        falls_through = instr.opname not in _NO_FALLTHROUGH
         if instr.opname == "SEND" and isinstance(instr.argval, int):
             below_await[instr.argval] = stack[:-2]
         name = instr.opname
@@ -430,6 +451,37 @@ _NO_FALLTHROUGH = frozenset(
         "JUMP",
     )
 )
+
+
+def _forward_jump(instr: dis.Instruction) -> int | None:
+    """The target of ``instr`` if it is a jump forward (where a stack is carried to)."""
+    if instr.opcode in _JUMPS and isinstance(instr.argval, int) and instr.argval > instr.offset:
+        return instr.argval
+    return None
+
+
+def _backward_targets(listing: list[dis.Instruction]) -> frozenset[int]:
+    """Offsets some jump reaches backwards (a loop's head): their stack is not merged,
+    since the jump's stack is not known when the head is reached."""
+    return frozenset(
+        i.argval
+        for i in listing
+        if i.opcode in _JUMPS and isinstance(i.argval, int) and i.argval <= i.offset
+    )
+
+
+def _merged(paths: list[list[Sym]]) -> list[Sym] | None:
+    """The stack where every path agrees, an unknown where one differs; None if the
+    paths arrive with stacks of different depths (nothing is then assumed)."""
+    depth = len(paths[0])
+    if any(len(path) != depth for path in paths):
+        return None
+    return [
+        slot if all(path[i] == slot for path in paths) else None for i, slot in enumerate(paths[0])
+    ]
+
+
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 
 
 def _apply_effect(stack: list[Sym], instr: dis.Instruction, effect: int) -> None:
