@@ -55,6 +55,7 @@ import functools
 import os
 import queue
 import sys
+from collections import ChainMap
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import (
@@ -965,6 +966,8 @@ class StepLog:
         #: the run's task registry (see TaskRegistry), and the tasks born so far (by id)
         self._registry: TaskRegistry | None = None
         self._born: dict[int, Any] = {}
+        #: id of an object's ``__dict__`` -> the object (see alias)
+        self._namespaces: dict[int, Any] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -1008,6 +1011,7 @@ class StepLog:
         self._handoffs.clear()
         self._registry = None
         self._born.clear()
+        self._namespaces.clear()
 
     # -- wakes carried by callbacks (asyncio: backends.asyncio_waits) -----------------
     def scheduled(self, handle: Any, task: int | None) -> None:
@@ -1087,6 +1091,8 @@ class StepLog:
         so every later step of the actor reads it too (conservatively, to the
         actor's end).
         """
+        if self._namespaces:
+            obj = self._namespaces.get(id(obj), obj)
         ordinal = self.ordinal(obj)
         pending = self._shape
         if pending is not None:
@@ -1356,7 +1362,21 @@ class StepLog:
     def touch_any(self, obj: Any, write: bool) -> None:
         """An access to ``obj`` whose key the detector could not rebuild (``d[id(o)]``):
         it meets every key of ``obj``."""
+        if self._namespaces:
+            obj = self._namespaces.get(id(obj), obj)
         self.current.append((self.ordinal(obj), ANY, write, type(obj).__qualname__))
+
+    def alias(self, namespace: dict[str, Any], owner: Any) -> None:
+        """``owner.__dict__`` (``vars(owner)``) was taken: its items are ``owner``'s attributes.
+
+        Kept in a variable or used through a method (``ns["x"] = 1``,
+        ``o.__dict__.update(x=1)``, ``vars(o).get("x")``), the dictionary is
+        recorded as ``owner`` itself (same ordinal, same type name), so they meet
+        ``o.x`` elsewhere. Recorded as a dict of its own, they never did.
+        """
+        if id(namespace) not in self._namespaces:
+            self._namespaces[id(namespace)] = owner
+            self._keep.append(namespace)  # its id is not reused meanwhile
 
     def unplaced_read(self, key: Any) -> None:
         """A read of ``key`` (an attribute name, an item key, or None: any key) on an object
@@ -2218,6 +2238,8 @@ class StepLog:
             self.finished(owner)
             return
         write = name not in _READ_ONLY
+        if self._namespaces:
+            owner = self._namespaces.get(id(owner), owner)
         if write and self._fifo_items and id(owner) in self._fifo_items:
             self._fifo_raw.add(self._fifo_items[id(owner)])  # see touch
         self.current.append((self.ordinal(owner), ANY, write, type(owner).__qualname__))
@@ -2271,6 +2293,16 @@ class StepLog:
             if value is None or isinstance(value, _PASSIVE):
                 continue
             self.current.append((self.ordinal(value), ANY, True, type(value).__qualname__))
+            if type(value) is ChainMap:
+                self._chained(value)
+
+    def _chained(self, chain: ChainMap[Any, Any]) -> None:
+        """A ``ChainMap``'s methods read and change the dicts it chains, not itself:
+        each is written (``chain["x"]`` meets another thread's ``defaults["x"] = 1``)."""
+        for mapping in chain.maps:
+            if not isinstance(mapping, _IMMUTABLE):
+                kind = type(mapping).__qualname__
+                self.current.append((self.ordinal(mapping), ANY, True, kind))
 
 
 def _is_task_step(handle: Any) -> bool:

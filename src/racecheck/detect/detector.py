@@ -50,14 +50,15 @@ import _thread
 import array
 import bisect
 import dis
+import gc
 import os
 import sys
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import CodeType, FrameType, FunctionType, ModuleType
+from types import CellType, CodeType, FrameType, FunctionType, ModuleType
 from typing import Any
-from weakref import WeakSet, WeakValueDictionary
+from weakref import CallableProxyType, ProxyType, WeakSet, WeakValueDictionary
 
 from racecheck.detect.handback import awaiting_frame, waited_for
 from racecheck.detect.operands import (
@@ -88,6 +89,10 @@ _BUFFERS = (bytearray, array.array)
 _SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
 _UNTRACKED_GLOBALS = (ModuleType, type, FunctionType, type(len), type(object.__init__))
 _ROUTINES = (FunctionType, type(len))
+#: objects whose attribute is another name for some storage (see Detector._other_name)
+_OTHER_NAMES = (CellType, ProxyType, CallableProxyType)
+#: containers a C operation may read or change whole (``lst == x``, ``t |= x``)
+_WHOLE_TYPES = (dict, list, set, deque, bytearray, array.array)
 _VARIABLES = frozenset(("global-read", "global-write", "deref-read", "deref-write"))
 WHOLE = "*"
 #: a container's emptiness: tested by `if self.items:`, changed by removals
@@ -723,6 +728,10 @@ class Detector:
             self._attribute(frame, actor, hb, base, plain[2], op == "write", cached[1], cached[2])
             return
         f_locals = frame.f_locals
+        if op == "whole-read" or op == "inplace":
+            if self.access_log is not None:
+                self._whole_operands(frame, recipe, f_locals)
+            return
         base = evaluate(recipe.base, frame, f_locals)
         if base is MISSING:
             if self.access_log is not None:
@@ -820,6 +829,7 @@ class Detector:
                 self._whole(frame, actor, hb, base, False, label, "checked")
                 return
             location = element if isinstance(base, dict) else ("in", element)
+            self._membership(base)
             self._touch_item(frame, actor, hb, base, location, False, label, element, "checked")
             return
         if op == "scan-arg" and recipe.name == "len":
@@ -870,6 +880,104 @@ class Detector:
             if key is MISSING:
                 key = None  # any key
         log.unplaced_read(key)
+
+    def _whole_operands(self, frame: FrameType, recipe: Recipe, f_locals: dict[str, Any]) -> None:
+        """For DPOR: containers a C operation reads (or changes) whole, in one instruction.
+
+        ``lst == [1]``, ``first, = lst``, ``f"{lst}"``, ``repr(lst)`` and ``lst + other``
+        read every item; ``table |= {...}``, ``items += [...]`` and ``items *= 2`` change
+        the container in its own C slot, which fires no profile event. Spelled on a
+        local alias of shared state, nothing else records them, and DPOR called an
+        order bug on ``1 in lst`` and a lost update on ``t = shared; t |= ...`` verified.
+        """
+        log = self.access_log
+        assert log is not None
+        if recipe.op == "inplace":
+            target = evaluate(recipe.base, frame, f_locals)
+            if isinstance(target, _WHOLE_TYPES):
+                log.touch_any(target, True)
+        for operand in recipe.args:
+            value = evaluate(operand, frame, f_locals)
+            if isinstance(value, _WHOLE_TYPES):
+                log.touch_any(value, False)
+
+    def _membership(self, base: Any) -> None:
+        """For DPOR: ``x in lst`` reads every item, as any item store may make it true."""
+        if self.access_log is not None and isinstance(base, _SEQUENCES):
+            self.access_log.touch_any(base, False)
+
+    def _absent_attribute(self, base: Any, namespace: dict[str, Any], name: str) -> None:
+        """For DPOR: a read of ``base.name`` that the instance's own dictionary does not answer.
+
+        ``hasattr(o, "conn")`` before a lazy ``o.conn = ...``, ``getattr(o, "x", None)``
+        after another thread's ``del o.x``, ``conf.timeout`` answered by the class:
+        what it finds depends on the instance's entry (absent now, stored by another
+        thread later) and on each class along the MRO up to the one that defines the
+        name. These reads were dropped, and DPOR called such order bugs verified.
+        ``o.__dict__`` (``vars(o)``) is the storage itself: its items are ``o``'s
+        attributes from then on (StepLog.alias).
+        """
+        log = self.access_log
+        assert log is not None
+        owner = namespace if type(base) is _thread._local else base
+        log.touch(owner, name, False)
+        if name == "__dict__":
+            log.alias(namespace, owner)
+            return
+        if name == "__class__":
+            return  # the object's own: written as a whole (see _attribute)
+        for klass in _TYPE_MRO(type(base)):
+            found = _TYPE_DICT(klass).get(name, MISSING)
+            if found is MISSING:
+                log.touch(klass, name, False)
+                continue
+            if not _is_code(found):  # a method or property is code, not state
+                log.touch(klass, name, False)
+            return
+
+    def _other_name(self, base: Any, name: str, write: bool) -> None:
+        """For DPOR: ``cell.cell_contents``, ``proxy.x``: another name for some storage.
+
+        A closure's cell is the storage of its variable (``_variable``): its contents
+        are that variable, named by the functions that close over the cell (a scan
+        of the heap, for a rare operation); a cell no function holds is treated as
+        a proxy's object. A ``weakref.proxy`` forwards to an object that no
+        code can name without running the proxy, so a write through one may
+        change anything, and a read is checked as one on an unknown object
+        (StepLog.unplaced_read). Both were dropped: their types have no ``__dict__``.
+        """
+        log = self.access_log
+        assert log is not None
+        if type(base) is CellType:
+            if name != "cell_contents":
+                return
+            names = _cell_names(base)
+            for variable in names:
+                # as _variable keys it, with the detector (the cell) and without (merged)
+                merged = _MERGED_CELLS.get(variable)
+                if merged is None:
+                    merged = _MERGED_CELLS[variable] = _MergedCell()
+                log.touch(base, ("cell", variable), write)
+                log.touch(merged, ("cell", variable), write)
+            if names:
+                return
+        if write:
+            log.opaque()
+        else:
+            log.unplaced_read(None if type(base) is CellType else name)  # a cell's: any name
+
+    def _lookup_misses(self, cls: type, name: str) -> None:
+        """For DPOR: the classes a lookup of ``cls.name`` passed along the MRO, finding nothing.
+
+        Another thread giving one of them ``name`` (``Derived.timeout = 1`` over
+        ``Base.timeout``) changes what the lookup finds: each is a read of (class, name).
+        """
+        log = self.access_log
+        assert log is not None
+        for klass in _TYPE_MRO(cls):
+            if name in _TYPE_DICT(klass):
+                return
+            log.touch(klass, name, False)
 
     def _module_attribute(
         self,
@@ -952,6 +1060,7 @@ class Detector:
             return
         if kind == "contains":
             location = key if isinstance(target, dict) else ("in", key)
+            self._membership(target)
             self._touch_item(frame, actor, hb, target, location, False, label, key, "checked")
             return
         self._item(frame, actor, hb, target, key, write, label)
@@ -982,6 +1091,9 @@ class Detector:
         if getter is not None and not callable(base):
             namespace = getter(base)
         else:
+            if type(base) in _OTHER_NAMES and self.access_log is not None:
+                self._other_name(base, name, write)
+                return
             if isinstance(base, type):
                 self._class_attribute(frame, actor, hb, base, name, write, label)
                 return
@@ -1007,6 +1119,8 @@ class Detector:
         if not write:
             value = namespace.get(name, MISSING)
             if value is MISSING:
+                if self.access_log is not None:
+                    self._absent_attribute(base, namespace, name)
                 self._slot_attribute(frame, actor, hb, base, name, write, label)
                 return
             if isinstance(value, _ROUTINES):
@@ -1015,6 +1129,10 @@ class Detector:
             # threading.local's __dict__ is the current thread's: that dict is the storage
             owner = namespace if type(base) is _thread._local else base
             self._touch(frame, actor, hb, owner, name, False, target, _no_value, value=value)
+            return
+        if name == "__class__" and self.access_log is not None:
+            # every later lookup on the object changes: its methods, isinstance
+            self.access_log.touch_any(base, True)
             return
         if self._descriptor(type(base), name):
             # a property's setter runs instead: its own accesses are the real ones
@@ -1527,6 +1645,8 @@ class Detector:
         owner = cls
         if not write:
             defining = [klass for klass in _TYPE_MRO(cls) if name in _TYPE_DICT(klass)]
+            if self.access_log is not None:
+                self._lookup_misses(cls, name)
             if not defining:
                 return
             owner = defining[0]
@@ -2492,6 +2612,17 @@ class _MergedCell:
 _MERGED_CELLS: dict[str, _MergedCell] = {}
 
 
+def _cell_names(cell: CellType) -> list[str]:
+    """The closure variables ``cell`` stores, named by the functions that hold it."""
+    names = []
+    for holder in gc.get_referrers(cell):
+        if type(holder) is tuple:
+            for function in gc.get_referrers(holder):
+                if type(function) is FunctionType and function.__closure__ is holder:
+                    names.append(function.__code__.co_freevars[holder.index(cell)])
+    return names
+
+
 def _functions_running(code: CodeType) -> list[FunctionType]:
     import gc
 
@@ -2594,7 +2725,7 @@ def _is_code(value: Any) -> bool:
     return any("__get__" in _TYPE_DICT(k) for k in _TYPE_MRO(kind))
 
 
-_NAMESPACE_BUILTINS = (getattr, setattr, vars)
+_NAMESPACE_BUILTINS = (getattr, setattr, vars, hasattr, isinstance, type)
 
 
 def _is_builtin(via: Sym, frame: FrameType, f_locals: dict[str, Any]) -> bool:

@@ -125,7 +125,10 @@ class Recipe:
     #: "global-read"/"global-write"; "deref-read"/"deref-write"; "await" (what an
     #: ``await`` waits for: not an access, handed to DPOR's step log only); "slot-call"
     #: (``object.__setattr__(obj, "x", v)``, ``d.__setitem__(k, v)``: ``base`` the
-    #: receiver, ``name`` the dunder, ``args`` the call's first two arguments)
+    #: receiver, ``name`` the dunder, ``args`` the call's first two arguments);
+    #: "whole-read" (a C operation reading all of ``base``: a comparison, an
+    #: unpacking, a format, a binary operator's operand); "inplace" (``base op= ...``:
+    #: a mutable container's in-place operator changes it, ``args``: the other operand)
     op: str
     base: Sym
     name: Any = None  # attribute name, global/cell name, method name
@@ -356,6 +359,21 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
                 out[instr.offset] = Recipe("truth", value)
             if name == "TO_BOOL":
                 stack.append(None)
+        elif name in _WHOLE_READS or (name == "BINARY_OP" and arg < _INPLACE_FIRST):
+            # ``lst == [1]``, ``a, = lst``, ``f"{lst}"``, ``lst + other``: C reads all of it
+            for operand in _read_operands(name, arg, peek):
+                if _testable(operand):
+                    operands = _read_operands(name, arg, peek)
+                    out[instr.offset] = Recipe("whole-read", operand, args=operands)
+                    break
+            _generic(stack, instr)
+        elif name == "BINARY_OP":
+            # ``t |= {...}``, ``items += [...]``: a mutable container's in-place slot
+            # changes it in C (BINARY_OP's arg 13 and up are the in-place operators)
+            target, other = peek(2), peek(1)
+            if _testable(target):
+                out[instr.offset] = Recipe("inplace", target, args=(other,))
+            _generic(stack, instr)
         elif name == "COPY":
             stack.append(peek(arg))
         elif name == "SWAP":
@@ -484,6 +502,47 @@ def _merged(paths: list[list[Sym]]) -> list[Sym] | None:
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 
 
+#: instructions whose C code reads all of an operand (a container's items): no
+#: instruction records them otherwise (BINARY_OP below its in-place operators too)
+_WHOLE_READS = frozenset(
+    (
+        "COMPARE_OP",
+        "UNPACK_SEQUENCE",
+        "UNPACK_EX",
+        "FORMAT_VALUE",
+        "FORMAT_SIMPLE",
+        "FORMAT_WITH_SPEC",
+        "CONVERT_VALUE",
+    )
+)
+#: BINARY_OP's first in-place operator (``+=``: NB_INPLACE_ADD)
+_INPLACE_FIRST = 13
+
+
+def _read_operands(name: str, arg: int, peek: Any) -> tuple[Sym, ...]:
+    """The operands a _WHOLE_READS instruction (or a binary operator) reads, as symbols."""
+    if name == "COMPARE_OP" or name == "BINARY_OP":
+        return (peek(2), peek(1))
+    if name == "FORMAT_WITH_SPEC" or (name == "FORMAT_VALUE" and arg & 0x04):
+        return (peek(2),)  # the value below its format spec
+    return (peek(1),)
+
+
+def _testable(sym: Sym) -> bool:
+    """Is ``sym`` a value the detector can read again (a variable, attribute or item)?"""
+    return sym is not None and sym is not NULL and sym[0] in _TESTABLE
+
+
+def _generic(stack: list[Sym], instr: dis.Instruction) -> None:
+    """An instruction whose result is unknown: its stack effect only."""
+    try:
+        effect = dis.stack_effect(instr.opcode, instr.arg, jump=False)
+    except ValueError:
+        stack.clear()
+        return
+    _apply_effect(stack, instr, effect)
+
+
 def _apply_effect(stack: list[Sym], instr: dis.Instruction, effect: int) -> None:
     """Generic instructions: pop what they consume, push unknowns for what they make."""
     popped, pushed = _pops_pushes(instr, effect)
@@ -501,6 +560,8 @@ def _pops_pushes(instr: dis.Instruction, effect: int) -> tuple[int, int]:
         return 2, 1
     if name.startswith(("UNARY_", "TO_BOOL", "FORMAT_SIMPLE", "CONVERT_VALUE")):
         return 1, 1
+    if name.startswith("UNPACK_"):
+        return 1, effect + 1
     if effect >= 0:
         return 0, effect
     return -effect, 0
@@ -547,6 +608,20 @@ def _call_recipe(callable_slots: list[Sym], args: list[Sym]) -> Recipe | None:
             return Recipe("read", first_arg, None, args[1], via=builtin, namespace=True)
         if builtin[1] == "setattr" and len(args) == 3:
             return Recipe("write", first_arg, None, args[1], via=builtin, namespace=True)
+        if builtin[1] == "isinstance" and len(args) == 2:
+            return Recipe("read", first_arg, None, _CLASS_NAME, via=builtin, namespace=True)
+        if builtin[1] == "hasattr" and len(args) == 2:
+            # a read that may find nothing: ``if not hasattr(o, "conn"): o.conn = ...``
+            return Recipe("read", first_arg, None, args[1], via=builtin, namespace=True)
+    if builtin is not None and NULL in callable_slots and len(args) == 1:
+        if builtin[1] == "vars":
+            # ``vars(o)``: a read of ``o.__dict__``, which the detector ties to ``o``
+            return Recipe("read", first_arg, None, _DICT_NAME, via=builtin, namespace=True)
+        if builtin[1] == "type":
+            # ``type(o)``: a read of ``o.__class__``, which an assignment may change
+            return Recipe("read", first_arg, None, _CLASS_NAME, via=builtin, namespace=True)
+        if builtin[1] in WHOLE_READING_BUILTINS and _testable(first_arg):
+            return Recipe("whole-read", first_arg, args=(first_arg,))
     for slot in callable_slots:
         if (
             slot is not None
@@ -577,6 +652,15 @@ def _call_recipe(callable_slots: list[Sym], args: list[Sym]) -> Recipe | None:
         if slot[0] == "global" and slot[1] in SCANNING_BUILTINS and args:
             return Recipe("scan-arg", first_arg, slot[1])
     return None
+
+
+#: ``vars(o)``'s attribute: the object's namespace
+_DICT_NAME: Sym = ("const", "__dict__")
+#: ``type(o)``'s and ``isinstance(o, ...)``'s attribute: the object's class
+_CLASS_NAME: Sym = ("const", "__class__")
+#: builtins whose one argument is read whole in C, with no profile event of its own
+#: (a container's ``repr``): ``str`` and ``int`` of a key are read as ``conv`` too
+WHOLE_READING_BUILTINS = frozenset(("repr", "str", "ascii", "format"))
 
 
 #: a container's item methods called on ``super()``: what each does to the item
@@ -645,6 +729,8 @@ def evaluate(sym: Sym, frame: Any, f_locals: dict[str, Any] | None = None) -> An
         if base is _MISSING:
             return _MISSING
         return instance_attribute(base, sym[2])
+    if tag == "ns":
+        return _namespace_of(sym, frame, f_locals)
     if tag == "conv":
         convert = evaluate(sym[1], frame, f_locals)
         value = evaluate(sym[2], frame, f_locals)
@@ -661,6 +747,20 @@ def evaluate(sym: Sym, frame: Any, f_locals: dict[str, Any] | None = None) -> An
         except (KeyError, IndexError, TypeError):
             return _MISSING
     return _MISSING
+
+
+def _namespace_of(sym: tuple[Any, ...], frame: Any, f_locals: dict[str, Any] | None) -> Any:
+    """``obj.__dict__`` or ``vars(obj)``: the instance's own dictionary (never a class's)."""
+    if sym[2] is not None and evaluate(sym[2], frame, f_locals) is not vars:
+        return _MISSING  # a ``vars`` of the program's own
+    obj = evaluate(sym[1], frame, f_locals)
+    if obj is _MISSING or isinstance(obj, type):
+        return _MISSING
+    try:
+        namespace = instance_dict(obj)
+    except AttributeError:
+        return _MISSING
+    return namespace if type(namespace) is dict else _MISSING
 
 
 def instance_attribute(obj: Any, name: str) -> Any:
