@@ -74,7 +74,6 @@ from weakref import ReferenceType, WeakSet, WeakValueDictionary
 
 from racecheck.detect.handback import awaiting_frame, waited_for
 from racecheck.detect.operands import (
-    _HEAPTYPE,
     CONTAINER_METHODS,
     INSORT_FUNCTIONS,
     MISSING,
@@ -1077,10 +1076,10 @@ class Detector:
                 self._c_arguments(frame, actor, hb, arguments, label, False, depth)
             return
         if isinstance(callee, type):
-            if not callee.__flags__ & _HEAPTYPE:
+            if not _made_in_python(callee):  # else its __init__ or __new__ is traced code
                 lazy = callee in _LAZY_ITERATORS or callee.__module__ == "itertools"
                 self._c_arguments(frame, actor, hb, arguments, label, lazy, depth)
-            return  # a class statement's class: its __init__ and __new__ are traced
+            return
         if _python_call(kind) or kind in _INERT_CALLABLES:
             return
         if log is not None:
@@ -2843,6 +2842,20 @@ def _methodcaller_parts(caller: Any) -> tuple[str, list[Any]]:
     if made is methodcaller:
         return given[0], list(given[1:])
     return made.args[0], [*given, *made.keywords.values()]  # partial(methodcaller, name, **kw)
+
+
+def _made_in_python(cls: type) -> bool:
+    """Does making an instance of ``cls`` run an ``__init__`` or ``__new__`` written in
+    Python? (Not a heap-type test: 3.12+ makes many C types, itertools' too, heap types.)"""
+    for klass in _TYPE_MRO(cls):
+        namespace = _TYPE_DICT(klass)
+        for name in ("__init__", "__new__"):
+            found = namespace.get(name)
+            if isinstance(found, staticmethod):
+                found = found.__func__
+            if type(found) is FunctionType:
+                return True
+    return False
 
 
 def _python_call(kind: type) -> bool:
