@@ -1376,6 +1376,15 @@ class StepLog:
         if self.actor is not None:
             self.iterating.setdefault(self.actor, {})[access] = None
 
+    def linger_from(self, start: int) -> None:
+        """What the step recorded from ``self.current[start]`` on happens again in every
+        later step of the actor, to its end: a lazy C iterator (``map(l.append, xs)``)
+        reads and calls what it was given whenever it is consumed, which is not watched."""
+        if self.actor is not None:
+            later = self.iterating.setdefault(self.actor, {})
+            for access in self.current[start:]:
+                later[access] = None
+
     def unplaced_read(self, key: Any) -> None:
         """A read of ``key`` (an attribute name, an item key, or None: any key) on an object
         the detector could not rebuild without running code: ``get().counter``,

@@ -135,7 +135,12 @@ def test_dpor_finds_a_lost_update_inside_a_c_call(form: str, detect: bool) -> No
     target = _in_two_threads(*LOST_UPDATES[form])
     with pytest.raises(racecheck.RaceFound):
         report = racecheck.check(
-            target, strategy="dpor", backend="threads", schedules=200, detect=detect
+            target,
+            strategy="dpor",
+            backend="threads",
+            schedules=200,
+            detect=detect,
+            minimize=False,
         )
         pytest.fail(f"DPOR passed a lost update: {report.notes}")
 
@@ -250,7 +255,46 @@ def test_dpor_finds_an_order_bug_inside_a_c_call(form: str) -> None:
     target = _one_after_the_other(first, second, reset, want)
     target()  # the natural order passes
     with pytest.raises(racecheck.RaceFound):
-        report = racecheck.check(target, strategy="dpor", backend="threads", schedules=200)
+        report = racecheck.check(
+            target, strategy="dpor", backend="threads", schedules=200, minimize=False
+        )
+        pytest.fail(f"DPOR passed an order bug: {report.notes}")
+
+
+def _append_in_a_later_step() -> None:
+    appending = map(_items.append, [1])  # a lazy C iterator: nothing is appended yet
+    _seen["begun"] = True
+    for _ in appending:
+        pass
+
+
+def _count_items_once_begun() -> None:
+    if _seen.get("begun"):
+        _seen["v"] = len(_items)
+
+
+def test_a_lazy_c_iterator_is_recorded_where_it_is_consumed() -> None:
+    """``map(l.append, xs)`` appends when it is consumed, steps after it was made: seen
+    between the two, ``begun`` is set and nothing is appended yet."""
+
+    def target() -> None:
+        _seen.clear()
+        _items.clear()
+        workers = [
+            threading.Thread(target=_append_in_a_later_step),
+            threading.Thread(target=_count_items_once_begun),
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert _seen.get("v", 1) == 1, "counted between the map's making and its use"
+
+    target()  # the natural order passes
+    with pytest.raises(racecheck.RaceFound):
+        report = racecheck.check(
+            target, strategy="dpor", backend="threads", schedules=200, minimize=False
+        )
         pytest.fail(f"DPOR passed an order bug: {report.notes}")
 
 

@@ -1038,6 +1038,9 @@ class Detector:
             return
         if kind in _TRACED_CALLABLES:
             return  # its frame is traced code (called by C, its caller is still the user's)
+        if kind is staticmethod:
+            self._hidden_call(frame, actor, hb, callee.__func__, arguments, label, depth + 1)
+            return
         if kind is partial:
             given = [*callee.args, *arguments, *callee.keywords.values()]
             self._hidden_call(frame, actor, hb, callee.func, given, label, depth + 1)
@@ -1073,12 +1076,12 @@ class Detector:
                 if log is not None:
                     log.c_called(callee, frame)  # no profile event fires for it
             if name not in _STORES_ARGUMENTS:
-                self._c_arguments(frame, actor, hb, arguments, label, False, depth)
+                self._c_arguments(frame, actor, hb, arguments, label, depth)
             return
         if isinstance(callee, type):
             if not _made_in_python(callee):  # else its __init__ or __new__ is traced code
                 lazy = callee in _LAZY_ITERATORS or callee.__module__ == "itertools"
-                self._c_arguments(frame, actor, hb, arguments, label, lazy, depth)
+                self._c_arguments(frame, actor, hb, arguments, label, depth, lazy, lazy)
             return
         if _python_call(kind) or kind in _INERT_CALLABLES:
             return
@@ -1092,21 +1095,28 @@ class Detector:
         hb: int,
         arguments: list[Any],
         label: str,
-        lazy: bool,
         depth: int,
+        lazy: bool = False,
+        calls: bool = True,
     ) -> None:
-        """What C code does with what it is handed: a container is read whole (to the
-        actor's end when a lazy iterator reads it later), a C callable is called."""
+        """What C code does with what it is handed: a container is read whole, a C
+        callable is called (``calls``: by a C routine, or a lazy iterator). A lazy
+        iterator (``map``, ``filter``, ``itertools``) does so as it is consumed, maybe
+        in the actor's later steps: there it is recorded again, to the actor's end."""
+        log = self.access_log
+        start = len(log.current) if log is not None and lazy else -1
         for value in arguments:
             if value is MISSING or isinstance(value, _SCALARS):
                 continue
             if isinstance(value, _CONTAINERS):
                 self._whole(frame, actor, hb, value, False, label, "iterated", atomic=not lazy)
             elif isinstance(value, _BUFFERS):
-                if self.access_log is not None:
-                    self.access_log.touch_any(value, False)
-            elif callable(value) and type(value) not in _TRACED_CALLABLES:
+                if log is not None:
+                    log.touch_any(value, False)
+            elif calls and callable(value) and type(value) not in _TRACED_CALLABLES:
                 self._hidden_call(frame, actor, hb, value, [], label, depth + 1)
+        if log is not None and start >= 0:
+            log.linger_from(start)
 
     def _getter(
         self,
