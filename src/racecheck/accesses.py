@@ -1378,6 +1378,33 @@ class StepLog:
             self._namespaces[id(namespace)] = owner
             self._keep.append(namespace)  # its id is not reused meanwhile
 
+    def c_called(self, function: Any, frame: FrameType) -> None:
+        """A C function or method called where no profile event fires: by C code (a
+        ``functools.partial``, a ``map`` object, ``methodcaller``) or through a slot
+        wrapper. Recorded as the profile hook records a C call from ``frame``."""
+        self._c_call(function, frame)
+
+    def cached_call(self, wrapper: Any) -> None:
+        """A call of a ``functools.lru_cache`` wrapper: its C code looks the arguments up
+        in its cache and, on a miss, fills it when the wrapped function returns, maybe
+        steps later (two actors that both miss compute the value twice). A write of the
+        cache in this step and in every later step of the actor, to its end: when the
+        call returns is not watched. ``cache_clear()`` and ``cache_info()`` are C calls
+        bound to the wrapper, so they meet it."""
+        access: Access = (self.ordinal(wrapper), ANY, True, type(wrapper).__qualname__)
+        self.current.append(access)
+        if self.actor is not None:
+            self.iterating.setdefault(self.actor, {})[access] = None
+
+    def linger_from(self, start: int) -> None:
+        """What the step recorded from ``self.current[start]`` on happens again in every
+        later step of the actor, to its end: a lazy C iterator (``map(l.append, xs)``)
+        reads and calls what it was given whenever it is consumed, which is not watched."""
+        if self.actor is not None:
+            later = self.iterating.setdefault(self.actor, {})
+            for access in self.current[start:]:
+                later[access] = None
+
     def unplaced_read(self, key: Any) -> None:
         """A read of ``key`` (an attribute name, an item key, or None: any key) on an object
         the detector could not rebuild without running code: ``get().counter``,

@@ -56,9 +56,23 @@ import sys
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import CellType, CodeType, FrameType, FunctionType, ModuleType
+from functools import lru_cache, partial
+from operator import attrgetter, itemgetter, methodcaller
+from types import (
+    BuiltinFunctionType,
+    CellType,
+    ClassMethodDescriptorType,
+    CodeType,
+    FrameType,
+    FunctionType,
+    MethodDescriptorType,
+    MethodType,
+    MethodWrapperType,
+    ModuleType,
+    WrapperDescriptorType,
+)
 from typing import Any
-from weakref import CallableProxyType, ProxyType, WeakSet, WeakValueDictionary
+from weakref import CallableProxyType, ProxyType, ReferenceType, WeakSet, WeakValueDictionary
 
 from racecheck.detect.handback import awaiting_frame, waited_for
 from racecheck.detect.operands import (
@@ -71,6 +85,7 @@ from racecheck.detect.operands import (
     Recipe,
     Sym,
     evaluate,
+    instance_attribute,
     instance_dict,
     member_slot,
     recipes,
@@ -732,6 +747,14 @@ class Detector:
             if self.access_log is not None:
                 self._whole_operands(frame, recipe, f_locals)
             return
+        if op == "callee":
+            callee = _rebuild_callee(recipe.base, frame, f_locals)
+            if callee is not MISSING and type(callee) not in _TRACED_CALLABLES and callable(callee):
+                arguments = [_rebuild_argument(sym, frame, f_locals) for sym in recipe.args]
+                self._hidden_call(frame, actor, hb, callee, arguments, cached[1], 0)
+            return
+        if recipe.args and (op == "call" or op == "scan-arg"):
+            self._arguments_of_c_call(frame, actor, hb, recipe, f_locals, cached[1])
         base = evaluate(recipe.base, frame, f_locals)
         if base is MISSING:
             if self.access_log is not None:
@@ -1064,6 +1087,178 @@ class Detector:
             self._touch_item(frame, actor, hb, target, location, False, label, key, "checked")
             return
         self._item(frame, actor, hb, target, key, write, label)
+
+    def _arguments_of_c_call(
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        recipe: Recipe,
+        f_locals: dict[str, Any],
+        label: str,
+    ) -> None:
+        """The other arguments of a container method or scanning builtin (``mine.extend(l)``,
+        ``map(l.append, xs)``): what C reads or calls of them. The recipe's own operand (the
+        bound container, a scanning builtin's container) is recorded where it is handled."""
+        arguments = [_rebuild_argument(sym, frame, f_locals) for sym in recipe.args]
+        if recipe.op == "call":
+            if recipe.name in _STORES_ARGUMENTS:
+                return
+            owner = evaluate(recipe.base, frame, f_locals)
+            method = _c_method(owner, recipe.name) if owner is not MISSING else MISSING
+            if method is MISSING:
+                return  # a method written in Python: traced code, recorded where it runs
+            self._hidden_call(frame, actor, hb, method, arguments, label, 0)
+            return
+        if isinstance(arguments[0], _CONTAINERS):
+            arguments[0] = MISSING  # read by the recipe itself (len: only its size)
+        callee = evaluate(("global", recipe.name), frame, f_locals)
+        if callee is not MISSING and type(callee) not in _TRACED_CALLABLES:
+            self._hidden_call(frame, actor, hb, callee, arguments, label, 0)
+
+    def _hidden_call(
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        callee: Any,
+        arguments: list[Any],
+        label: str,
+        depth: int,
+    ) -> None:
+        """A call of C code from traced code, or (``depth`` > 0) by C code for it.
+
+        A profile hook reports a C call only for a builtin function or method called
+        from Python code, and only names the object the method is bound to. What C
+        does inside goes unseen: a ``functools.partial`` or ``operator`` object calls
+        C functions, reads attributes and items; an ``lru_cache`` wrapper checks and
+        fills its cache; ``map``/``filter``/``itertools`` objects read containers lazily
+        and call what they were given; ``"".join(l)``, ``mine.extend(l)``, ``t.update(d)``
+        read the container handed over. DPOR called lost updates through each of these
+        verified. Unknown operands stay conservative: an attribute read of an object
+        not rebuilt is an unplaced read, a C function called with unknown arguments is
+        recorded as a C call of unknown effect (StepLog.c_called), an unknown kind of C
+        callable object makes the step opaque.
+        """
+        log = self.access_log
+        kind = type(callee)
+        if depth > _HIDDEN_DEPTH:
+            if log is not None:
+                log.opaque()
+            return
+        if kind in _TRACED_CALLABLES:
+            return  # its frame is traced code (called by C, its caller is still the user's)
+        if kind is staticmethod:
+            self._hidden_call(frame, actor, hb, callee.__func__, arguments, label, depth + 1)
+            return
+        if kind is partial:
+            given = [*callee.args, *arguments, *callee.keywords.values()]
+            self._hidden_call(frame, actor, hb, callee.func, given, label, depth + 1)
+            return
+        if kind is attrgetter or kind is itemgetter:
+            self._getter(frame, actor, hb, callee, arguments, label)
+            return
+        if kind is methodcaller:
+            name, given = _methodcaller_parts(callee)
+            target = arguments[0] if arguments else MISSING
+            method = _c_method(target, name) if target is not MISSING else MISSING
+            if method is not MISSING:
+                self._hidden_call(frame, actor, hb, method, given, label, depth + 1)
+            elif target is MISSING and log is not None:
+                log.opaque()  # a method of an object not rebuilt
+            return
+        if kind is _LRU_WRAPPER:
+            if log is not None:
+                log.cached_call(callee)
+            return
+        if kind in _C_ROUTINES:
+            if kind in _UNBOUND and arguments and isinstance(arguments[0], callee.__objclass__):
+                callee, arguments = callee.__get__(arguments[0]), arguments[1:]
+                kind = type(callee)
+            name = getattr(callee, "__name__", "")
+            if depth > 0 or kind not in _PROFILED:
+                if callee in _ATTRIBUTE_BUILTINS and len(arguments) >= 2:
+                    target, attribute = arguments[0], arguments[1]
+                    if target is not MISSING and type(attribute) is str:
+                        write = callee is setattr or callee is delattr
+                        self._attribute(frame, actor, hb, target, attribute, write, label)
+                        return
+                if log is not None:
+                    log.c_called(callee, frame)  # no profile event fires for it
+            if name not in _STORES_ARGUMENTS:
+                self._c_arguments(frame, actor, hb, arguments, label, depth)
+            return
+        if isinstance(callee, type):
+            if not _made_in_python(callee):  # else its __init__ or __new__ is traced code
+                lazy = callee in _LAZY_ITERATORS or callee.__module__ == "itertools"
+                self._c_arguments(frame, actor, hb, arguments, label, depth, lazy, lazy)
+            return
+        if _python_call(kind) or kind in _INERT_CALLABLES:
+            return
+        if log is not None:
+            log.opaque()  # a C callable object racecheck does not know: anything may happen
+
+    def _c_arguments(
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        arguments: list[Any],
+        label: str,
+        depth: int,
+        lazy: bool = False,
+        calls: bool = True,
+    ) -> None:
+        """What C code does with what it is handed: a container is read whole, a C
+        callable is called (``calls``: by a C routine, or a lazy iterator). A lazy
+        iterator (``map``, ``filter``, ``itertools``) does so as it is consumed, maybe
+        in the actor's later steps: there it is recorded again, to the actor's end."""
+        log = self.access_log
+        start = len(log.current) if log is not None and lazy else -1
+        for value in arguments:
+            if value is MISSING or isinstance(value, _SCALARS):
+                continue
+            if isinstance(value, _CONTAINERS):
+                self._whole(frame, actor, hb, value, False, label, "iterated", atomic=not lazy)
+            elif isinstance(value, _BUFFERS):
+                if log is not None:
+                    log.touch_any(value, False)
+            elif calls and callable(value) and type(value) not in _TRACED_CALLABLES:
+                self._hidden_call(frame, actor, hb, value, [], label, depth + 1)
+        if log is not None and start >= 0:
+            log.linger_from(start)
+
+    def _getter(
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        getter: Any,
+        arguments: list[Any],
+        label: str,
+    ) -> None:
+        """``attrgetter("x")(o)``, ``itemgetter("k")(d)``: reads made by C."""
+        log = self.access_log
+        keys = getter.__reduce__()[1]
+        target = arguments[0] if arguments else MISSING
+        for key in keys:
+            if type(getter) is attrgetter:
+                head, *rest = key.split(".")
+                if target is MISSING:
+                    if log is not None:
+                        log.unplaced_read(head)
+                else:
+                    self._attribute(frame, actor, hb, target, head, False, label)
+                for name in rest:  # of an object the detector does not rebuild
+                    if log is not None:
+                        log.unplaced_read(name)
+            elif isinstance(target, _CONTAINERS) and self._plain(target):
+                self._item(frame, actor, hb, target, key, False, label)
+            elif log is not None:
+                if target is MISSING:
+                    log.unplaced_read(key if isinstance(key, _SCALARS) else None)
+                elif isinstance(target, (*_CONTAINERS, *_BUFFERS)):
+                    log.touch_any(target, False)
 
     def _attribute(
         self,
@@ -2693,6 +2888,125 @@ _ITEM_METHODS = (
     "append",
     "add",
 )
+
+
+#: callables whose frames are traced code: no hidden effect of their own
+_TRACED_CALLABLES = (FunctionType, MethodType)
+#: C routines: a builtin function or bound method, an unbound method, a slot wrapper
+_C_ROUTINES = (
+    BuiltinFunctionType,
+    MethodDescriptorType,
+    ClassMethodDescriptorType,
+    WrapperDescriptorType,
+    MethodWrapperType,
+)
+#: C routines whose call from Python code fires a profile event (``c_call``)
+_PROFILED = (BuiltinFunctionType, MethodDescriptorType)
+_UNBOUND = (MethodDescriptorType, WrapperDescriptorType)
+_ATTRIBUTE_BUILTINS = (getattr, setattr, delattr, hasattr)
+#: C methods that keep what they are given without reading it (or only hash it)
+_STORES_ARGUMENTS = frozenset(
+    (
+        "append",
+        "appendleft",
+        "insert",
+        "add",
+        "setdefault",
+        "put",
+        "put_nowait",
+        "send",
+        "send_nowait",
+        "get",
+        "pop",
+        "remove",
+        "discard",
+        "index",
+        "count",
+        "__setitem__",
+        "__contains__",
+        "__getitem__",
+        "__delitem__",
+    )
+)
+#: C iterator types that read what they are given as they are consumed, maybe later
+_LAZY_ITERATORS = frozenset((map, filter, zip, enumerate, reversed))
+_LRU_WRAPPER = type(lru_cache(maxsize=None)(lambda: None))
+#: C callable objects that touch no shared state when called
+_INERT_CALLABLES = (ReferenceType,)
+#: how deep C code calling C code is followed (a partial of a partial ...)
+_HIDDEN_DEPTH = 4
+
+
+def _rebuild_callee(sym: Sym, frame: FrameType, f_locals: dict[str, Any]) -> Any:
+    """The callable a ``callee`` recipe calls, without running user code, or MISSING.
+
+    ``obj.name(...)``: from the instance's (or module's) dictionary, else a C
+    method of its class, bound; a method written in Python is a function.
+    """
+    if sym is None or sym[0] != "method":
+        return evaluate(sym, frame, f_locals)
+    receiver = evaluate(sym[1], frame, f_locals)
+    if receiver is MISSING:
+        return MISSING
+    if not isinstance(receiver, type):
+        found = instance_attribute(receiver, sym[2])
+        if found is not MISSING:
+            return found
+    return _c_method(receiver, sym[2])
+
+
+def _rebuild_argument(sym: Sym, frame: FrameType, f_locals: dict[str, Any]) -> Any:
+    """A call's argument, without running user code; ``l.append`` handed over as a value
+    is the C method bound (no instance dictionary holds it)."""
+    value = evaluate(sym, frame, f_locals)
+    if value is MISSING and sym is not None and sym[0] == "attr":
+        return _rebuild_callee(("method", sym[1], sym[2]), frame, f_locals)
+    return value
+
+
+def _c_method(owner: Any, name: str) -> Any:
+    """``owner.name`` when its class defines it in C (bound; unbound on a class), else
+    MISSING (a method written in Python, or an attribute that is not a C method)."""
+    kind = owner if isinstance(owner, type) else type(owner)
+    for klass in _TYPE_MRO(kind):
+        found = _TYPE_DICT(klass).get(name, MISSING)
+        if found is MISSING:
+            continue
+        if type(found) not in _C_ROUTINES:
+            return MISSING
+        return found if isinstance(owner, type) else found.__get__(owner, kind)
+    return MISSING
+
+
+def _methodcaller_parts(caller: Any) -> tuple[str, list[Any]]:
+    """The method name and the arguments an ``operator.methodcaller`` passes."""
+    made, given = caller.__reduce__()
+    if made is methodcaller:
+        return given[0], list(given[1:])
+    return made.args[0], [*given, *made.keywords.values()]  # partial(methodcaller, name, **kw)
+
+
+def _made_in_python(cls: type) -> bool:
+    """Does making an instance of ``cls`` run an ``__init__`` or ``__new__`` written in
+    Python? (Not a heap-type test: 3.12+ makes many C types, itertools' too, heap types.)"""
+    for klass in _TYPE_MRO(cls):
+        namespace = _TYPE_DICT(klass)
+        for name in ("__init__", "__new__"):
+            found = namespace.get(name)
+            if isinstance(found, staticmethod):
+                found = found.__func__
+            if type(found) is FunctionType:
+                return True
+    return False
+
+
+def _python_call(kind: type) -> bool:
+    """Is calling an instance of ``kind`` running a ``__call__`` written in Python?"""
+    for klass in _TYPE_MRO(kind):
+        found = _TYPE_DICT(klass).get("__call__", MISSING)
+        if found is not MISSING:
+            return type(found) is FunctionType
+    return False
 
 
 def _builtin_of(base: Any) -> Any:

@@ -128,7 +128,9 @@ class Recipe:
     #: receiver, ``name`` the dunder, ``args`` the call's first two arguments);
     #: "whole-read" (a C operation reading all of ``base``: a comparison, an
     #: unpacking, a format, a binary operator's operand); "inplace" (``base op= ...``:
-    #: a mutable container's in-place operator changes it, ``args``: the other operand)
+    #: a mutable container's in-place operator changes it, ``args``: the other operand);
+    #: "callee" (any other call: ``base`` the callable, ``args`` its arguments; "call"
+    #: and "scan-arg" carry their arguments too: what C code reads or calls of them)
     op: str
     base: Sym
     name: Any = None  # attribute name, global/cell name, method name
@@ -648,10 +650,34 @@ def _call_recipe(callable_slots: list[Sym], args: list[Sym]) -> Recipe | None:
                 return Recipe(kind, receiver, None, first_arg, inner=True)
             return None
         if slot[0] == "method" and slot[2] in CONTAINER_METHODS:
-            return Recipe("call", slot[1], slot[2], first_arg)
+            return Recipe("call", slot[1], slot[2], first_arg, args=tuple(args))
         if slot[0] == "global" and slot[1] in SCANNING_BUILTINS and args:
-            return Recipe("scan-arg", first_arg, slot[1])
-    return None
+            return Recipe("scan-arg", first_arg, slot[1], args=tuple(args))
+    return _callee_recipe(callable_slots, args)
+
+
+#: builtins whose calls leave nothing unseen: no argument of theirs is read
+#: whole or called (``len`` and the scanning builtins have recipes of their own)
+_NOTHING_HIDDEN = frozenset(
+    ("isinstance", "issubclass", "id", "callable", "super", "type", "range", "hasattr")
+)
+
+
+def _callee_recipe(callable_slots: list[Sym], args: list[Sym]) -> Recipe | None:
+    """Any other call whose callable can be rebuilt: ``base`` the callable, ``args`` its
+    arguments. A C callable object (``functools.partial``, ``operator.attrgetter``, an
+    ``lru_cache`` wrapper) fires no profile event, and a C method's profile event names
+    the object it is bound to, not the containers it reads (``"".join(l)``)."""
+    first, second = callable_slots
+    if first is NULL:
+        callee = second  # NULL, callable (3.11, 3.12)
+    elif second is NULL or (first is not None and first[0] == "method"):
+        callee = first  # callable, NULL (3.13); a method and its receiver
+    else:
+        return None  # not a call's usual layout (a ``with`` block's exit)
+    if callee is None or (callee[0] == "global" and callee[1] in _NOTHING_HIDDEN):
+        return None
+    return Recipe("callee", callee, args=tuple(args))
 
 
 #: ``vars(o)``'s attribute: the object's namespace
