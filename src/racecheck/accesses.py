@@ -68,7 +68,7 @@ from types import (
 from typing import Any, Protocol
 
 from racecheck.codekeys import ByCode
-from racecheck.detect.operands import MISSING, evaluate, recipes
+from racecheck.detect.operands import MISSING, buffer_exporter, evaluate, recipes
 from racecheck.sources import is_user_file
 
 #: (object ordinal, key, write, the object's type name)
@@ -963,6 +963,9 @@ class StepLog:
         #: every key written, each with the actors that did so
         self._unplaced_reads: dict[Hashable, set[int | None]] = {}
         self._written_keys: dict[Hashable, set[int | None]] = {}
+        #: ``for`` loops over an iterator that advances in C (see loop_over):
+        #: (frame, offset of the loop's GET_ITER) -> the iterator
+        self.advancing: dict[tuple[Any, int], Any] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -1006,6 +1009,7 @@ class StepLog:
         self._handoffs.clear()
         self._registry = None
         self._born.clear()
+        self.advancing.clear()
 
     # -- wakes carried by callbacks (asyncio: backends.asyncio_waits) -----------------
     def scheduled(self, handle: Any, task: int | None) -> None:
@@ -1348,6 +1352,22 @@ class StepLog:
         """
         if isinstance(obj, self._future_type) and obj.done():  # type: ignore[attr-defined]
             self.current.append((self.ordinal(obj), ENDED, False, type(obj).__qualname__))
+
+    def loop_over(self, frame: FrameType, iterator: Any) -> None:
+        """A ``for`` loop (at its GET_ITER in ``frame``) over ``iterator``, which advances
+        in C (a list's or a range's iterator, a generator): each later step of the
+        loop takes an item from it (:meth:`loop_advanced`), as ``next(it)`` does."""
+        self.advancing[(frame, frame.f_lasti)] = iterator
+
+    def loop_advanced(self, frame: FrameType, began: int) -> None:
+        """The loop that began at offset ``began`` of ``frame`` takes its next item."""
+        iterator = self.advancing.get((frame, began))
+        if iterator is not None:
+            self.advanced(iterator)
+
+    def advanced(self, iterator: Any) -> None:
+        """``iterator`` gave an item: a write of it (another actor sharing it gets another)."""
+        self.current.append((self.ordinal(iterator), ANY, True, type(iterator).__qualname__))
 
     def opaque(self) -> None:
         """The step did something that cannot be placed: it conflicts with everything."""
@@ -2250,6 +2270,8 @@ class StepLog:
             self.finished(owner)
             return
         write = name not in _READ_ONLY
+        if type(owner) is memoryview:
+            owner = buffer_exporter(owner)  # its items are the exporter's (a bytearray's)
         if write and self._fifo_items and id(owner) in self._fifo_items:
             self._fifo_raw.add(self._fifo_items[id(owner)])  # see touch
         self.current.append((self.ordinal(owner), ANY, write, type(owner).__qualname__))
