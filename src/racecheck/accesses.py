@@ -1353,11 +1353,22 @@ class StepLog:
         if isinstance(obj, self._future_type) and obj.done():  # type: ignore[attr-defined]
             self.current.append((self.ordinal(obj), ENDED, False, type(obj).__qualname__))
 
-    def loop_over(self, frame: FrameType, iterator: Any) -> None:
-        """A ``for`` loop (at its GET_ITER in ``frame``) over ``iterator``, which advances
-        in C (a list's or a range's iterator, a generator): each later step of the
-        loop takes an item from it (:meth:`loop_advanced`), as ``next(it)`` does."""
-        self.advancing[(frame, frame.f_lasti)] = iterator
+    def loop_over(self, frame: FrameType, iterator: Any, stepped: bool) -> None:
+        """A loop (at its GET_ITER in ``frame``) over ``iterator``, which advances in C
+        (a list's or a range's iterator, a generator): each later step of the loop
+        takes an item from it (:meth:`loop_advanced`), as ``next(it)`` does.
+
+        ``stepped``: the loop's own steps are seen (a ``for`` statement). A
+        comprehension's loop runs in code of its own, whose steps name no
+        iterator: it takes items now, and in every later step of the actor
+        (conservatively, to the actor's end, as a loop over a container reads it).
+        """
+        if stepped:
+            self.advancing[(frame, frame.f_lasti)] = iterator
+            return
+        self.advanced(iterator)
+        if self.actor is not None:
+            self.iterating.setdefault(self.actor, {})[self.current[-1]] = None
 
     def loop_advanced(self, frame: FrameType, began: int) -> None:
         """The loop that began at offset ``began`` of ``frame`` takes its next item."""

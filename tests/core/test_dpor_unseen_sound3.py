@@ -85,6 +85,7 @@ _proxy = types.MappingProxyType(_table)
 _keys = _table.keys()
 _items = _table.items()
 _lazy: collections.defaultdict[str, int] = collections.defaultdict(int)
+_list = [0, 0]
 
 
 def _bump_counter_in_place() -> None:
@@ -165,6 +166,14 @@ def _insert_by_lookup() -> None:
     _lazy["a"]  # a miss inserts the default: a write of the key and of the size
 
 
+def _store_a_slice_of_bytes() -> None:
+    _bytes[0:1] = b"\x01"  # the size and the end stay: the first item changes
+
+
+def _store_a_slice_of_the_list() -> None:
+    _list[0:1] = [1]
+
+
 def _clear_table() -> None:
     _table.clear()
 
@@ -181,6 +190,18 @@ ORDER_BUGS: dict[str, tuple[Callable[[], None], Callable[[], Any], Callable[[], 
         lambda: "a" in _lazy,
         _lazy.clear,
         True,
+    ),
+    "bytearray slice store, item read": (
+        _store_a_slice_of_bytes,
+        lambda: _bytes[0],
+        _zero_bytes,
+        1,
+    ),
+    "list slice store, item read": (
+        _store_a_slice_of_the_list,
+        lambda: _list[0],
+        lambda: _list.__setitem__(0, 0),
+        1,
     ),
     "MappingProxyType item read": (
         lambda: _table.update(k=1),
@@ -280,6 +301,19 @@ def _two_take_one(kind: str) -> Callable[[], None]:
 @pytest.mark.parametrize("kind", sorted(ITERATORS))
 def test_a_for_loop_advances_a_shared_iterator(kind: str) -> None:
     _found_by_dpor(_two_take_one(kind))
+
+
+def _drain() -> None:
+    _shared["drained"] = [item for item in _shared["it"]]
+
+
+def test_a_comprehension_advances_a_shared_iterator() -> None:
+    """One thread drains the iterator in a comprehension (a loop in code of its own),
+    the other takes one item: in the natural order nothing is left for it."""
+    target = _first_then_second(
+        _drain, lambda: next(_shared["it"], None), lambda: _shared.update(it=iter([0, 1])), None
+    )
+    _found_by_dpor(target)
 
 
 # -- attributes C objects keep in C -----------------------------------------------------------

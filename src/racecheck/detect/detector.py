@@ -1160,6 +1160,10 @@ class Detector:
             "slice-delete": "deleted a slice of",
             "insort": f"called {recipe.name}() on",
         }[op]
+        if self.access_log is not None and op != "insort":
+            # for DPOR: the items it replaces or shifts are written, not only the
+            # size and the end (``b[0:1] = x`` against a read of ``b[0]``)
+            self.access_log.touch_any(base, True)
         # insort calls a key function of the user's between its comparisons
         self._whole(frame, actor, hb, base, True, label, action, atomic=op != "insort")
         if not self.found:
@@ -1204,7 +1208,8 @@ class Detector:
                 log.touch(owner, WHOLE, False, op == "iterate")
         elif (op == "iterate" or op == "scan-arg") and _self_iterator(type(base)):
             if op == "iterate":
-                log.loop_over(frame, base)
+                following = recipes(frame.f_code).get(frame.f_lasti + 2)
+                log.loop_over(frame, base, following is not None and following.op == "next")
             else:
                 log.advanced(base)
 
