@@ -895,6 +895,9 @@ class StepLog:
         self.step = 0
         #: actor -> containers it started iterating (each later step of it reads them)
         self.iterating: dict[int, dict[Access, None]] = {}
+        #: ``for`` loops over an iterator that advances in C (see loop_over):
+        #: (frame, offset of the loop's GET_ITER) -> the iterator
+        self.advancing: dict[tuple[Any, int], Any] = {}
         #: a whole-container write waiting for the item store that follows it
         self._shape: Access | None = None
         self._sync = _sync_types()
@@ -963,9 +966,6 @@ class StepLog:
         #: every key written, each with the actors that did so
         self._unplaced_reads: dict[Hashable, set[int | None]] = {}
         self._written_keys: dict[Hashable, set[int | None]] = {}
-        #: ``for`` loops over an iterator that advances in C (see loop_over):
-        #: (frame, offset of the loop's GET_ITER) -> the iterator
-        self.advancing: dict[tuple[Any, int], Any] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
