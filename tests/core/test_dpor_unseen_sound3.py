@@ -31,23 +31,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from test_dpor_unseen_accesses import _in_two_threads
 
 import racecheck
-
-
-def _in_two_threads(
-    bump: Callable[[], None], reset: Callable[[], None], read: Callable[[], Any]
-) -> Callable[[], None]:
-    def target() -> None:
-        reset()
-        workers = [threading.Thread(target=bump) for _ in range(2)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        assert read() == 2, "an update was lost"
-
-    return target
 
 
 def _first_then_second(
