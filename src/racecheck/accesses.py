@@ -69,7 +69,7 @@ from types import (
 from typing import Any, Protocol
 
 from racecheck.codekeys import ByCode
-from racecheck.detect.operands import MISSING, evaluate, recipes
+from racecheck.detect.operands import MISSING, buffer_exporter, evaluate, recipes
 from racecheck.sources import is_user_file
 
 #: (object ordinal, key, write, the object's type name)
@@ -902,6 +902,9 @@ class StepLog:
         self.step = 0
         #: actor -> containers it started iterating (each later step of it reads them)
         self.iterating: dict[int, dict[Access, None]] = {}
+        #: ``for`` loops over an iterator that advances in C (see loop_over):
+        #: (frame, offset of the loop's GET_ITER) -> the iterator
+        self.advancing: dict[tuple[Any, int], Any] = {}
         #: a whole-container write waiting for the item store that follows it
         self._shape: Access | None = None
         self._sync = _sync_types()
@@ -1012,6 +1015,7 @@ class StepLog:
         self._registry = None
         self._born.clear()
         self._namespaces.clear()
+        self.advancing.clear()
 
     # -- wakes carried by callbacks (asyncio: backends.asyncio_waits) -----------------
     def scheduled(self, handle: Any, task: int | None) -> None:
@@ -1354,6 +1358,33 @@ class StepLog:
         """
         if isinstance(obj, self._future_type) and obj.done():  # type: ignore[attr-defined]
             self.current.append((self.ordinal(obj), ENDED, False, type(obj).__qualname__))
+
+    def loop_over(self, frame: FrameType, iterator: Any, stepped: bool) -> None:
+        """A loop (at its GET_ITER in ``frame``) over ``iterator``, which advances in C
+        (a list's or a range's iterator, a generator): each later step of the loop
+        takes an item from it (:meth:`loop_advanced`), as ``next(it)`` does.
+
+        ``stepped``: the loop's own steps are seen (a ``for`` statement). A
+        comprehension's loop runs in code of its own, whose steps name no
+        iterator: it takes items now, and in every later step of the actor
+        (conservatively, to the actor's end, as a loop over a container reads it).
+        """
+        if stepped:
+            self.advancing[(frame, frame.f_lasti)] = iterator
+            return
+        self.advanced(iterator)
+        if self.actor is not None:
+            self.iterating.setdefault(self.actor, {})[self.current[-1]] = None
+
+    def loop_advanced(self, frame: FrameType, began: int) -> None:
+        """The loop that began at offset ``began`` of ``frame`` takes its next item."""
+        iterator = self.advancing.get((frame, began))
+        if iterator is not None:
+            self.advanced(iterator)
+
+    def advanced(self, iterator: Any) -> None:
+        """``iterator`` gave an item: a write of it (another actor sharing it gets another)."""
+        self.current.append((self.ordinal(iterator), ANY, True, type(iterator).__qualname__))
 
     def opaque(self) -> None:
         """The step did something that cannot be placed: it conflicts with everything."""
@@ -2267,6 +2298,8 @@ class StepLog:
         write = name not in _READ_ONLY
         if self._namespaces:
             owner = self._namespaces.get(id(owner), owner)
+        if type(owner) is memoryview:
+            owner = buffer_exporter(owner)  # its items are the exporter's (a bytearray's)
         if write and self._fifo_items and id(owner) in self._fifo_items:
             self._fifo_raw.add(self._fifo_items[id(owner)])  # see touch
         self.current.append((self.ordinal(owner), ANY, write, type(owner).__qualname__))

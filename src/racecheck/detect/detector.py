@@ -53,7 +53,7 @@ import dis
 import gc
 import os
 import sys
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache, partial
@@ -65,6 +65,7 @@ from types import (
     CodeType,
     FrameType,
     FunctionType,
+    MappingProxyType,
     MethodDescriptorType,
     MethodType,
     MethodWrapperType,
@@ -84,6 +85,8 @@ from racecheck.detect.operands import (
     SLOT_CALLS,
     Recipe,
     Sym,
+    buffer_exporter,
+    c_attribute,
     evaluate,
     instance_attribute,
     instance_dict,
@@ -722,6 +725,8 @@ class Detector:
         if op == "next":
             if not self.happens_before and self.loops:
                 self._loop_continues(frame, recipe.name, actor, hb)
+            if self.access_log is not None and self.access_log.advancing:
+                self.access_log.loop_advanced(frame, recipe.name)
             return
         cached = _LABELS.get(id(recipe))
         if cached is None:
@@ -763,6 +768,10 @@ class Detector:
         if op == "slot-call":
             self._slot_call(frame, actor, hb, base, recipe, f_locals, cached[1])
             return
+        if type(base) in _MAPPING_VIEWS and not recipe.namespace:
+            base = self._behind_view(frame, actor, hb, base, op, cached[1])
+            if base is MISSING:
+                return
         if type(base) in _WEAK and (recipe.name is None or (op != "read" and op != "write")):
             if recipe.namespace:
                 return
@@ -787,8 +796,11 @@ class Detector:
                     frame, actor, hb, base, recipe.name, op == "write", label, cached[2]
                 )
                 return
-            if not self._plain(base) and not (recipe.inner and self._storage(base, recipe)):
-                if type(base) in _BUFFERS:
+            if not self._plain(base, _item_runs(frame, op)) and not (
+                recipe.inner and self._storage(base, recipe)
+            ):
+                if type(base) in _BUFFERS or type(base) is memoryview:
+                    self._buffer_item(frame, base, recipe, op == "write")
                     self._slice_key(frame, actor, hb, base, recipe, label)
                 return
             key = evaluate(recipe.key, frame, f_locals)
@@ -800,6 +812,8 @@ class Detector:
             if type(key) is slice:
                 self._slice_key(frame, actor, hb, base, recipe, label)
                 return
+            if op == "read" and type(base) is not dict and self.access_log is not None:
+                _insert_default(self.access_log, base, key)
             self._item(frame, actor, hb, base, key, op == "write", label)
             return
         if op in _SLICE_OPS or op == "position" or op == "insort":
@@ -842,6 +856,8 @@ class Detector:
             and not self._plain(base, _runs(recipe))
             and not (recipe.inner and self._storage(base, recipe))
         ):
+            if self.access_log is not None:
+                self._c_whole(frame, base, recipe)
             return
         if op == "truth":
             self._emptiness(frame, actor, hb, base, label)
@@ -1364,6 +1380,9 @@ class Detector:
         cls = type(base)
         slot = member_slot(cls, name)
         if slot is None:
+            if self.access_log is not None and c_attribute(cls, name):
+                # kept in the C object (ctypes' .value, decimal.Context's .prec): for DPOR
+                self.access_log.touch(base, name, write)
             return
 
         def value_of() -> Any:
@@ -1452,10 +1471,77 @@ class Detector:
             "slice-delete": "deleted a slice of",
             "insort": f"called {recipe.name}() on",
         }[op]
+        if self.access_log is not None and op != "insort":
+            # for DPOR: the items it replaces or shifts are written, not only the
+            # size and the end (``b[0:1] = x`` against a read of ``b[0]``)
+            self.access_log.touch_any(base, True)
         # insort calls a key function of the user's between its comparisons
         self._whole(frame, actor, hb, base, True, label, action, atomic=op != "insort")
         if not self.found:
             self._touch_item(frame, actor, hb, base, LAST, True, label, -1, action, atomic=True)
+
+    def _buffer_item(self, frame: FrameType, base: Any, recipe: Recipe, write: bool) -> None:
+        """For DPOR: an item of a bytearray, an ``array.array`` or a memoryview.
+
+        The detector does not judge these (a byte buffer filled in a loop is no
+        shared counter), but they are state two actors can race on: unrecorded,
+        DPOR called a lost update on ``b[0]`` verified. An index is keyed as
+        its place (``b[-1]`` is ``b[len(b) - 1]``); a slice store or a
+        deletion may move every item, and a memoryview's items are its
+        exporter's, at an offset and in a format of the view's: every item.
+        """
+        log = self.access_log
+        if log is None:
+            return
+        if type(base) is memoryview:
+            log.touch_any(buffer_exporter(base), write)
+            return
+        key = evaluate(recipe.key, frame, frame.f_locals)
+        if type(key) is int and not (write and _deletes(frame)):
+            log.touch(base, key + len(base) if key < 0 else key, write)
+            return
+        log.touch_any(base, write)
+
+    def _c_whole(self, frame: FrameType, base: Any, recipe: Recipe) -> None:
+        """For DPOR: a loop, a scan or a test of a C object the detector does not judge.
+
+        A buffer (or a memoryview's exporter) is read as a whole. An iterator
+        that advances in C (a list's, a range's, a generator, a file) is
+        changed by whatever takes items from it: ``list(it)``, ``sum(it)``,
+        and each later step of ``for x in it`` (StepLog.loop_advanced). Two
+        actors sharing one take each other's items.
+        """
+        log = self.access_log
+        op = recipe.op
+        if type(base) in _BUFFERS or type(base) is memoryview:
+            if op in ("iterate", "scan-arg", "contains", "truth"):
+                owner = buffer_exporter(base) if type(base) is memoryview else base
+                log.touch(owner, WHOLE, False, op == "iterate")
+        elif (op == "iterate" or op == "scan-arg") and _self_iterator(type(base)):
+            if op == "iterate":
+                following = recipes(frame.f_code).get(frame.f_lasti + 2)
+                log.loop_over(frame, base, following is not None and following.op == "next")
+            else:
+                log.advanced(base)
+
+    def _behind_view(
+        self, frame: FrameType, actor: int, hb: int, view: Any, op: str, label: str
+    ) -> Any:
+        """The dict a ``MappingProxyType`` or a dict's view made once shows, or MISSING.
+
+        Its items, its size and its keys are the dict's: ``proxy[k]``,
+        ``k in keys``, ``len(items)`` are accesses of the dict. ``(k, v) in
+        items`` and ``v in values`` compare with every entry: a read of the
+        whole (recorded here; MISSING tells the caller it is done).
+        """
+        referents = gc.get_referents(view)
+        mapping = referents[0] if len(referents) == 1 else MISSING
+        if not isinstance(mapping, dict):
+            return MISSING
+        if op == "contains" and type(view) in _ENTRY_VIEWS:
+            self._whole(frame, actor, hb, mapping, False, label, "checked")
+            return MISSING
+        return mapping
 
     def _slice_key(
         self, frame: FrameType, actor: int, hb: int, base: Any, recipe: Recipe, label: str
@@ -2848,6 +2934,72 @@ def _own_cell(frame: FrameType, name: str, current: Any) -> Any:
 # type's own descriptors: a metaclass cannot intercept them
 _TYPE_DICT: Callable[[type], Any] = type.__dict__["__dict__"].__get__
 _TYPE_MRO: Callable[[type], tuple[type, ...]] = type.__dict__["__mro__"].__get__
+
+
+def _deletes(frame: FrameType) -> bool:
+    """Is the subscript ``frame`` is at a ``del container[key]``?"""
+    return frame.f_code.co_code[frame.f_lasti] == _DELETE_SUBSCR
+
+
+def _item_runs(frame: FrameType, op: str) -> tuple[str, ...]:
+    """The one item method a subscript calls (``__missing__`` aside).
+
+    A ``Counter`` defines ``__missing__`` and ``__delitem__`` in Python, yet
+    ``c[k]`` and ``c[k] = v`` are dict's C code: skipped as a class with item
+    methods of its own, a lost update on ``c[k] += 1`` was called verified.
+    """
+    if op == "read":
+        return ("__getitem__",)
+    return ("__delitem__",) if _deletes(frame) else ("__setitem__",)
+
+
+_DEFAULT_MISSING = defaultdict.__missing__
+
+
+def _insert_default(log: Any, base: Any, key: Any) -> None:
+    """``dd[k]`` on a ``defaultdict`` without ``k``: its C ``__missing__`` inserts the
+    default, a write of the key and of the size, where the subscript is a read.
+
+    A ``__missing__`` written in Python is code that records its own accesses
+    (traced, or an untraced library's call, which the step log judges).
+    """
+    if not isinstance(base, defaultdict) or base.default_factory is None:
+        return
+    if getattr(type(base), "__missing__", None) is not _DEFAULT_MISSING:
+        return
+    try:
+        if dict.__contains__(base, key):
+            return
+    except TypeError:
+        return  # unhashable: the subscript raises
+    log.touch(base, WHOLE, True)
+    log.touch(base, key, True)
+
+
+#: a dict's views (the proxy is a view of a whole mapping); entry views compare values
+_ENTRY_VIEWS: tuple[type, ...] = (type({}.items()), type({}.values()))
+_MAPPING_VIEWS: tuple[type, ...] = (type({}.keys()), *_ENTRY_VIEWS, MappingProxyType)
+#: type -> does it advance in C (see _self_iterator)
+_ITERATOR_TYPES: dict[type, bool] = {}
+
+
+def _self_iterator(cls: type) -> bool:
+    """Is ``cls`` an iterator whose ``__next__`` is C (a list's, a generator, a file)?
+
+    A ``__next__`` written in Python is code: traced, its own accesses are
+    the real ones.
+    """
+    found = _ITERATOR_TYPES.get(cls)
+    if found is None:
+        method = next(
+            (_TYPE_DICT(k)["__next__"] for k in _TYPE_MRO(cls) if "__next__" in _TYPE_DICT(k)),
+            None,
+        )
+        found = method is not None and not isinstance(method, FunctionType)
+        if len(_ITERATOR_TYPES) >= _TYPE_CACHE_LIMIT:
+            _ITERATOR_TYPES.clear()  # classes made per run must not pile up
+        _ITERATOR_TYPES[cls] = found
+    return found
 
 
 def _runs(recipe: Recipe) -> tuple[str, ...]:

@@ -843,6 +843,47 @@ def slot_value(obj: Any, name: str) -> Any:
         return _MISSING  # never set, or deleted
 
 
+#: (class, name) -> does ``name`` live in C storage of the object (see c_attribute)
+_c_attributes: dict[tuple[type, str], bool] = {}
+_GETSET = type(type.__dict__["__dict__"])
+
+
+def c_attribute(cls: type, name: str) -> bool:
+    """Is ``obj.name`` state a C object keeps in its own C struct?
+
+    ``ctypes.c_int(0).value``, a ``ctypes.Structure``'s field,
+    ``decimal.Context().prec``: a getset descriptor (or ctypes' field
+    descriptor) on the class, not an entry of an instance ``__dict__`` nor a
+    ``__slots__`` member. Dunders (``__class__``, ``__dict__``) are left out:
+    the type and namespace an object has, not a value kept in it.
+    """
+    key = (cls, name)
+    found = _c_attributes.get(key)
+    if found is not None:
+        return found
+    found = False
+    if not (name.startswith("__") and name.endswith("__")):
+        for klass in _TYPE_MRO(cls):
+            entry = _TYPE_DICT(klass).get(name, _MISSING)
+            if entry is not _MISSING:
+                found = type(entry) is _GETSET or type(entry).__name__ == "CField"
+                break
+    if len(_c_attributes) >= 4096:
+        _c_attributes.clear()  # classes made per run must not pile up
+    _c_attributes[key] = found
+    return found
+
+
+def buffer_exporter(view: memoryview) -> Any:
+    """The object whose memory ``view`` shows (a bytearray, an array): its items are
+    that object's, so an access through the view is one of it. The view itself once
+    released (nothing to reach through it any more)."""
+    try:
+        return view.obj
+    except ValueError:
+        return view
+
+
 # type's own descriptors: a metaclass cannot intercept them
 _TYPE_DICT = type.__dict__["__dict__"].__get__
 _TYPE_MRO = type.__dict__["__mro__"].__get__
