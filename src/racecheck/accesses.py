@@ -52,6 +52,7 @@ import builtins
 import concurrent.futures._base as _futures_base
 import dataclasses
 import functools
+import logging
 import os
 import queue
 import sys
@@ -69,7 +70,7 @@ from typing import Any, Protocol
 
 from racecheck.codekeys import ByCode
 from racecheck.detect.operands import MISSING, evaluate, recipes
-from racecheck.sources import is_user_file
+from racecheck.sources import is_third_party_file, is_user_file
 
 #: (object ordinal, key, write, the object's type name)
 Access = tuple[int, Hashable, bool, str]
@@ -902,6 +903,7 @@ class StepLog:
         self._user: ByCode[bool] = ByCode()
         self._runtime_code: ByCode[int] = ByCode()
         self._verdict: ByCode[str | None] = ByCode()
+        self._foreign: ByCode[bool] = ByCode()
         self._observer: Observer | None = None
         #: what the chooser raised at a step boundary made inside the target (_boundary_alone)
         self._deferred: BaseException | None = None
@@ -1500,6 +1502,41 @@ class StepLog:
             found = self._user.put(code, is_user_file(code.co_filename))
         return found
 
+    def _is_foreign(self, code: Any) -> bool:
+        """Is ``code`` untraced third-party code (not the stdlib, racecheck or a test
+        framework), other than a module's body run by an import?"""
+        found = self._foreign.get(id(code))
+        if found is None:
+            found = self._foreign.put(
+                code,
+                code.co_name != "<module>"
+                and is_third_party_file(code.co_filename)
+                and not self._is_user(code),
+            )
+        return found
+
+    def _foreign_entered(self, frame: FrameType) -> None:
+        """Untraced third-party code starts, called by other code than the traced code's.
+
+        An actor's entry point (``Thread(target=lib.fn)``, a library coroutine
+        handed to ``create_task``), a callback a stdlib helper or the runtime runs
+        (``ExitStack.callback(lib.fn)``, a dataclass's ``default_factory``): no
+        traced frame calls it, so :meth:`_entered_library` never sees it. What it
+        touches is as unseen as it is there. Calls within the library are not
+        entries: the one that entered it said so already.
+        """
+        caller = frame.f_back
+        if caller is not None and self._is_foreign(caller.f_code):
+            return
+        code = frame.f_code
+        where = _module_of(code.co_filename) or os.path.basename(code.co_filename)
+        by = _module_of(caller.f_code.co_filename) if caller is not None else "the thread's start"
+        self.blind_spot(
+            f"untraced code ran ({where}.{code.co_name}, called by {by or 'generated code'}, not"
+            " by traced code): what it touched was not seen, so interleavings that differ only"
+            " there may not have been told apart (trace_packages= traces it)"
+        )
+
     def _hook(self, previous: Any) -> Any:
         sync_types = self._sync
         is_user = self._is_user
@@ -1574,6 +1611,8 @@ class StepLog:
                 caller = frame.f_back
                 if caller is not None and is_user(caller.f_code) and not is_user(frame.f_code):
                     self._entered_library(frame)
+                elif self._is_foreign(code):
+                    self._foreign_entered(frame)
             elif event == "return":
                 returned = runtime_code.get(id(frame.f_code))
                 if returned == _ATTEMPT:
@@ -2265,6 +2304,9 @@ class StepLog:
             return
         if code.co_filename.startswith(_RACECHECK_DIR):
             return  # racecheck's own patches: their effects are recorded where they happen
+        hidden = _hidden_state(code.co_filename, code.co_qualname)
+        if hidden:
+            self._quiet_state(hidden, frame)
         if code.co_name == "all_tasks" and code.co_filename == _TASKS_FILE:
             self.tasks_listed()  # it changes nothing, not even the loop it is given
             return
@@ -2303,6 +2345,98 @@ class StepLog:
             if value is None or isinstance(value, _PASSIVE):
                 continue
             self.current.append((self.ordinal(value), ANY, True, type(value).__qualname__))
+
+    def _quiet_state(self, hidden: int, frame: FrameType) -> None:
+        """Quiet stdlib code that reads or changes process-wide state nobody hands it
+        (see _hidden_state): the state it uses is recorded, as a whole."""
+        if hidden == _READS_ENVIRON:
+            self.touch_any(os.environ, False)
+        elif hidden in (_READS_REGISTRIES, _WRITES_REGISTRIES):
+            self.touch_any(_TYPE_REGISTRIES, hidden == _WRITES_REGISTRIES)
+        else:
+            self.touch_any(logging.Logger.manager, hidden == _CONFIGURES_LOGGING)
+            # a logger's effective level, handlers and propagation are its ancestors' too
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, logging.LoggerAdapter):
+                owner = owner.logger
+            logger: logging.Logger | None = (
+                owner if isinstance(owner, logging.Logger) else logging.root
+            )
+            while logger is not None:
+                self.touch_any(logger, False)
+                logger = logger.parent
+
+
+class TypeRegistries:
+    """The process's class registrations, one object for all of them: ``ABCMeta.register``
+    and a ``functools.singledispatch`` function's ``register`` change them, and a
+    ``singledispatch`` call's dispatch reads them (its cache follows ABC registrations).
+    Quiet code does both without being handed them."""
+
+
+_TYPE_REGISTRIES = TypeRegistries()
+
+#: how quiet stdlib code uses state nobody hands it (_hidden_state)
+_READS_ENVIRON = 1
+_READS_REGISTRIES = 2
+_WRITES_REGISTRIES = 3
+_USES_LOGGING = 4
+_CONFIGURES_LOGGING = 5
+#: functions (module, qualname) that read ``os.environ`` without being handed it
+_ENVIRON_READERS = frozenset(
+    {
+        ("os", "getenv"),
+        ("os", "getenvb"),
+        ("os", "get_exec_path"),
+        ("posixpath", "expanduser"),
+        ("posixpath", "expandvars"),
+        ("ntpath", "expanduser"),
+        ("ntpath", "expandvars"),
+    }
+)
+#: logging's functions that change every logger's behaviour (``logging.disable``'s level,
+#: the level names, the record factory, the root's handlers)
+_LOGGING_CONFIGURERS = frozenset(
+    {
+        "disable",
+        "basicConfig",
+        "addLevelName",
+        "setLoggerClass",
+        "setLogRecordFactory",
+        "captureWarnings",
+        "shutdown",
+    }
+)
+
+
+#: ABCMeta's methods that change what ``isinstance`` says
+_ABC_REGISTERS = frozenset({"ABCMeta.register", "ABCMeta._abc_registry_clear"})
+_STDLIB_DIR = os.path.dirname(os.path.abspath(functools.__file__)) + os.sep
+
+
+@functools.lru_cache(maxsize=4096)
+def _hidden_state(filename: str, qualname: str) -> int:
+    """What process-wide state quiet stdlib code in ``filename`` uses unhanded (0: none).
+
+    The quiet list (_QUIET_STDLIB) takes such code to change only what it is
+    handed. These do more: ``os.getenv`` reads ``os.environ``; a logger's level
+    is its ancestors' levels and the process-wide ``logging.disable``'s; a
+    ``singledispatch`` function dispatches by a registry its ``register`` fills.
+    """
+    module = os.path.basename(filename.removeprefix("<frozen ").removesuffix(">"))
+    module = module.removesuffix(".py")
+    if (module, qualname) in _ENVIRON_READERS:
+        return _READS_ENVIRON
+    if qualname.startswith("singledispatch") and module == "functools":
+        return _WRITES_REGISTRIES if "register" in qualname else _READS_REGISTRIES
+    if module == "abc" and qualname.startswith("ABCMeta."):
+        return _WRITES_REGISTRIES if qualname in _ABC_REGISTERS else _READS_REGISTRIES
+    folder = os.path.basename(os.path.dirname(filename))
+    if folder == "logging" and filename.startswith(_STDLIB_DIR):
+        if module == "config" or qualname in _LOGGING_CONFIGURERS:
+            return _CONFIGURES_LOGGING
+        return _USES_LOGGING
+    return 0
 
 
 def _is_task_step(handle: Any) -> bool:
