@@ -56,6 +56,7 @@ import logging
 import os
 import queue
 import sys
+import threading
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import (
@@ -353,6 +354,34 @@ _QUIET_STDLIB = frozenset(
         "pprint",
     }
 )
+
+#: stdlib code (qualname -> a part of its file's name) that calls a callable the traced
+#: code handed it, on its behalf: an actor's entry point, a pool's work item, an exit
+#: callback, a dataclass's default factories. Its C calls are recorded as the traced
+#: code's would be, and quiet library code it calls as if the traced code called it:
+#: ``Thread(target=d.update, args=(...,))`` changes ``d`` as surely as ``d.update(...)``.
+_HANDS_OVER: dict[str, str] = {
+    "Thread.run": os.sep + "threading.py",
+    "_WorkItem.run": os.path.join("concurrent", "futures", "thread.py"),
+    "_BaseExitStack._create_cb_wrapper.<locals>._exit_wrapper": os.sep + "contextlib.py",
+    "__create_fn__.<locals>.__init__": "<string>",
+}
+
+#: how a call of a code object is watched (StepLog._kind): untraced third-party code,
+#: and stdlib code that calls what the traced code handed it (_HANDS_OVER)
+_FOREIGN_CODE, _HANDS_OVER_CODE = 1, 2
+
+
+def _runs_python(function: Any) -> bool:
+    """Does calling ``function`` start a Python frame (a ``call`` the profile hook sees)?"""
+    if isinstance(function, (FunctionType, MethodType, type)):
+        return True
+    # a callable object's __call__, looked up without running its class's code
+    for klass in type(function).__mro__:
+        if "__call__" in klass.__dict__:
+            return isinstance(klass.__dict__["__call__"], FunctionType)
+    return False
+
 
 _RACECHECK_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -903,7 +932,7 @@ class StepLog:
         self._user: ByCode[bool] = ByCode()
         self._runtime_code: ByCode[int] = ByCode()
         self._verdict: ByCode[str | None] = ByCode()
-        self._foreign: ByCode[bool] = ByCode()
+        self._kinds: ByCode[int] = ByCode()
         self._observer: Observer | None = None
         #: what the chooser raised at a step boundary made inside the target (_boundary_alone)
         self._deferred: BaseException | None = None
@@ -1502,18 +1531,53 @@ class StepLog:
             found = self._user.put(code, is_user_file(code.co_filename))
         return found
 
-    def _is_foreign(self, code: Any) -> bool:
-        """Is ``code`` untraced third-party code (not the stdlib, racecheck or a test
-        framework), other than a module's body run by an import?"""
-        found = self._foreign.get(id(code))
+    def _kind(self, code: Any) -> int:
+        """How a call of ``code`` is watched: _FOREIGN_CODE, _HANDS_OVER_CODE or 0."""
+        found = self._kinds.get(id(code))
         if found is None:
-            found = self._foreign.put(
-                code,
-                code.co_name != "<module>"
-                and is_third_party_file(code.co_filename)
-                and not self._is_user(code),
-            )
+            if code.co_name != "<module>" and is_third_party_file(code.co_filename):
+                # untraced third-party code (an import's module body aside)
+                found = 0 if self._is_user(code) else _FOREIGN_CODE
+            else:
+                part = _HANDS_OVER.get(code.co_qualname)
+                found = _HANDS_OVER_CODE if part and part in code.co_filename else 0
+            self._kinds.put(code, found)
         return found
+
+    def _is_foreign(self, code: Any) -> bool:
+        return self._kind(code) == _FOREIGN_CODE
+
+    def _handing_over(self, frame: FrameType) -> None:
+        """Stdlib code that calls a callable the traced code handed it starts (_HANDS_OVER).
+
+        A Python callable's call and a builtin's are seen where they happen (the
+        hook's ``call`` and ``c_call``), but the C callables that fire no profile
+        event are not: a slot wrapper (``itertools.count().__next__``,
+        ``d.__setitem__``) or a builtin inside a ``functools.partial``. Those are
+        recorded here, as C calls of the traced code.
+        """
+        values = frame.f_locals
+        owner = values.get("self")
+        name = frame.f_code.co_name
+        if name == "run":
+            handed = [
+                getattr(owner, "_target" if isinstance(owner, threading.Thread) else "fn", None)
+            ]
+        elif name == "__init__":
+            handed = [
+                field.default_factory
+                for field in getattr(type(owner), "__dataclass_fields__", {}).values()
+            ]
+        else:
+            handed = [values.get("callback")]
+        for function in handed:
+            wrapped = isinstance(function, functools.partial)
+            while isinstance(function, functools.partial):
+                function = function.func
+            if function is None or function is dataclasses.MISSING or _runs_python(function):
+                continue  # a Python frame, seen where it starts
+            if wrapped or not isinstance(function, BuiltinFunctionType):
+                self._c_call(function, frame)  # fires no event (a builtin's does, unwrapped)
 
     def _foreign_entered(self, frame: FrameType) -> None:
         """Untraced third-party code starts, called by other code than the traced code's.
@@ -1546,7 +1610,7 @@ class StepLog:
             if previous is not None:
                 previous(frame, event, arg)
             if event == "c_call":
-                if is_user(frame.f_code):
+                if is_user(frame.f_code) or self._kind(frame.f_code) == _HANDS_OVER_CODE:
                     self._c_call(arg, frame)
             elif event == "call":
                 code = frame.f_code
@@ -1609,10 +1673,19 @@ class StepLog:
                             self.current.append((self.ordinal(owner), written, True, kind))
                         return
                 caller = frame.f_back
+                watched = self._kind(code)
                 if caller is not None and is_user(caller.f_code) and not is_user(frame.f_code):
                     self._entered_library(frame)
-                elif self._is_foreign(code):
+                elif watched == _FOREIGN_CODE:
                     self._foreign_entered(frame)
+                elif (
+                    caller is not None
+                    and self._kind(caller.f_code) == _HANDS_OVER_CODE
+                    and not is_user(code)
+                ):
+                    self._entered_library(frame)  # the traced code's callable, called for it
+                if watched == _HANDS_OVER_CODE:
+                    self._handing_over(frame)
             elif event == "return":
                 returned = runtime_code.get(id(frame.f_code))
                 if returned == _ATTEMPT:

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import dataclasses
 import functools
 import importlib.util
+import itertools
 import logging
 import os
 import threading
@@ -233,6 +235,137 @@ def test_trio_and_its_dependencies_are_no_blind_spot() -> None:
     _lib_state["x"] = 0
     report = racecheck.check(_traced_task_on_trio, strategy="dpor", backend="trio", schedules=200)
     assert report.verified, report.notes
+
+
+# -- C methods and quiet stdlib code handed over: called by the stdlib, for the traced code ---
+
+_table: dict[str, int] = {"x": 0}
+_counted: collections.Counter[str] = collections.Counter()
+
+
+def _read_table() -> None:
+    _seen["x"] = _table["x"]
+
+
+def _read_counted() -> None:
+    _seen["x"] = _counted.get("x", 0)
+
+
+def _handed_over_before_a_read(
+    start_writer: Callable[[], Callable[[], None]], read: Callable[[], None]
+) -> Callable[[], None]:
+    def target() -> None:
+        _table["x"] = 0
+        _counted.clear()
+        finish = start_writer()
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join()
+        finish()
+        assert _seen["x"] == 1, "the read came first"
+
+    return target
+
+
+def _update_as_thread_target() -> Callable[[], None]:
+    worker = threading.Thread(target=_table.update, args=({"x": 1},))
+    worker.start()
+    return worker.join
+
+
+def _update_submitted() -> Callable[[], None]:
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    future = pool.submit(_table.update, {"x": 1})
+
+    def finish() -> None:
+        future.result()
+        pool.shutdown()
+
+    return finish
+
+
+def _update_on_exit() -> None:
+    with contextlib.ExitStack() as stack:
+        stack.callback(_table.update, {"x": 1})
+
+
+def _update_as_exit_callback() -> Callable[[], None]:
+    worker = threading.Thread(target=_update_on_exit)
+    worker.start()
+    return worker.join
+
+
+def _setitem_as_thread_target() -> Callable[[], None]:
+    worker = threading.Thread(target=_table.__setitem__, args=("x", 1))
+    worker.start()
+    return worker.join
+
+
+def _partial_submitted() -> Callable[[], None]:
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    future = pool.submit(functools.partial(_table.update, x=1))
+
+    def finish() -> None:
+        future.result()
+        pool.shutdown()
+
+    return finish
+
+
+def _counter_update_as_thread_target() -> Callable[[], None]:
+    worker = threading.Thread(target=collections.Counter.update, args=(_counted, "x"))
+    worker.start()
+    return worker.join
+
+
+HANDED_OVER = {
+    "Thread(target=d.update)": (_update_as_thread_target, _read_table),
+    "pool.submit(d.update)": (_update_submitted, _read_table),
+    "ExitStack.callback(d.update)": (_update_as_exit_callback, _read_table),
+    "Thread(target=Counter.update)": (_counter_update_as_thread_target, _read_counted),
+    "Thread(target=d.__setitem__)": (_setitem_as_thread_target, _read_table),
+    "pool.submit(partial(d.update))": (_partial_submitted, _read_table),
+}
+
+
+@pytest.mark.parametrize("form", sorted(HANDED_OVER))
+def test_dpor_finds_a_race_in_what_the_stdlib_calls_for_traced_code(form: str) -> None:
+    target = _handed_over_before_a_read(*HANDED_OVER[form])
+    with pytest.raises(racecheck.RaceFound):
+        report = racecheck.check(target, strategy="dpor", backend="threads", schedules=200)
+        pytest.fail(f"DPOR passed an order bug: {report.notes}")
+
+
+_numbered: dict[str, Any] = {}
+
+
+def _make_numbered(name: str) -> None:
+    _numbered[name] = _numbered["class"]()
+
+
+def _numbered_in_thread_order() -> None:
+    """A dataclass numbers its instances with a shared counter's ``__next__``: the
+    instance made in the first thread gets 0 in the natural order only."""
+
+    @dataclasses.dataclass
+    class Numbered:
+        number: int = dataclasses.field(default_factory=itertools.count().__next__)
+
+    _numbered.update({"class": Numbered, "a": None, "b": None})
+    workers = [threading.Thread(target=_make_numbered, args=(name,)) for name in "ab"]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert _numbered["a"].number == 0, "the second thread's instance came first"
+
+
+def test_dpor_finds_a_race_in_a_dataclass_default_factory() -> None:
+    with pytest.raises(racecheck.RaceFound):
+        report = racecheck.check(
+            _numbered_in_thread_order, strategy="dpor", backend="threads", schedules=200
+        )
+        pytest.fail(f"DPOR passed an order bug: {report.notes}")
 
 
 # -- quiet stdlib code with global state of its own -------------------------------------------
