@@ -1682,8 +1682,11 @@ class StepLog:
                     caller is not None
                     and self._kind(caller.f_code) == _HANDS_OVER_CODE
                     and not is_user(code)
+                    and not code.co_filename.startswith(_RUNTIME_DIRS)
                 ):
-                    self._entered_library(frame)  # the traced code's callable, called for it
+                    # the traced code's callable, called for it; a runtime's own
+                    # (Thread(target=loop.run_forever)) records its operations itself
+                    self._entered_library(frame)
                 if watched == _HANDS_OVER_CODE:
                     self._handing_over(frame)
             elif event == "return":
