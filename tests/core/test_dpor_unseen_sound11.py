@@ -1,6 +1,6 @@
 """DPOR never calls a program verified when state changed where nothing recorded it.
 
-Two families went unseen, and DPOR said "verified" after one or two schedules:
+Three families went unseen, and DPOR said "verified" after one or two schedules:
 
 * untraced library code that no traced frame called: an actor whose entry
   point is a library function (``Thread(target=lib.fn)``, a pool's
@@ -9,6 +9,11 @@ Two families went unseen, and DPOR said "verified" after one or two schedules:
   a dataclass's ``default_factory``. A call from traced code into untraced
   code was a blind spot already; reached through the stdlib or racecheck's
   own machinery, it was not.
+* what the stdlib calls for the traced code: a C method or quiet stdlib code
+  as a thread's target, a pool's work or an exit callback
+  (``Thread(target=d.update)``), a slot wrapper or a partial handed over
+  (``default_factory=itertools.count().__next__``): C calls were recorded only
+  from traced frames, and slot wrappers fire no profile event at all.
 * stdlib code racecheck takes for quiet (it changes only what it is handed)
   that reads or writes global state nobody hands it: ``os.getenv`` reads
   ``os.environ``, a logger's effective level is its ancestors' levels and the
