@@ -52,9 +52,11 @@ import builtins
 import concurrent.futures._base as _futures_base
 import dataclasses
 import functools
+import logging
 import os
 import queue
 import sys
+import threading
 from collections import ChainMap
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -70,7 +72,7 @@ from typing import Any, Protocol
 
 from racecheck.codekeys import ByCode
 from racecheck.detect.operands import MISSING, buffer_exporter, evaluate, recipes
-from racecheck.sources import is_user_file
+from racecheck.sources import is_third_party_file, is_user_file
 
 #: (object ordinal, key, write, the object's type name)
 Access = tuple[int, Hashable, bool, str]
@@ -359,6 +361,34 @@ _QUIET_STDLIB = frozenset(
         "pprint",
     }
 )
+
+#: stdlib code (qualname -> a part of its file's name) that calls a callable the traced
+#: code handed it, on its behalf: an actor's entry point, a pool's work item, an exit
+#: callback, a dataclass's default factories. Its C calls are recorded as the traced
+#: code's would be, and quiet library code it calls as if the traced code called it:
+#: ``Thread(target=d.update, args=(...,))`` changes ``d`` as surely as ``d.update(...)``.
+_HANDS_OVER: dict[str, str] = {
+    "Thread.run": os.sep + "threading.py",
+    "_WorkItem.run": os.path.join("concurrent", "futures", "thread.py"),
+    "_BaseExitStack._create_cb_wrapper.<locals>._exit_wrapper": os.sep + "contextlib.py",
+    "__create_fn__.<locals>.__init__": "<string>",
+}
+
+#: how a call of a code object is watched (StepLog._kind): untraced third-party code,
+#: and stdlib code that calls what the traced code handed it (_HANDS_OVER)
+_FOREIGN_CODE, _HANDS_OVER_CODE = 1, 2
+
+
+def _runs_python(function: Any) -> bool:
+    """Does calling ``function`` start a Python frame (a ``call`` the profile hook sees)?"""
+    if isinstance(function, (FunctionType, MethodType, type)):
+        return True
+    # a callable object's __call__, looked up without running its class's code
+    for klass in type(function).__mro__:
+        if "__call__" in klass.__dict__:
+            return isinstance(klass.__dict__["__call__"], FunctionType)
+    return False
+
 
 _RACECHECK_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -912,6 +942,7 @@ class StepLog:
         self._user: ByCode[bool] = ByCode()
         self._runtime_code: ByCode[int] = ByCode()
         self._verdict: ByCode[str | None] = ByCode()
+        self._kinds: ByCode[int] = ByCode()
         self._observer: Observer | None = None
         #: what the chooser raised at a step boundary made inside the target (_boundary_alone)
         self._deferred: BaseException | None = None
@@ -1546,6 +1577,76 @@ class StepLog:
             found = self._user.put(code, is_user_file(code.co_filename))
         return found
 
+    def _kind(self, code: Any) -> int:
+        """How a call of ``code`` is watched: _FOREIGN_CODE, _HANDS_OVER_CODE or 0."""
+        found = self._kinds.get(id(code))
+        if found is None:
+            if code.co_name != "<module>" and is_third_party_file(code.co_filename):
+                # untraced third-party code (an import's module body aside)
+                found = 0 if self._is_user(code) else _FOREIGN_CODE
+            else:
+                part = _HANDS_OVER.get(code.co_qualname)
+                found = _HANDS_OVER_CODE if part and part in code.co_filename else 0
+            self._kinds.put(code, found)
+        return found
+
+    def _is_foreign(self, code: Any) -> bool:
+        return self._kind(code) == _FOREIGN_CODE
+
+    def _handing_over(self, frame: FrameType) -> None:
+        """Stdlib code that calls a callable the traced code handed it starts (_HANDS_OVER).
+
+        A Python callable's call and a builtin's are seen where they happen (the
+        hook's ``call`` and ``c_call``), but the C callables that fire no profile
+        event are not: a slot wrapper (``itertools.count().__next__``,
+        ``d.__setitem__``) or a builtin inside a ``functools.partial``. Those are
+        recorded here, as C calls of the traced code.
+        """
+        values = frame.f_locals
+        owner = values.get("self")
+        name = frame.f_code.co_name
+        if name == "run":
+            handed = [
+                getattr(owner, "_target" if isinstance(owner, threading.Thread) else "fn", None)
+            ]
+        elif name == "__init__":
+            handed = [
+                field.default_factory
+                for field in getattr(type(owner), "__dataclass_fields__", {}).values()
+            ]
+        else:
+            handed = [values.get("callback")]
+        for function in handed:
+            wrapped = isinstance(function, functools.partial)
+            while isinstance(function, functools.partial):
+                function = function.func
+            if function is None or function is dataclasses.MISSING or _runs_python(function):
+                continue  # a Python frame, seen where it starts
+            if wrapped or not isinstance(function, BuiltinFunctionType):
+                self._c_call(function, frame)  # fires no event (a builtin's does, unwrapped)
+
+    def _foreign_entered(self, frame: FrameType) -> None:
+        """Untraced third-party code starts, called by other code than the traced code's.
+
+        An actor's entry point (``Thread(target=lib.fn)``, a library coroutine
+        handed to ``create_task``), a callback a stdlib helper or the runtime runs
+        (``ExitStack.callback(lib.fn)``, a dataclass's ``default_factory``): no
+        traced frame calls it, so :meth:`_entered_library` never sees it. What it
+        touches is as unseen as it is there. Calls within the library are not
+        entries: the one that entered it said so already.
+        """
+        caller = frame.f_back
+        if caller is not None and self._is_foreign(caller.f_code):
+            return
+        code = frame.f_code
+        where = _module_of(code.co_filename) or os.path.basename(code.co_filename)
+        by = _module_of(caller.f_code.co_filename) if caller is not None else "the thread's start"
+        self.blind_spot(
+            f"untraced code ran ({where}.{code.co_name}, called by {by or 'generated code'}, not"
+            " by traced code): what it touched was not seen, so interleavings that differ only"
+            " there may not have been told apart (trace_packages= traces it)"
+        )
+
     def _hook(self, previous: Any) -> Any:
         sync_types = self._sync
         is_user = self._is_user
@@ -1555,7 +1656,7 @@ class StepLog:
             if previous is not None:
                 previous(frame, event, arg)
             if event == "c_call":
-                if is_user(frame.f_code):
+                if is_user(frame.f_code) or self._kind(frame.f_code) == _HANDS_OVER_CODE:
                     self._c_call(arg, frame)
             elif event == "call":
                 code = frame.f_code
@@ -1618,8 +1719,22 @@ class StepLog:
                             self.current.append((self.ordinal(owner), written, True, kind))
                         return
                 caller = frame.f_back
+                watched = self._kind(code)
                 if caller is not None and is_user(caller.f_code) and not is_user(frame.f_code):
                     self._entered_library(frame)
+                elif watched == _FOREIGN_CODE:
+                    self._foreign_entered(frame)
+                elif (
+                    caller is not None
+                    and self._kind(caller.f_code) == _HANDS_OVER_CODE
+                    and not is_user(code)
+                    and not code.co_filename.startswith(_RUNTIME_DIRS)
+                ):
+                    # the traced code's callable, called for it; a runtime's own
+                    # (Thread(target=loop.run_forever)) records its operations itself
+                    self._entered_library(frame)
+                if watched == _HANDS_OVER_CODE:
+                    self._handing_over(frame)
             elif event == "return":
                 returned = runtime_code.get(id(frame.f_code))
                 if returned == _ATTEMPT:
@@ -2315,6 +2430,9 @@ class StepLog:
             return
         if code.co_filename.startswith(_RACECHECK_DIR):
             return  # racecheck's own patches: their effects are recorded where they happen
+        hidden = _hidden_state(code.co_filename, code.co_qualname)
+        if hidden:
+            self._quiet_state(hidden, frame)
         if code.co_name == "all_tasks" and code.co_filename == _TASKS_FILE:
             self.tasks_listed()  # it changes nothing, not even the loop it is given
             return
@@ -2363,6 +2481,98 @@ class StepLog:
             if not isinstance(mapping, _IMMUTABLE):
                 kind = type(mapping).__qualname__
                 self.current.append((self.ordinal(mapping), ANY, True, kind))
+
+    def _quiet_state(self, hidden: int, frame: FrameType) -> None:
+        """Quiet stdlib code that reads or changes process-wide state nobody hands it
+        (see _hidden_state): the state it uses is recorded, as a whole."""
+        if hidden == _READS_ENVIRON:
+            self.touch_any(os.environ, False)
+        elif hidden in (_READS_REGISTRIES, _WRITES_REGISTRIES):
+            self.touch_any(_TYPE_REGISTRIES, hidden == _WRITES_REGISTRIES)
+        else:
+            self.touch_any(logging.Logger.manager, hidden == _CONFIGURES_LOGGING)
+            # a logger's effective level, handlers and propagation are its ancestors' too
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, logging.LoggerAdapter):
+                owner = owner.logger
+            logger: logging.Logger | None = (
+                owner if isinstance(owner, logging.Logger) else logging.root
+            )
+            while logger is not None:
+                self.touch_any(logger, False)
+                logger = logger.parent
+
+
+class TypeRegistries:
+    """The process's class registrations, one object for all of them: ``ABCMeta.register``
+    and a ``functools.singledispatch`` function's ``register`` change them, and a
+    ``singledispatch`` call's dispatch reads them (its cache follows ABC registrations).
+    Quiet code does both without being handed them."""
+
+
+_TYPE_REGISTRIES = TypeRegistries()
+
+#: how quiet stdlib code uses state nobody hands it (_hidden_state)
+_READS_ENVIRON = 1
+_READS_REGISTRIES = 2
+_WRITES_REGISTRIES = 3
+_USES_LOGGING = 4
+_CONFIGURES_LOGGING = 5
+#: functions (module, qualname) that read ``os.environ`` without being handed it
+_ENVIRON_READERS = frozenset(
+    {
+        ("os", "getenv"),
+        ("os", "getenvb"),
+        ("os", "get_exec_path"),
+        ("posixpath", "expanduser"),
+        ("posixpath", "expandvars"),
+        ("ntpath", "expanduser"),
+        ("ntpath", "expandvars"),
+    }
+)
+#: logging's functions that change every logger's behaviour (``logging.disable``'s level,
+#: the level names, the record factory, the root's handlers)
+_LOGGING_CONFIGURERS = frozenset(
+    {
+        "disable",
+        "basicConfig",
+        "addLevelName",
+        "setLoggerClass",
+        "setLogRecordFactory",
+        "captureWarnings",
+        "shutdown",
+    }
+)
+
+
+#: ABCMeta's methods that change what ``isinstance`` says
+_ABC_REGISTERS = frozenset({"ABCMeta.register", "ABCMeta._abc_registry_clear"})
+_STDLIB_DIR = os.path.dirname(os.path.abspath(functools.__file__)) + os.sep
+
+
+@functools.lru_cache(maxsize=4096)
+def _hidden_state(filename: str, qualname: str) -> int:
+    """What process-wide state quiet stdlib code in ``filename`` uses unhanded (0: none).
+
+    The quiet list (_QUIET_STDLIB) takes such code to change only what it is
+    handed. These do more: ``os.getenv`` reads ``os.environ``; a logger's level
+    is its ancestors' levels and the process-wide ``logging.disable``'s; a
+    ``singledispatch`` function dispatches by a registry its ``register`` fills.
+    """
+    module = os.path.basename(filename.removeprefix("<frozen ").removesuffix(">"))
+    module = module.removesuffix(".py")
+    if (module, qualname) in _ENVIRON_READERS:
+        return _READS_ENVIRON
+    if qualname.startswith("singledispatch") and module == "functools":
+        return _WRITES_REGISTRIES if "register" in qualname else _READS_REGISTRIES
+    if module == "abc" and qualname.startswith("ABCMeta."):
+        return _WRITES_REGISTRIES if qualname in _ABC_REGISTERS else _READS_REGISTRIES
+    folder = os.path.basename(os.path.dirname(filename))
+    if folder == "logging" and filename.startswith(_STDLIB_DIR):
+        if module == "config" or qualname in _LOGGING_CONFIGURERS:
+            return _CONFIGURES_LOGGING
+        return _USES_LOGGING
+    return 0
 
 
 def _is_task_step(handle: Any) -> bool:

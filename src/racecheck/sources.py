@@ -255,5 +255,22 @@ def is_user_file(filename: str) -> bool:
     return not path.startswith(_LIBRARY_DIRS)
 
 
+@functools.lru_cache(maxsize=4096)
+def is_third_party_file(filename: str) -> bool:
+    """Is ``filename`` installed third-party code: in site-packages, and not racecheck's, a
+    test framework's or a dependency of the runtimes racecheck drives (trio's ``outcome``
+    and ``sortedcontainers``)? The stdlib and generated code are not. Whether it is traced
+    is :func:`is_user_file`'s to say."""
+    if not filename or filename.startswith("<"):
+        return False
+    path = os.path.abspath(filename)
+    for folder in ("site-packages", "dist-packages"):
+        _, found, rest = path.rpartition(os.sep + folder + os.sep)
+        if found:
+            top = rest.split(os.sep, 1)[0]
+            return top.removesuffix(".py") not in _FRAMEWORKS
+    return False
+
+
 def source_line(filename: str, lineno: int) -> str:
     return linecache.getline(filename, lineno).strip()
