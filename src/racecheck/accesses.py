@@ -914,6 +914,10 @@ def _sync_types() -> tuple[type, ...]:
     return tuple(kinds)
 
 
+#: where the import system's own frames come from (``<frozen importlib._bootstrap>``)
+_IMPORT_SYSTEM = "<frozen importlib"
+
+
 class StepLog:
     """The accesses of the step in progress, and of the run so far, for one run.
 
@@ -1637,6 +1641,12 @@ class StepLog:
         """
         caller = frame.f_back
         if caller is not None and self._is_foreign(caller.f_code):
+            return
+        if caller is not None and caller.f_code.co_filename.startswith(_IMPORT_SYSTEM):
+            # An import hook an installed package put in sys.meta_path (setuptools'
+            # _distutils_hack is in every venv it made): the import system calls it
+            # under the import lock, for its own caches. Counted, a lazy import in
+            # the target cost every run its verification.
             return
         code = frame.f_code
         where = _module_of(code.co_filename) or os.path.basename(code.co_filename)

@@ -69,6 +69,13 @@ async def put_async(value):
 def make_after_put():
     STATE["x"] = 1
     return []
+
+
+class Finder:
+    """An import hook, as setuptools' _distutils_hack installs one: it finds nothing."""
+
+    def find_spec(self, name, path, target=None):
+        return None
 '''
 
 
@@ -526,3 +533,36 @@ def test_reading_quiet_stdlib_state_adds_no_interleavings() -> None:
     looking, not_looking = _two_readers(True), _two_readers(False)
     assert looking.verified, looking.notes
     assert looking.schedules_run == not_looking.schedules_run, (looking.notes, not_looking.notes)
+
+
+def _imports_lazily() -> None:
+    """Each thread imports a module that is not there, asking every import hook."""
+
+    def work() -> None:
+        try:
+            import racecheck_no_such_module  # type: ignore[import-not-found]  # noqa: F401
+        except ImportError:
+            pass
+        mine = [0]
+        mine[0] += 1
+
+    workers = [threading.Thread(target=work) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def test_an_import_hook_a_library_installed_is_no_blind_spot() -> None:
+    """The import system calls the hooks installed packages put in ``sys.meta_path``
+    (setuptools' _distutils_hack is in every venv it made), under the import lock, for
+    their own caches: a lazy import in the target must not cost its verification."""
+    import sys
+
+    finder = _LIB["lib"].Finder()
+    sys.meta_path.insert(0, finder)
+    try:
+        report = racecheck.check(_imports_lazily, strategy="dpor", backend="threads")
+    finally:
+        sys.meta_path.remove(finder)
+    assert report.verified, report.notes
