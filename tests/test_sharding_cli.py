@@ -171,6 +171,7 @@ def masked(text: str) -> list[str]:
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow  # CI time: its siblings cover the feature in CI
 def test_run_j_prints_what_j1_prints_timings_aside(project: Path) -> None:
     """-j changes how long a run takes, never what it says, for every strategy.
 

@@ -98,6 +98,7 @@ def samples_of_one_search(
     return samples
 
 
+@pytest.mark.slow  # CI time: its siblings cover the feature in CI
 def test_a_subtree_searchs_walked_references_do_not_grow_with_its_traces(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

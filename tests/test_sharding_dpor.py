@@ -60,6 +60,7 @@ def test_each_slices_token_replays_on_its_own(target: Callable[[], Any]) -> None
         assert again.value.schedule == token
 
 
+@pytest.mark.slow  # CI time: its siblings cover the feature in CI
 def test_a_correct_program_is_verified_by_the_merge_alone() -> None:
     FINALS.clear()
     racecheck.check(counters, strategy="exhaustive", schedules=20_000, coverage=False)

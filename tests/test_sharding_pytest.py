@@ -133,6 +133,7 @@ def test_shard_items_read_as_one_test_with_the_first_failure(
     assert int(m.group(2)) >= 1
 
 
+@pytest.mark.slow  # CI time: its siblings cover the feature in CI
 def test_a_shard_token_replays_serially(project: pytest.Pytester) -> None:
     sharded = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "-n", "2", "--racecheck-shards=auto", "--racecheck-report-dir=out"
@@ -179,6 +180,7 @@ def test_a_passing_sharded_test_reports_its_totals(project: pytest.Pytester) -> 
     )
 
 
+@pytest.mark.slow  # CI time: its siblings cover the feature in CI
 def test_ci_slices_then_merge_give_the_first_failure_of_one_run(project: pytest.Pytester) -> None:
     whole = project.runpytest_subprocess("-p", "no:cacheprovider", "--racecheck-report-dir=whole")
     whole.assert_outcomes(passed=2, failed=3)
@@ -310,6 +312,7 @@ async def test_dpor_rare():
 """
 
 
+@pytest.mark.slow  # CI time: its siblings cover the feature in CI
 def test_split_dpor_over_xdist_workers_gives_the_one_slice_token(
     pytester: pytest.Pytester,
 ) -> None:

@@ -44,6 +44,7 @@ def _sessions(pytester: pytest.Pytester) -> set[int]:
 
 
 @needs_autogroup
+@pytest.mark.slow  # CI time: its siblings cover the feature in CI
 def test_xdist_shard_workers_run_in_sessions_of_their_own(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -71,6 +71,7 @@ def test_a_failure_past_the_single_runs_budget_is_not_reported() -> None:
     assert (merged.winner, merged.schedules_run, merged.ended) == (None, budget, False)
 
 
+@pytest.mark.slow  # CI time: its siblings cover the feature in CI
 def test_each_slices_token_replays_on_its_own() -> None:
     tokens: list[tuple[Callable[[], Any], str]] = []
     for target in (three_workers, common_race):
@@ -276,6 +277,7 @@ async def test_whole():
 """
 
 
+@pytest.mark.slow  # CI time: its siblings cover the feature in CI
 def test_pytest_shard_items_give_the_serial_verdicts(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -101,6 +101,7 @@ def _whole_runs(outcome: Any) -> int:
     raise AssertionError(f"no split in {outcome.notes}")
 
 
+@pytest.mark.slow  # CI time: its siblings cover the feature in CI
 def test_a_large_search_is_split_early_at_the_same_run_for_every_slice_count() -> None:
     # a search no budget verifies is split after a few runs, so the slices share it
     runs = set()

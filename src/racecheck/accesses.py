@@ -1661,12 +1661,23 @@ class StepLog:
         sync_types = self._sync
         is_user = self._is_user
         runtime_code = self._runtime_code
+        kinds = self._kinds
+        kind_of = self._kind
+        #: code -> are its C calls recorded (traced code, or a hand-over site): one
+        #: look-up at every c_call event, the commonest event there is
+        records_c_calls: ByCode[bool] = ByCode()
 
         def hook(frame: FrameType, event: str, arg: Any) -> None:
             if previous is not None:
                 previous(frame, event, arg)
             if event == "c_call":
-                if is_user(frame.f_code) or self._kind(frame.f_code) == _HANDS_OVER_CODE:
+                code = frame.f_code
+                recorded = records_c_calls.get(id(code))
+                if recorded is None:
+                    recorded = records_c_calls.put(
+                        code, is_user(code) or kind_of(code) == _HANDS_OVER_CODE
+                    )
+                if recorded:
                     self._c_call(arg, frame)
             elif event == "call":
                 code = frame.f_code
@@ -1729,14 +1740,16 @@ class StepLog:
                             self.current.append((self.ordinal(owner), written, True, kind))
                         return
                 caller = frame.f_back
-                watched = self._kind(code)
+                watched = kinds.get(id(code))
+                if watched is None:
+                    watched = kind_of(code)
                 if caller is not None and is_user(caller.f_code) and not is_user(frame.f_code):
                     self._entered_library(frame)
                 elif watched == _FOREIGN_CODE:
                     self._foreign_entered(frame)
                 elif (
                     caller is not None
-                    and self._kind(caller.f_code) == _HANDS_OVER_CODE
+                    and (kinds.get(id(caller.f_code)) or kind_of(caller.f_code)) == _HANDS_OVER_CODE
                     and not is_user(code)
                     and not code.co_filename.startswith(_RUNTIME_DIRS)
                 ):

@@ -207,7 +207,9 @@ LOST_UPDATES = {
 }
 
 
-@pytest.mark.parametrize("detect", [False, True], ids=["plain", "detect"])
+@pytest.mark.parametrize(
+    "detect", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["plain", "detect"]
+)
 @pytest.mark.parametrize("form", sorted(LOST_UPDATES))
 def test_dpor_finds_a_lost_update_on_threads(form: str, detect: bool) -> None:
     target = _in_two_threads(*LOST_UPDATES[form])
@@ -245,7 +247,9 @@ async def _bumped_on_trio() -> None:
     assert settings.counter == 2, "an update was lost"
 
 
-@pytest.mark.parametrize("detect", [False, True], ids=["plain", "detect"])
+@pytest.mark.parametrize(
+    "detect", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["plain", "detect"]
+)
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_dpor_finds_a_module_attribute_race_across_checkpoints(backend: str, detect: bool) -> None:
     if backend == "trio":
@@ -301,7 +305,9 @@ def _lazy_module_looked_up_by_two_threads() -> None:
     assert seen == {0: "hello", 1: "hello"}, seen
 
 
-@pytest.mark.parametrize("detect", [False, True], ids=["plain", "detect"])
+@pytest.mark.parametrize(
+    "detect", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["plain", "detect"]
+)
 def test_dpor_finds_the_half_set_up_lazy_module(detect: bool) -> None:
     with pytest.raises(racecheck.RaceFound):
         report = racecheck.check(
@@ -335,7 +341,9 @@ def _work_alone() -> None:
     mine[0] += 1
 
 
-@pytest.mark.parametrize("detect", [False, True], ids=["plain", "detect"])
+@pytest.mark.parametrize(
+    "detect", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["plain", "detect"]
+)
 def test_a_locked_module_attribute_update_is_verified(detect: bool) -> None:
     target = _in_two_threads(_bump_module_attribute_locked, _reset_settings, _read_settings)
     report = racecheck.check(

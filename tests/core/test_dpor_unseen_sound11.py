@@ -492,7 +492,9 @@ HIDDEN_STATE = {
 }
 
 
-@pytest.mark.parametrize("detect", [False, True], ids=["plain", "detect"])
+@pytest.mark.parametrize(
+    "detect", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["plain", "detect"]
+)
 @pytest.mark.parametrize("form", sorted(HIDDEN_STATE))
 def test_dpor_finds_a_race_on_quiet_stdlib_state(form: str, detect: bool) -> None:
     target = _write_then_read(*HIDDEN_STATE[form])

@@ -115,7 +115,9 @@ LOST_UPDATES: dict[str, tuple[Callable[[], None], Callable[[], None], Callable[[
 }
 
 
-@pytest.mark.parametrize("detect", [False, True], ids=["plain", "detect"])
+@pytest.mark.parametrize(
+    "detect", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["plain", "detect"]
+)
 @pytest.mark.parametrize("form", sorted(LOST_UPDATES))
 def test_dpor_finds_a_lost_update_inside_a_c_call(form: str, detect: bool) -> None:
     target = _in_two_threads(*LOST_UPDATES[form])
@@ -300,7 +302,9 @@ def _join_own_list() -> None:
     _seen[str(threading.get_ident())] = ("".join(mine), _get_x(_box))
 
 
-@pytest.mark.parametrize("detect", [False, True], ids=["plain", "detect"])
+@pytest.mark.parametrize(
+    "detect", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["plain", "detect"]
+)
 def test_a_locked_update_through_partial_is_verified(detect: bool) -> None:
     target = _in_two_threads(_bump_partial_locked, lambda: setattr(_box, "x", 0), lambda: _box.x)
     report = racecheck.check(

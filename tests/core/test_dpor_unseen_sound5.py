@@ -347,7 +347,9 @@ def _check(target: Callable[[], None], detect: bool) -> racecheck.Report:
     return racecheck.check(target, strategy="dpor", backend="threads", schedules=200, detect=detect)
 
 
-@pytest.mark.parametrize("detect", [False, True], ids=["plain", "detect"])
+@pytest.mark.parametrize(
+    "detect", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["plain", "detect"]
+)
 @pytest.mark.parametrize("form", sorted(ORDER_BUGS))
 def test_dpor_finds_an_order_bug(form: str, detect: bool) -> None:
     with pytest.raises(racecheck.RaceFound):
@@ -355,7 +357,9 @@ def test_dpor_finds_an_order_bug(form: str, detect: bool) -> None:
         pytest.fail(f"DPOR passed an order bug: {report.notes}")
 
 
-@pytest.mark.parametrize("detect", [False, True], ids=["plain", "detect"])
+@pytest.mark.parametrize(
+    "detect", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["plain", "detect"]
+)
 @pytest.mark.parametrize("form", sorted(LOST_UPDATES))
 def test_dpor_finds_a_lost_update(form: str, detect: bool) -> None:
     with pytest.raises(racecheck.RaceFound):

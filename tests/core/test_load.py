@@ -102,6 +102,7 @@ def _growth(samples: list[int]) -> float:
 
 @needs_statm
 @pytest.mark.parametrize("target", [deposits, two_threads], ids=["asyncio", "threads"])
+@pytest.mark.slow  # CI time: its siblings cover the feature in CI
 def test_memory_stays_flat_over_20000_schedules(target: Callable[[], Any]) -> None:
     samples = _rss_samples(target, 20_000, 4_000)
     # Generous: CI machines allocate in bursts. A leak of a few hundred bytes

@@ -105,6 +105,7 @@ def _real_files() -> list[Path]:
     ]
 
 
+@pytest.mark.slow  # CI time: its siblings cover the feature in CI
 def test_prescan_gives_the_findings_of_every_check_on_real_files() -> None:
     files = _real_files()
     findings = 0

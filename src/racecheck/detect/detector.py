@@ -1187,10 +1187,11 @@ class Detector:
             if log is not None:
                 log.cached_call(callee)
             return
+        kind = _routine_kind(kind)
         if kind in _C_ROUTINES:
             if kind in _UNBOUND and arguments and isinstance(arguments[0], callee.__objclass__):
                 callee, arguments = callee.__get__(arguments[0]), arguments[1:]
-                kind = type(callee)
+                kind = _routine_kind(type(callee))
             name = getattr(callee, "__name__", "")
             if depth > 0 or kind not in _PROFILED:
                 if callee in _ATTRIBUTE_BUILTINS and len(arguments) >= 2:
@@ -3054,6 +3055,18 @@ _C_ROUTINES = (
 )
 #: C routines whose call from Python code fires a profile event (``c_call``)
 _PROFILED = (BuiltinFunctionType, MethodDescriptorType)
+
+
+def _routine_kind(kind: type) -> type:
+    """``kind``, or ``BuiltinFunctionType`` for its subclasses: 3.13 gives a C method
+    defined with METH_METHOD (``asyncio.Future.set_result``) a type of its own,
+    ``builtin_method``, which a profile hook reports like any builtin. Taken for an
+    unknown C callable object, it made the step opaque."""
+    if kind is not BuiltinFunctionType and issubclass(kind, BuiltinFunctionType):
+        return BuiltinFunctionType
+    return kind
+
+
 _UNBOUND = (MethodDescriptorType, WrapperDescriptorType)
 _ATTRIBUTE_BUILTINS = (getattr, setattr, delattr, hasattr)
 #: C methods that keep what they are given without reading it (or only hash it)
