@@ -1661,7 +1661,6 @@ class StepLog:
         sync_types = self._sync
         is_user = self._is_user
         runtime_code = self._runtime_code
-        kinds = self._kinds
         kind_of = self._kind
         #: code -> are its C calls recorded (traced code, or a hand-over site): one
         #: look-up at every c_call event, the commonest event there is
@@ -1740,16 +1739,14 @@ class StepLog:
                             self.current.append((self.ordinal(owner), written, True, kind))
                         return
                 caller = frame.f_back
-                watched = kinds.get(id(code))
-                if watched is None:
-                    watched = kind_of(code)
+                watched = kind_of(code)
                 if caller is not None and is_user(caller.f_code) and not is_user(frame.f_code):
                     self._entered_library(frame)
                 elif watched == _FOREIGN_CODE:
                     self._foreign_entered(frame)
                 elif (
                     caller is not None
-                    and (kinds.get(id(caller.f_code)) or kind_of(caller.f_code)) == _HANDS_OVER_CODE
+                    and kind_of(caller.f_code) == _HANDS_OVER_CODE
                     and not is_user(code)
                     and not code.co_filename.startswith(_RUNTIME_DIRS)
                 ):
