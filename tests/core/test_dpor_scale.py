@@ -245,11 +245,12 @@ _OUT_OF_REACH = (
 
 @pytest.mark.slow
 def test_dpor_verifies_the_executors_correct_variant() -> None:
-    """256 traces in 263 runs (11 s here): the wakes recorded where they are caused."""
+    """64 traces (256 while closure variables bound before any closure were taken for
+    shared): the wakes recorded where they are caused."""
     found = _variant("agent_framework_6776_executor.py", "correct")
     report = racecheck.check(found.target, strategy="dpor", schedules=400, **dict(found.options))
     assert report.verified, report.notes
-    assert _verified_traces(report) >= 200  # a proof over the real space, not a shortcut
+    assert _verified_traces(report) >= 60  # a proof over the real space, not a shortcut
 
 
 @pytest.mark.slow

@@ -99,3 +99,95 @@ def test_every_run_is_a_trace_a_sleep_set_cut_or_a_named_repeat(
     probe = re.search(r"(\d+) probe runs? off the search", note)  # never analysed
     probes = int(probe.group(1)) if probe else 0
     assert _counted(report) + cut + repeated + probes == report.schedules_run, report.notes
+
+
+# -- closure variables no other activation can reach yet ---------------------------------
+
+
+def _private_closures_on_threads() -> None:
+    """Each thread binds its own closure variable before any closure over it exists."""
+
+    def work(items: list[int]) -> None:
+        def double(x: int) -> int:
+            return x * 2
+
+        total = 0
+        total = sum(double(i) for i in items)  # the genexpr closes over double, total is its own
+        assert total >= 0
+
+    _start_all(lambda: work([1, 2]), lambda: work([3]))
+
+
+async def _private_closures_on_asyncio() -> None:
+    """The executor's shape: each gathered coroutine defines a helper and gathers over it."""
+    import asyncio
+
+    async def deliver(messages: list[int]) -> None:
+        async def deliver_one(message: int) -> None:
+            await asyncio.sleep(0)
+
+        await asyncio.gather(*(deliver_one(m) for m in messages))
+
+    await asyncio.gather(deliver([1, 2]), deliver([3]))
+
+
+@pytest.mark.parametrize(
+    ("program", "backend"),
+    [(_private_closures_on_threads, "threads"), (_private_closures_on_asyncio, "asyncio")],
+    ids=["threads", "asyncio"],
+)
+def test_a_closure_variable_bound_before_any_closure_exists_conflicts_with_nothing(
+    program: Callable[[], object], backend: str
+) -> None:
+    """Feeding DPOR alone, every closure variable of one name is taken for one: two
+    activations binding their own ``double`` conflicted, and the executor scenario's
+    correct variant spent a quarter of its reversals on ``_deliver_for_edge_runner``.
+    A store before the code makes any closure over the cell is private to its activation."""
+    report = racecheck.check(program, strategy="dpor", backend=backend, schedules=1000)
+    assert report.verified, report.notes
+    assert _counted(report) == 1, report.notes
+
+
+def _closure_made_before_the_store() -> None:
+    """The closure exists (and runs on another thread) before the variable is bound."""
+    seen: list[object] = []
+
+    def owner() -> None:
+        value = None
+
+        def read() -> None:
+            seen.append(value)
+
+        threading.Thread(target=read).start()
+        value = 1
+        assert value == 1
+
+    owner()
+    # the reader's thread may read before or after the store: two traces
+
+
+def _closure_made_in_an_earlier_iteration() -> None:
+    seen: list[object] = []
+
+    def owner() -> None:
+        for round_ in range(2):
+            value = round_
+            if round_ == 0:
+
+                def read() -> None:
+                    seen.append(value)  # noqa: B023 (the late binding is the point)
+
+                threading.Thread(target=read).start()
+
+    owner()
+
+
+@pytest.mark.parametrize(
+    "program", [_closure_made_before_the_store, _closure_made_in_an_earlier_iteration]
+)
+def test_a_store_after_a_closure_over_the_variable_exists_still_conflicts(
+    program: Callable[[], None],
+) -> None:
+    report = racecheck.check(program, strategy="dpor", schedules=1000)
+    assert report.verified, report.notes
+    assert _counted(report) >= 2, report.notes

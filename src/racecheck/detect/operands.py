@@ -391,7 +391,51 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             _apply_effect(stack, instr, effect)
         if name in _NO_FALLTHROUGH:
             stack = []
+    for offset in _private_cell_accesses(code, listing):
+        del out[offset]
     return out
+
+
+def _private_cell_accesses(code: CodeType, listing: list[dis.Instruction]) -> list[int]:
+    """Offsets of this code's own closure variables' accesses that no other code can see yet.
+
+    A cell is made fresh for each activation, and only a closure made from it
+    (LOAD_CLOSURE; on 3.13 a LOAD_FAST of the cell) lets other code reach it. An
+    access before the first such load, in no loop that reaches one, is the
+    activation's own. Feeding DPOR, every closure variable of one name is taken
+    for one (Detector._variable), so two activations binding their own helper
+    function (``async def deliver(...)`` then a gather over it) conflicted: a
+    quarter of the executor scenario's reversals. The detector keys such an
+    access by its activation already: it never raced.
+    """
+    own = set(code.co_cellvars)
+    if not own:
+        return []
+    first_closure: dict[str, int] = {}
+    for instr in listing:
+        if instr.opname == "LOAD_CLOSURE" or instr.opname.startswith("LOAD_FAST"):
+            names = instr.argval if isinstance(instr.argval, tuple) else (instr.argval,)
+            for name in names:
+                if name in own:
+                    first_closure.setdefault(name, instr.offset)
+    # (head, end) of every loop: an access in one is seen again after what follows it
+    loops = [
+        (i.argval, i.offset)
+        for i in listing
+        if i.opcode in _JUMPS and isinstance(i.argval, int) and i.argval <= i.offset
+    ]
+    private = []
+    for instr in listing:
+        if instr.opname not in ("LOAD_DEREF", "STORE_DEREF") or instr.argval not in own:
+            continue
+        shared_from = first_closure.get(instr.argval)
+        if shared_from is None:
+            continue  # a cell no closure is made from here: its function reads it (class cells)
+        if instr.offset < shared_from and all(
+            end < shared_from for head, end in loops if head <= instr.offset <= end
+        ):
+            private.append(instr.offset)
+    return private
 
 
 #: what an await leaves on the stack at its SEND's target, above what it found:
