@@ -80,6 +80,7 @@ from racecheck.detect.operands import (
     CONTAINER_METHODS,
     INSORT_FUNCTIONS,
     MISSING,
+    NEW,
     NULL,
     POSITION_FUNCTIONS,
     SLOT_CALLS,
@@ -772,9 +773,13 @@ class Detector:
             self._arguments_of_c_call(frame, actor, hb, recipe, f_locals, cached[1])
         base = evaluate(recipe.base, frame, f_locals)
         if base is MISSING:
-            if self.access_log is not None:
+            if self.access_log is None:
+                return
+            if recipe.base is not None and recipe.base[0] == "result":
+                base = _rebuild_result(recipe.base, frame, f_locals)  # ``list(d.get(k))``
+            if base is MISSING:
                 self._unplaced(frame, recipe, f_locals)
-            return
+                return
         if type(base) is MappingProxyType:
             if self.access_log is not None:
                 self._class_namespace(frame, recipe, f_locals)
@@ -923,6 +928,13 @@ class Detector:
         op = recipe.op
         if op in ("write", "slice-write", "slice-delete", "slot-call", "insort"):
             log.opaque()
+            return
+        if op in _READS_WHOLE and _may_hide_state(recipe.base, frame, f_locals, 0):
+            # ``sorted(get())``, ``for x in get()``: all of a container no name reaches
+            start = len(log.current)
+            log.unplaced_read(None)
+            if op == "iterate":
+                log.linger_from(start)  # the loop reads it on in the actor's later steps
             return
         if op != "read" and op != "contains" and op != "slice-read":
             return
@@ -3293,6 +3305,8 @@ def _rebuild_result(sym: tuple[Any, ...], frame: FrameType, f_locals: dict[str, 
     if made is type and len(arg_syms) == 1:
         owner = _rebuild_argument(arg_syms[0], frame, f_locals)
         return type(owner) if owner is not MISSING else MISSING
+    if type(made) is BuiltinFunctionType and made.__name__ == "get" and 1 <= len(arg_syms) <= 2:
+        return _dict_get(made.__self__, arg_syms, frame, f_locals)
     if made in _SAFE_MAKERS and arg_syms:
         values = [_rebuild_argument(arg, frame, f_locals) for arg in arg_syms]
         if any(value is MISSING or type(value) is _Packed for value in values):
@@ -3304,6 +3318,23 @@ def _rebuild_result(sym: tuple[Any, ...], frame: FrameType, f_locals: dict[str, 
     return MISSING
 
 
+def _dict_get(owner: Any, arg_syms: tuple[Sym, ...], frame: FrameType, f_locals: Any) -> Any:
+    """``d.get(k[, default])`` on a plain dict with a str or int key (no user ``__eq__``
+    or ``__hash__`` runs): the stored value, or the default. A default built in place
+    (``d.get(k, [])``) is new, shared by nobody: an empty tuple stands for it."""
+    key = evaluate(arg_syms[0], frame, f_locals)
+    if type(owner) is not dict or (type(key) is not str and type(key) is not int):
+        return MISSING
+    found = dict.get(owner, key, MISSING)
+    if found is not MISSING or len(arg_syms) == 1:
+        return None if found is MISSING else found
+    if arg_syms[1] == NEW:
+        return ()
+    return _rebuild_argument(arg_syms[1], frame, f_locals)
+
+
+#: recipes that read all of their operand
+_READS_WHOLE = frozenset(("iterate", "scan-arg", "contains"))
 #: C methods whose result is a view or a copy of their container (read by their own
 #: recipe), never an object already stored in it
 _FRESH_RESULTS = frozenset(("keys", "values", "items", "copy", "count", "index", "__len__"))
@@ -3345,6 +3376,8 @@ def _may_hide_state(sym: Sym, frame: FrameType, f_locals: dict[str, Any], depth:
         return evaluate(sym[1], frame, f_locals) is MISSING  # ``f(*[a, b])``, ``f(*get())``
     if tag != "result" or depth > _HIDDEN_DEPTH:
         return tag == "result"
+    if _rebuild_result(sym, frame, f_locals) is not MISSING:
+        return False  # rebuilt: read as the object it is
     made = _rebuild_callee(sym[1], frame, f_locals)
     if made is MISSING:
         return True
@@ -3362,6 +3395,8 @@ def _may_hide_state(sym: Sym, frame: FrameType, f_locals: dict[str, Any], depth:
     owner = getattr(made, "__self__", None)
     if owner is None or isinstance(owner, ModuleType):
         return name in _STORED_RESULTS
+    if isinstance(owner, (str, bytes, int, float)):
+        return False  # ``flow.split("->")``: an immutable value's methods make new objects
     return name not in _FRESH_RESULTS
 
 

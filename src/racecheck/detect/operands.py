@@ -559,7 +559,16 @@ def _apply_effect(stack: list[Sym], instr: dis.Instruction, effect: int) -> None
     for _ in range(popped):
         if stack:
             stack.pop()
+    if pushed == 1 and instr.opname.startswith(_BUILDS):
+        stack.append(NEW)
+        return
     stack.extend([None] * pushed)
+
+
+#: instructions that make a new object from the items below them
+_BUILDS = ("BUILD_", "LIST_TO_TUPLE")
+#: a list, tuple, dict, set or str built in place (``[]``, ``(a, b)``): shared by nobody
+NEW: Sym = ("new",)
 
 
 def _pops_pushes(instr: dis.Instruction, effect: int) -> tuple[int, int]:
@@ -572,7 +581,7 @@ def _pops_pushes(instr: dis.Instruction, effect: int) -> tuple[int, int]:
         return 1, 1
     if name.startswith("UNPACK_"):
         return 1, effect + 1
-    if name.startswith(("BUILD_", "LIST_TO_TUPLE")):
+    if name.startswith(_BUILDS):
         # a new list, tuple, dict, set or str from its items: ``f(*[a, b])``'s list is
         # not ``a`` (a no-op or a pop only left an item standing for the new object)
         return 1 - effect, 1
