@@ -303,3 +303,39 @@ def test_python_methods_and_new_objects_leave_independent_threads_independent() 
     working = assert_dpor_verifies(_in_two_threads(_own_work, _seen.clear, lambda: 2))
     idle = assert_dpor_verifies(_in_two_threads(_own_attribute, _seen.clear, lambda: 2))
     assert working.schedules_run == idle.schedules_run, working.notes
+
+
+def _put_x(value: int) -> None:
+    _box.x = value
+
+
+def _get_put_x() -> Callable[[int], None]:
+    return _put_x
+
+
+def _bump_directly_locked() -> None:
+    with _lock:
+        value = _box.x
+        _put_x(value + 1)
+        _holder.__dict__.update(seen=value)
+
+
+def _bump_through_made_callables_locked() -> None:
+    with _lock:
+        value = _box.x
+        _get_put_x()(value + 1)  # a Python function: its call event is awaited
+        _get_update()(seen=value)  # a builtin method: its c_call event, then its arguments
+
+
+def _get_update() -> Callable[..., None]:
+    return _holder.__dict__.update
+
+
+def test_a_made_python_function_or_builtin_is_not_opaque() -> None:
+    """A callable the detector cannot rebuild that fires its profile event (a Python
+    function, a builtin method) leaves the step as precise as a direct call: as many
+    traces as the same update spelled directly (an opaque step would meet every step)."""
+    reset, read = (lambda: setattr(_box, "x", 0)), (lambda: _box.x)
+    made = assert_dpor_verifies(_in_two_threads(_bump_through_made_callables_locked, reset, read))
+    direct = assert_dpor_verifies(_in_two_threads(_bump_directly_locked, reset, read))
+    assert made.schedules_run == direct.schedules_run, made.notes
