@@ -756,12 +756,8 @@ class Detector:
         if op == "callee":
             callee = _rebuild_callee(recipe.base, frame, f_locals)
             if callee is not MISSING and type(callee) not in _TRACED_CALLABLES and callable(callee):
-                arguments = [_rebuild_argument(sym, frame, f_locals) for sym in recipe.args]
-                if arguments and type(arguments[0]) is _Packed:
-                    arguments = _unpacked(arguments)
-                self._hidden_call(frame, actor, hb, callee, arguments, cached[1], 0)
-                if self.access_log is not None and any(a is MISSING for a in arguments):
-                    self._unseen_arguments(frame, recipe.args, f_locals, callee)
+                arguments = _rebuild_arguments(recipe.args, frame, f_locals)
+                self._handed(frame, actor, hb, callee, arguments, recipe.args, cached[1])
             elif (
                 callee is MISSING
                 and self.access_log is not None
@@ -1159,9 +1155,7 @@ class Detector:
         """The other arguments of a container method or scanning builtin (``mine.extend(l)``,
         ``map(l.append, xs)``): what C reads or calls of them. The recipe's own operand (the
         bound container, a scanning builtin's container) is recorded where it is handled."""
-        arguments = [_rebuild_argument(sym, frame, f_locals) for sym in recipe.args]
-        if type(arguments[0]) is _Packed:
-            arguments = _unpacked(arguments)  # ``mine.extend(*a)``
+        arguments = _rebuild_arguments(recipe.args, frame, f_locals)
         if recipe.op == "call":
             if recipe.name in _STORES_ARGUMENTS:
                 return
@@ -1169,17 +1163,29 @@ class Detector:
             method = _c_method(owner, recipe.name) if owner is not MISSING else MISSING
             if method is MISSING:
                 return  # a method written in Python: traced code, recorded where it runs
-            self._hidden_call(frame, actor, hb, method, arguments, label, 0)
-            if self.access_log is not None and any(a is MISSING for a in arguments):
-                self._unseen_arguments(frame, recipe.args, f_locals, method)
+            self._handed(frame, actor, hb, method, arguments, recipe.args, label)
             return
         if isinstance(arguments[0], _CONTAINERS):
             arguments[0] = MISSING  # read by the recipe itself (len: only its size)
         callee = evaluate(("global", recipe.name), frame, f_locals)
         if callee is not MISSING and type(callee) not in _TRACED_CALLABLES:
-            self._hidden_call(frame, actor, hb, callee, arguments, label, 0)
-            if self.access_log is not None and any(a is MISSING for a in arguments):
-                self._unseen_arguments(frame, recipe.args, f_locals, callee)
+            self._handed(frame, actor, hb, callee, arguments, recipe.args, label)
+
+    def _handed(
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        callee: Any,
+        arguments: list[Any],
+        syms: tuple[Sym, ...],
+        label: str,
+    ) -> None:
+        """A C call from traced code: what it does (_hidden_call), and for DPOR what it
+        is handed that no name reaches (_unseen_arguments)."""
+        self._hidden_call(frame, actor, hb, callee, arguments, label, 0)
+        if self.access_log is not None and any(a is MISSING for a in arguments):
+            self._unseen_arguments(frame, syms, frame.f_locals, callee)
 
     def _unseen_arguments(
         self, frame: FrameType, syms: tuple[Sym, ...], f_locals: dict[str, Any], callee: Any
@@ -1226,14 +1232,10 @@ class Detector:
         """
         log = self.access_log
         assert log is not None
-        arguments = [_rebuild_argument(sym, frame, f_locals) for sym in recipe.args]
-        if arguments and type(arguments[0]) is _Packed:
-            arguments = _unpacked(arguments)
+        arguments = _rebuild_arguments(recipe.args, frame, f_locals)
 
         def builtin_called(function: Any) -> None:
-            self._hidden_call(frame, actor, hb, function, arguments, label, 0)
-            if any(a is MISSING for a in arguments):
-                self._unseen_arguments(frame, recipe.args, f_locals, function)
+            self._handed(frame, actor, hb, function, arguments, recipe.args, label)
 
         log.expect_call(frame, frame.f_lasti, builtin_called)
 
@@ -3256,6 +3258,16 @@ def _python_method(sym: Sym, frame: FrameType, f_locals: dict[str, Any]) -> bool
                 found = found.__func__
             return type(found) is FunctionType
     return False
+
+
+def _rebuild_arguments(
+    syms: tuple[Sym, ...], frame: FrameType, f_locals: dict[str, Any]
+) -> list[Any]:
+    """A call's arguments, one by one (``f(*args)``'s unpacked), MISSING where unknown."""
+    arguments = [_rebuild_argument(sym, frame, f_locals) for sym in syms]
+    if arguments and type(arguments[0]) is _Packed:
+        return _unpacked(arguments)
+    return arguments
 
 
 class _Packed:
