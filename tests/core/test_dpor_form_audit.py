@@ -18,6 +18,7 @@ backend on one core; ``test_audit_forms_cheap_twin`` keeps six forms in CI.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -173,6 +174,17 @@ _OPEN: dict[tuple[str, str, str], str] = {
     )
     for backend in ("threads", "asyncio", "trio")
 }
+if sys.version_info >= (3, 13):
+    _INLINED = (
+        "3.13 inlines the comprehension (PEP 709): its loop's backward jump leaves the"
+        " operand stack unknown below it, so `t |= {...}` has no in-place recipe"
+    )
+    _OPEN[("dict |= on a local alias", "order", "threads")] = _INLINED
+    _OPEN[("dict |= on a local alias", "lost", "threads")] = _INLINED
+    _OPEN[("cached_property computed twice", "custom", "threads")] = (
+        "3.12+ cached_property has no lock (3.11's serialised the two reads): its"
+        " check-then-set in functools.__get__ goes unrecorded (cause not investigated)"
+    )
 
 
 def _case(name: str, shape: str, backend: str) -> Any:
