@@ -179,8 +179,9 @@ if sys.version_info >= (3, 13):
         "3.13 inlines the comprehension (PEP 709): its loop's backward jump leaves the"
         " operand stack unknown below it, so `t |= {...}` has no in-place recipe"
     )
-    _OPEN[("dict |= on a local alias", "order", "threads")] = _INLINED
-    _OPEN[("dict |= on a local alias", "lost", "threads")] = _INLINED
+    for backend in ("threads", "asyncio", "trio"):
+        _OPEN[("dict |= on a local alias", "order", backend)] = _INLINED
+        _OPEN[("dict |= on a local alias", "lost", backend)] = _INLINED
     _OPEN[("cached_property computed twice", "custom", "threads")] = (
         "3.12+ cached_property has no lock (3.11's serialised the two reads): its"
         " check-then-set in functools.__get__ goes unrecorded (cause not investigated)"
