@@ -51,14 +51,16 @@ from __future__ import annotations
 import builtins
 import concurrent.futures._base as _futures_base
 import dataclasses
+import dis
 import functools
 import logging
+import opcode as _opcode_module
 import os
 import queue
 import sys
 import threading
 from collections import ChainMap
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import (
     BuiltinFunctionType,
@@ -88,6 +90,15 @@ SHAPE: Hashable = ("<shape>",)
 #: the detector's names for the whole container and for its emptiness
 _WHOLE = "*"
 _NONEMPTY = ("nonempty",)
+
+
+@functools.cache
+def _cache_entries(opcode: int) -> int:
+    """How many inline cache entries follow an instruction (3.11+ specialisation)."""
+    entries = getattr(_opcode_module, "_inline_cache_entries", ())
+    if isinstance(entries, dict):
+        return int(entries.get(dis.opname[opcode], 0))
+    return int(entries[opcode]) if opcode < len(entries) else 0
 
 
 def _holds(container: Any, key: Any) -> bool:
@@ -1006,6 +1017,9 @@ class StepLog:
         self._born: dict[int, Any] = {}
         #: id of an object's ``__dict__`` -> the object (see alias)
         self._namespaces: dict[int, Any] = {}
+        #: calls of callables the detector could not rebuild, waiting for their event
+        #: (see expect_call): the calling frame, the call's offset, what a builtin does
+        self._expected: list[tuple[FrameType, int, int, Callable[[Any], None]]] = []
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -1450,6 +1464,32 @@ class StepLog:
         wrapper. Recorded as the profile hook records a C call from ``frame``."""
         self._c_call(function, frame)
 
+    def expect_call(self, frame: FrameType, offset: int, on_builtin: Callable[[Any], None]) -> None:
+        """The call at ``offset`` of ``frame`` is about to run a callable the detector could
+        not rebuild (``make_setter()(v)``, ``getattr(h, name)(v)``).
+
+        A function written in Python fires a call event, a builtin a c_call event
+        (then ``on_builtin(builtin)`` records what it reads); a C callable object
+        (``functools.partial``, ``operator.methodcaller``) fires none, and what it
+        does cannot be told: a call still waiting when the step ends makes it opaque.
+        """
+        caches = _cache_entries(frame.f_code.co_code[offset])
+        self._expected.append((frame, offset, offset + 2 * caches, on_builtin))
+
+    def _call_arrived(self, caller: FrameType | None, builtin: Any) -> None:
+        """A call or c_call event: the awaited call from ``caller``, if it is one, ran."""
+        for index, (frame, offset, last, on_builtin) in enumerate(self._expected):
+            # a builtin is called at the instruction, a Python function at its last
+            # inline cache entry (3.11+: where the caller resumes from)
+            if frame is caller and (caller.f_lasti == offset or caller.f_lasti == last):
+                del self._expected[index]
+                if builtin is not None:
+                    try:
+                        on_builtin(builtin)
+                    except Exception:
+                        self.opaque()  # what it read could not be told
+                return
+
     def cached_call(self, wrapper: Any) -> None:
         """A call of a ``functools.lru_cache`` wrapper: its C code looks the arguments up
         in its cache and, on a miss, fills it when the wrapped function returns, maybe
@@ -1534,6 +1574,9 @@ class StepLog:
     def close(self, chooser: Observer) -> None:
         """Hand the finished step (if any) to the chooser."""
         self._raise_deferred()
+        if self._expected:
+            self._expected.clear()
+            self.opaque()  # a callable that fired no event: C code doing what it likes
         if self._shape is not None:
             self.current.append(self._shape)
             self._shape = None
@@ -1666,9 +1709,13 @@ class StepLog:
         #: look-up at every c_call event, the commonest event there is
         records_c_calls: ByCode[bool] = ByCode()
 
+        expected = self._expected
+
         def hook(frame: FrameType, event: str, arg: Any) -> None:
             if previous is not None:
                 previous(frame, event, arg)
+            if expected and event != "return" and event != "c_return":
+                self._call_arrived(frame if event == "c_call" else frame.f_back, arg)
             if event == "c_call":
                 code = frame.f_code
                 recorded = records_c_calls.get(id(code))

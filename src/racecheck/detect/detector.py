@@ -80,6 +80,7 @@ from racecheck.detect.operands import (
     CONTAINER_METHODS,
     INSORT_FUNCTIONS,
     MISSING,
+    NEW,
     NULL,
     POSITION_FUNCTIONS,
     SLOT_CALLS,
@@ -755,15 +756,29 @@ class Detector:
         if op == "callee":
             callee = _rebuild_callee(recipe.base, frame, f_locals)
             if callee is not MISSING and type(callee) not in _TRACED_CALLABLES and callable(callee):
-                arguments = [_rebuild_argument(sym, frame, f_locals) for sym in recipe.args]
-                self._hidden_call(frame, actor, hb, callee, arguments, cached[1], 0)
+                arguments = _rebuild_arguments(recipe.args, frame, f_locals)
+                self._handed(frame, actor, hb, callee, arguments, recipe.args, cached[1])
+            elif (
+                callee is MISSING
+                and self.access_log is not None
+                and not _python_method(recipe.base, frame, f_locals)
+            ):
+                self._unknown_callee(frame, actor, hb, recipe, f_locals, cached[1])
             return
         if recipe.args and (op == "call" or op == "scan-arg"):
             self._arguments_of_c_call(frame, actor, hb, recipe, f_locals, cached[1])
         base = evaluate(recipe.base, frame, f_locals)
         if base is MISSING:
-            if self.access_log is not None:
+            if self.access_log is None:
+                return
+            if recipe.base is not None and recipe.base[0] == "result":
+                base = _rebuild_result(recipe.base, frame, f_locals)  # ``list(d.get(k))``
+            if base is MISSING:
                 self._unplaced(frame, recipe, f_locals)
+                return
+        if type(base) is MappingProxyType:
+            if self.access_log is not None:
+                self._class_namespace(frame, recipe, f_locals)
             return
         if op == "slot-call":
             self._slot_call(frame, actor, hb, base, recipe, f_locals, cached[1])
@@ -910,6 +925,13 @@ class Detector:
         if op in ("write", "slice-write", "slice-delete", "slot-call", "insort"):
             log.opaque()
             return
+        if op in _READS_WHOLE and _may_hide_state(recipe.base, frame, f_locals, 0):
+            # ``sorted(get())``, ``for x in get()``: all of a container no name reaches
+            start = len(log.current)
+            log.unplaced_read(None)
+            if op == "iterate":
+                log.linger_from(start)  # the loop reads it on in the actor's later steps
+            return
         if op != "read" and op != "contains" and op != "slice-read":
             return
         if recipe.name is not None:
@@ -919,6 +941,23 @@ class Detector:
             if key is MISSING:
                 key = None  # any key
         log.unplaced_read(key)
+
+    def _class_namespace(self, frame: FrameType, recipe: Recipe, f_locals: dict[str, Any]) -> None:
+        """For DPOR: a class's ``__dict__`` (a mappingproxy) kept in a variable:
+        ``ns = Cls.__dict__; ... ns["x"]``, ``"x" in ns``, ``ns.get("x")``.
+
+        Its items are the class's attributes, but which class it shows cannot be
+        had from the proxy without a scan of the heap: a read of the key on an
+        unknown object (StepLog.unplaced_read), which meets ``Cls.x = ...``; a
+        whole read (iteration, ``len``) reads any key. It was dropped (a proxy
+        is no container the detector knows), and DPOR called an order bug verified.
+        """
+        log = self.access_log
+        assert log is not None
+        op = recipe.op
+        keyed = op == "read" or op == "contains" or (op == "call" and recipe.name == "get")
+        key = evaluate(recipe.key, frame, f_locals) if keyed else MISSING
+        log.unplaced_read(key if isinstance(key, str) else None)
 
     def _whole_operands(self, frame: FrameType, recipe: Recipe, f_locals: dict[str, Any]) -> None:
         """For DPOR: containers a C operation reads (or changes) whole, in one instruction.
@@ -1116,7 +1155,7 @@ class Detector:
         """The other arguments of a container method or scanning builtin (``mine.extend(l)``,
         ``map(l.append, xs)``): what C reads or calls of them. The recipe's own operand (the
         bound container, a scanning builtin's container) is recorded where it is handled."""
-        arguments = [_rebuild_argument(sym, frame, f_locals) for sym in recipe.args]
+        arguments = _rebuild_arguments(recipe.args, frame, f_locals)
         if recipe.op == "call":
             if recipe.name in _STORES_ARGUMENTS:
                 return
@@ -1124,13 +1163,81 @@ class Detector:
             method = _c_method(owner, recipe.name) if owner is not MISSING else MISSING
             if method is MISSING:
                 return  # a method written in Python: traced code, recorded where it runs
-            self._hidden_call(frame, actor, hb, method, arguments, label, 0)
+            self._handed(frame, actor, hb, method, arguments, recipe.args, label)
             return
         if isinstance(arguments[0], _CONTAINERS):
             arguments[0] = MISSING  # read by the recipe itself (len: only its size)
         callee = evaluate(("global", recipe.name), frame, f_locals)
         if callee is not MISSING and type(callee) not in _TRACED_CALLABLES:
-            self._hidden_call(frame, actor, hb, callee, arguments, label, 0)
+            self._handed(frame, actor, hb, callee, arguments, recipe.args, label)
+
+    def _handed(
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        callee: Any,
+        arguments: list[Any],
+        syms: tuple[Sym, ...],
+        label: str,
+    ) -> None:
+        """A C call from traced code: what it does (_hidden_call), and for DPOR what it
+        is handed that no name reaches (_unseen_arguments)."""
+        self._hidden_call(frame, actor, hb, callee, arguments, label, 0)
+        if self.access_log is not None and any(a is MISSING for a in arguments):
+            self._unseen_arguments(frame, syms, frame.f_locals, callee)
+
+    def _unseen_arguments(
+        self, frame: FrameType, syms: tuple[Sym, ...], f_locals: dict[str, Any], callee: Any
+    ) -> None:
+        """For DPOR: C code handed a value no name reaches: ``islice(get(), 2)``,
+        ``sorted(self.snapshot())``, ``mine.extend(*a)`` with ``a`` made in place.
+
+        The value is the result of a call the detector cannot rebuild (a function
+        written in Python may return shared state), so which container C reads is
+        not known: a read of any key on any object (StepLog.unplaced_read), to the
+        actor's end when a lazy iterator reads it as it is consumed. Dropped, DPOR
+        called order bugs through ``list(islice(get(), 1))`` verified.
+        """
+        log = self.access_log
+        assert log is not None
+        if isinstance(callee, type) and _made_in_python(callee):
+            return  # its __init__ is traced code, which records what it reads
+        for sym in syms:
+            if _may_hide_state(sym, frame, f_locals, 0):
+                start = len(log.current)
+                log.unplaced_read(None)
+                if callee in _LAZY_ITERATORS or getattr(callee, "__module__", "") == "itertools":
+                    log.linger_from(start)
+                return
+
+    def _unknown_callee(
+        self,
+        frame: FrameType,
+        actor: int,
+        hb: int,
+        recipe: Recipe,
+        f_locals: dict[str, Any],
+        label: str,
+    ) -> None:
+        """For DPOR: a call whose callable the detector cannot rebuild without running code:
+        ``make_setter()(v)``, ``getattr(holder, name)(v)``, ``self.prop.setter(v)``.
+
+        A function written in Python is traced code, and a builtin fires a profile
+        event that names it (then its arguments are read as for any C call); a C
+        callable object (``functools.partial(setattr, o, "x")``) fires nothing, and
+        DPOR called lost updates through one verified. So the step log waits for
+        the call's event (StepLog.expect_call): a call that fires none makes the
+        step opaque.
+        """
+        log = self.access_log
+        assert log is not None
+        arguments = _rebuild_arguments(recipe.args, frame, f_locals)
+
+        def builtin_called(function: Any) -> None:
+            self._handed(frame, actor, hb, function, arguments, recipe.args, label)
+
+        log.expect_call(frame, frame.f_lasti, builtin_called)
 
     def _hidden_call(
         self,
@@ -3108,6 +3215,8 @@ def _rebuild_callee(sym: Sym, frame: FrameType, f_locals: dict[str, Any]) -> Any
     ``obj.name(...)``: from the instance's (or module's) dictionary, else a C
     method of its class, bound; a method written in Python is a function.
     """
+    if sym is not None and sym[0] == "result":
+        return _rebuild_result(sym, frame, f_locals)
     if sym is None or sym[0] != "method":
         return evaluate(sym, frame, f_locals)
     receiver = evaluate(sym[1], frame, f_locals)
@@ -3124,9 +3233,187 @@ def _rebuild_argument(sym: Sym, frame: FrameType, f_locals: dict[str, Any]) -> A
     """A call's argument, without running user code; ``l.append`` handed over as a value
     is the C method bound (no instance dictionary holds it)."""
     value = evaluate(sym, frame, f_locals)
-    if value is MISSING and sym is not None and sym[0] == "attr":
-        return _rebuild_callee(("method", sym[1], sym[2]), frame, f_locals)
+    if value is MISSING and sym is not None:
+        if sym[0] == "attr":
+            return _rebuild_callee(("method", sym[1], sym[2]), frame, f_locals)
+        if sym[0] == "result":
+            return _rebuild_result(sym, frame, f_locals)
+        if sym[0] == "star" or sym[0] == "starstar":
+            return _Packed(sym[0], evaluate(sym[1], frame, f_locals))
     return value
+
+
+def _python_method(sym: Sym, frame: FrameType, f_locals: dict[str, Any]) -> bool:
+    """Is ``sym`` (``obj.name``, not rebuilt as a C callable) a method written in Python,
+    found on the class (traced code, called with a profile event)?"""
+    if sym is None or sym[0] != "method":
+        return False
+    receiver = evaluate(sym[1], frame, f_locals)
+    if receiver is MISSING:
+        return False
+    for klass in _TYPE_MRO(receiver if isinstance(receiver, type) else type(receiver)):
+        found = _TYPE_DICT(klass).get(sym[2], MISSING)
+        if found is not MISSING:
+            if type(found) is staticmethod or type(found) is classmethod:
+                found = found.__func__
+            return type(found) is FunctionType
+    return False
+
+
+def _rebuild_arguments(
+    syms: tuple[Sym, ...], frame: FrameType, f_locals: dict[str, Any]
+) -> list[Any]:
+    """A call's arguments, one by one (``f(*args)``'s unpacked), MISSING where unknown."""
+    arguments = [_rebuild_argument(sym, frame, f_locals) for sym in syms]
+    if arguments and type(arguments[0]) is _Packed:
+        return _unpacked(arguments)
+    return arguments
+
+
+class _Packed:
+    """``*args`` / ``**kw`` of a call, rebuilt (``value``, or MISSING): see _unpacked."""
+
+    __slots__ = ("kind", "value")
+
+    def __init__(self, kind: str, value: Any) -> None:
+        self.kind = kind
+        self.value = value
+
+
+def _unpacked(arguments: list[Any]) -> list[Any]:
+    """A packed call's arguments, one by one: a tuple's items, a dictionary's values;
+    MISSING for a packed value that is not an exact tuple, list or dict."""
+    out: list[Any] = []
+    for packed in arguments:
+        value = packed.value if type(packed) is _Packed else MISSING
+        if type(value) is tuple or type(value) is list:
+            out.extend(value)
+        elif type(value) is dict:
+            out.extend(value.values())
+        else:
+            out.append(MISSING)
+    return out
+
+
+#: C callables whose making runs no user code: a call's result the detector rebuilds
+_SAFE_MAKERS = (partial, attrgetter, itemgetter, methodcaller)
+
+
+def _rebuild_result(sym: tuple[Any, ...], frame: FrameType, f_locals: dict[str, Any]) -> Any:
+    """A call's result (``("result", callable, arguments, keywords)``) when the call runs
+    no user code: ``getattr(o, "f")``, ``type(o)``, ``functools.partial(setattr, o, "x")``,
+    ``operator.attrgetter("x")``. Else MISSING."""
+    _, callee_sym, arg_syms, keywords = sym
+    if keywords:
+        return MISSING
+    made = _rebuild_callee(callee_sym, frame, f_locals)
+    if made is getattr and len(arg_syms) == 2:
+        owner = _rebuild_argument(arg_syms[0], frame, f_locals)
+        name = evaluate(arg_syms[1], frame, f_locals)
+        if owner is MISSING or type(name) is not str:
+            return MISSING
+        found = instance_attribute(owner, name)
+        return found if found is not MISSING else _c_method(owner, name)
+    if made is type and len(arg_syms) == 1:
+        owner = _rebuild_argument(arg_syms[0], frame, f_locals)
+        return type(owner) if owner is not MISSING else MISSING
+    if type(made) is BuiltinFunctionType and made.__name__ == "get" and 1 <= len(arg_syms) <= 2:
+        return _dict_get(made.__self__, arg_syms, frame, f_locals)
+    if made in _SAFE_MAKERS and arg_syms:
+        values = [_rebuild_argument(arg, frame, f_locals) for arg in arg_syms]
+        if any(value is MISSING or type(value) is _Packed for value in values):
+            return MISSING
+        try:
+            return made(*values)
+        except Exception:
+            return MISSING
+    return MISSING
+
+
+def _dict_get(owner: Any, arg_syms: tuple[Sym, ...], frame: FrameType, f_locals: Any) -> Any:
+    """``d.get(k[, default])`` on a plain dict with a str or int key (no user ``__eq__``
+    or ``__hash__`` runs): the stored value, or the default. A default built in place
+    (``d.get(k, [])``) is new, shared by nobody: an empty tuple stands for it."""
+    key = evaluate(arg_syms[0], frame, f_locals)
+    if type(owner) is not dict or (type(key) is not str and type(key) is not int):
+        return MISSING
+    found = dict.get(owner, key, MISSING)
+    if found is not MISSING or len(arg_syms) == 1:
+        return None if found is MISSING else found
+    if arg_syms[1] == NEW:
+        return ()
+    return _rebuild_argument(arg_syms[1], frame, f_locals)
+
+
+#: recipes that read all of their operand
+_READS_WHOLE = frozenset(("iterate", "scan-arg", "contains"))
+#: C methods whose result is a view or a copy of their container (read by their own
+#: recipe), never an object already stored in it
+_FRESH_RESULTS = frozenset(("keys", "values", "items", "copy", "count", "index", "__len__"))
+#: module-level C functions that return an object stored elsewhere (the rest make new
+#: objects or scalars: ``threading.get_ident()``, ``time.monotonic()``, ``sorted(...)``)
+_STORED_RESULTS = frozenset(
+    (
+        "getattr",
+        "next",
+        "anext",
+        "iter",
+        "aiter",
+        "min",
+        "max",
+        "vars",
+        "globals",
+        "locals",
+        "getitem",
+        "reduce",
+        "heappop",
+        "heappushpop",
+        "heapreplace",
+    )
+)
+
+
+def _may_hide_state(sym: Sym, frame: FrameType, f_locals: dict[str, Any], depth: int) -> bool:
+    """May the argument ``sym``, which the detector could not rebuild, be shared state?
+
+    The result of a call the detector cannot see into may be (``get_items()``
+    returning a shared list, ``d.get(k)``); a generator's, a new object's, a
+    view's is not (their reads are recorded where they run); a lazy iterator
+    hides what its own arguments hide. ``*a`` made in place hides its items.
+    """
+    if sym is None or sym is NULL:
+        return False
+    tag = sym[0]
+    if tag == "star" or tag == "starstar":
+        return evaluate(sym[1], frame, f_locals) is MISSING  # ``f(*[a, b])``, ``f(*get())``
+    if tag != "result" or depth > _HIDDEN_DEPTH:
+        return tag == "result"
+    if _rebuild_result(sym, frame, f_locals) is not MISSING:
+        return False  # rebuilt: read as the object it is
+    made = _rebuild_callee(sym[1], frame, f_locals)
+    if made is MISSING:
+        return True
+    if type(made) is FunctionType or type(made) is MethodType:
+        return not made.__code__.co_flags & _MAKES_GENERATOR
+    if isinstance(made, type):
+        if made in _LAZY_ITERATORS or made.__module__ == "itertools":
+            return any(
+                evaluate(arg, frame, f_locals) is MISSING
+                and _may_hide_state(arg, frame, f_locals, depth + 1)
+                for arg in sym[2]
+            )
+        return False  # a new object: a C container, or one made in Python (traced)
+    name = getattr(made, "__name__", "")
+    owner = getattr(made, "__self__", None)
+    if owner is None or isinstance(owner, ModuleType):
+        return name in _STORED_RESULTS
+    if isinstance(owner, (str, bytes, int, float)):
+        return False  # ``flow.split("->")``: an immutable value's methods make new objects
+    return name not in _FRESH_RESULTS
+
+
+#: a function whose call makes a generator or coroutine: its body is traced code
+_MAKES_GENERATOR = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, COROUTINE, ITERABLE_, ASYNC_GEN
 
 
 def _c_method(owner: Any, name: str) -> Any:

@@ -332,7 +332,11 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
                 # 3.11: super() (bound to the first argument) or super(cls, obj)
                 stack.append(("super", first if argc == 0 else args[1]))
             else:
-                stack.append(_call_result(callable_slots, args))
+                result = _call_result(callable_slots, args)
+                if result is None:
+                    keywords = extra == 1 or _after_keyword_names(listing, index)
+                    result = _made_by(callable_slots, args, keywords)
+                stack.append(result)
         elif name == "CALL_FUNCTION_EX":
             # ``obj.setdefault(key, *rest)``: the arguments are one tuple made at run
             # time, so a container method called so is recorded without its element
@@ -344,7 +348,11 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
                     and slot[0] == "attr"
                     and CONTAINER_METHODS.get(slot[2], ("queue", False))[0] != "queue"
                 ):
-                    out[instr.offset] = Recipe("call", slot[1], slot[2])
+                    out[instr.offset] = Recipe("call", slot[1], slot[2], args=_packed(slots))
+            if instr.offset not in out:
+                packed = _packed_call(slots)
+                if packed is not None:
+                    out[instr.offset] = packed
             stack.append(None)
         elif name == "GET_AWAITABLE":
             # what an ``await`` waits for: DPOR orders the await of a future that
@@ -595,7 +603,16 @@ def _apply_effect(stack: list[Sym], instr: dis.Instruction, effect: int) -> None
     for _ in range(popped):
         if stack:
             stack.pop()
+    if pushed == 1 and instr.opname.startswith(_BUILDS):
+        stack.append(NEW)
+        return
     stack.extend([None] * pushed)
+
+
+#: instructions that make a new object from the items below them
+_BUILDS = ("BUILD_", "LIST_TO_TUPLE")
+#: a list, tuple, dict, set or str built in place (``[]``, ``(a, b)``): shared by nobody
+NEW: Sym = ("new",)
 
 
 def _pops_pushes(instr: dis.Instruction, effect: int) -> tuple[int, int]:
@@ -608,6 +625,10 @@ def _pops_pushes(instr: dis.Instruction, effect: int) -> tuple[int, int]:
         return 1, 1
     if name.startswith("UNPACK_"):
         return 1, effect + 1
+    if name.startswith(_BUILDS):
+        # a new list, tuple, dict, set or str from its items: ``f(*[a, b])``'s list is
+        # not ``a`` (a no-op or a pop only left an item standing for the new object)
+        return 1 - effect, 1
     if effect >= 0:
         return 0, effect
     return -effect, 0
@@ -712,16 +733,56 @@ def _callee_recipe(callable_slots: list[Sym], args: list[Sym]) -> Recipe | None:
     arguments. A C callable object (``functools.partial``, ``operator.attrgetter``, an
     ``lru_cache`` wrapper) fires no profile event, and a C method's profile event names
     the object it is bound to, not the containers it reads (``"".join(l)``)."""
-    first, second = callable_slots
-    if first is NULL:
-        callee = second  # NULL, callable (3.11, 3.12)
-    elif second is NULL or (first is not None and first[0] == "method"):
-        callee = first  # callable, NULL (3.13); a method and its receiver
-    else:
-        return None  # not a call's usual layout (a ``with`` block's exit)
+    callee = _callee_slot(callable_slots)
     if callee is None or (callee[0] == "global" and callee[1] in _NOTHING_HIDDEN):
         return None
     return Recipe("callee", callee, args=tuple(args))
+
+
+def _callee_slot(callable_slots: list[Sym]) -> Sym:
+    """The callable of a call, from the two slots below its arguments, or None."""
+    first, second = callable_slots
+    if first is NULL:
+        return second  # NULL, callable (3.11, 3.12)
+    if second is NULL or (first is not None and first[0] == "method"):
+        return first  # callable, NULL (3.13); a method and its receiver
+    return None  # not a call's usual layout (a ``with`` block's exit)
+
+
+def _made_by(callable_slots: list[Sym], args: list[Sym], keywords: bool) -> Sym:
+    """A call's result: ``("result", callable, arguments, keywords)``. Nothing rebuilds it
+    but the detector, for the few calls that run no user code (``getattr(o, "f")``,
+    ``functools.partial(...)``); the rest tell it that a value came from a call it cannot
+    see into (``islice(get(), 2)``, ``make_setter()(v)``)."""
+    callee = _callee_slot(callable_slots)
+    if callee is None:
+        return None  # a generator expression's, a ``with`` block's: not a call's result
+    return ("result", callee, tuple(args), keywords)
+
+
+def _after_keyword_names(listing: list[dis.Instruction], index: int) -> bool:
+    """Does the CALL at ``index`` pass keywords (3.11: KW_NAMES, PRECALL, CALL)?"""
+    for before in listing[max(0, index - 2) : index]:
+        if before.opname == "KW_NAMES":
+            return True
+    return False
+
+
+def _packed_call(slots: list[Sym]) -> Recipe | None:
+    """``f(*args)``, ``f(**kw)`` (CALL_FUNCTION_EX): a callee recipe whose arguments are
+    the packed tuple (``("star", sym)``) and dictionary (``("starstar", sym)``)."""
+    callee = _callee_slot(slots[:2])
+    if callee is None or (callee[0] == "global" and callee[1] in _NOTHING_HIDDEN):
+        return None
+    return Recipe("callee", callee, args=_packed(slots))
+
+
+def _packed(slots: list[Sym]) -> tuple[Sym, ...]:
+    """The packed arguments of a CALL_FUNCTION_EX, below them its two callable slots."""
+    packed: tuple[Sym, ...] = (("star", slots[2]),)
+    if len(slots) == 4:
+        packed += (("starstar", slots[3]),)
+    return packed
 
 
 #: ``vars(o)``'s attribute: the object's namespace
