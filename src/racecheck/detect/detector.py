@@ -83,6 +83,7 @@ from racecheck.detect.operands import (
     NULL,
     POSITION_FUNCTIONS,
     SLOT_CALLS,
+    STEP_LOG_OPS,
     Recipe,
     Sym,
     buffer_exporter,
@@ -623,10 +624,12 @@ class Detector:
         """``on_instruction`` for a caller that has looked the recipe up already."""
         if self.found:
             return
-        if recipe.op == "await":
-            if self.access_log is not None:
+        if recipe.op in STEP_LOG_OPS:
+            if self.access_log is None:
+                return  # read by DPOR's step log only (a 3.12+ feed still hands them over)
+            if recipe.op == "await":
                 self._awaited(frame, recipe)
-            return
+                return
         if self.unsettled:
             for view, value_of in self.unsettled:
                 view.value = value_of()
