@@ -757,7 +757,11 @@ class Detector:
             return
         if op == "callee":
             callee = _rebuild_callee(recipe.base, frame, f_locals)
-            if callee is not MISSING and type(callee) not in _TRACED_CALLABLES and callable(callee):
+            if callee is MISSING or type(callee) in _TRACED_CALLABLES:
+                return
+            if isinstance(callee, type) and _made_in_python(callee):
+                return  # its __init__ or __new__ is traced code (as _hidden_call finds)
+            if callable(callee):
                 arguments = [_rebuild_argument(sym, frame, f_locals) for sym in recipe.args]
                 self._hidden_call(frame, actor, hb, callee, arguments, cached[1], 0)
             return
@@ -3136,14 +3140,29 @@ def _c_method(owner: Any, name: str) -> Any:
     """``owner.name`` when its class defines it in C (bound; unbound on a class), else
     MISSING (a method written in Python, or an attribute that is not a C method)."""
     kind = owner if isinstance(owner, type) else type(owner)
-    for klass in _TYPE_MRO(kind):
-        found = _TYPE_DICT(klass).get(name, MISSING)
-        if found is MISSING:
-            continue
+    # every ``obj.method()`` of traced code asks (its callee recipe): one answer per
+    # class and name, as member_slot keeps for the same walk
+    key = (kind, name)
+    found: Any = _CLASS_ROUTINES.get(key)
+    if found is None:
+        found = MISSING
+        for klass in _TYPE_MRO(kind):
+            found = _TYPE_DICT(klass).get(name, MISSING)
+            if found is not MISSING:
+                break
         if type(found) not in _C_ROUTINES:
-            return MISSING
-        return found if isinstance(owner, type) else found.__get__(owner, kind)
-    return MISSING
+            found = MISSING
+        if len(_CLASS_ROUTINES) >= _TYPE_CACHE_LIMIT:
+            _CLASS_ROUTINES.clear()  # classes made per run must not pile up
+        _CLASS_ROUTINES[key] = found
+    if found is MISSING:
+        return MISSING
+    return found if isinstance(owner, type) else found.__get__(owner, kind)
+
+
+#: (class, name) -> the C routine the first class along the MRO defining ``name``
+#: holds, or MISSING (see _c_method)
+_CLASS_ROUTINES: dict[tuple[type, str], Any] = {}
 
 
 def _methodcaller_parts(caller: Any) -> tuple[str, list[Any]]:

@@ -20,7 +20,7 @@ import dis
 import itertools
 import sys
 from dataclasses import dataclass
-from types import CodeType
+from types import CodeType, ModuleType
 from typing import Any
 
 from racecheck.instance_state import instance_dict
@@ -802,6 +802,12 @@ def _namespace_of(sym: tuple[Any, ...], frame: Any, f_locals: dict[str, Any] | N
 
 def instance_attribute(obj: Any, name: str) -> Any:
     """``obj.name`` from the instance (or module) dictionary only: no user code runs."""
+    if type(obj) is ModuleType:
+        # the commonest owner (``asyncio.sleep``, ``threading.Thread``): its own
+        # dictionary at once (ModuleType's ``__dict__`` member, which no module shadows)
+        value = obj.__dict__.get(name, _MISSING)
+        if value is not _MISSING:
+            return value
     if isinstance(obj, type):
         return _class_attribute(obj, name)
     try:
