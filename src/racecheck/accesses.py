@@ -388,6 +388,9 @@ _HANDS_OVER: dict[str, str] = {
 #: how a call of a code object is watched (StepLog._kind): untraced third-party code,
 #: and stdlib code that calls what the traced code handed it (_HANDS_OVER)
 _FOREIGN_CODE, _HANDS_OVER_CODE = 1, 2
+#: the profile hook's one question per code object (StepLog._role): its _kind, and
+#: these flags: traced code, a runtime's own code (_RUNTIME_DIRS)
+_USER_ROLE, _RUNTIME_ROLE = 4, 8
 
 
 def _runs_python(function: Any) -> bool:
@@ -929,6 +932,34 @@ def _sync_types() -> tuple[type, ...]:
 _IMPORT_SYSTEM = "<frozen importlib"
 
 
+class CodeAnswers:
+    """What a :class:`StepLog` asks of each code object, kept for every run of one
+    exploration: the answers depend only on the code and the exploration's traced
+    files, and a StepLog of its own per run filled its caches again in every run."""
+
+    __slots__ = ("kinds", "roles", "runtime", "user", "verdict")
+
+    def __init__(self) -> None:
+        # by id(code): a code object's hash is not cached (racecheck.codekeys)
+        self.user: ByCode[bool] = ByCode()
+        self.runtime: ByCode[int] = ByCode()
+        self.verdict: ByCode[str | None] = ByCode()
+        self.kinds: ByCode[int] = ByCode()
+        self.roles: ByCode[int] = ByCode()
+
+
+#: the key under which an exploration's per-code cache keeps its CodeAnswers
+_ANSWERS: Any = object()
+
+
+def code_answers(cache: dict[Any, Any]) -> CodeAnswers:
+    """The CodeAnswers kept in ``cache``, an exploration's per-code cache (made if new)."""
+    answers = cache.get(_ANSWERS)
+    if answers is None:
+        answers = cache[_ANSWERS] = CodeAnswers()
+    return answers
+
+
 class StepLog:
     """The accesses of the step in progress, and of the run so far, for one run.
 
@@ -936,7 +967,7 @@ class StepLog:
     (:meth:`close`), handing the records to the chooser's ``observe``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, answers: CodeAnswers | None = None) -> None:
         self.ordinals: dict[int, int] = {}
         self._keep: list[Any] = []  # objects stay alive, so ids are never reused
         self.current: list[Access] = []
@@ -953,11 +984,13 @@ class StepLog:
         #: a whole-container write waiting for the item store that follows it
         self._shape: Access | None = None
         self._sync = _sync_types()
-        # by id(code): a code object's hash is not cached (racecheck.codekeys)
-        self._user: ByCode[bool] = ByCode()
-        self._runtime_code: ByCode[int] = ByCode()
-        self._verdict: ByCode[str | None] = ByCode()
-        self._kinds: ByCode[int] = ByCode()
+        if answers is None:
+            answers = CodeAnswers()
+        self._user = answers.user
+        self._runtime_code = answers.runtime
+        self._verdict = answers.verdict
+        self._kinds = answers.kinds
+        self._roles = answers.roles
         self._observer: Observer | None = None
         #: what the chooser raised at a step boundary made inside the target (_boundary_alone)
         self._deferred: BaseException | None = None
@@ -1640,6 +1673,18 @@ class StepLog:
     def _is_foreign(self, code: Any) -> bool:
         return self._kind(code) == _FOREIGN_CODE
 
+    def _role(self, code: Any) -> int:
+        """_kind(code), with _USER_ROLE and _RUNTIME_ROLE: what the hook asks, at once."""
+        found = self._roles.get(id(code))
+        if found is None:
+            found = self._kind(code)
+            if self._is_user(code):
+                found |= _USER_ROLE
+            if code.co_filename.startswith(_RUNTIME_DIRS):
+                found |= _RUNTIME_ROLE
+            self._roles.put(code, found)
+        return found
+
     def _handing_over(self, frame: FrameType) -> None:
         """Stdlib code that calls a callable the traced code handed it starts (_HANDS_OVER).
 
@@ -1702,12 +1747,11 @@ class StepLog:
 
     def _hook(self, previous: Any) -> Any:
         sync_types = self._sync
-        is_user = self._is_user
         runtime_code = self._runtime_code
-        kind_of = self._kind
-        #: code -> are its C calls recorded (traced code, or a hand-over site): one
-        #: look-up at every c_call event, the commonest event there is
-        records_c_calls: ByCode[bool] = ByCode()
+        #: code -> its _role: one look-up at every c_call event (the commonest event
+        #: there is), one or two at a call
+        roles = self._roles
+        role_of = self._role
 
         expected = self._expected
 
@@ -1717,13 +1761,11 @@ class StepLog:
             if expected and event != "return" and event != "c_return":
                 self._call_arrived(frame if event == "c_call" else frame.f_back, arg)
             if event == "c_call":
-                code = frame.f_code
-                recorded = records_c_calls.get(id(code))
-                if recorded is None:
-                    recorded = records_c_calls.put(
-                        code, is_user(code) or kind_of(code) == _HANDS_OVER_CODE
-                    )
-                if recorded:
+                # recorded from traced code, or a hand-over site
+                role = roles.get(id(frame.f_code))
+                if role is None:
+                    role = role_of(frame.f_code)
+                if role & (_USER_ROLE | _HANDS_OVER_CODE):
                     self._c_call(arg, frame)
             elif event == "call":
                 code = frame.f_code
@@ -1785,22 +1827,25 @@ class StepLog:
                             kind = type(owner).__qualname__
                             self.current.append((self.ordinal(owner), written, True, kind))
                         return
+                role = roles.get(id(code))
+                if role is None:
+                    role = role_of(code)
+                if role == _USER_ROLE:
+                    return  # traced code: none of the below (its caller matters not)
                 caller = frame.f_back
-                watched = kind_of(code)
-                if caller is not None and is_user(caller.f_code) and not is_user(frame.f_code):
+                called_by = 0
+                if caller is not None:
+                    known = roles.get(id(caller.f_code))
+                    called_by = role_of(caller.f_code) if known is None else known
+                if called_by & _USER_ROLE and not role & _USER_ROLE:
                     self._entered_library(frame)
-                elif watched == _FOREIGN_CODE:
+                elif role & _FOREIGN_CODE:
                     self._foreign_entered(frame)
-                elif (
-                    caller is not None
-                    and kind_of(caller.f_code) == _HANDS_OVER_CODE
-                    and not is_user(code)
-                    and not code.co_filename.startswith(_RUNTIME_DIRS)
-                ):
+                elif called_by & _HANDS_OVER_CODE and not role & (_USER_ROLE | _RUNTIME_ROLE):
                     # the traced code's callable, called for it; a runtime's own
                     # (Thread(target=loop.run_forever)) records its operations itself
                     self._entered_library(frame)
-                if watched == _HANDS_OVER_CODE:
+                if role & _HANDS_OVER_CODE:
                     self._handing_over(frame)
             elif event == "return":
                 returned = runtime_code.get(id(frame.f_code))

@@ -674,9 +674,9 @@ def _record_accesses(controller: Controller, hot_lines: dict[Any, Any]) -> None:
     The race detector's feed reports the accesses; without ``detect=True`` a
     detector runs that only records (it never fails a run).
     """
-    from racecheck.accesses import StepLog
+    from racecheck.accesses import StepLog, code_answers
 
-    controller.steplog = StepLog()
+    controller.steplog = StepLog(code_answers(hot_lines))
     if controller.detector is None:
         from racecheck.detect import new_detector
 

@@ -25,7 +25,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from racecheck.detect.detector import Access, Detector, Finding, RaceDetected
-from racecheck.detect.operands import detect_lines, recipes
+from racecheck.detect.operands import STEP_LOG_OPS, detect_lines, recipes
 from racecheck.linetrace import chain_call
 from racecheck.sources import is_user_file
 
@@ -158,13 +158,16 @@ class _StepFeed:
         "hot_lines",
         "on_recipe",
         "previous",
+        "step_log",
     )
 
     def __init__(self, detector: Detector, previous: TraceFn | None) -> None:
         self.detector = detector
         self.previous = previous
         hot_lines = self.hot_lines = detector.hot_lines
-        self.by_id = _code_table(hot_lines)
+        #: does the run record DPOR's steps (else operands.STEP_LOG_OPS are left out)
+        self.step_log = detector.access_log is not None
+        self.by_id = _code_table(hot_lines, self.step_log)
         self.on_recipe = detector.on_recipe
         self.actor = 0
         self.hb = 0
@@ -181,7 +184,7 @@ class _StepFeed:
         # looked up by identity, as hashing a code object rehashes its bytecode
         info = self.by_id.get(id(code))
         if info is None:
-            info = _code_info(self.hot_lines, self.by_id, code)
+            info = _code_info(self.hot_lines, self.by_id, code, self.step_log)
         if info.hot is None:
             return prev_local
         outermost = sys.gettrace() is self
@@ -203,7 +206,7 @@ class _CodeInfo:
 
     __slots__ = ("code", "going", "hot", "table", "wanted")
 
-    def __init__(self, code: Any, hot: frozenset[int] | None) -> None:
+    def __init__(self, code: Any, hot: frozenset[int] | None, step_log: bool = True) -> None:
         #: kept alive: the table is keyed by its id
         self.code = code
         self.hot = hot
@@ -213,6 +216,8 @@ class _CodeInfo:
         if hot is None:
             return
         self.table = recipes(code)
+        if not step_log and any(r.op in STEP_LOG_OPS for r in self.table.values()):
+            self.table = {o: r for o, r in self.table.items() if r.op not in STEP_LOG_OPS}
         # per line, the offset of its last access: an opcode event past it can
         # reach no access before the next line event (see _PrunedFrameFeed)
         line_of: dict[int, int] = {}
@@ -230,18 +235,21 @@ class _CodeInfo:
         self.going = frozenset(o for o, line in line_of.items() if o < last.get(line, -1))
 
 
-#: the key under which an exploration's ``hot_lines`` keeps its by-id table
+#: the keys under which an exploration's ``hot_lines`` keeps its by-id tables: for
+#: runs that record DPOR's steps, and for runs that do not
 _BY_ID: Any = object()
+_RACE_BY_ID: Any = object()
 
 
-def _code_table(hot_lines: dict[Any, Any]) -> dict[int, _CodeInfo]:
+def _code_table(hot_lines: dict[Any, Any], step_log: bool) -> dict[int, _CodeInfo]:
     """The exploration's id(code) -> _CodeInfo table, kept in its ``hot_lines``.
 
     There, it lives exactly as long as the exploration's own cache.
     """
-    table = hot_lines.get(_BY_ID)
+    key = _BY_ID if step_log else _RACE_BY_ID
+    table = hot_lines.get(key)
     if table is None:
-        table = hot_lines[_BY_ID] = {}
+        table = hot_lines[key] = {}
     return table
 
 
@@ -251,11 +259,15 @@ def _code_table(hot_lines: dict[Any, Any]) -> dict[int, _CodeInfo]:
 _COLD = _CodeInfo(None, None)
 
 
-def _code_info(hot_lines: dict[Any, Any], by_id: dict[int, _CodeInfo], code: Any) -> _CodeInfo:
+def _code_info(
+    hot_lines: dict[Any, Any], by_id: dict[int, _CodeInfo], code: Any, step_log: bool
+) -> _CodeInfo:
     hot = hot_lines.get(code, _UNSEEN)
     if hot is _UNSEEN:
         hot = hot_lines[code] = detect_lines(code) if is_user_file(code.co_filename) else None
-    info = by_id[id(code)] = _CodeInfo(code, hot) if hot is not None else _COLD
+    if hot is not None and not step_log:
+        hot = detect_lines(code, step_log)
+    info = by_id[id(code)] = _CodeInfo(code, hot, step_log) if hot is not None else _COLD
     return info
 
 

@@ -84,6 +84,7 @@ from racecheck.detect.operands import (
     NULL,
     POSITION_FUNCTIONS,
     SLOT_CALLS,
+    STEP_LOG_OPS,
     Recipe,
     Sym,
     buffer_exporter,
@@ -624,10 +625,12 @@ class Detector:
         """``on_instruction`` for a caller that has looked the recipe up already."""
         if self.found:
             return
-        if recipe.op == "await":
-            if self.access_log is not None:
+        if recipe.op in STEP_LOG_OPS:
+            if self.access_log is None:
+                return  # read by DPOR's step log only (a 3.12+ feed still hands them over)
+            if recipe.op == "await":
                 self._awaited(frame, recipe)
-            return
+                return
         if self.unsettled:
             for view, value_of in self.unsettled:
                 view.value = value_of()
@@ -755,15 +758,19 @@ class Detector:
             return
         if op == "callee":
             callee = _rebuild_callee(recipe.base, frame, f_locals)
-            if callee is not MISSING and type(callee) not in _TRACED_CALLABLES and callable(callee):
+            if callee is MISSING:
+                if self.access_log is not None and not _python_method(
+                    recipe.base, frame, f_locals
+                ):
+                    self._unknown_callee(frame, actor, hb, recipe, f_locals, cached[1])
+                return
+            if type(callee) in _TRACED_CALLABLES:
+                return
+            if isinstance(callee, type) and _made_in_python(callee):
+                return  # its __init__ or __new__ is traced code (as _hidden_call finds)
+            if callable(callee):
                 arguments = _rebuild_arguments(recipe.args, frame, f_locals)
                 self._handed(frame, actor, hb, callee, arguments, recipe.args, cached[1])
-            elif (
-                callee is MISSING
-                and self.access_log is not None
-                and not _python_method(recipe.base, frame, f_locals)
-            ):
-                self._unknown_callee(frame, actor, hb, recipe, f_locals, cached[1])
             return
         if recipe.args and (op == "call" or op == "scan-arg"):
             self._arguments_of_c_call(frame, actor, hb, recipe, f_locals, cached[1])
@@ -3420,14 +3427,29 @@ def _c_method(owner: Any, name: str) -> Any:
     """``owner.name`` when its class defines it in C (bound; unbound on a class), else
     MISSING (a method written in Python, or an attribute that is not a C method)."""
     kind = owner if isinstance(owner, type) else type(owner)
-    for klass in _TYPE_MRO(kind):
-        found = _TYPE_DICT(klass).get(name, MISSING)
-        if found is MISSING:
-            continue
+    # every ``obj.method()`` of traced code asks (its callee recipe): one answer per
+    # class and name, as member_slot keeps for the same walk
+    key = (kind, name)
+    found: Any = _CLASS_ROUTINES.get(key)
+    if found is None:
+        found = MISSING
+        for klass in _TYPE_MRO(kind):
+            found = _TYPE_DICT(klass).get(name, MISSING)
+            if found is not MISSING:
+                break
         if type(found) not in _C_ROUTINES:
-            return MISSING
-        return found if isinstance(owner, type) else found.__get__(owner, kind)
-    return MISSING
+            found = MISSING
+        if len(_CLASS_ROUTINES) >= _TYPE_CACHE_LIMIT:
+            _CLASS_ROUTINES.clear()  # classes made per run must not pile up
+        _CLASS_ROUTINES[key] = found
+    if found is MISSING:
+        return MISSING
+    return found if isinstance(owner, type) else found.__get__(owner, kind)
+
+
+#: (class, name) -> the C routine the first class along the MRO defining ``name``
+#: holds, or MISSING (see _c_method)
+_CLASS_ROUTINES: dict[tuple[type, str], Any] = {}
 
 
 def _methodcaller_parts(caller: Any) -> tuple[str, list[Any]]:

@@ -20,7 +20,7 @@ import dis
 import itertools
 import sys
 from dataclasses import dataclass
-from types import CodeType
+from types import CodeType, ModuleType
 from typing import Any
 
 from racecheck.instance_state import instance_dict
@@ -819,18 +819,29 @@ def _bisect_call(callable_slots: list[Sym]) -> tuple[str, Sym] | None:
     return None
 
 
+#: recipes only DPOR's step log reads: without one (``detect=True`` alone) the detector
+#: returns at once, so a run that records no steps need not stop at them at all
+STEP_LOG_OPS = frozenset(("await", "whole-read", "inplace"))
+
 _lines: dict[CodeType, frozenset[int]] = {}
+#: the lines of a run that records no steps (without STEP_LOG_OPS)
+_race_lines: dict[CodeType, frozenset[int]] = {}
 
 
-def detect_lines(code: CodeType) -> frozenset[int]:
-    """Lines of ``code`` holding an access the detector looks at."""
-    lines = _lines.get(code)
+def detect_lines(code: CodeType, step_log: bool = True) -> frozenset[int]:
+    """Lines of ``code`` holding an access the detector looks at (``step_log``: in a run
+    that records DPOR's steps; else without the recipes only the step log reads)."""
+    cache = _lines if step_log else _race_lines
+    lines = cache.get(code)
     if lines is None:
         table = recipes(code)
-        lines = _lines[code] = frozenset(
+        lines = cache[code] = frozenset(
             instr.positions.lineno
             for instr in dis.get_instructions(code)
-            if instr.offset in table and instr.positions is not None and instr.positions.lineno
+            if instr.offset in table
+            and (step_log or table[instr.offset].op not in STEP_LOG_OPS)
+            and instr.positions is not None
+            and instr.positions.lineno
         )
     return lines
 
@@ -896,6 +907,12 @@ def _namespace_of(sym: tuple[Any, ...], frame: Any, f_locals: dict[str, Any] | N
 
 def instance_attribute(obj: Any, name: str) -> Any:
     """``obj.name`` from the instance (or module) dictionary only: no user code runs."""
+    if type(obj) is ModuleType:
+        # the commonest owner (``asyncio.sleep``, ``threading.Thread``): its own
+        # dictionary at once (ModuleType's ``__dict__`` member, which no module shadows)
+        value = obj.__dict__.get(name, _MISSING)
+        if value is not _MISSING:
+            return value
     if isinstance(obj, type):
         return _class_attribute(obj, name)
     try:

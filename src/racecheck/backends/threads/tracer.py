@@ -314,8 +314,11 @@ class SettraceTracer:
         self._threads: dict[int, tuple[Any, Any, list[Any], Any, str]] = {}
         #: what this exploration could not see (see :meth:`disable_thread`)
         self.warnings: list[str] = []
-        #: per id(code): (points, lines holding one) for user code, None otherwise
+        #: per id(code): (points, lines holding one) for user code, None otherwise;
+        #: for runs that record DPOR's steps, and for runs that do not (whose
+        #: detector has no use for operands.STEP_LOG_OPS: fewer lines to watch)
         self._infos: dict[int, _Info | None] = {}
+        self._race_infos: dict[int, _Info | None] = {}
         #: the code objects _infos describes, kept alive so their ids stay theirs
         self._codes: list[CodeType] = []
 
@@ -389,7 +392,8 @@ class SettraceTracer:
         point = runtime.point
         live = runtime.live
         me = runtime.by_ident[get_ident()]
-        infos = self._infos
+        step_log = controller.steplog is not None
+        infos = self._infos if step_log else self._race_infos
         codes = self._codes
         missing: Any = _MISSING
         _id = id
@@ -406,7 +410,7 @@ class SettraceTracer:
             hot = point_lines(code) if granularity == "access" else None
             watched = hot
             if detecting and hot is not None:
-                watched = hot | detect_lines(code)
+                watched = hot | detect_lines(code, step_log)
             ends = last_points(code) if hot is not None else None
             found = infos[_id(code)] = (points(code, granularity), watched, hot, ends)
             return found
