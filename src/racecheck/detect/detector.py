@@ -759,9 +759,7 @@ class Detector:
         if op == "callee":
             callee = _rebuild_callee(recipe.base, frame, f_locals)
             if callee is MISSING:
-                if self.access_log is not None and not _python_method(
-                    recipe.base, frame, f_locals
-                ):
+                if self.access_log is not None and not _python_method(recipe.base, frame, f_locals):
                     self._unknown_callee(frame, actor, hb, recipe, f_locals, cached[1])
                 return
             if type(callee) in _TRACED_CALLABLES:
