@@ -35,7 +35,11 @@ racecheck_db = none
 # among them: tests/core/test_portfolio_plain.py's SATURATING_SEED says why); the
 # default budget verifies under seed 0
 @pytest.mark.parametrize(
-    ("marker", "seed"), [("", 0), ("(schedules=500, seed=1)", 1)], ids=["default", "500"]
+    ("marker", "seed"),
+    # 500 at the saturating seed: the same run as tests/core/test_portfolio_plain.py's
+    # [500-1] through a marker (CI time: that one runs in CI)
+    [("", 0), pytest.param("(schedules=500, seed=1)", 1, marks=pytest.mark.slow)],
+    ids=["default", "500"],
 )
 def test_the_marked_test_of_the_fix_is_verified(
     pytester: pytest.Pytester, marker: str, seed: int

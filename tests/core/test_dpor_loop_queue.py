@@ -338,7 +338,7 @@ def test_which_ready_task_the_loop_runs_first_is_explored() -> None:
     assert first_saw_the_write_second_did_not in reached, sorted(reached)
 
 
-@settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=_HEALTH)
+@settings(max_examples=2, deadline=None, derandomize=True, suppress_health_check=_HEALTH)
 @given(program=loop_programs(), data=st.data())
 def test_dpor_reaches_every_sampled_state_of_loop_programs(program: Program, data: Any) -> None:
     reaches_every_sampled_state(

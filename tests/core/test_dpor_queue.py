@@ -903,7 +903,7 @@ def test_dpor_reaches_every_exhaustive_state_of_fifo_programs_on_three_threads(
     assert len(reached) >= 2, reached  # the orders show in the outcome
 
 
-@settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=_HEALTH)
+@settings(max_examples=2, deadline=None, derandomize=True, suppress_health_check=_HEALTH)
 @given(program=programs_of(_fifo_op))
 def test_dpor_reaches_every_exhaustive_state_of_fifo_programs(program: Any) -> None:
     """Every state of the program (exhaustive search), and no other, DPOR reaches too."""

@@ -297,7 +297,7 @@ def compare_sampled(program: Program, budget: int, data: Any) -> None:
 
 
 _CI = settings(
-    max_examples=8,
+    max_examples=5,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
@@ -315,7 +315,7 @@ def test_dpor_matches_exhaustive_search_on_asyncio(program: Program, data: Any) 
     compare(program, "asyncio", 600, data)
 
 
-@settings(_CI, max_examples=8)
+@settings(_CI, max_examples=5)
 @given(program=box_programs(actors=3, ops=2), data=st.data())
 def test_dpor_matches_exhaustive_search_with_dataclasses_and_async_generators(
     program: Program, data: Any
@@ -323,13 +323,13 @@ def test_dpor_matches_exhaustive_search_with_dataclasses_and_async_generators(
     compare(program, "asyncio", 600, data)
 
 
-@settings(_CI, max_examples=5)
+@settings(_CI, max_examples=3)
 @given(program=programs(actors=2, ops=2), data=st.data())
 def test_dpor_reaches_every_sampled_state_on_threads(program: Program, data: Any) -> None:
     compare_sampled(program, 3000, data)
 
 
-@settings(_CI, max_examples=5)
+@settings(_CI, max_examples=3)
 @given(program=thread_programs(actors=2, ops=2), data=st.data())
 def test_dpor_reaches_every_sampled_state_with_two_locks_try_and_next(
     program: Program, data: Any

@@ -366,7 +366,7 @@ def _wake_target(
     return target
 
 
-@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(program=wake_programs(), data=st.data())
 def test_dpor_matches_exhaustive_search_with_queues_futures_and_joins(
     program: tuple[int, tuple[tuple[WakeOp, ...], ...], bool, bool], data: Any

@@ -212,6 +212,7 @@ def test_correct_wakes_the_loop_in_every_schedule(real_engine: None) -> None:
 # --- racecheck: the correct variant -------------------------------------------------------
 
 
+@pytest.mark.slow  # CI time: bounded exhaustive search below and tests/regression cover it
 def test_correct_holds_under_300_pct_schedules(real_engine: None) -> None:
     """CI's sample (12 ms a schedule: the loop, its thread and the Rx scheduler's); the
     slow twin runs 10,000, and tests/regression runs the scenario's own budget."""
