@@ -1213,7 +1213,7 @@ class Detector:
             if _may_hide_state(sym, frame, f_locals, 0):
                 start = len(log.current)
                 log.unplaced_read(None)
-                if callee in _LAZY_ITERATORS or getattr(callee, "__module__", "") == "itertools":
+                if _lazy_iterator(callee):
                     log.linger_from(start)
                 return
 
@@ -1320,7 +1320,7 @@ class Detector:
             return
         if isinstance(callee, type):
             if not _made_in_python(callee):  # else its __init__ or __new__ is traced code
-                lazy = callee in _LAZY_ITERATORS or callee.__module__ == "itertools"
+                lazy = _lazy_iterator(callee)
                 self._c_arguments(frame, actor, hb, arguments, label, depth, lazy, lazy)
             return
         if _python_call(kind) or kind in _INERT_CALLABLES:
@@ -3208,6 +3208,13 @@ _STORES_ARGUMENTS = frozenset(
 )
 #: C iterator types that read what they are given as they are consumed, maybe later
 _LAZY_ITERATORS = frozenset((map, filter, zip, enumerate, reversed))
+
+
+def _lazy_iterator(callee: Any) -> bool:
+    """A C type whose objects read what they were handed as they are consumed, later."""
+    return callee in _LAZY_ITERATORS or getattr(callee, "__module__", "") == "itertools"
+
+
 _LRU_WRAPPER = type(lru_cache(maxsize=None)(lambda: None))
 #: C callable objects that touch no shared state when called
 _INERT_CALLABLES = (ReferenceType,)
@@ -3409,7 +3416,7 @@ def _may_hide_state(sym: Sym, frame: FrameType, f_locals: dict[str, Any], depth:
             return False
         return not made.__code__.co_flags & _MAKES_GENERATOR
     if isinstance(made, type):
-        if made in _LAZY_ITERATORS or made.__module__ == "itertools":
+        if _lazy_iterator(made):
             return any(
                 evaluate(arg, frame, f_locals) is MISSING
                 and _may_hide_state(arg, frame, f_locals, depth + 1)
