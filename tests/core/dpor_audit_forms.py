@@ -2638,3 +2638,60 @@ def _():
         C.x = v
 
     return reset, get, put
+
+
+# ---------------------------------------------------------------- session 16: merged values
+@form("(pa if c else pb)(v): one of two C callables")
+def _():
+    o = Box()
+    chosen = [True]
+    set_x = functools.partial(setattr, o, "x")
+    set_y = functools.partial(setattr, o, "y")
+
+    def reset():
+        o.x = 0
+
+    def get():
+        return o.x
+
+    def put(v):
+        (set_x if chosen[0] else set_y)(v)
+
+    return reset, get, put
+
+
+@form("sum(l or []) read, l[0] write")
+def _():
+    l = [0]
+
+    def reset():
+        l[0] = 0
+
+    def get():
+        return sum(l or [])
+
+    def put(v):
+        l[0] = v
+
+    return reset, get, put
+
+
+@form("for x in (o.items if c else []) read, o.items[0] write")
+def _():
+    o = Box()
+    o.items = [0]
+    chosen = [True]
+
+    def reset():
+        o.items[0] = 0
+
+    def get():
+        total = 0
+        for item in o.items if chosen[0] else []:
+            total += item
+        return total
+
+    def put(v):
+        o.items[0] = v
+
+    return reset, get, put

@@ -931,6 +931,9 @@ class Detector:
         if op in ("write", "slice-write", "slice-delete", "slot-call", "insort"):
             log.opaque()
             return
+        if op in _READS_WHOLE and recipe.base is not None and recipe.base[0] == "merged":
+            self._merged_read(frame, recipe.base, f_locals, op == "iterate")
+            return
         if op in _READS_WHOLE and _may_hide_state(recipe.base, frame, f_locals, 0):
             # ``sorted(get())``, ``for x in get()``: all of a container no name reaches
             start = len(log.current)
@@ -1210,12 +1213,39 @@ class Detector:
         if isinstance(callee, type) and _made_in_python(callee):
             return  # its __init__ is traced code, which records what it reads
         for sym in syms:
-            if _may_hide_state(sym, frame, f_locals, 0):
+            if sym is not None and sym[0] == "merged":
+                self._merged_read(frame, sym, f_locals, _lazy_iterator(callee))
+            elif _may_hide_state(sym, frame, f_locals, 0):
                 start = len(log.current)
                 log.unplaced_read(None)
                 if _lazy_iterator(callee):
                     log.linger_from(start)
                 return
+
+    def _merged_read(
+        self, frame: FrameType, sym: tuple[Any, ...], f_locals: dict[str, Any], lingers: bool
+    ) -> None:
+        """For DPOR: a loop or C code reads all of a value two paths merged (``for v in
+        (self.items or [])``, ``sorted(a if c else b)``, ``mine.extend(l or [])``).
+
+        Which alternative ran cannot be told when it is read, so each is read: all
+        of each object its alternative names (StepLog.touch_any), anything when one
+        is a call's result that may hide state. ``lingers``: a loop or a lazy C
+        iterator goes on reading it in the actor's later steps. Only the step log
+        records this: an access that may not have happened is no race to report.
+        """
+        log = self.access_log
+        assert log is not None
+        start = len(log.current)
+        for alternative in sym[1]:
+            value = evaluate(alternative, frame, f_locals)
+            if value is not MISSING:
+                if type(value) not in _SCALARS:
+                    log.touch_any(value, False)
+            elif _may_hide_state(alternative, frame, f_locals, 0):
+                log.unplaced_read(None)
+        if lingers:
+            log.linger_from(start)
 
     def _unknown_callee(
         self,
@@ -3402,6 +3432,12 @@ def _may_hide_state(sym: Sym, frame: FrameType, f_locals: dict[str, Any], depth:
     if sym is None or sym is NULL:
         return False
     tag = sym[0]
+    if tag == "merged":  # ``islice(a() if c else b(), 2)``: either alternative may
+        return any(
+            _may_hide_state(alternative, frame, f_locals, depth + 1)
+            or type(evaluate(alternative, frame, f_locals)) not in _SCALARS
+            for alternative in sym[1]
+        )
     if tag == "star" or tag == "starstar":
         return evaluate(sym[1], frame, f_locals) is MISSING  # ``f(*[a, b])``, ``f(*get())``
     if tag != "result" or depth > _HIDDEN_DEPTH:

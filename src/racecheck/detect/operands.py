@@ -31,7 +31,8 @@ _PY312 = sys.version_info >= (3, 12)
 #: a symbolic stack value: ("local", name) | ("global", name) | ("deref", name) |
 #: ("const", value) | ("attr", base, name) | ("item", base, key) |
 #: ("method", receiver, name) | ("ns", obj, via) (obj's ``__dict__``, via the
-#: ``vars`` builtin when ``via`` is set) | ("conv", str-or-int, value) | NULL |
+#: ``vars`` builtin when ``via`` is set) | ("conv", str-or-int, value) |
+#: ("result", callable, arguments, keywords) | ("merged", alternatives) | NULL |
 #: None (unknown)
 Sym = tuple[Any, ...] | None
 NULL: tuple[str] = ("null",)
@@ -543,14 +544,36 @@ def _backward_targets(listing: list[dis.Instruction]) -> frozenset[int]:
 
 
 def _merged(paths: list[list[Sym]]) -> list[Sym] | None:
-    """The stack where every path agrees, an unknown where one differs; None if the
-    paths arrive with stacks of different depths (nothing is then assumed)."""
+    """The stack where every path agrees, the alternatives where they differ; None if
+    the paths arrive with stacks of different depths (nothing is then assumed)."""
     depth = len(paths[0])
     if any(len(path) != depth for path in paths):
         return None
     return [
-        slot if all(path[i] == slot for path in paths) else None for i, slot in enumerate(paths[0])
+        slot if all(path[i] == slot for path in paths) else _either([path[i] for path in paths])
+        for i, slot in enumerate(paths[0])
     ]
+
+
+def _either(slots: list[Sym]) -> Sym:
+    """A value two paths push differently (``l or []``, ``a if c else b``):
+    ``("merged", alternatives)``, or unknown when no alternative can be shared state.
+
+    Which path ran is not known when the value is used, so it evaluates to nothing
+    and no access is placed on it; DPOR's step log reads each alternative instead
+    (Detector._merged_read). Taken for an unknown, ``for v in (self.items or [])``
+    and ``(pa if c else pb)(v)`` recorded nothing, and DPOR called order bugs and
+    lost updates through them verified. A call's layout marker (NULL) stays unknown.
+    """
+    alternatives: dict[Sym, None] = {}
+    for slot in slots:
+        if slot is NULL:
+            return None
+        if slot is not None and slot[0] == "merged":
+            alternatives.update(dict.fromkeys(slot[1]))
+        elif slot is not None and slot is not NEW and slot[0] != "const":
+            alternatives[slot] = None
+    return ("merged", tuple(alternatives)) if alternatives else None
 
 
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
