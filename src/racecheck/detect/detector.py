@@ -931,8 +931,13 @@ class Detector:
         if op in ("write", "slice-write", "slice-delete", "slot-call", "insort"):
             log.opaque()
             return
-        if op in _READS_WHOLE and recipe.base is not None and recipe.base[0] == "merged":
-            self._merged_read(frame, recipe.base, f_locals, op == "iterate")
+        base = recipe.base
+        if (
+            op in _READS_WHOLE
+            and base is not None
+            and (base[0] == "merged" or base[0] == "awaited")
+        ):
+            self._unreached_read(frame, base, f_locals, op == "iterate")
             return
         if op in _READS_WHOLE and _may_hide_state(recipe.base, frame, f_locals, 0):
             # ``sorted(get())``, ``for x in get()``: all of a container no name reaches
@@ -1213,8 +1218,8 @@ class Detector:
         if isinstance(callee, type) and _made_in_python(callee):
             return  # its __init__ is traced code, which records what it reads
         for sym in syms:
-            if sym is not None and sym[0] == "merged":
-                self._merged_read(frame, sym, f_locals, _lazy_iterator(callee))
+            if sym is not None and (sym[0] == "merged" or sym[0] == "awaited"):
+                self._unreached_read(frame, sym, f_locals, _lazy_iterator(callee))
             elif _may_hide_state(sym, frame, f_locals, 0):
                 start = len(log.current)
                 log.unplaced_read(None)
@@ -1222,23 +1227,28 @@ class Detector:
                     log.linger_from(start)
                 return
 
-    def _merged_read(
+    def _unreached_read(
         self, frame: FrameType, sym: tuple[Any, ...], f_locals: dict[str, Any], lingers: bool
     ) -> None:
-        """For DPOR: a loop or C code reads all of a value two paths merged (``for v in
-        (self.items or [])``, ``sorted(a if c else b)``, ``mine.extend(l or [])``).
+        """For DPOR: a loop or C code reads all of a value no name reaches: one two paths
+        merged (``for v in (self.items or [])``, ``sorted(a if c else b)``,
+        ``mine.extend(l or [])``), or an await's (``for v in await self.fetch()``).
 
         Which alternative ran cannot be told when it is read, so each is read: all
-        of each object its alternative names (StepLog.touch_any), anything when one
-        is a call's result that may hide state. ``lingers``: a loop or a lazy C
-        iterator goes on reading it in the actor's later steps. Only the step log
-        records this: an access that may not have happened is no race to report.
+        of each object its alternative names (StepLog.touch_any), or the awaited
+        coroutine returned (StepLog.awaited_value); anything when one is a call's
+        result that may hide state. ``lingers``: a loop or a lazy C iterator goes on
+        reading it in the actor's later steps. Only the step log records this: an
+        access that may not have happened is no race to report.
         """
         log = self.access_log
         assert log is not None
         start = len(log.current)
-        for alternative in sym[1]:
-            value = evaluate(alternative, frame, f_locals)
+        for alternative in sym[1] if sym[0] == "merged" else (sym,):
+            if alternative[0] == "awaited":
+                value = log.awaited_value(frame, alternative[1])
+            else:
+                value = evaluate(alternative, frame, f_locals)
             if value is not MISSING:
                 if type(value) not in _SCALARS:
                     log.touch_any(value, False)
@@ -3440,6 +3450,11 @@ def _may_hide_state(sym: Sym, frame: FrameType, f_locals: dict[str, Any], depth:
         )
     if tag == "star" or tag == "starstar":
         return evaluate(sym[1], frame, f_locals) is MISSING  # ``f(*[a, b])``, ``f(*get())``
+    if tag == "awaited":
+        return True  # ``for v in await self.fetch()``: what the coroutine returned
+    if tag == "attr" or tag == "item":
+        # ``for v in self.prop``, ``sorted(o[k])`` of a custom mapping: a getter's value
+        return evaluate(sym, frame, f_locals) is MISSING
     if tag != "result" or depth > _HIDDEN_DEPTH:
         return tag == "result"
     if _rebuild_result(sym, frame, f_locals) is not MISSING:

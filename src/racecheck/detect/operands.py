@@ -19,6 +19,7 @@ from __future__ import annotations
 import dis
 import itertools
 import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from types import CodeType, ModuleType
 from typing import Any
@@ -32,7 +33,8 @@ _PY312 = sys.version_info >= (3, 12)
 #: ("const", value) | ("attr", base, name) | ("item", base, key) |
 #: ("method", receiver, name) | ("ns", obj, via) (obj's ``__dict__``, via the
 #: ``vars`` builtin when ``via`` is set) | ("conv", str-or-int, value) |
-#: ("result", callable, arguments, keywords) | ("merged", alternatives) | NULL |
+#: ("result", callable, arguments, keywords) | ("merged", alternatives) |
+#: ("awaited", offset of the await's SEND) (what the awaited coroutine returned) | NULL |
 #: None (unknown)
 Sym = tuple[Any, ...] | None
 NULL: tuple[str] = ("null",)
@@ -169,12 +171,37 @@ SLOT_CALLS = {
 _recipes: dict[int, tuple[CodeType, dict[int, Recipe]]] = {}
 
 
+#: id(code) -> the offsets of the awaits (their SEND) whose value a recipe of the code
+#: reads (``for v in await self.fetch()``), for codes that have any: where the step log
+#: keeps what the awaited coroutine returned (StepLog.awaited_value). Filled with
+#: ``_recipes``, which keeps the code object (so its id) alive.
+AWAITED_READS: dict[int, frozenset[int]] = {}
+
+
 def recipes(code: CodeType) -> dict[int, Recipe]:
     """offset -> Recipe for every access in ``code`` whose operands can be rebuilt."""
     entry = _recipes.get(id(code))
     if entry is None:
         entry = _recipes[id(code)] = (code, _analyse(code))
+        awaited = frozenset(_awaits_read(entry[1].values()))
+        if awaited:
+            AWAITED_READS[id(code)] = awaited
     return entry[1]
+
+
+def _awaits_read(found: Iterable[Recipe]) -> Iterator[int]:
+    """The SEND offsets of the awaited values the recipes ``found`` read."""
+    for recipe in found:
+        for sym in (recipe.base, *recipe.args):
+            if sym is None or sym is NULL:
+                continue
+            if sym[0] == "star" or sym[0] == "starstar":
+                sym = sym[1]
+                if sym is None:
+                    continue
+            for alternative in sym[1] if sym[0] == "merged" else (sym,):
+                if alternative[0] == "awaited":
+                    yield alternative[1]
 
 
 def _analyse(code: CodeType) -> dict[int, Recipe]:
@@ -197,6 +224,8 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
     first: Sym = ("local", code.co_varnames[0]) if code.co_argcount else None
     #: an await's SEND target -> the stack below the awaitable when the await began
     below_await: dict[int, list[Sym]] = {}
+    #: an await's SEND target -> the SEND (where the awaited coroutine returns to)
+    sent_from: dict[int, int] = {}
     #: a forward jump's target -> the stacks the jumps to it arrive with
     arriving: dict[int, list[list[Sym]]] = {}
     backward = _backward_targets(listing)
@@ -206,7 +235,7 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             kept = below_await.pop(instr.offset, None) if instr.offset in awaits else None
             if kept is not None:
                 # An await resumes with the stack it left: only the awaited value is new
-                stack = kept + [None] * _AFTER_SEND
+                stack = kept + [None] * (_AFTER_SEND - 1) + [("awaited", sent_from[instr.offset])]
             elif instr.offset not in awaits:
                 # merged from several paths: what they agree on is known (the
                 # stack below ``a if c else b`` or ``x or y``), the rest is not
@@ -228,6 +257,7 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
         falls_through = instr.opname not in _NO_FALLTHROUGH
         if instr.opname == "SEND" and isinstance(instr.argval, int):
             below_await[instr.argval] = stack[:-2]
+            sent_from[instr.argval] = instr.offset
         name = instr.opname
         arg = instr.arg or 0
         argval = instr.argval
@@ -354,7 +384,11 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
                 packed = _packed_call(slots)
                 if packed is not None:
                     out[instr.offset] = packed
-            stack.append(None)
+            stack.append(_made_by(slots[:2], list(_packed(slots)), True))
+        elif name == "END_SEND":  # 3.12+: the awaited value, its awaitable dropped
+            (value,) = pop()
+            pop()
+            stack.append(value)
         elif name == "GET_AWAITABLE":
             # what an ``await`` waits for: DPOR orders the await of a future that
             # is done already after the step that finished it (accesses.StepLog.awaited)
@@ -872,6 +906,7 @@ def detect_lines(code: CodeType, step_log: bool = True) -> frozenset[int]:
 # -- evaluation ------------------------------------------------------------------------
 
 _MISSING = object()
+_DICT_GETITEM = dict.__getitem__
 
 
 def evaluate(sym: Sym, frame: Any, f_locals: dict[str, Any] | None = None) -> Any:
@@ -905,7 +940,16 @@ def evaluate(sym: Sym, frame: Any, f_locals: dict[str, Any] | None = None) -> An
     if tag == "item":
         base = evaluate(sym[1], frame, f_locals)
         key = evaluate(sym[2], frame, f_locals)
-        if base is _MISSING or key is _MISSING or type(base) not in (dict, list, tuple):
+        if base is _MISSING or key is _MISSING:
+            return _MISSING
+        if type(base) not in (dict, list, tuple):
+            if isinstance(base, dict) and type(base).__getitem__ is _DICT_GETITEM:
+                # a defaultdict, OrderedDict, Counter: a stored item is read as a dict's;
+                # a missing one would run __missing__ (a factory, user code): unknown
+                try:
+                    return dict.get(base, key, _MISSING)
+                except TypeError:  # an unhashable key
+                    return _MISSING
             return _MISSING
         try:
             return base[key]
