@@ -73,7 +73,7 @@ from types import (
 from typing import Any, Protocol
 
 from racecheck.codekeys import ByCode
-from racecheck.detect.operands import AWAITED_READS, MISSING, buffer_exporter, evaluate, recipes
+from racecheck.detect.operands import MISSING, RETURNS_READ, buffer_exporter, evaluate, recipes
 from racecheck.sources import is_third_party_file, is_user_file
 
 #: (object ordinal, key, write, the object's type name)
@@ -1053,9 +1053,9 @@ class StepLog:
         #: calls of callables the detector could not rebuild, waiting for their event
         #: (see expect_call): the calling frame, the call's offset, what a builtin does
         self._expected: list[tuple[FrameType, int, int, Callable[[Any], None]]] = []
-        #: (awaiting frame, its await's SEND offset) -> what the awaited coroutine
-        #: returned there, for an await whose value a recipe reads (see awaited_value)
-        self._awaited: dict[tuple[FrameType, int], Any] = {}
+        #: (frame, offset) -> what Python code returned there (an awaited coroutine, a
+        #: property's getter), for a value a recipe reads (see returned_value)
+        self._kept_returns: dict[tuple[FrameType, int], Any] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -1547,16 +1547,19 @@ class StepLog:
             for access in self.current[start:]:
                 later[access] = None
 
-    def awaited_value(self, frame: FrameType, offset: int) -> Any:
-        """What the coroutine awaited at ``offset`` of ``frame`` (its SEND) returned, or
-        MISSING: ``for v in await self.fetch()`` reads that value, which no name reaches.
+    def returned_value(self, frame: FrameType, offset: int) -> Any:
+        """What Python code returned to ``offset`` of ``frame``, or MISSING: the coroutine
+        awaited there (its SEND: ``for v in await self.fetch()``) or the property's getter
+        (its attribute load: ``for v in self.pending``). A loop or C code reads that
+        value, which no name reaches.
 
-        The profile hook keeps a coroutine's return value for the awaits whose value a
-        recipe reads (operands.AWAITED_READS); taken here, it is dropped, so it lives no
-        longer than the line that reads it. An awaitable written in C (a future, a
-        task) returns nothing to Python: MISSING, and the read is of anything.
+        The profile hook keeps what is returned at the offsets a recipe reads so
+        (operands.RETURNS_READ); taken here, it is dropped, so it lives no longer
+        than the line that reads it, and a later pass of the line never meets an
+        earlier value. An awaitable written in C (a future, a task) and a plain
+        attribute return nothing to Python: MISSING.
         """
-        return self._awaited.pop((frame, offset), MISSING)
+        return self._kept_returns.pop((frame, offset), MISSING)
 
     def unplaced_read(self, key: Any) -> None:
         """A read of ``key`` (an attribute name, an item key, or None: any key) on an object
@@ -1768,8 +1771,8 @@ class StepLog:
         role_of = self._role
 
         expected = self._expected
-        awaited = self._awaited
-        awaited_reads = AWAITED_READS
+        returned_at = self._kept_returns
+        returns_read = RETURNS_READ
 
         def hook(frame: FrameType, event: str, arg: Any) -> None:
             if previous is not None:
@@ -1871,10 +1874,10 @@ class StepLog:
                     self._returned(frame, arg)
                 caller = frame.f_back
                 if caller is not None:
-                    reads = awaited_reads.get(id(caller.f_code))
-                    if reads is not None and caller.f_lasti in reads:
-                        # a yield sends this event too: the return comes last
-                        awaited[(caller, caller.f_lasti)] = arg
+                    kept = returns_read.get(id(caller.f_code))
+                    if kept is not None and caller.f_lasti in kept:
+                        # a coroutine's yield sends this event too: its return comes last
+                        returned_at[(caller, caller.f_lasti)] = arg
 
         return hook
 

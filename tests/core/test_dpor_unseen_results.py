@@ -20,6 +20,7 @@ item of a ``defaultdict``/``OrderedDict``/``Counter`` is read as a dict's.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -188,3 +189,75 @@ def test_an_awaited_container_is_read_as_the_object_the_coroutine_returned() -> 
     step log keeps what the coroutine returned. Taken for a read of anything, each
     task's loop met the other task's write of its own key."""
     assert _awaited_traces(_total_awaited) == _awaited_traces(_total_direct)
+
+
+def _total_through(read: Callable[[], list[int]]) -> Callable[[str], Callable[[], None]]:
+    def total_into(name: str) -> Callable[[], None]:
+        def total() -> None:
+            _totals[name] = sum(read())
+
+        return total
+
+    return total_into
+
+
+def _property_loop() -> list[int]:
+    return [item for item in _holder.items]
+
+
+def _list_loop() -> list[int]:
+    return [item for item in _holder._items]
+
+
+def _property_sorted() -> list[int]:
+    return sorted(_holder.items)
+
+
+def _list_sorted() -> list[int]:
+    return sorted(_holder._items)
+
+
+def _property_extended() -> list[int]:
+    mine: list[int] = []
+    mine.extend(_holder.items)
+    return mine
+
+
+def _list_extended() -> list[int]:
+    mine: list[int] = []
+    mine.extend(_holder._items)
+    return mine
+
+
+def _threads_traces(read: Callable[[], list[int]]) -> str:
+    def target() -> None:
+        _totals.update(a=-1, b=-1)
+        workers = [threading.Thread(target=_total_through(read)(name)) for name in "ab"]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert _totals == {"a": 0, "b": 0}
+
+    _reset()
+    report = assert_dpor_verifies(target)
+    return report.verified_note.split("(")[0]
+
+
+@pytest.mark.parametrize(
+    ("through_property", "through_list"),
+    [
+        (_property_loop, _list_loop),
+        (_property_sorted, _list_sorted),
+        (_property_extended, _list_extended),
+    ],
+    ids=["for", "sorted", "extend"],
+)
+def test_a_property_value_is_read_as_the_object_its_getter_returned(
+    through_property: Callable[[], list[int]], through_list: Callable[[], list[int]]
+) -> None:
+    """``for v in o.prop``, ``sorted(o.prop)``, ``mine.extend(o.prop)`` cost DPOR what
+    reading the list itself does: the step log keeps what the getter returned at the
+    attribute load. Taken for a read of anything, each thread's read met the other
+    thread's write of its own key."""
+    assert _threads_traces(through_property) == _threads_traces(through_list)

@@ -769,7 +769,16 @@ class Detector:
                 return  # its __init__ or __new__ is traced code (as _hidden_call finds)
             if callable(callee):
                 arguments = _rebuild_arguments(recipe.args, frame, f_locals)
-                self._handed(frame, actor, hb, callee, arguments, recipe.args, cached[1])
+                self._handed(
+                    frame,
+                    actor,
+                    hb,
+                    callee,
+                    arguments,
+                    recipe.args,
+                    cached[1],
+                    recipe.returns_at[1:],
+                )
             return
         if recipe.args and (op == "call" or op == "scan-arg"):
             self._arguments_of_c_call(frame, actor, hb, recipe, f_locals, cached[1])
@@ -932,20 +941,24 @@ class Detector:
             log.opaque()
             return
         base = recipe.base
-        if (
-            op in _READS_WHOLE
-            and base is not None
-            and (base[0] == "merged" or base[0] == "awaited")
-        ):
-            self._unreached_read(frame, base, f_locals, op == "iterate")
-            return
-        if op in _READS_WHOLE and _may_hide_state(recipe.base, frame, f_locals, 0):
-            # ``sorted(get())``, ``for x in get()``: all of a container no name reaches
-            start = len(log.current)
-            log.unplaced_read(None)
-            if op == "iterate":
-                log.linger_from(start)  # the loop reads it on in the actor's later steps
-            return
+        if op in _READS_WHOLE:
+            # a loop reads it on in the actor's later steps, and a lazy C iterator
+            lingers = op == "iterate" or (
+                op == "scan-arg" and _lazy_iterator(evaluate(("global", recipe.name), frame))
+            )
+            returned_at = recipe.returns_at[0] if recipe.returns_at else None
+            if base is not None and (
+                base[0] == "merged" or base[0] == "awaited" or returned_at is not None
+            ):
+                self._unreached_read(frame, base, f_locals, lingers, returned_at)
+                return
+            if _may_hide_state(base, frame, f_locals, 0):
+                # ``sorted(get())``, ``for x in get()``: all of a container no name reaches
+                start = len(log.current)
+                log.unplaced_read(None)
+                if lingers:
+                    log.linger_from(start)
+                return
         if op != "read" and op != "contains" and op != "slice-read":
             return
         if recipe.name is not None:
@@ -1177,13 +1190,17 @@ class Detector:
             method = _c_method(owner, recipe.name) if owner is not MISSING else MISSING
             if method is MISSING:
                 return  # a method written in Python: traced code, recorded where it runs
-            self._handed(frame, actor, hb, method, arguments, recipe.args, label)
+            self._handed(
+                frame, actor, hb, method, arguments, recipe.args, label, recipe.returns_at[1:]
+            )
             return
         if isinstance(arguments[0], _CONTAINERS):
             arguments[0] = MISSING  # read by the recipe itself (len: only its size)
         callee = evaluate(("global", recipe.name), frame, f_locals)
         if callee is not MISSING and type(callee) not in _TRACED_CALLABLES:
-            self._handed(frame, actor, hb, callee, arguments, recipe.args, label)
+            # the first argument is the recipe's own operand, which _unplaced reads
+            others = (None, *recipe.args[1:])
+            self._handed(frame, actor, hb, callee, arguments, others, label, recipe.returns_at[1:])
 
     def _handed(
         self,
@@ -1194,15 +1211,22 @@ class Detector:
         arguments: list[Any],
         syms: tuple[Sym, ...],
         label: str,
+        returns_at: tuple[int | None, ...] = (),
     ) -> None:
         """A C call from traced code: what it does (_hidden_call), and for DPOR what it
-        is handed that no name reaches (_unseen_arguments)."""
+        is handed that no name reaches (_unseen_arguments; ``returns_at``: where a
+        getter returns each argument, Recipe.returns_at)."""
         self._hidden_call(frame, actor, hb, callee, arguments, label, 0)
         if self.access_log is not None and any(a is MISSING for a in arguments):
-            self._unseen_arguments(frame, syms, frame.f_locals, callee)
+            self._unseen_arguments(frame, syms, frame.f_locals, callee, returns_at)
 
     def _unseen_arguments(
-        self, frame: FrameType, syms: tuple[Sym, ...], f_locals: dict[str, Any], callee: Any
+        self,
+        frame: FrameType,
+        syms: tuple[Sym, ...],
+        f_locals: dict[str, Any],
+        callee: Any,
+        returns_at: tuple[int | None, ...] = (),
     ) -> None:
         """For DPOR: C code handed a value no name reaches: ``islice(get(), 2)``,
         ``sorted(self.snapshot())``, ``mine.extend(*a)`` with ``a`` made in place.
@@ -1217,9 +1241,16 @@ class Detector:
         assert log is not None
         if isinstance(callee, type) and _made_in_python(callee):
             return  # its __init__ is traced code, which records what it reads
-        for sym in syms:
-            if sym is not None and (sym[0] == "merged" or sym[0] == "awaited"):
-                self._unreached_read(frame, sym, f_locals, _lazy_iterator(callee))
+        for index, sym in enumerate(syms):
+            if sym is None:
+                continue
+            at = returns_at[index] if index < len(returns_at) else None
+            if (
+                sym[0] == "merged"
+                or sym[0] == "awaited"
+                or (at is not None and evaluate(sym, frame, f_locals) is MISSING)
+            ):
+                self._unreached_read(frame, sym, f_locals, _lazy_iterator(callee), at)
             elif _may_hide_state(sym, frame, f_locals, 0):
                 start = len(log.current)
                 log.unplaced_read(None)
@@ -1228,27 +1259,35 @@ class Detector:
                 return
 
     def _unreached_read(
-        self, frame: FrameType, sym: tuple[Any, ...], f_locals: dict[str, Any], lingers: bool
+        self,
+        frame: FrameType,
+        sym: tuple[Any, ...],
+        f_locals: dict[str, Any],
+        lingers: bool,
+        returned_at: int | None = None,
     ) -> None:
         """For DPOR: a loop or C code reads all of a value no name reaches: one two paths
         merged (``for v in (self.items or [])``, ``sorted(a if c else b)``,
-        ``mine.extend(l or [])``), or an await's (``for v in await self.fetch()``).
+        ``mine.extend(l or [])``), an await's (``for v in await self.fetch()``), or a
+        property's (``for v in self.pending``: its getter returns it at ``returned_at``).
 
         Which alternative ran cannot be told when it is read, so each is read: all
-        of each object its alternative names (StepLog.touch_any), or the awaited
-        coroutine returned (StepLog.awaited_value); anything when one is a call's
-        result that may hide state. ``lingers``: a loop or a lazy C iterator goes on
-        reading it in the actor's later steps. Only the step log records this: an
-        access that may not have happened is no race to report.
+        of each object its alternative names (StepLog.touch_any), or Python code
+        returned (StepLog.returned_value); anything when one is a value that may
+        hide state and was not kept. ``lingers``: a loop or a lazy C iterator goes
+        on reading it in the actor's later steps. Only the step log records this:
+        an access that may not have happened is no race to report.
         """
         log = self.access_log
         assert log is not None
         start = len(log.current)
         for alternative in sym[1] if sym[0] == "merged" else (sym,):
             if alternative[0] == "awaited":
-                value = log.awaited_value(frame, alternative[1])
+                value = log.returned_value(frame, alternative[1])
             else:
                 value = evaluate(alternative, frame, f_locals)
+                if value is MISSING and returned_at is not None:
+                    value = log.returned_value(frame, returned_at)
             if value is not MISSING:
                 if type(value) not in _SCALARS:
                     log.touch_any(value, False)
@@ -1281,7 +1320,9 @@ class Detector:
         arguments = _rebuild_arguments(recipe.args, frame, f_locals)
 
         def builtin_called(function: Any) -> None:
-            self._handed(frame, actor, hb, function, arguments, recipe.args, label)
+            self._handed(
+                frame, actor, hb, function, arguments, recipe.args, label, recipe.returns_at[1:]
+            )
 
         log.expect_call(frame, frame.f_lasti, builtin_called)
 

@@ -20,7 +20,7 @@ import dis
 import itertools
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import CodeType, ModuleType
 from typing import Any
 
@@ -148,6 +148,10 @@ class Recipe:
     #: itself, which the subclass's ``obj[k]`` (skipped) reaches through here
     inner: bool = False
     args: tuple[Sym, ...] = ()
+    #: for ``base`` and each of ``args`` read whole (a loop, C code), the offset of the
+    #: attribute load that made it, where a property's getter returns it (None: not an
+    #: attribute); empty when none is. See RETURNS_READ
+    returns_at: tuple[int | None, ...] = ()
 
 
 #: the attribute and item protocol's dunders, called by name: what each does.
@@ -171,11 +175,13 @@ SLOT_CALLS = {
 _recipes: dict[int, tuple[CodeType, dict[int, Recipe]]] = {}
 
 
-#: id(code) -> the offsets of the awaits (their SEND) whose value a recipe of the code
-#: reads (``for v in await self.fetch()``), for codes that have any: where the step log
-#: keeps what the awaited coroutine returned (StepLog.awaited_value). Filled with
-#: ``_recipes``, which keeps the code object (so its id) alive.
-AWAITED_READS: dict[int, frozenset[int]] = {}
+#: id(code) -> the offsets where Python code hands the code a value that a recipe of
+#: it reads whole and no name reaches, for codes that have any: an await's SEND (``for
+#: v in await self.fetch()``: the coroutine returns there) and an attribute load (``for
+#: v in self.pending``: a property's getter returns there). The step log keeps what
+#: was returned at these (StepLog.returned_value). Filled with ``_recipes``, which
+#: keeps the code object (so its id) alive.
+RETURNS_READ: dict[int, frozenset[int]] = {}
 
 
 def recipes(code: CodeType) -> dict[int, Recipe]:
@@ -183,15 +189,18 @@ def recipes(code: CodeType) -> dict[int, Recipe]:
     entry = _recipes.get(id(code))
     if entry is None:
         entry = _recipes[id(code)] = (code, _analyse(code))
-        awaited = frozenset(_awaits_read(entry[1].values()))
-        if awaited:
-            AWAITED_READS[id(code)] = awaited
+        kept = frozenset(_returns_read(entry[1].values()))
+        if kept:
+            RETURNS_READ[id(code)] = kept
     return entry[1]
 
 
-def _awaits_read(found: Iterable[Recipe]) -> Iterator[int]:
-    """The SEND offsets of the awaited values the recipes ``found`` read."""
+def _returns_read(found: Iterable[Recipe]) -> Iterator[int]:
+    """Where the values the recipes ``found`` read are returned by Python code."""
     for recipe in found:
+        for offset in recipe.returns_at:
+            if offset is not None:
+                yield offset
         for sym in (recipe.base, *recipe.args):
             if sym is None or sym is NULL:
                 continue
@@ -226,6 +235,9 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
     below_await: dict[int, list[Sym]] = {}
     #: an await's SEND target -> the SEND (where the awaited coroutine returns to)
     sent_from: dict[int, int] = {}
+    #: id of an attribute load's symbol -> the load's offset (see Recipe.returns_at)
+    loaded_at: dict[int, int] = {}
+    made: list[Sym] = []
     #: a forward jump's target -> the stacks the jumps to it arrive with
     arriving: dict[int, list[list[Sym]]] = {}
     backward = _backward_targets(listing)
@@ -302,7 +314,13 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
         elif name == "LOAD_ATTR":
             (base,) = pop()
             out[instr.offset] = Recipe("read", base, argval)
-            stack.append(("ns", base, None) if argval == "__dict__" else ("attr", base, argval))
+            if argval == "__dict__":
+                stack.append(("ns", base, None))
+            else:
+                loaded = ("attr", base, argval)
+                loaded_at[id(loaded)] = instr.offset
+                made.append(loaded)  # alive to the end: its id names this load only
+                stack.append(loaded)
         elif name in ("STORE_ATTR", "DELETE_ATTR"):
             base = peek(1)
             out[instr.offset] = Recipe("write", base, argval)
@@ -436,7 +454,17 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             stack = []
     for offset in _private_cell_accesses(code, listing):
         del out[offset]
+    for offset, recipe in out.items():
+        if recipe.op in _READS_RETURNED:
+            returns_at = tuple(loaded_at.get(id(sym)) for sym in (recipe.base, *recipe.args))
+            if any(at is not None for at in returns_at):
+                out[offset] = replace(recipe, returns_at=returns_at)
     return out
+
+
+#: recipes whose operands a loop or C code reads whole: a property's value among them is
+#: read as what its getter returned (Recipe.returns_at)
+_READS_RETURNED = frozenset(("iterate", "scan-arg", "contains", "call", "callee"))
 
 
 def _private_cell_accesses(code: CodeType, listing: list[dis.Instruction]) -> list[int]:
