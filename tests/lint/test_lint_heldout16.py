@@ -9,6 +9,15 @@ number is the one before them.
   pydantic-ai's agent graph) sent ``checked_keys`` round the cycle until
   Python's recursion limit, and the whole package was refused as "nested too
   deeply". A name already being expanded is not expanded again.
+* The evidence that a method runs in two tasks at once followed callers up
+  through one that claims the call first: Home Assistant's
+  ``Entity.async_device_update`` opens with ``if self._update_staged:
+  return`` and sets ``self._update_staged = True`` before its first await,
+  resetting it in a ``finally``, so one entity's ``async_update`` never runs
+  twice at once; eleven of the round's sixty errors were ``async_update``
+  check-then-acts named as concurrent "through async_device_update()". A
+  reference inside such a claimed stretch runs once at a time per object and
+  is no path to a spawn; a claim made after an await (itself a race) is none.
 """
 
 from __future__ import annotations
@@ -36,15 +45,82 @@ class Stream:
 """
 
 
-def findings(root: Path, source: str, code: str) -> list[tuple[int, str, str]]:
+_ENTITY = """
+class Entity:
+    def __init__(self, api):
+        self._api = api
+        self._update_staged = False
+
+    async def async_device_update(self):
+        if self._update_staged:
+            return
+        self._update_staged = True
+        try:
+            await self.async_update()
+        finally:
+            self._update_staged = False
+
+    async def async_update_ha_state(self):
+        await self.async_device_update()
+"""
+
+_SENSOR = """
+from pkg.entity import Entity
+
+
+class Sensor(Entity):
+    device = None
+
+    async def async_update(self):
+        self.device = await self._api.get_sensor(self.device)
+"""
+
+_RUNNER = """
+import asyncio
+
+
+async def update_all(entities):
+    await asyncio.gather(*(entity.async_update_ha_state() for entity in entities))
+"""
+
+
+def findings(root: Path, modules: dict[str, str], code: str) -> list[tuple[int, str, str]]:
     pkg = root / "pkg"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "mod.py").write_text(textwrap.dedent(source))
+    for name, source in modules.items():
+        (pkg / f"{name}.py").write_text(textwrap.dedent(source))
     return [(f.line, f.severity, f.message) for f in lint_paths([pkg]) if f.code == code]
+
+
+def entity_package(entity: str = _ENTITY) -> dict[str, str]:
+    """Home Assistant's shape: the claim in a base class, the update in a subclass
+    of another module, the spawn in a third."""
+    return {"entity": entity, "sensor": _SENSOR, "runner": _RUNNER}
 
 
 def test_locals_whose_conditions_name_each_other_are_linted_not_refused() -> None:
     found = lint_source(textwrap.dedent(_CONDITION_CYCLE), "stream.py")
     # the lazy connect after the loop is still seen: the cycle stops one test, not the file
     assert [(f.code, f.line) for f in found] == [("RC102", 12)]
+
+
+def test_a_method_reached_only_through_a_claimed_call_is_a_warning(tmp_path: Path) -> None:
+    ((line, severity, message),) = findings(tmp_path, entity_package(), "RC103")
+    assert (line, severity) == (9, "warning"), message
+
+
+def test_without_the_claim_the_spawn_the_package_shows_keeps_the_error(tmp_path: Path) -> None:
+    unclaimed = _ENTITY.replace("        if self._update_staged:\n            return\n", "")
+    ((line, severity, message),) = findings(tmp_path, entity_package(unclaimed), "RC103")
+    assert (line, severity) == (9, "error"), message
+    assert "through async_device_update()" in message
+
+
+def test_a_claim_made_after_an_await_claims_nothing(tmp_path: Path) -> None:
+    late = _ENTITY.replace(
+        "        self._update_staged = True\n",
+        "        await self._api.ready()\n        self._update_staged = True\n",
+    )
+    ((line, severity, message),) = findings(tmp_path, entity_package(late), "RC103")
+    assert (line, severity) == (9, "error"), message
