@@ -18,6 +18,11 @@ number is the one before them.
   check-then-acts named as concurrent "through async_device_update()". A
   reference inside such a claimed stretch runs once at a time per object and
   is no path to a spawn; a claim made after an await (itself a race) is none.
+* RC106 counted an attribute as changed under the asyncio lock when the
+  change also held a ``threading.Lock`` (wandb's asyncio manager: an
+  ``asyncio.Condition`` only to wake the loop, ``_remaining_tasks`` changed
+  under ``with self._lock`` on the loop and in the sync ``_schedule``). Both
+  sides hold the threading lock, which does exclude threads: no finding.
 """
 
 from __future__ import annotations
@@ -75,6 +80,42 @@ class Sensor(Entity):
         self.device = await self._api.get_sensor(self.device)
 """
 
+_MANAGER = """
+import asyncio
+import threading
+
+
+class Manager:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._remaining = 0
+        self._thread = threading.Thread(target=self._main, daemon=True)
+        self._thread.start()
+
+    def schedule(self, fn):
+        with self._lock:
+            self._remaining += 1
+        return asyncio.run_coroutine_threadsafe(self._wrap(fn), self._loop)
+
+    async def _wrap(self, fn):
+        try:
+            return await fn()
+        finally:
+            async with self._finished:
+                with self._lock:
+                    self._remaining -= 1
+                self._finished.notify_all()
+
+    def _main(self):
+        asyncio.run(self._main_async())
+
+    async def _main_async(self):
+        self._loop = asyncio.get_running_loop()
+        self._finished = asyncio.Condition()
+        async with self._finished:
+            await self._finished.wait_for(lambda: self._remaining <= 0)
+"""
+
 _RUNNER = """
 import asyncio
 
@@ -124,3 +165,19 @@ def test_a_claim_made_after_an_await_claims_nothing(tmp_path: Path) -> None:
     )
     ((line, severity, message),) = findings(tmp_path, entity_package(late), "RC103")
     assert (line, severity) == (9, "error"), message
+
+
+def test_state_changed_under_a_threading_lock_on_both_sides_is_no_rc106(tmp_path: Path) -> None:
+    assert findings(tmp_path, {"manager": _MANAGER}, "RC106") == []
+
+
+def test_the_same_state_changed_without_the_threading_lock_keeps_the_error(
+    tmp_path: Path,
+) -> None:
+    unlocked = _MANAGER.replace(
+        "                with self._lock:\n                    self._remaining -= 1\n",
+        "                self._remaining -= 1\n",
+    )
+    ((line, severity, message),) = findings(tmp_path, {"manager": unlocked}, "RC106")
+    assert (line, severity) == (31, "error"), message  # the Condition's creation
+    assert "`_remaining`" in message and "schedule()" in message
