@@ -23,6 +23,12 @@ number is the one before them.
   ``asyncio.Condition`` only to wake the loop, ``_remaining_tasks`` changed
   under ``with self._lock`` on the loop and in the sync ``_schedule``). Both
   sides hold the threading lock, which does exclude threads: no finding.
+* RC101 took ``self._upload_bytes += len(data)``, an await, and
+  ``self._upload_bytes -= len(data)`` for per-call data read back (modal's
+  upload budget and its ``_ByteBudget``). Both are relative updates of a
+  shared total: the second takes back this call's part whatever other calls
+  added meanwhile, and reads no per-call value out. A read of the value
+  itself after the ``+=`` (``send(self.seq)``) stays RC101.
 """
 
 from __future__ import annotations
@@ -116,6 +122,33 @@ class Manager:
             await self._finished.wait_for(lambda: self._remaining <= 0)
 """
 
+_BUDGET = """
+import asyncio
+
+
+class Uploader:
+    def __init__(self):
+        self._upload_bytes = 0
+        self._room = asyncio.Condition()
+
+    async def put(self, data):
+        async with self._room:
+            await self._room.wait_for(lambda: self._upload_bytes < 100)
+            self._upload_bytes += len(data)
+        try:
+            await self._send(data)
+        finally:
+            async with self._room:
+                self._upload_bytes -= len(data)
+                self._room.notify_all()
+
+    async def _send(self, data):
+        await asyncio.sleep(0)
+
+    async def put_all(self, values):
+        await asyncio.gather(*(self.put(value) for value in values))
+"""
+
 _RUNNER = """
 import asyncio
 
@@ -181,3 +214,16 @@ def test_the_same_state_changed_without_the_threading_lock_keeps_the_error(
     ((line, severity, message),) = findings(tmp_path, {"manager": unlocked}, "RC106")
     assert (line, severity) == (31, "error"), message  # the Condition's creation
     assert "`_remaining`" in message and "schedule()" in message
+
+
+def test_a_shared_total_taken_back_with_a_relative_update_is_no_rc101(tmp_path: Path) -> None:
+    assert findings(tmp_path, {"uploader": _BUDGET}, "RC101") == []
+
+
+def test_the_total_read_back_as_a_value_stays_rc101(tmp_path: Path) -> None:
+    read_back = _BUDGET.replace(
+        "                self._upload_bytes -= len(data)\n",
+        "                print(self._upload_bytes)\n",
+    )
+    ((line, severity, _),) = findings(tmp_path, {"uploader": read_back}, "RC101")
+    assert (line, severity) == (13, "error")

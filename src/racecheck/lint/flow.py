@@ -365,6 +365,9 @@ class Flow:
                 for e in self.events[start:]
                 if e.kind in {"read", "index"} and self.shared(e.key)
             )
+            for event in self.events[start:]:
+                if event.kind == "read" and not event.detail:
+                    event.detail = "augmented"  # the read half of a relative update
             start = len(self.events)
             self._expr(stmt.value)
             sources = self._sources(stmt.value, start) | own
