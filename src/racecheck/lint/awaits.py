@@ -931,6 +931,10 @@ def _scratch_state(module: Module, facts: _Facts, once: bool = False) -> Iterato
             continue
         if write.detail == "augmented" and _adds_to(read, facts):
             continue  # `self.items += mine`, await, `self.items.append(...)`: both only add
+        if write.detail == "augmented" and read.detail == "augmented":
+            # `self.used += n`, await, `self.used -= n` (modal's upload budget, sixteenth
+            # round): a shared total taken back by a relative update, no value read out
+            continue
         suspend = _gap(write, read, awaits)
         if suspend is None:
             continue

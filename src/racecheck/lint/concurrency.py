@@ -330,18 +330,48 @@ def _refs(index: _Index, name: str) -> list[_Ref]:
                 continue  # a call at import time or in a class body starts no task here
             if _lifecycle(outer.name):
                 continue  # a start-up or teardown step runs it once per object
+            on_self = re.search(r"(?<![\w.])self\.$", head) is not None
+            if on_self and _claimed(file.text, file.line_starts[outer.line], m.start()):
+                continue  # the caller claims the call first: one at a time per object
             klass = shape.enclosing(outer.line)
             found.append(
                 _Ref(
                     f"{file.path.name}:{line + 1}",
                     outer.name,
                     klass.name if klass is not None and klass.kind == "class" else None,
-                    re.search(r"(?<![\w.])self\.$", head) is not None,
+                    on_self,
                     _inside_spawn(file.text, m.start()) or shape.gathered(m.start(), outer),
                 )
             )
     index.refs[name] = found
     return found
+
+
+#: ``if self._flag:`` and ``return`` (on its line or the next): a caller leaving
+#: while the flag is set
+_CLAIM_CHECK = re.compile(r"\bif[ \t]+self\.(\w+)[ \t]*:[ \t]*(?:#[^\n]*)?\n?[ \t]*return\b")
+#: where a coroutine may suspend
+_SUSPENDS = re.compile(r"\bawait\b|\basync[ \t]+(?:with|for)\b")
+
+
+def _claimed(text: str, start: int, pos: int) -> bool:
+    """Is the call at ``pos`` (in the function that begins at ``start``) behind a claim?
+
+    ``if self._update_staged: return`` and then ``self._update_staged = True``
+    before the first await, before the call (Home Assistant's
+    ``Entity.async_device_update`` around a subclass's ``async_update``): a
+    second caller leaves at the check while the first is inside, so the call
+    runs once at a time per object however often the caller is spawned. The
+    same shape inside one class is :func:`awaits._behind_once_guards`; here
+    the callee lives in another module. A flag set after an await claims
+    nothing (two callers can both pass the check first).
+    """
+    body = text[start:pos]
+    for check in _CLAIM_CHECK.finditer(body):
+        claim = re.compile(rf"self\.{check.group(1)}[ \t]*=[ \t]*True\b").search(body, check.end())
+        if claim is not None and not _SUSPENDS.search(body, check.end(), claim.start()):
+            return True
+    return False
 
 
 def _search(

@@ -365,6 +365,9 @@ class Flow:
                 for e in self.events[start:]
                 if e.kind in {"read", "index"} and self.shared(e.key)
             )
+            for event in self.events[start:]:
+                if event.kind == "read" and not event.detail:
+                    event.detail = "augmented"  # the read half of a relative update
             start = len(self.events)
             self._expr(stmt.value)
             sources = self._sources(stmt.value, start) | own
@@ -564,17 +567,25 @@ class Flow:
         ):
             yield from self._tested(test.comparators[0])
 
-    def checked_keys(self, test: ast.expr) -> Iterator[str]:
-        """Shared keys a condition tests: ``k in self.d``, ``self.x is None``, ``not self.f``."""
+    def checked_keys(
+        self, test: ast.expr, expanding: frozenset[str] = frozenset()
+    ) -> Iterator[str]:
+        """Shared keys a condition tests: ``k in self.d``, ``self.x is None``, ``not self.f``.
+
+        ``expanding``: the local condition names being expanded; two locals can
+        name each other (``a = b or x`` after ``b = a or y``), and a name met
+        again adds nothing new.
+        """
         if isinstance(test, ast.BoolOp):
             for value in test.values:
-                yield from self.checked_keys(value)
+                yield from self.checked_keys(value, expanding)
         elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            yield from self.checked_keys(test.operand)
+            yield from self.checked_keys(test.operand, expanding)
         elif isinstance(test, ast.NamedExpr):
-            yield from self.checked_keys(test.value)  # `if pending := k in self.d:`
+            yield from self.checked_keys(test.value, expanding)  # `if pending := k in self.d:`
         elif isinstance(test, ast.Name) and test.id in self._top.conditions:
-            yield from self.checked_keys(self._top.conditions[test.id])
+            if test.id not in expanding:
+                yield from self.checked_keys(self._top.conditions[test.id], expanding | {test.id})
         elif isinstance(test, ast.Compare) and len(test.ops) == 1:
             op, right = test.ops[0], test.comparators[0]
             if isinstance(op, ast.In | ast.NotIn):
