@@ -29,6 +29,7 @@ import pytest
 from dpor_verdicts import assert_dpor_finds, assert_dpor_verifies
 from test_dpor_unseen_accesses import _in_two_threads
 from test_dpor_unseen_sound4 import _one_after_the_other, _seen
+from test_dpor_unseen_sound12 import _items, _put_first, _reset_items
 
 
 class _Box:
@@ -43,7 +44,6 @@ class _Holder:
 
 _box = _Box()
 _holder = _Holder()
-_items: list[int] = [0]
 _other_items: list[int] = [5]
 _chosen = True  # which path a merge takes: always the shared one
 _set_x = functools.partial(setattr, _box, "x")
@@ -101,14 +101,6 @@ def test_dpor_finds_a_lost_update_through_a_merged_callable(form: str, detect: b
 
 
 # -- order bugs: a loop or C code reads one of two containers ------------------------------------
-
-
-def _put_first() -> None:
-    _items[0] = 1
-
-
-def _reset_items() -> None:
-    _items[:] = [0]
 
 
 def _put_held_first() -> None:
