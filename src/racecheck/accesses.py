@@ -960,6 +960,12 @@ def code_answers(cache: dict[Any, Any]) -> CodeAnswers:
     return answers
 
 
+#: the opcodes a frame leaves by with a value (a yield or an exception leaves no value)
+_RETURNS = frozenset(
+    dis.opmap[name] for name in ("RETURN_VALUE", "RETURN_CONST") if name in dis.opmap
+)
+
+
 class StepLog:
     """The accesses of the step in progress, and of the run so far, for one run.
 
@@ -1876,8 +1882,12 @@ class StepLog:
                 if caller is not None:
                     kept = returns_read.get(id(caller.f_code))
                     if kept is not None and caller.f_lasti in kept:
-                        # a coroutine's yield sends this event too: its return comes last
-                        returned_at[(caller, caller.f_lasti)] = arg
+                        if frame.f_code.co_code[frame.f_lasti] in _RETURNS:
+                            returned_at[(caller, caller.f_lasti)] = arg
+                        else:
+                            # a coroutine's yield, or an exception leaving: no value
+                            # (a later pass that awaits C code must not meet this one)
+                            returned_at.pop((caller, caller.f_lasti), None)
 
         return hook
 

@@ -261,3 +261,43 @@ def test_a_property_value_is_read_as_the_object_its_getter_returned(
     attribute load. Taken for a read of anything, each thread's read met the other
     thread's write of its own key."""
     assert _threads_traces(through_property) == _threads_traces(through_list)
+
+
+async def _fails_after_a_yield() -> list[int]:
+    await asyncio.sleep(0)
+    raise ValueError("no items")
+
+
+async def _snapshot_on_second_try(done: asyncio.Future[list[int]]) -> None:
+    seen: list[int] = []
+    for attempt in (_fails_after_a_yield, lambda: done):
+        try:
+            seen = [item for item in await attempt()]
+        except ValueError:
+            continue
+    await asyncio.sleep(0)
+    _seen["v"] = seen
+
+
+async def _fill_later() -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
+    _holder._items[0] = 1
+
+
+async def _second_try_before_fill() -> None:
+    _seen.clear()
+    _reset()
+    done: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
+    done.set_result(_holder._items)  # before either task starts: ordered before both
+    await asyncio.gather(_fill_later(), _snapshot_on_second_try(done))
+    assert _seen["v"] == [0], "the fill ran before the snapshot"
+
+
+def test_an_await_that_raised_leaves_no_value_for_the_next_pass() -> None:
+    """The first pass awaits a coroutine that yields, then raises; the second awaits a
+    future (written in C: it returns nothing to Python). What the first left (its
+    yield's value, then None as it raised) is no return value: kept, the second
+    pass's read was taken for a read of None, and DPOR called the order verified."""
+    asyncio.run(_second_try_before_fill())  # the natural order passes
+    assert_dpor_finds(_second_try_before_fill, backend="asyncio")
