@@ -1777,7 +1777,7 @@ class StepLog:
         role_of = self._role
 
         expected = self._expected
-        returned_at = self._kept_returns
+        kept_returns = self._kept_returns
         returns_read = RETURNS_READ
 
         def hook(frame: FrameType, event: str, arg: Any) -> None:
@@ -1878,16 +1878,16 @@ class StepLog:
                     self._attempt_over(frame, arg)
                 elif returned in _AT_RETURN:
                     self._returned(frame, arg)
-                caller = frame.f_back
+                caller = frame.f_back if returns_read else None  # most programs: none
                 if caller is not None:
                     kept = returns_read.get(id(caller.f_code))
                     if kept is not None and caller.f_lasti in kept:
                         if frame.f_code.co_code[frame.f_lasti] in _RETURNS:
-                            returned_at[(caller, caller.f_lasti)] = arg
+                            kept_returns[(caller, caller.f_lasti)] = arg
                         else:
                             # a coroutine's yield, or an exception leaving: no value
                             # (a later pass that awaits C code must not meet this one)
-                            returned_at.pop((caller, caller.f_lasti), None)
+                            kept_returns.pop((caller, caller.f_lasti), None)
 
         return hook
 

@@ -954,10 +954,7 @@ class Detector:
                 return
             if _may_hide_state(base, frame, f_locals, 0):
                 # ``sorted(get())``, ``for x in get()``: all of a container no name reaches
-                start = len(log.current)
-                log.unplaced_read(None)
-                if lingers:
-                    log.linger_from(start)
+                _read_anything(log, lingers)
                 return
         if op != "read" and op != "contains" and op != "slice-read":
             return
@@ -1252,10 +1249,7 @@ class Detector:
             ):
                 self._unreached_read(frame, sym, f_locals, _lazy_iterator(callee), at)
             elif _may_hide_state(sym, frame, f_locals, 0):
-                start = len(log.current)
-                log.unplaced_read(None)
-                if _lazy_iterator(callee):
-                    log.linger_from(start)
+                _read_anything(log, _lazy_iterator(callee))
                 return
 
     def _unreached_read(
@@ -3289,6 +3283,15 @@ _STORES_ARGUMENTS = frozenset(
 )
 #: C iterator types that read what they are given as they are consumed, maybe later
 _LAZY_ITERATORS = frozenset((map, filter, zip, enumerate, reversed))
+
+
+def _read_anything(log: Any, lingers: bool) -> None:
+    """A read of any key on an unknown object (StepLog.unplaced_read); ``lingers``: to the
+    actor's end, for a loop or a lazy C iterator that goes on reading it."""
+    start = len(log.current)
+    log.unplaced_read(None)
+    if lingers:
+        log.linger_from(start)
 
 
 def _lazy_iterator(callee: Any) -> bool:

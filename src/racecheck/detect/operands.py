@@ -237,7 +237,7 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
     sent_from: dict[int, int] = {}
     #: id of an attribute load's symbol -> the load's offset (see Recipe.returns_at)
     loaded_at: dict[int, int] = {}
-    made: list[Sym] = []
+    attribute_loads: list[Sym] = []
     #: a forward jump's target -> the stacks the jumps to it arrive with
     arriving: dict[int, list[list[Sym]]] = {}
     backward = _backward_targets(listing)
@@ -319,7 +319,7 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
             else:
                 loaded = ("attr", base, argval)
                 loaded_at[id(loaded)] = instr.offset
-                made.append(loaded)  # alive to the end: its id names this load only
+                attribute_loads.append(loaded)  # alive to the end: its id names this load only
                 stack.append(loaded)
         elif name in ("STORE_ATTR", "DELETE_ATTR"):
             base = peek(1)
@@ -623,7 +623,7 @@ def _either(slots: list[Sym]) -> Sym:
 
     Which path ran is not known when the value is used, so it evaluates to nothing
     and no access is placed on it; DPOR's step log reads each alternative instead
-    (Detector._merged_read). Taken for an unknown, ``for v in (self.items or [])``
+    (Detector._unreached_read). Taken for an unknown, ``for v in (self.items or [])``
     and ``(pa if c else pb)(v)`` recorded nothing, and DPOR called order bugs and
     lost updates through them verified. A call's layout marker (NULL) stays unknown.
     """
