@@ -70,7 +70,7 @@ from types import (
     MethodType,
     ModuleType,
 )
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from racecheck.codekeys import ByCode
 from racecheck.detect.operands import MISSING, RETURNS_READ, buffer_exporter, evaluate, recipes
@@ -391,6 +391,32 @@ _FOREIGN_CODE, _HANDS_OVER_CODE = 1, 2
 #: the profile hook's one question per code object (StepLog._role): its _kind, and
 #: these flags: traced code, a runtime's own code (_RUNTIME_DIRS)
 _USER_ROLE, _RUNTIME_ROLE = 4, 8
+
+
+class _Operation(NamedTuple):
+    """An instruction (or a library function's frame) of a frame, running: what it
+    recorded may go on over several steps if it calls traced code back
+    (StepLog.operation_starts)."""
+
+    #: the instruction's offset; None: the whole of a library function's frame
+    offset: int | None
+    #: where its records start in the step's, and that step
+    start: int
+    step: int
+    #: a C call is running for it (over at its c_return)
+    in_c: bool
+    #: its records, once a callback took them (later callbacks come in later steps)
+    records: tuple[Access, ...] | None
+
+
+class _Span(NamedTuple):
+    """An operation whose callback may pass scheduling points: its actor, the step
+    it began in, how it ends, and what it recorded (StepLog._called_back)."""
+
+    actor: int
+    step: int
+    ends_in_c: bool
+    records: tuple[Access, ...]
 
 
 def _runs_python(function: Any) -> bool:
@@ -964,6 +990,13 @@ def code_answers(cache: dict[Any, Any]) -> CodeAnswers:
 _RETURNS = frozenset(
     dis.opmap[name] for name in ("RETURN_VALUE", "RETURN_CONST") if name in dis.opmap
 )
+#: instructions whose Python callee is the instruction's own call, not a callback
+#: from C code in the middle of an operation (see StepLog._called_back)
+_DIRECT_CALLS = frozenset(
+    dis.opmap[name]
+    for name in ("CALL", "CALL_KW", "CALL_FUNCTION_EX", "PRECALL", "SEND")
+    if name in dis.opmap
+)
 
 
 class StepLog:
@@ -1062,6 +1095,10 @@ class StepLog:
         #: (frame, offset) -> what Python code returned there (an awaited coroutine, a
         #: property's getter), for a value a recipe reads (see returned_value)
         self._kept_returns: dict[tuple[FrameType, int], Any] = {}
+        #: per frame, the operation it runs now, which may call traced code back
+        #: (see operation_starts), and the operations whose callback did (_called_back)
+        self._operations: dict[FrameType, _Operation] = {}
+        self._spans: dict[FrameType, _Span] = {}
 
     # -- the feeds -------------------------------------------------------------------
     def ordinal(self, obj: Any) -> int:
@@ -1567,6 +1604,93 @@ class StepLog:
         """
         return self._kept_returns.pop((frame, offset), MISSING)
 
+    def operation_starts(self, frame: FrameType, offset: int | None) -> None:
+        """``frame`` runs the instruction at ``offset`` (None: a library function's
+        frame, all of it): what the step records from now on is its doing.
+
+        ``shared.sort(key=by_rank)``, ``x in members`` with a traced ``__eq__``,
+        ``table[k]`` on a ``defaultdict`` whose factory is traced code, a
+        ``cached_property``'s ``__get__``: an operation may call traced code back,
+        and the callback can pass scheduling points, so the operation goes on
+        over several steps of its actor (the list is empty while it is sorted;
+        the scan goes on over a list that shifted; the default is stored, the
+        cached value written, after the callback returns). Recorded only where
+        it began, another actor's step could be ordered before it or after it,
+        never inside it. See _called_back.
+        """
+        ongoing = self._operations.get(frame)
+        if ongoing is None or ongoing.offset != offset or ongoing.step != self.step:
+            self._operations[frame] = _Operation(offset, len(self.current), self.step, False, None)
+
+    def _c_call_starts(self, frame: FrameType) -> None:
+        """The C call of ``frame``'s instruction starts: a callback from now to its
+        c_return is the call's (``frame`` is the callback's caller either way)."""
+        offset = frame.f_lasti
+        ongoing = self._operations.get(frame)
+        if ongoing is None or ongoing.offset != offset or ongoing.step != self.step:
+            ongoing = _Operation(offset, len(self.current), self.step, True, None)
+        else:
+            ongoing = ongoing._replace(in_c=True)
+        self._operations[frame] = ongoing
+
+    def _calling_back(self, callback: FrameType) -> None:
+        """Traced code starts: which running operation called it, if one did. Its
+        caller's, or a library function's further down (``json.dump`` reaches its
+        ``default`` through its encoder's frames); the search stops at traced code
+        and at the runtimes' own frames (a task step, which an event loop runs)."""
+        caller = callback.f_back
+        operations = self._operations
+        while caller is not None:
+            ongoing = operations.get(caller)
+            if ongoing is not None:
+                self._called_back(callback, caller, ongoing)
+                return
+            role = self._roles.get(id(caller.f_code))
+            if role is None:
+                role = self._role(caller.f_code)
+            if role & (_USER_ROLE | _RUNTIME_ROLE):
+                return
+            caller = caller.f_back
+
+    def _called_back(self, callback: FrameType, caller: FrameType, ongoing: _Operation) -> None:
+        """Traced code starts, called by ``caller``'s running operation: the operation
+        spans. What it recorded is recorded in every later step of the actor until
+        it is over, and again in the step where it is (close, _span_over): a C
+        call at its c_return, a library function at its return, an instruction's
+        callback (a factory, an ``__eq__``: what the instruction does next happens
+        before its next event) at the callback's return."""
+        if ongoing.in_c or ongoing.offset is None:
+            key = caller
+        elif callback.f_back is not caller:
+            return  # an instruction calls its callback itself, with no frame between
+        elif caller.f_lasti == ongoing.offset and caller.f_code.co_code[ongoing.offset] not in (
+            _DIRECT_CALLS
+        ):
+            key = callback
+        else:
+            return  # a call the instruction makes itself, or a later instruction's
+        actor = self.actor
+        if actor is None or key in self._spans:
+            return
+        records = ongoing.records
+        if records is None:
+            if ongoing.step != self.step:
+                return  # handed over with their step before any callback: none came
+            records = tuple(self.current[ongoing.start :])
+            self._operations[caller] = ongoing._replace(records=records)
+        if records:
+            self._spans[key] = _Span(actor, self.step, ongoing.in_c, records)
+
+    def _span_over(self, frame: FrameType, in_c: bool) -> None:
+        """``frame``'s return (``in_c``: the end of its C call) ends its operation: a
+        span's records are recorded once more, in the step where it ends."""
+        span = self._spans.get(frame)
+        if span is None or span.ends_in_c != in_c:
+            return
+        del self._spans[frame]
+        if span.step != self.step and self.actor == span.actor:
+            self.current.extend(span.records)
+
     def unplaced_read(self, key: Any) -> None:
         """A read of ``key`` (an attribute name, an item key, or None: any key) on an object
         the detector could not rebuild without running code: ``get().counter``,
@@ -1645,6 +1769,10 @@ class StepLog:
             loops = self.iterating.get(actor)
             if loops:
                 accesses += tuple(loops)
+            if self._spans:
+                for span in self._spans.values():
+                    if span.actor == actor and span.step != self.step:
+                        accesses += span.records
             if self._queue_mutexes:
                 mutexes = self._queue_mutexes
                 accesses = tuple(
@@ -1779,6 +1907,8 @@ class StepLog:
         expected = self._expected
         kept_returns = self._kept_returns
         returns_read = RETURNS_READ
+        operations = self._operations
+        spans = self._spans
 
         def hook(frame: FrameType, event: str, arg: Any) -> None:
             if previous is not None:
@@ -1791,6 +1921,7 @@ class StepLog:
                 if role is None:
                     role = role_of(frame.f_code)
                 if role & (_USER_ROLE | _HANDS_OVER_CODE):
+                    self._c_call_starts(frame)
                     self._c_call(arg, frame)
             elif event == "call":
                 code = frame.f_code
@@ -1856,6 +1987,8 @@ class StepLog:
                 if role is None:
                     role = role_of(code)
                 if role == _USER_ROLE:
+                    if operations:
+                        self._calling_back(frame)
                     return  # traced code: none of the below (its caller matters not)
                 caller = frame.f_back
                 called_by = 0
@@ -1873,6 +2006,10 @@ class StepLog:
                 if role & _HANDS_OVER_CODE:
                     self._handing_over(frame)
             elif event == "return":
+                if operations:
+                    operations.pop(frame, None)
+                    if spans:
+                        self._span_over(frame, False)
                 returned = runtime_code.get(id(frame.f_code))
                 if returned == _ATTEMPT:
                     self._attempt_over(frame, arg)
@@ -1888,6 +2025,12 @@ class StepLog:
                             # a coroutine's yield, or an exception leaving: no value
                             # (a later pass that awaits C code must not meet this one)
                             kept_returns.pop((caller, caller.f_lasti), None)
+            elif operations:  # a c_return or c_exception
+                ongoing = operations.get(frame)
+                if ongoing is not None and ongoing.in_c:
+                    del operations[frame]  # the instruction's C call is over
+                    if spans:
+                        self._span_over(frame, True)
 
         return hook
 
@@ -2593,8 +2736,13 @@ class StepLog:
                 return  # recorded where it takes the queue's mutex (_in_queue)
         if _writes_nothing(code):
             return
-        # Quiet stdlib code may still change what it is handed (Counter.update,
-        # a cached_property filling an instance): each argument is written.
+        # it may call traced code back and write after (a cached_property's function)
+        self.operation_starts(frame, None)
+        self._library_writes(frame, code)
+
+    def _library_writes(self, frame: FrameType, code: Any) -> None:
+        """Quiet stdlib code may still change what it is handed (Counter.update, a
+        cached_property filling an instance): each argument is written."""
         names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
         if not names:
             return

@@ -2695,3 +2695,89 @@ def _():
         o.items[0] = v
 
     return reset, get, put
+
+
+# ---------------------------------------------------------------- session 17: callbacks mid-operation
+@custom("list seen mid-sort (sort with a traced key)")
+def _():
+    items = [3, 1, 2]
+    looked = []
+    seen = []
+
+    def rank(v):
+        looked.append(v)
+        return v
+
+    def reset():
+        items[:] = [3, 1, 2]
+        looked.clear()
+        seen.clear()
+
+    def sort(c):
+        items.sort(key=rank)
+
+    def look(c):
+        seen.append(len(items))
+
+    def check(ca, cb):
+        assert seen == [3], seen
+
+    return reset, [sort], [look], check
+
+
+@custom("x in list with a traced __eq__ while the list shifts")
+def _():
+    looked = []
+
+    class Named:
+        def __init__(self, name):
+            self.name = name
+
+        def __eq__(self, other):
+            looked.append(0)
+            return isinstance(other, Named) and other.name == self.name
+
+        __hash__ = None
+
+    first, wanted = Named("first"), Named("wanted")
+    members = []
+    seen = []
+
+    def reset():
+        members[:] = [first, wanted]
+        looked.clear()
+        seen.clear()
+
+    def scan(c):
+        seen.append(Named("wanted") in members)
+
+    def drop(c):
+        members.remove(first)
+
+    def check(ca, cb):
+        assert seen == [True], seen
+
+    return reset, [scan], [drop], check
+
+
+@custom("defaultdict with a traced factory, two inserts")
+def _():
+    made = []
+
+    def bucket():
+        made.append(1)
+        return []
+
+    table = collections.defaultdict(bucket)
+
+    def reset():
+        table.clear()
+        made.clear()
+
+    def add(c):
+        table["k"].append(1)
+
+    def check(ca, cb):
+        assert len(table["k"]) == 2, dict(table)
+
+    return reset, [add], [add], check

@@ -182,10 +182,6 @@ if sys.version_info >= (3, 13):
     for backend in ("threads", "asyncio", "trio"):
         _OPEN[("dict |= on a local alias", "order", backend)] = _INLINED
         _OPEN[("dict |= on a local alias", "lost", backend)] = _INLINED
-    _OPEN[("cached_property computed twice", "custom", "threads")] = (
-        "3.12+ cached_property has no lock (3.11's serialised the two reads): its"
-        " check-then-set in functools.__get__ goes unrecorded (cause not investigated)"
-    )
 
 
 def _case(name: str, shape: str, backend: str) -> Any:

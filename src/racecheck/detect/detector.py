@@ -727,6 +727,9 @@ class Detector:
                     return
             self._variable(frame, recipe.name, op, actor, hb)
             return
+        if self.access_log is not None:
+            # what it records may go on past a callback into traced code
+            self.access_log.operation_starts(frame, frame.f_lasti)
         if op == "next":
             if not self.happens_before and self.loops:
                 self._loop_continues(frame, recipe.name, actor, hb)
