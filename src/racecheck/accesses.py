@@ -1144,6 +1144,10 @@ class StepLog:
         self._born.clear()
         self._namespaces.clear()
         self.advancing.clear()
+        # frames a run left mid-operation (a task never resumed) hold its objects
+        self._operations.clear()
+        self._spans.clear()
+        self._kept_returns.clear()
 
     # -- wakes carried by callbacks (asyncio: backends.asyncio_waits) -----------------
     def scheduled(self, handle: Any, task: int | None) -> None:
