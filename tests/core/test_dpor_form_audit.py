@@ -18,7 +18,6 @@ backend on one core; ``test_audit_forms_cheap_twin`` keeps six forms in CI.
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -174,14 +173,6 @@ _OPEN: dict[tuple[str, str, str], str] = {
     )
     for backend in ("threads", "asyncio", "trio")
 }
-if sys.version_info >= (3, 13):
-    _INLINED = (
-        "3.13 inlines the comprehension (PEP 709): its loop's backward jump leaves the"
-        " operand stack unknown below it, so `t |= {...}` has no in-place recipe"
-    )
-    for backend in ("threads", "asyncio", "trio"):
-        _OPEN[("dict |= on a local alias", "order", backend)] = _INLINED
-        _OPEN[("dict |= on a local alias", "lost", backend)] = _INLINED
 
 
 def _case(name: str, shape: str, backend: str) -> Any:

@@ -213,7 +213,34 @@ def _returns_read(found: Iterable[Recipe]) -> Iterator[int]:
                     yield alternative[1]
 
 
+class _LoopChangesStack(Exception):
+    """A loop's back edge arrives at its head with another stack than the one assumed."""
+
+    def __init__(self, head: int) -> None:
+        super().__init__(head)
+        self.head = head
+
+
 def _analyse(code: CodeType) -> dict[int, Recipe]:
+    """The recipes of ``code``, assuming first that each loop leaves the stack below
+    its own values as it found it, and dropping that assumption for a loop whose
+    back edge says otherwise (then its head's stack is unknown).
+
+    3.12+ inlines a comprehension (PEP 709): its loop runs in the middle of an
+    expression, with the expression's operands below it. Taken as unknown at the
+    loop's head, they were lost for the rest of the line: ``t |= {k: v for ...}``
+    on a local alias of shared state had no recipe, and DPOR called the lost
+    update verified.
+    """
+    doubted: set[int] = set()
+    while True:
+        try:
+            return _analyse_assuming(code, doubted)
+        except _LoopChangesStack as changed:
+            doubted.add(changed.head)  # one more pass, with one assumption fewer
+
+
+def _analyse_assuming(code: CodeType, doubted: set[int]) -> dict[int, Recipe]:
     out: dict[int, Recipe] = {}
     stack: list[Sym] = []
 
@@ -241,6 +268,8 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
     #: a forward jump's target -> the stacks the jumps to it arrive with
     arriving: dict[int, list[list[Sym]]] = {}
     backward = _backward_targets(listing)
+    #: a loop head not doubted -> the stack assumed there (its back edges must agree)
+    assumed: dict[int, list[Sym]] = {}
     falls_through = True
     for index, instr in enumerate(listing):
         if instr.is_jump_target:
@@ -254,9 +283,21 @@ def _analyse(code: CodeType) -> dict[int, Recipe]:
                 paths = arriving.pop(instr.offset, [])
                 if falls_through:
                     paths.append(stack)
-                merged = _merged(paths) if paths and instr.offset not in backward else None
+                trusted = instr.offset not in backward or instr.offset not in doubted
+                merged = _merged(paths) if paths and trusted else None
                 depth = len(paths[-1]) if paths else len(stack)
                 stack = merged if merged is not None else [None] * depth
+                if instr.offset in backward and trusted:
+                    assumed[instr.offset] = list(stack)
+        head = _backward_jump(instr)
+        if head is not None and head in backward and head not in doubted and head not in awaits:
+            try:
+                moved = dis.stack_effect(instr.opcode, instr.arg, jump=True)
+            except ValueError:
+                raise _LoopChangesStack(head) from None
+            carried = stack[: len(stack) + moved] if moved <= 0 else stack + [None] * moved
+            if assumed.get(head) != carried:
+                raise _LoopChangesStack(head)
         jump = _forward_jump(instr)
         if jump is not None:
             try:
@@ -595,14 +636,17 @@ def _forward_jump(instr: dis.Instruction) -> int | None:
     return None
 
 
+def _backward_jump(instr: dis.Instruction) -> int | None:
+    """The target of ``instr`` if it is a jump backward (a loop's back edge)."""
+    if instr.opcode in _JUMPS and isinstance(instr.argval, int) and instr.argval <= instr.offset:
+        return instr.argval
+    return None
+
+
 def _backward_targets(listing: list[dis.Instruction]) -> frozenset[int]:
-    """Offsets some jump reaches backwards (a loop's head): their stack is not merged,
-    since the jump's stack is not known when the head is reached."""
-    return frozenset(
-        i.argval
-        for i in listing
-        if i.opcode in _JUMPS and isinstance(i.argval, int) and i.argval <= i.offset
-    )
+    """Offsets some jump reaches backwards (a loop's head): the jump's stack is not
+    known when the head is reached, so the head's is assumed (see _analyse)."""
+    return frozenset(head for head in map(_backward_jump, listing) if head is not None)
 
 
 def _merged(paths: list[list[Sym]]) -> list[Sym] | None:

@@ -1,0 +1,67 @@
+"""DPOR keeps what lies below a loop on the operand stack (3.12+ inlined comprehensions).
+
+3.12 inlines a comprehension into the function that spells it (PEP 709): its
+loop runs in the middle of an expression, with the expression's operands below
+it on the stack. The operand analysis took the stack at every loop's head for
+unknown, so ``t |= {k: v for ...}`` on a local alias of shared state lost its
+in-place recipe, and DPOR called the lost update verified on 3.12 and 3.13. A
+loop's head now keeps the stack it was entered with, and the assumption is
+checked at each back edge: a loop whose back edge disagrees (an exception
+handler the analysis does not model) is analysed again with its head unknown.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from dpor_verdicts import assert_dpor_finds
+
+from racecheck.detect import operands
+
+_table: dict[int, int] = {}
+
+
+def _merge_rows(count: int) -> None:
+    rows = _table
+    rows |= {i: count for i in range(count)}
+
+
+_seen: list[int] = []
+
+
+def _read_after_merge() -> None:
+    _table.clear()
+    _seen.clear()
+    first = threading.Thread(target=_merge_rows, args=(1,))
+    second = threading.Thread(target=lambda: _seen.append(len(_table)))
+    for worker in (first, second):
+        worker.start()
+    for worker in (first, second):
+        worker.join()
+    assert _seen == [1], "the reader ran before the merge"
+
+
+def test_an_inplace_merge_after_a_comprehension_is_seen() -> None:
+    assert_dpor_finds(_read_after_merge)
+
+
+def test_the_inplace_merge_has_its_recipe() -> None:
+    found = operands.recipes(_merge_rows.__code__)
+    assert any(recipe.op == "inplace" for recipe in found.values()), found
+
+
+def test_a_back_edge_that_disagrees_is_analysed_again() -> None:
+    """``for m in maps: try: return m[k] except KeyError: pass``: the handler's path
+    back to the loop's head is not modelled, so the head is analysed as unknown
+    (what every head was before), and the item read is still rebuilt."""
+
+    def first_hit(maps: list[dict[str, int]], key: str) -> int | None:
+        for mapping in maps:
+            try:
+                return mapping[key]
+            except KeyError:
+                pass
+        return None
+
+    found = operands.recipes(first_hit.__code__)
+    assert any(r.op == "read" and r.key == ("local", "key") for r in found.values()), found
