@@ -319,6 +319,11 @@ def _analyse_assuming(code: CodeType, doubted: set[int]) -> dict[int, Recipe]:
         elif name == "LOAD_FAST_LOAD_FAST":
             first, second = argval
             stack.extend((("local", first), ("local", second)))
+        elif name == "STORE_FAST_LOAD_FAST":
+            # 3.13 fuses ``found = box.value = v``'s store and load: the top is replaced,
+            # not kept (kept, ``box.value``'s store was placed on ``v``)
+            pop()
+            stack.append(("local", argval[1]))
         elif name in ("LOAD_DEREF", "LOAD_CLASSDEREF"):
             out[instr.offset] = Recipe("deref-read", None, argval)
             stack.append(("deref", argval))

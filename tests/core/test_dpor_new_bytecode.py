@@ -1,4 +1,4 @@
-"""DPOR keeps what lies below a loop on the operand stack (3.12+ inlined comprehensions).
+"""DPOR reads what 3.12 and 3.13 compile right: inlined comprehensions, fused stores.
 
 3.12 inlines a comprehension into the function that spells it (PEP 709): its
 loop runs in the middle of an expression, with the expression's operands below
@@ -8,6 +8,12 @@ in-place recipe, and DPOR called the lost update verified on 3.12 and 3.13. A
 loop's head now keeps the stack it was entered with, and the assumption is
 checked at each back edge: a loop whose back edge disagrees (an exception
 handler the analysis does not model) is analysed again with its head unknown.
+
+3.13 fuses a store and the next load on one line into ``STORE_FAST_LOAD_FAST``
+(``found = box.value = compute()``). The analysis took it for an instruction
+that leaves the stack as it is, so the attribute store that follows was placed
+on the stored value instead of on ``box``: the write to ``box.value`` was
+recorded on another object (or on none), and DPOR called the order bug verified.
 """
 
 from __future__ import annotations
@@ -65,3 +71,43 @@ def test_a_back_edge_that_disagrees_is_analysed_again() -> None:
 
     found = operands.recipes(first_hit.__code__)
     assert any(r.op == "read" and r.key == ("local", "key") for r in found.values()), found
+
+
+class _Box:
+    value: object = None
+
+
+_box = _Box()
+_token = _Box()
+_reader_saw: list[object] = []
+
+
+def _publish() -> None:
+    box, token = _box, _token
+    found = box.value = token
+    _reader_saw.append(found)
+
+
+def _read_value() -> None:
+    _reader_saw.append(_box.value)
+
+
+def _publish_then_read() -> None:
+    _box.value = None
+    _reader_saw.clear()
+    workers = [threading.Thread(target=_publish), threading.Thread(target=_read_value)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert _reader_saw[-1] is _token, "the reader ran before the publish"
+
+
+def test_a_chained_store_is_placed_on_its_own_object() -> None:
+    assert_dpor_finds(_publish_then_read)
+
+
+def test_a_fused_store_and_load_leaves_the_loaded_local_on_top() -> None:
+    found = operands.recipes(_publish.__code__)
+    writes = [r for r in found.values() if r.op == "write" and r.name == "value"]
+    assert writes and all(r.base == ("local", "box") for r in writes), writes
