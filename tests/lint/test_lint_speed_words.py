@@ -18,6 +18,8 @@ import re
 import textwrap
 from pathlib import Path
 
+from test_lint_concurrency_evidence import _CLIENT, _HANDLER_SPAWNS
+
 from racecheck.lint import lint_paths
 from racecheck.lint.callers import _SCANS_BEFORE_WORDS, _File, _Package, _package
 
@@ -96,24 +98,6 @@ def test_words_of_racecheck_are_held_by_every_file_that_holds_them_whole() -> No
         _assert_holders(package, word)
 
 
-_CLIENT = """
-class Client:
-    async def get_connection(self):
-        if self._conn is None:
-            conn = await self._driver.connect(self._dsn)
-            self._conn = conn
-        return self._conn
-"""
-
-_SPAWNS = """
-import asyncio
-
-class App:
-    async def handle(self, request):
-        asyncio.create_task(self.client.get_connection())
-"""
-
-
 def test_a_file_changed_between_two_runs_is_read_again(tmp_path: Path) -> None:
     pkg = tmp_path / "pkg"
     pkg.mkdir()
@@ -126,5 +110,5 @@ def test_a_file_changed_between_two_runs_is_read_again(tmp_path: Path) -> None:
         return finding.severity
 
     assert severity() == "warning"  # nothing spawns get_connection()
-    (pkg / "app.py").write_text(textwrap.dedent(_SPAWNS))
+    (pkg / "app.py").write_text(textwrap.dedent(_HANDLER_SPAWNS))
     assert severity() == "error"  # the next run walks the package again
