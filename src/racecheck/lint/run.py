@@ -36,6 +36,7 @@ from pathlib import Path
 
 from racecheck.errors import UsageError, one_line
 from racecheck.lint import awaits, fanout, loops, threads
+from racecheck.lint.callers import one_run
 from racecheck.lint.findings import Finding
 from racecheck.lint.module import Module
 from racecheck.lint.registry import resolve_codes
@@ -278,10 +279,11 @@ def lint_paths(
     """
     codes = resolve_codes(select, ignore)
     findings: list[Finding] = []
-    for file in iter_files(paths):
-        source = read_source(file)
-        with paused_gc() if pause_gc else nullcontext():
-            findings.extend(_lint(source, str(file), codes))
+    with one_run():
+        for file in iter_files(paths):
+            source = read_source(file)
+            with paused_gc() if pause_gc else nullcontext():
+                findings.extend(_lint(source, str(file), codes))
     return sorted(findings)
 
 
@@ -340,26 +342,34 @@ def lint_paths_timed(
     codes = resolve_codes(select, ignore)
     findings: list[Finding] = []
     timings: list[FileTiming] = []
-    for file in iter_files(paths):
-        best: FileTiming | None = None
-        for attempt in range(runs):
-            seconds: dict[str, float] = {}
-            start = time.process_time()
-            source = read_source(file)
-            seconds["read"] = time.process_time() - start
-            with paused_gc() if pause_gc else nullcontext():
-                found = _lint(source, str(file), codes, timing=seconds)
-                start = time.process_time()
-            if pause_gc:  # the young collection at the end belongs to this file
-                seconds["gc"] = time.process_time() - start
-            timing = FileTiming(str(file), source.count("\n") + 1, seconds, len(found))
-            if attempt == 0:
-                findings.extend(found)
-            if best is None or timing.total < best.total:
-                best = timing
-        assert best is not None
-        timings.append(best)
+    with one_run():
+        for file in iter_files(paths):
+            timings.append(_timed(file, codes, runs, pause_gc, findings))
     return sorted(findings), timings
+
+
+def _timed(
+    file: Path, codes: frozenset[str], runs: int, pause_gc: bool, findings: list[Finding]
+) -> FileTiming:
+    """One file's best timing of ``runs``; the first run's findings added to ``findings``."""
+    best: FileTiming | None = None
+    for attempt in range(runs):
+        seconds: dict[str, float] = {}
+        start = time.process_time()
+        source = read_source(file)
+        seconds["read"] = time.process_time() - start
+        with paused_gc() if pause_gc else nullcontext():
+            found = _lint(source, str(file), codes, timing=seconds)
+            start = time.process_time()
+        if pause_gc:  # the young collection at the end belongs to this file
+            seconds["gc"] = time.process_time() - start
+        timing = FileTiming(str(file), source.count("\n") + 1, seconds, len(found))
+        if attempt == 0:
+            findings.extend(found)
+        if best is None or timing.total < best.total:
+            best = timing
+    assert best is not None
+    return best
 
 
 def count_files(paths: Iterable[str | os.PathLike[str]]) -> int:
