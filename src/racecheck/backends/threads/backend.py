@@ -241,8 +241,13 @@ class ThreadsBackend:
         if len(runtime.actors) < 2 or runtime.controller.failure is not None:
             return
         self.runs_with_threads += 1
-        if sum(1 for actor in runtime.actors if actor.points) >= 2:
-            self.runs_seen_interleaving += 1
+        seen = 0
+        for actor in runtime.actors:  # a loop, not sum() of a generator: every run pays it
+            if actor.points:
+                seen += 1
+                if seen == 2:
+                    self.runs_seen_interleaving += 1
+                    return
 
     def blind_spots(self) -> list[str]:
         """Why a green exploration may have seen nothing of the threads' own code."""
@@ -398,8 +403,8 @@ def _start(self: threading.Thread) -> None:
         if runtime.controller.aborting:
             raise RunAborted()
         name = self.name
-        if _DEFAULT_THREAD_NAME.match(name):
-            name = _DEFAULT_THREAD_NAME.sub(f"Thread-{runtime.next_id}", name)
+        if name.startswith("Thread-"):  # the regex only for names it may rewrite
+            name = _DEFAULT_THREAD_NAME.sub(f"Thread-{runtime.next_id}", name, count=1)
         run = self.run
 
         def actor_main() -> None:

@@ -563,8 +563,10 @@ class ThreadRuntime:
         if self.controller.steplog is not None and me.thread is not None:
             self.controller.steplog.ended(me.thread)  # DPOR: join and is_alive read this
         me.finished = True
-        if me in self.live:
+        try:
             self.live.remove(me)
+        except ValueError:  # unwound twice (an abort): gone already
+            pass
         if not self.live:
             self._complete()
             return None
