@@ -1,7 +1,9 @@
 """The detector's short roads for ``name.attr`` answer exactly as its general road.
 
 Most accesses a detected run hands over are ``self.x`` or ``obj.x`` on an
-ordinary object, or ``module.attr``. ``Detector._access`` works out once per
+ordinary object, or ``module.attr``, and most calls are of ``f`` or
+``module.f``, a function or class written in Python, whose callable is
+looked up without the frame's locals. ``Detector._access`` works out once per
 recipe that such an access goes straight to ``_attribute`` (``_recipe_plan``),
 and ``_attribute`` asks once per class whether the object is an ordinary one
 whose ``__dict__`` it may read at once (``_ordinary_dict``). Every other
@@ -178,7 +180,9 @@ def fresh_caches() -> Iterator[None]:
 
 def _general_road_only(monkeypatch: pytest.MonkeyPatch) -> None:
     plan = detector_module._recipe_plan
-    monkeypatch.setattr(detector_module, "_recipe_plan", lambda recipe: (*plan(recipe)[:3], None))
+    monkeypatch.setattr(
+        detector_module, "_recipe_plan", lambda recipe: (*plan(recipe)[:3], None, None)
+    )
     monkeypatch.setattr(detector_module, "_ordinary_dict", lambda cls: None)
 
 
@@ -211,3 +215,8 @@ def test_the_short_roads_are_taken_where_they_apply(fresh_caches: None) -> None:
     with pytest.raises(racecheck.RaceFound):
         racecheck.check(_lost_update(Slotted), detect=True, schedules=60, seed=0)
     assert detector_module._ORDINARY_DICTS[Slotted] is None  # no __dict__: the general road
+    # a call of a module's class (threading.Thread) or function: the callable is looked up
+    # without the frame's locals (the threads feed hands every callee recipe over)
+    racecheck.check(_locked_threads, detect=True, schedules=5, seed=0)
+    named = {entry[4] for entry in detector_module._LABELS.values() if entry[0].op == "callee"}
+    assert ("threading", "Thread") in named

@@ -755,6 +755,24 @@ class Detector:
                 return
             self._attribute(frame, actor, hb, base, plain[2], op == "write", cached[1], cached[2])
             return
+        named = cached[4]
+        if named is not None:
+            # ``f(...)``, ``module.f(...)`` (most calls): the callable as the general road
+            # below rebuilds it, without ``frame.f_locals`` (on 3.11 a copy of every
+            # local); a function or a class written in Python runs traced code: done
+            callee = frame.f_globals.get(named[0], MISSING)
+            if callee is MISSING:
+                callee = frame.f_builtins.get(named[0], MISSING)
+            if named[1] is not None:
+                callee = (
+                    callee.__dict__.get(named[1], MISSING)
+                    if type(callee) is ModuleType
+                    else MISSING  # not a module's: the general road asks the rest
+                )
+            if type(callee) in _TRACED_CALLABLES or (
+                isinstance(callee, type) and _made_in_python(callee)
+            ):
+                return
         f_locals = frame.f_locals
         if op == "whole-read" or op == "inplace":
             if self.access_log is not None:
@@ -2843,22 +2861,24 @@ def _ordinary_dict(cls: type) -> Any:
 
 
 _WEAK = (WeakSet, WeakValueDictionary)
+#: what _recipe_plan works out once per recipe
+_Plan = tuple[Recipe, str, str, tuple[bool, str, str] | None, tuple[str, str | None] | None]
 #: id(recipe) -> _recipe_plan(recipe): worked out once, not at every access (the
 #: entry keeps the recipe alive, so its id stays its own)
-_LABELS: dict[int, tuple[Recipe, str, str, tuple[bool, str, str] | None]] = {}
+_LABELS: dict[int, _Plan] = {}
 
 
-def _recipe_plan(
-    recipe: Recipe,
-) -> tuple[Recipe, str, str, tuple[bool, str, str] | None]:
+def _recipe_plan(recipe: Recipe) -> _Plan:
     """What ``Detector._access`` needs of a recipe before it reads anything.
 
     The recipe; how its base reads in a report; the attribute's target
-    (``base.name``); and, for a plain read or write of ``name.attr`` where
+    (``base.name``); for a plain read or write of ``name.attr`` where
     ``name`` is a local, closure or global variable, (global?, name, attr):
     that access goes straight to ``_attribute``, without the questions the
     general road asks of every recipe (a weak container's contents are never
-    an attribute's owner), and without ``frame.f_locals`` for a global base.
+    an attribute's owner), and without ``frame.f_locals`` for a global base;
+    and for a call of a global ``f`` or of a global's ``f.attr``, (f, attr or
+    None): its callable is looked up without ``frame.f_locals``.
     """
     label = render(recipe.base)
     plain = None
@@ -2873,7 +2893,13 @@ def _recipe_plan(
     ):
         plain = (base[0] == "global", base[1], recipe.name)
     target = f"{label}.{recipe.name}" if recipe.name is not None else label
-    return recipe, label, target, plain
+    named = None
+    if recipe.op == "callee" and base is not None and base is not NULL:
+        if base[0] == "global":
+            named = (base[1], None)
+        elif base[0] == "attr" and base[1] is not None and base[1][0] == "global":
+            named = (base[1][1], base[2])
+    return recipe, label, target, plain, named
 
 
 def _weak_data(base: Any) -> Any:

@@ -19,7 +19,15 @@ instructions reaching :meth:`Detector.on_instruction`:
   reads, the same set the 3.11 road hands over (the lines holding a recipe,
   instruction by instruction, filtered by recipe);
 - events outside a task step (a plain callback, the loop's own code) or on
-  another thread are ignored, as the per-step trace function never saw them.
+  another thread are ignored, as the per-step trace function never saw them;
+- a call's ``callee`` recipe in a race-detection run (no DPOR step log) is
+  judged at the ``CALL`` event that follows the instruction's, which hands
+  over the callable itself. A function or method written in Python, or a
+  class whose ``__init__`` or ``__new__`` is, runs traced code: the detector
+  would rebuild the callable (several thousand instructions) to find nothing
+  to do, so the event ends there when no write waits to be settled and the
+  actor is the one the detector last saw; anything else goes to the
+  detector as before, from the same frame at the same instruction.
 
 The tool id is claimed at the first detected step of an exploration and
 freed when the backend (asyncio's or trio's) uninstalls (:func:`release`), so
@@ -28,13 +36,15 @@ nothing outlives the exploration. No tool id free: the caller falls back to ``sy
 
 from __future__ import annotations
 
+import dis
 import sys
 import threading
 from collections.abc import Callable
-from types import CodeType
+from types import CodeType, FunctionType, MethodType
 from typing import Any
 
 from racecheck.detect.detector import Detector
+from racecheck.detect.detector import _made_in_python as made_in_python
 from racecheck.detect.operands import _recipes as _RECIPES
 from racecheck.detect.operands import detect_lines, recipes
 from racecheck.sources import is_user_file
@@ -43,6 +53,11 @@ AVAILABLE = sys.version_info >= (3, 12)
 
 _UNSEEN: Any = object()
 _get_ident = threading.get_ident
+#: the opcodes whose CALL event always follows their INSTRUCTION event (3.12 fires
+#: none at a CALL_FUNCTION_EX of a Python function: those stay on the INSTRUCTION road)
+_CALL_OPCODES = frozenset(dis.opmap[name] for name in ("CALL", "CALL_KW") if name in dis.opmap)
+#: callables whose call runs traced code: their callee recipe finds nothing to do
+_PYTHON_CALLABLES = (FunctionType, MethodType)
 
 
 class StepMonitor:
@@ -56,6 +71,9 @@ class StepMonitor:
         self.failed = False
         #: the exploration's per-code cache of lines holding an access (Detector.hot_lines)
         self.hot_lines: dict[Any, frozenset[int] | None] = {}
+        #: id(code) -> the offsets whose callee recipe the CALL event judges (see
+        #: _on_call); codes are kept alive by ``instrumented``
+        self.call_offsets: dict[int, frozenset[int]] = {}
         # the step being fed: set by :class:`monitored_step`
         self.detector: Detector | None = None
         self.actor = 0
@@ -83,6 +101,7 @@ class StepMonitor:
         monitoring.register_callback(tool, events.PY_RESUME, self._on_start)
         monitoring.register_callback(tool, events.INSTRUCTION, self._on_instruction)
         monitoring.register_callback(tool, events.LINE, _on_line)
+        monitoring.register_callback(tool, events.CALL, self._on_call)
         monitoring.set_events(tool, events.PY_START | events.PY_RESUME)
         monitoring.restart_events()
         return True
@@ -98,13 +117,21 @@ class StepMonitor:
         monitoring = sys.monitoring  # type: ignore[attr-defined]
         if monitoring.get_tool(tool) != "racecheck-detect":
             self.instrumented.clear()  # freed and taken by another tool: not ours to clear
+            self.call_offsets.clear()
             return
         monitoring.set_events(tool, 0)
         for code in self.instrumented:
             monitoring.set_local_events(tool, code, 0)
         self.instrumented.clear()
+        self.call_offsets.clear()
         events = monitoring.events
-        for event in (events.PY_START, events.PY_RESUME, events.INSTRUCTION, events.LINE):
+        for event in (
+            events.PY_START,
+            events.PY_RESUME,
+            events.INSTRUCTION,
+            events.LINE,
+            events.CALL,
+        ):
             monitoring.register_callback(tool, event, None)
         monitoring.free_tool_id(tool)
 
@@ -126,6 +153,17 @@ class StepMonitor:
                 # another tool's LINE callback DISABLEs it (see threads.tracer):
                 # a LINE event of our own keeps the line instrumented.
                 wanted |= events.LINE
+            else:
+                # (not beside another tool: its quirks with CALL events are not known)
+                bytecode = code.co_code
+                offsets = frozenset(
+                    offset
+                    for offset, recipe in recipes(code).items()
+                    if recipe.op == "callee" and bytecode[offset] in _CALL_OPCODES
+                )
+                if offsets:
+                    self.call_offsets[id(code)] = offsets
+                    wanted |= events.CALL
             assert self.tool is not None
             sys.monitoring.set_local_events(self.tool, code, wanted)  # type: ignore[attr-defined]
         return disable
@@ -138,8 +176,44 @@ class StepMonitor:
         detector = self.detector
         if detector is None or _get_ident() != self.thread:
             return None  # between steps, or another thread: the trace function never saw it
+        if (
+            recipe.op == "callee"
+            and detector.access_log is None
+            and offset in self.call_offsets.get(id(code), ())
+        ):
+            return None  # the CALL event right after this one hands it over (_on_call)
         # the recipe found above: on_instruction would look it up again
         detector.on_recipe(sys._getframe(1), recipe, self.actor, self.hb)
+        return None
+
+    def _on_call(self, code: CodeType, offset: int, callable: Any, first: Any) -> Any:
+        """A call in instrumented code: a callee recipe's, in a race-detection run.
+
+        Fires right after the call's INSTRUCTION event, which left its callee
+        recipe to this one; nothing ran in between, and the frame stands at
+        the same instruction. A callable written in Python (a function, a
+        method, a class whose ``__init__`` or ``__new__`` is) runs traced code:
+        the detector's answer would be to do nothing after settling a write
+        made just before and taking note of an actor switch, so it is asked
+        only when one of those has something to do.
+        """
+        offsets = self.call_offsets.get(id(code))
+        if offsets is None or offset not in offsets:
+            return sys.monitoring.DISABLE  # type: ignore[attr-defined]
+        detector = self.detector
+        if detector is None or _get_ident() != self.thread or detector.access_log is not None:
+            return None  # between steps, another thread, or DPOR's (the INSTRUCTION road)
+        if (
+            not detector.unsettled
+            and detector.last_actor == self.actor
+            and (
+                type(callable) in _PYTHON_CALLABLES
+                # a class whose __init__ or __new__ is traced code (as _access finds)
+                or (isinstance(callable, type) and made_in_python(callable))
+            )
+        ):
+            return None
+        detector.on_recipe(sys._getframe(1), _RECIPES[id(code)][1][offset], self.actor, self.hb)
         return None
 
 
