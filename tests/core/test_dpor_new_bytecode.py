@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 from dpor_verdicts import assert_dpor_finds
+from test_dpor_unseen_callbacks import _both
 
 import racecheck
 from racecheck.detect import operands
@@ -43,12 +43,7 @@ _seen: list[int] = []
 def _read_after_merge() -> None:
     _table.clear()
     _seen.clear()
-    first = threading.Thread(target=_merge_rows, args=(1,))
-    second = threading.Thread(target=lambda: _seen.append(len(_table)))
-    for worker in (first, second):
-        worker.start()
-    for worker in (first, second):
-        worker.join()
+    _both(lambda: _merge_rows(1), lambda: _seen.append(len(_table)))
     assert _seen == [1], "the reader ran before the merge"
 
 
@@ -100,11 +95,7 @@ def _read_value() -> None:
 def _publish_then_read() -> None:
     _box.value = None
     _reader_saw.clear()
-    workers = [threading.Thread(target=_publish), threading.Thread(target=_read_value)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    _both(_publish, _read_value)
     assert _reader_saw[-1] is _token, "the reader ran before the publish"
 
 
