@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import importlib
-import importlib.util
 import os
 import sys
 import threading
@@ -417,29 +416,6 @@ def test_cli_style_report_text_says_verified() -> None:
 # -- the reference scenarios -------------------------------------------------------------
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-
-
-def _scenario(filename: str) -> racecheck.Scenario:
-    spec = importlib.util.spec_from_file_location(
-        f"dpor_{filename[:-3]}", os.path.join(_ROOT, "scenarios", filename)
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    (scenario,) = [v for v in vars(module).values() if isinstance(v, racecheck.Scenario)]
-    return scenario
-
-
-@pytest.mark.parametrize("filename", ["marsys_40_runtime.py", "autobot_2204_workflow.py"])
-def test_the_correct_variant_of_a_reference_scenario_is_verified(filename: str) -> None:
-    scenario = _scenario(filename)
-    options = dict(scenario.check_options("correct"))
-    options.pop("strategy", None)
-    options.pop("schedules", None)
-    report = racecheck.check(
-        scenario.variants["correct"].target, strategy="dpor", schedules=5000, **options
-    )
-    assert report.verified, report
 
 
 def test_racecheck_run_shows_verified_for_a_variant() -> None:

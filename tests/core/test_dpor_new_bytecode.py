@@ -18,15 +18,9 @@ recorded on another object (or on none), and DPOR called the order bug verified.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-import pytest
 from dpor_verdicts import assert_dpor_finds
 from test_dpor_unseen_callbacks import _both
 
-import racecheck
 from racecheck.detect import operands
 
 _table: dict[int, int] = {}
@@ -107,18 +101,3 @@ def test_a_fused_store_and_load_leaves_the_loaded_local_on_top() -> None:
     found = operands.recipes(_publish.__code__)
     writes = [r for r in found.values() if r.op == "write" and r.name == "value"]
     assert writes and all(r.base == ("local", "box") for r in writes), writes
-
-
-@pytest.mark.skipif(sys.version_info < (3, 12), reason="3.11 runs it in test_portfolio_plain")
-def test_the_changeset_fix_is_verified_by_dpor() -> None:
-    """cleveragents #7120's fix says ``changeset_id = out.started = ctx.start_changeset()``:
-    with the fused store taken for a no-op, every run was opaque and 1,000 DPOR runs
-    gave no verdict on 3.13 (CI's 3.13 part checked only that the variant passes)."""
-    path = Path(__file__).resolve().parents[2] / "scenarios" / "cleveragents_7120_changeset.py"
-    spec = importlib.util.spec_from_file_location("changeset_scenario_for_dpor", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    target = module.SCENARIO.variants["correct"].target
-    report = racecheck.check(target, strategy="dpor", schedules=300, seed=0)
-    assert report.verified, report.notes
