@@ -1370,8 +1370,14 @@ def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
     """
     first_await = facts.next_await(test.order)
     for claim in facts.events[facts.events.index(test) + 1 :]:
-        if claim.order >= act.order or (first_await is not None and claim.order > first_await):
+        if claim.order >= act.order:
             return False
+        if (
+            first_await is not None
+            and claim.order > first_await
+            and _suspends_between(facts, test, claim)
+        ):
+            continue  # an await on the claim's own path: another task ran meanwhile
         if (
             claim.key == act.key
             and claim.kind in {"write", "mutate"}
@@ -1387,6 +1393,15 @@ def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
                     and claim.detail in {"setitem", "local-key"}
                     and set(test.path) <= set(claim.path)
                 )
+                # or past a cap that leaves: ``if len(self._pending) >= LIMIT: return``
+                # then ``self._pending[key] = task`` takes one of the counted slots
+                # (litellm's MCP discovery cache, sixteenth round #42)
+                or (
+                    test.guard
+                    and test.detail == "capacity"
+                    and claim.detail in _TAKES_SLOT
+                    and set(test.path) <= set(claim.path)
+                )
             )
             and _acts(claim)
             and reaches(test, claim)
@@ -1396,6 +1411,20 @@ def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
         ):
             return True
     return False
+
+
+#: what takes one slot of a collection a size cap counts
+_TAKES_SLOT = frozenset({"setitem", "local-key", "append", "appendleft", "add", "insert"})
+
+
+def _suspends_between(facts: _Facts, first: Event, last: Event) -> bool:
+    """Is there an await on a path from ``first`` to ``last``? (Not one in an arm
+    that leaves before ``last``: the cap's own ``return await fetch()``.)"""
+    start = bisect.bisect_right(facts.await_orders, first.order)
+    stop = bisect.bisect_left(facts.await_orders, last.order)
+    return any(
+        reaches(first, suspend) and reaches(suspend, last) for suspend in facts.awaits[start:stop]
+    )
 
 
 #: mutators that only add to a collection
