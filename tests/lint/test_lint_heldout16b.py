@@ -10,7 +10,15 @@ All of these are fitted on that round, not held out.
   fetch()``, then ``self._pending[key] = task`` before the first await on that
   path. The arm that leaves awaits, but it never reaches the claim: the check
   and the claim are atomic, so a second task counts the first one's slot. The
-  same claim made after an await on its own path stays RC102."""
+  same claim made after an await on its own path stays RC102.
+* RC106 on an attribute nothing changes after ``__init__`` (Home Assistant's
+  stream, #30: ``self.hass``; crewai's job runner, #5: a ``format_error``
+  callable): an asyncio lock that fails to exclude a thread matters only for
+  state someone changes; an attribute bound once at construction and only read
+  (or called) afterwards is not what the lock guards; nor is a
+  ``threading.Event`` (or lock, or ``queue.Queue``) bound there and only set
+  and cleared (the stream's ``_thread_quit``): it is made to be shared by
+  threads. The same attribute rebound by any other method keeps the error."""
 
 from __future__ import annotations
 
@@ -78,3 +86,71 @@ def test_a_claim_after_an_await_on_its_own_path_keeps_the_error(tmp_path: Path) 
     )
     ((line, severity, message),) = findings(tmp_path, {"catalog": late}, "RC102")
     assert (line, severity) == (15, "error"), message
+
+
+_STREAM = """
+import asyncio
+import threading
+
+
+class Stream:
+    def __init__(self, hass, source):
+        self.hass = hass
+        self.source = source
+        self._thread = None
+        self._thread_quit = threading.Event()
+        self._start_stop_lock = asyncio.Lock()
+
+    def update_source(self, source):
+        self.source = source
+        self._thread_quit.set()
+
+    def endpoint_url(self):
+        return self.hass.data["endpoints"][self.source]
+
+    async def start(self):
+        async with self._start_stop_lock:
+            if self._thread is None:
+                self._thread_quit.clear()
+                self._thread = threading.Thread(target=self._run_worker)
+                self._thread.start()
+            self.hass.add_job(self._started)
+
+    async def stop(self):
+        async with self._start_stop_lock:
+            thread, self._thread = self._thread, None
+            await self.hass.async_add_executor_job(thread.join)
+
+    def _started(self):
+        pass
+
+    def _run_worker(self):
+        while not self._thread_quit.wait(1):
+            print(self.hass.config, self.endpoint_url())
+"""
+
+
+def test_rc106_on_an_attribute_set_once_in_init_and_only_read_is_quiet(tmp_path: Path) -> None:
+    assert findings(tmp_path, {"stream": _STREAM}, "RC106") == []
+
+
+def test_rc106_on_the_same_attribute_rebound_after_init_keeps_the_error(tmp_path: Path) -> None:
+    rebound = _STREAM.replace(
+        "    def _started(self):\n        pass\n",
+        "    def _started(self):\n        self.hass = self.hass.reloaded()\n",
+    )
+    ((line, severity, message),) = findings(tmp_path, {"stream": rebound}, "RC106")
+    assert (line, severity) == (12, "error"), message
+    assert "`hass`" in message
+
+
+def test_rc106_on_a_plain_flag_in_place_of_the_event_keeps_the_error(tmp_path: Path) -> None:
+    flag = (
+        _STREAM.replace("self._thread_quit = threading.Event()", "self._thread_quit = False")
+        .replace("self._thread_quit.set()", "self._thread_quit = True")
+        .replace("self._thread_quit.clear()", "self._thread_quit = False")
+        .replace("while not self._thread_quit.wait(1):", "while not self._thread_quit:")
+    )
+    ((line, severity, message),) = findings(tmp_path, {"stream": flag}, "RC106")
+    assert (line, severity) == (12, "error"), message
+    assert "`_thread_quit`" in message
