@@ -18,7 +18,14 @@ All of these are fitted on that round, not held out.
   (or called) afterwards is not what the lock guards; nor is a
   ``threading.Event`` (or lock, or ``queue.Queue``) bound there and only set
   and cleared (the stream's ``_thread_quit``): it is made to be shared by
-  threads. The same attribute rebound by any other method keeps the error."""
+  threads. The same attribute rebound by any other method keeps the error.
+* An act inside a ``while`` loop whose own test checks the same attribute
+  (ray's request router, #59: ``while self._pending and
+  self._pending[0].future.done(): self._pending.popleft()``) is governed by
+  that test, evaluated right before each pass, not by an earlier check across
+  an await: the flow records a loop's test as a re-check after the body, so an
+  earlier loop's check was paired with it. An await in the body before the act
+  keeps the error."""
 
 from __future__ import annotations
 
@@ -154,3 +161,49 @@ def test_rc106_on_a_plain_flag_in_place_of_the_event_keeps_the_error(tmp_path: P
     ((line, severity, message),) = findings(tmp_path, {"stream": flag}, "RC106")
     assert (line, severity) == (12, "error"), message
     assert "`_thread_quit`" in message
+
+
+_ROUTER = """
+import asyncio
+from collections import deque
+
+
+class Router:
+    def __init__(self):
+        self._pending = deque()
+
+    async def fulfill(self, candidates):
+        try:
+            for candidate in candidates:
+                while len(self._pending) > 0 and self._pending[0].done():
+                    self._pending.popleft()
+                await self._select(candidate)
+        finally:
+            while self._pending and self._pending[0].done():
+                self._pending.popleft()
+
+    async def _select(self, candidate):
+        await asyncio.sleep(0)
+
+    async def run_all(self, batches):
+        await asyncio.gather(*(self.fulfill(batch) for batch in batches))
+"""
+
+
+def test_an_act_under_its_own_loop_test_is_not_paired_with_an_earlier_check(
+    tmp_path: Path,
+) -> None:
+    assert findings(tmp_path, {"router": _ROUTER}, "RC102") == []
+
+
+def test_an_await_in_the_loop_before_the_act_keeps_the_error(tmp_path: Path) -> None:
+    awaiting = _ROUTER.replace(
+        "            while self._pending and self._pending[0].done():\n"
+        "                self._pending.popleft()\n",
+        "            while self._pending and self._pending[0].done():\n"
+        "                await self._select(None)\n"
+        "                self._pending.popleft()\n",
+    )
+    ((line, severity, message),) = findings(tmp_path, {"router": awaiting}, "RC102")
+    assert (line, severity) == (13, "error"), message
+    assert "(line 19)" in message  # the popleft after the body's await

@@ -1141,6 +1141,8 @@ def _check_then_act(
             continue  # the callee checks for itself: reported there, not at every caller
         if _same_result(act):
             continue  # every task awaits one stored awaitable: they all store the same value
+        if _rechecked_by_its_loop(facts, checks.get(act.key, []), act):
+            continue  # its own loop's test checks the key right before each pass
         governing = [
             c
             for c in checks.get(act.key, ())
@@ -1408,6 +1410,31 @@ def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
             and reaches(claim, act)
             and set(claim.path) <= set(act.path)
             and set(claim.loops) <= set(act.loops)
+        ):
+            return True
+    return False
+
+
+def _rechecked_by_its_loop(facts: _Facts, checks: list[Event], act: Event) -> bool:
+    """Is ``act`` inside a ``while`` loop whose test checks its key, with no await
+    in the loop before it? (``while self._q and self._q[0].done(): self._q.popleft()``.)
+
+    The flow emits a loop's test once, as the re-check after its body (the exit
+    test), so the act found only an earlier check to pair with; but the test runs
+    right before each pass, and with no await between it and the act no other task
+    runs in between (ray's request router, sixteenth round #59).
+    """
+    for check in checks:
+        loop = check.scope[1]
+        if (
+            check.detail == "recheck"
+            and loop in act.loops
+            and check.frames == act.frames[: len(check.frames)]
+            and not any(
+                loop in suspend.loops and reaches(suspend, act)
+                for suspend in facts.awaits
+                if suspend.order < act.order
+            )
         ):
             return True
     return False
