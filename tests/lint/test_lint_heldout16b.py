@@ -25,7 +25,14 @@ All of these are fitted on that round, not held out.
   that test, evaluated right before each pass, not by an earlier check across
   an await: the flow records a loop's test as a re-check after the body, so an
   earlier loop's check was paired with it. An await in the body before the act
-  keeps the error."""
+  keeps the error.
+* A method reached only through a call on an object its caller has just built
+  (litellm's proxy, #39-41: ``processor = ProxyBaseLLMRequestProcessing(data=
+  data)``, then ``await processor.common_processing_pre_call_logic(...)`` in
+  every endpoint): each run of the caller has its own object, so the callers'
+  concurrency is no evidence that one object runs the method twice. The
+  package-wide version of ``awaits._owned``. The same call on a shared object,
+  or two spawned calls on the one built object, keep the error."""
 
 from __future__ import annotations
 
@@ -207,3 +214,65 @@ def test_an_await_in_the_loop_before_the_act_keeps_the_error(tmp_path: Path) -> 
     ((line, severity, message),) = findings(tmp_path, {"router": awaiting}, "RC102")
     assert (line, severity) == (13, "error"), message
     assert "(line 19)" in message  # the popleft after the body's await
+
+
+_PROCESSING = """
+from pkg.helpers import add_data
+
+
+class RequestProcessing:
+    def __init__(self, data):
+        self.data = data
+
+    async def pre_call(self, request):
+        self.data = await add_data(data=self.data, request=request)
+        return self.data
+"""
+
+_HELPERS = """
+async def add_data(data, request):
+    return {**data, "request": request}
+"""
+
+_ENDPOINTS = """
+import asyncio
+
+from pkg.processing import RequestProcessing
+
+
+async def handle(data, request):
+    processor = RequestProcessing(data=data)
+    return await processor.pre_call(request)
+
+
+async def handle_all(requests):
+    await asyncio.gather(*(handle(data, request) for data, request in requests))
+"""
+
+
+def per_request(endpoints: str = _ENDPOINTS) -> dict[str, str]:
+    return {"processing": _PROCESSING, "helpers": _HELPERS, "endpoints": endpoints}
+
+
+def test_a_method_reached_only_on_an_object_its_caller_built_is_a_warning(tmp_path: Path) -> None:
+    ((line, severity, message),) = findings(tmp_path, per_request(), "RC103")
+    assert (line, severity) == (10, "warning"), message
+
+
+def test_the_same_call_on_a_shared_object_keeps_the_error(tmp_path: Path) -> None:
+    shared = _ENDPOINTS.replace(
+        "async def handle(data, request):\n    processor = RequestProcessing(data=data)\n",
+        "processor = RequestProcessing(data={})\n\n\nasync def handle(data, request):\n",
+    )
+    ((line, severity, message),) = findings(tmp_path, per_request(shared), "RC103")
+    assert (line, severity) == (10, "error"), message
+    assert "through handle()" in message
+
+
+def test_two_spawned_calls_on_the_one_built_object_keep_the_error(tmp_path: Path) -> None:
+    twice = _ENDPOINTS.replace(
+        "    return await processor.pre_call(request)\n",
+        "    return await asyncio.gather(processor.pre_call(request), processor.pre_call(None))\n",
+    )
+    ((line, severity, message),) = findings(tmp_path, per_request(twice), "RC103")
+    assert (line, severity) == (10, "error"), message
