@@ -32,7 +32,13 @@ All of these are fitted on that round, not held out.
   every endpoint): each run of the caller has its own object, so the callers'
   concurrency is no evidence that one object runs the method twice. The
   package-wide version of ``awaits._owned``. The same call on a shared object,
-  or two spawned calls on the one built object, keep the error."""
+  or two spawned calls on the one built object, keep the error.
+* A wait loop and the take right after it (modal's byte budget, #55:
+  ``while self._available < n: await self._cond.wait()``, then
+  ``self._available -= n``, and ``+= n`` in a later hold after the work): the
+  loop's last test and the take are atomic, so the give-back after the await
+  returns this call's own take. RC102 paired the loop's test with the give-back.
+  A take after another await keeps the error."""
 
 from __future__ import annotations
 
@@ -276,3 +282,50 @@ def test_two_spawned_calls_on_the_one_built_object_keep_the_error(tmp_path: Path
     )
     ((line, severity, message),) = findings(tmp_path, per_request(twice), "RC103")
     assert (line, severity) == (10, "error"), message
+
+
+_BUDGET = """
+import asyncio
+from contextlib import asynccontextmanager
+
+
+class ByteBudget:
+    def __init__(self, total):
+        self._total = total
+        self._available = total
+        self._cond = asyncio.Condition()
+
+    @asynccontextmanager
+    async def acquire(self, n):
+        async with self._cond:
+            while self._available < min(n, self._total):
+                await self._cond.wait()
+            self._available -= n
+        try:
+            yield
+        finally:
+            async with self._cond:
+                self._available += n
+                self._cond.notify_all()
+
+
+async def upload(budget, parts, send):
+    async def one(part):
+        async with budget.acquire(len(part)):
+            await send(part)
+
+    await asyncio.gather(*(one(part) for part in parts))
+"""
+
+
+def test_a_take_right_after_its_wait_loop_is_a_claim(tmp_path: Path) -> None:
+    assert findings(tmp_path, {"budget": _BUDGET}, "RC102") == []
+
+
+def test_a_take_after_another_await_keeps_the_error(tmp_path: Path) -> None:
+    late = _BUDGET.replace(
+        "            self._available -= n\n",
+        "            await asyncio.sleep(0)\n            self._available -= n\n",
+    )
+    ((line, severity, message),) = findings(tmp_path, {"budget": late}, "RC102")
+    assert (line, severity) == (15, "error"), message

@@ -1404,6 +1404,13 @@ def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
                     and claim.detail in _TAKES_SLOT
                     and set(test.path) <= set(claim.path)
                 )
+                # or right after a wait loop: ``while self._available < n: await
+                # cond.wait()`` then ``self._available -= n``, the loop's last test
+                # and the take atomic (a semaphore made of a Condition: modal's
+                # byte budget, sixteenth round #55); the later ``+= n`` gives back
+                # this call's own take. The loop's test is emitted after its body,
+                # so a claim after it in order is after the loop.
+                or (test.detail == "recheck" and set(test.path) <= set(claim.path))
             )
             and _acts(claim)
             and reaches(test, claim)
