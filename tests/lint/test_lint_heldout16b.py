@@ -38,7 +38,13 @@ All of these are fitted on that round, not held out.
   ``self._available -= n``, and ``+= n`` in a later hold after the work): the
   loop's last test and the take are atomic, so the give-back after the await
   returns this call's own take. RC102 paired the loop's test with the give-back.
-  A take after another await keeps the error."""
+  A take after another await keeps the error.
+* A task started in a loop and waited for before the loop goes on
+  (google-adk's cascade connection, #12: ``self._turn =
+  asyncio.create_task(self._run_turn())`` then ``await
+  asyncio.wait([self._turn])``, a task only so a barge-in can cancel it) runs
+  one at a time: no fan-out, so RC101's error, which needs one in the module,
+  is a warning. Without the wait the loop fans out, and the error stays."""
 
 from __future__ import annotations
 
@@ -329,3 +335,43 @@ def test_a_take_after_another_await_keeps_the_error(tmp_path: Path) -> None:
     )
     ((line, severity, message),) = findings(tmp_path, {"budget": late}, "RC102")
     assert (line, severity) == (15, "error"), message
+
+
+_TURNS = """
+import asyncio
+
+
+class Connection:
+    def __init__(self, tts):
+        self._tts = tts
+        self._input_ready = asyncio.Event()
+        self._turn = None
+        self._turn_audio_ms = 0.0
+
+    async def _run_turns(self):
+        while True:
+            await self._input_ready.wait()
+            self._input_ready.clear()
+            self._turn = asyncio.create_task(self._run_turn())
+            await asyncio.wait([self._turn])
+
+    async def _run_turn(self):
+        self._turn_audio_ms = 0.0
+        async for chunk in self._tts():
+            self._turn_audio_ms += len(chunk)
+        await self._await_playback()
+
+    async def _await_playback(self):
+        await asyncio.sleep(self._turn_audio_ms / 1000)
+"""
+
+
+def test_a_task_waited_for_before_the_loop_goes_on_is_no_fan_out(tmp_path: Path) -> None:
+    ((line, severity, message),) = findings(tmp_path, {"live": _TURNS}, "RC101")
+    assert (line, severity) == (22, "warning"), message
+
+
+def test_tasks_the_loop_does_not_wait_for_keep_the_error(tmp_path: Path) -> None:
+    unwaited = _TURNS.replace("            await asyncio.wait([self._turn])\n", "")
+    ((line, severity, message),) = findings(tmp_path, {"live": unwaited}, "RC101")
+    assert (line, severity) == (21, "error"), message

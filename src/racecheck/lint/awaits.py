@@ -217,7 +217,11 @@ def _run_concurrently(module: Module) -> frozenset[str]:
     """
     targets: set[str] = set()
     for func in module.function_nodes:
-        for site in fanout_sites(func):
+        sites = fanout_sites(func)
+        waited = _waited_at_once(func) if sites else set()
+        for site in sites:
+            if id(site.node) in waited:
+                continue  # one task at a time: each is waited for before the next starts
             if site.kind == "task" and (name := last_name(site.target)) is not None:
                 targets.add(name)
     reached = set(targets)
@@ -227,6 +231,50 @@ def _run_concurrently(module: Module) -> frozenset[str]:
                 if isinstance(node, ast.Call) and (name := last_name(node.func)) is not None:
                     reached.add(name)
     return frozenset(reached)
+
+
+def _waited_at_once(func: FunctionNode) -> set[int]:
+    """Task starts (``create_task(...)`` calls) that the same block waits for before going on.
+
+    ``self._turn = asyncio.create_task(self._run_turn())`` and then ``await
+    asyncio.wait([self._turn])`` in a loop (google-adk's cascade connection,
+    sixteenth round #12: a task only so a barge-in can cancel the turn): the
+    loop starts one turn at a time, which is no fan-out. The wait must be a
+    later statement of the same block that awaits the task itself or a call
+    naming it (``wait``, ``wait_for``, ``shield``, ``gather``).
+    """
+    found: set[int] = set()
+    for node in iter_own(func):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if not isinstance(block, list):
+                continue
+            for index, stmt in enumerate(block):
+                if not (
+                    isinstance(stmt, ast.Assign | ast.AnnAssign)
+                    and isinstance(stmt.value, ast.Call)
+                    and (
+                        target := dotted(
+                            stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+                        )
+                    )
+                ):
+                    continue
+                if any(_awaits_named(later, target) for later in block[index + 1 :]):
+                    found.add(id(stmt.value))
+    return found
+
+
+def _awaits_named(stmt: ast.stmt, target: str) -> bool:
+    """Is ``stmt`` an ``await`` of ``target`` or of a call whose arguments name it?"""
+    value = stmt.value if isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) else None
+    if not isinstance(value, ast.Await):
+        return False
+    return any(
+        dotted(n) == target
+        for n in ast.walk(value.value)
+        if isinstance(n, ast.Name | ast.Attribute)
+    )
 
 
 def _called_from_outside(module: Module, info: ClassInfo, func: FunctionNode) -> bool:
