@@ -44,7 +44,13 @@ All of these are fitted on that round, not held out.
   asyncio.create_task(self._run_turn())`` then ``await
   asyncio.wait([self._turn])``, a task only so a barge-in can cancel it) runs
   one at a time: no fan-out, so RC101's error, which needs one in the module,
-  is a warning. Without the wait the loop fans out, and the error stays."""
+  is a warning. Without the wait the loop fans out, and the error stays.
+* What a fanned-out coroutine calls on an object it has just built is no
+  call of the module's own same-named method (Home Assistant's renault hub,
+  #27: the gathered ``async_initialise_vehicle`` does ``vehicle =
+  RenaultVehicleProxy(...)``, ``await vehicle.async_initialise()``, and the
+  hub's own set-up step ``async_initialise`` was taken for fanned out). The
+  same call on an object it looks up keeps RC101's error."""
 
 from __future__ import annotations
 
@@ -375,3 +381,52 @@ def test_tasks_the_loop_does_not_wait_for_keep_the_error(tmp_path: Path) -> None
     unwaited = _TURNS.replace("            await asyncio.wait([self._turn])\n", "")
     ((line, severity, message),) = findings(tmp_path, {"live": unwaited}, "RC101")
     assert (line, severity) == (21, "error"), message
+
+
+_HUB = """
+import asyncio
+
+from pkg.proxy import VehicleProxy
+
+
+class Hub:
+    def __init__(self, client):
+        self._client = client
+        self._account = None
+        self._vehicles = {}
+
+    async def async_initialise(self, account_id):
+        self._account = await self._client.get_api_account(account_id)
+        vehicles = await self._account.get_vehicles()
+        await asyncio.gather(
+            *(self.async_initialise_vehicle(link, self._account) for link in vehicles)
+        )
+
+    async def async_initialise_vehicle(self, link, account):
+        vehicle = VehicleProxy(await account.get_api_vehicle(link.vin))
+        await vehicle.async_initialise()
+        self._vehicles[link.vin] = vehicle
+"""
+
+_PROXY = """
+class VehicleProxy:
+    def __init__(self, vehicle):
+        self.vehicle = vehicle
+
+    async def async_initialise(self):
+        return self.vehicle
+"""
+
+
+def test_a_call_on_an_object_the_fanned_out_copy_built_is_not_the_method(tmp_path: Path) -> None:
+    ((line, severity, message),) = findings(tmp_path, {"hub": _HUB, "proxy": _PROXY}, "RC101")
+    assert (line, severity) == (14, "warning"), message
+
+
+def test_the_same_call_on_an_object_looked_up_keeps_the_error(tmp_path: Path) -> None:
+    looked_up = _HUB.replace(
+        "        vehicle = VehicleProxy(await account.get_api_vehicle(link.vin))\n",
+        "        vehicle = self._vehicles[link.vin]\n",
+    )
+    ((line, severity, message),) = findings(tmp_path, {"hub": looked_up, "proxy": _PROXY}, "RC101")
+    assert (line, severity) == (14, "error"), message

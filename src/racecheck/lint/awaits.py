@@ -227,8 +227,19 @@ def _run_concurrently(module: Module) -> frozenset[str]:
     reached = set(targets)
     for func in module.function_nodes:
         if func.name in targets:
+            built = _fresh_locals(module, func, any_class=True)
             for node in iter_own(func):
                 if isinstance(node, ast.Call) and (name := last_name(node.func)) is not None:
+                    if (
+                        isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Name)
+                        and node.func.value.id in built
+                    ):
+                        # ``vehicle = VehicleProxy(...)``; ``await vehicle.async_initialise()``:
+                        # each copy calls it on an object of its own (Home Assistant's
+                        # renault hub, sixteenth round #27: the hub's own same-named
+                        # set-up step was taken for fanned out)
+                        continue
                     reached.add(name)
     return frozenset(reached)
 
@@ -1724,8 +1735,10 @@ def _dead_store(facts: _Facts, write: Event) -> bool:
     return False
 
 
-def _fresh_locals(module: Module, func: FunctionNode) -> frozenset[str]:
-    """Locals of ``func`` that every binding sets to a new instance of a module class."""
+def _fresh_locals(module: Module, func: FunctionNode, any_class: bool = False) -> frozenset[str]:
+    """Locals of ``func`` that every binding sets to a new instance of a module class
+    (``any_class``: of any class, by the naming convention, ``Cls(...)`` or
+    ``mod.Cls(...)``)."""
     constructed: dict[str, int] = {}
     stores: dict[str, int] = {}
     for node in iter_own(func):
@@ -1739,8 +1752,10 @@ def _fresh_locals(module: Module, func: FunctionNode) -> frozenset[str]:
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
             and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Name)
-            and node.value.func.id in module.classes
+            and (
+                (isinstance(node.value.func, ast.Name) and node.value.func.id in module.classes)
+                or (any_class and (last_name(node.value.func) or "a")[:1].isupper())
+            )
         ):
             name = node.targets[0].id
             constructed[name] = constructed.get(name, 0) + 1
