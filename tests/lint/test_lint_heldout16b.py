@@ -50,7 +50,13 @@ All of these are fitted on that round, not held out.
   #27: the gathered ``async_initialise_vehicle`` does ``vehicle =
   RenaultVehicleProxy(...)``, ``await vehicle.async_initialise()``, and the
   hub's own set-up step ``async_initialise`` was taken for fanned out). The
-  same call on an object it looks up keeps RC101's error."""
+  same call on an object it looks up keeps RC101's error.
+* A store that filters the collection as it is after the await (litellm's
+  spend-increment flush, #50: ``self.queue = [op for idx, op in
+  enumerate(self.queue) if idx not in sent]``) keeps what other tasks
+  appended meanwhile and relies on no earlier check. ``self.queue.clear()`` there
+  (the alerting flushes' true shape, #31-33) keeps the error.
+"""
 
 from __future__ import annotations
 
@@ -429,4 +435,44 @@ def test_the_same_call_on_an_object_looked_up_keeps_the_error(tmp_path: Path) ->
         "        vehicle = self._vehicles[link.vin]\n",
     )
     ((line, severity, message),) = findings(tmp_path, {"hub": looked_up, "proxy": _PROXY}, "RC101")
+    assert (line, severity) == (14, "error"), message
+
+
+_FLUSH = """
+import asyncio
+
+
+class RoutingStrategy:
+    def __init__(self, cache):
+        self.cache = cache
+        self.queue = []
+
+    def log_success(self, op):
+        self.queue.append(op)
+
+    async def push_increments(self):
+        if len(self.queue) > 0:
+            sent = []
+            batch = {}
+            for idx, op in enumerate(self.queue):
+                batch[op["key"]] = op
+                sent.append(idx)
+            await self.cache.increment_pipeline(list(batch.values()))
+            self.queue = [op for idx, op in enumerate(self.queue) if idx not in sent]
+
+    async def sync_all(self, caches):
+        await asyncio.gather(*(self.push_increments() for _ in caches))
+"""
+
+
+def test_a_store_that_filters_the_current_collection_is_no_rc102(tmp_path: Path) -> None:
+    assert findings(tmp_path, {"strategy": _FLUSH}, "RC102") == []
+
+
+def test_emptying_the_collection_after_the_await_keeps_the_error(tmp_path: Path) -> None:
+    emptied = _FLUSH.replace(
+        "            self.queue = [op for idx, op in enumerate(self.queue) if idx not in sent]\n",
+        "            self.queue.clear()\n",
+    )
+    ((line, severity, message),) = findings(tmp_path, {"strategy": emptied}, "RC102")
     assert (line, severity) == (14, "error"), message

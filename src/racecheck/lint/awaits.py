@@ -1219,6 +1219,8 @@ def _check_then_act(
         suspend = _gap(test, act, awaits, entries=entries)
         if suspend is None or _claimed(facts, test, act):
             continue
+        if _drops_from_current(facts, act):
+            continue  # keeps what other tasks added meanwhile: it relies on no check
         reported.add((id(where(test)), act.key))
         split = f"({line_of(act)}) are split by an await ({line_of(suspend)})"
         if _reuse_guard(test, act):
@@ -1504,6 +1506,42 @@ def _rechecked_by_its_loop(facts: _Facts, checks: list[Event], act: Event) -> bo
         ):
             return True
     return False
+
+
+def _drops_from_current(facts: _Facts, act: Event) -> bool:
+    """``self.q = [op for i, op in enumerate(self.q) if i not in sent]`` (or
+    ``self.q = self.q[n:]``), reading ``self.q`` after the last await before it.
+
+    The store filters the collection as it is now: what other tasks appended
+    during the await is kept, and only what this call handled is dropped
+    (litellm's spend-increment flush, sixteenth round #50). It relies on no
+    earlier check. ``self.q = []`` or ``self.q.clear()`` after the await loses
+    those entries, and stays reported; so does a rebuild that adds (a lazy fill
+    by copy).
+    """
+    site = act.site
+    if act.kind != "write" or act.via is not None or not isinstance(site, ast.Assign):
+        return False
+    value = site.value
+    target = dotted(site.targets[0]) if len(site.targets) == 1 else None
+    if target is None or act.key.split(".", 1)[-1] != target.split(".", 1)[-1]:
+        return False
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Slice):
+        source: ast.expr = value.value
+    elif isinstance(value, ast.ListComp | ast.SetComp | ast.DictComp) and any(
+        g.ifs for g in value.generators
+    ):
+        source = value.generators[0].iter
+        if isinstance(source, ast.Call) and source.args:
+            source = source.args[0]  # ``enumerate(self.q)``
+        elif isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute):
+            source = source.func.value  # ``self.d.items()``
+    else:
+        return False
+    if dotted(source) != target:
+        return False
+    reads = [e for e in facts.events if e.kind == "read" and e.key == act.key and e.site is site]
+    return bool(reads) and not any(_suspends_between(facts, read, act) for read in reads)
 
 
 #: what takes one slot of a collection a size cap counts
