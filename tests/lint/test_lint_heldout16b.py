@@ -18,7 +18,10 @@ All of these are fitted on that round, not held out.
   (or called) afterwards is not what the lock guards; nor is a
   ``threading.Event`` (or lock, or ``queue.Queue``) bound there and only set
   and cleared (the stream's ``_thread_quit``): it is made to be shared by
-  threads. The same attribute rebound by any other method keeps the error.
+  threads. Nor is one every hold of the lock reads once (the stream logs
+  ``self.source`` there, ``update_source()`` rebinds it): one read sees a
+  whole value either way. The same attribute rebound by any other method,
+  or checked and used in one hold, keeps the error.
 * An act inside a ``while`` loop whose own test checks the same attribute
   (ray's request router, #59: ``while self._pending and
   self._pending[0].future.done(): self._pending.popleft()``) is governed by
@@ -176,6 +179,9 @@ def test_rc106_on_the_same_attribute_rebound_after_init_keeps_the_error(tmp_path
     rebound = _STREAM.replace(
         "    def _started(self):\n        pass\n",
         "    def _started(self):\n        self.hass = self.hass.reloaded()\n",
+    ).replace(  # a check and a use in one hold: the lock is relied on for it
+        "            self.hass.add_job(self._started)\n",
+        "            if self.hass.is_running:\n                self.hass.add_job(self._started)\n",
     )
     ((line, severity, message),) = findings(tmp_path, {"stream": rebound}, "RC106")
     assert (line, severity) == (12, "error"), message
@@ -476,3 +482,25 @@ def test_emptying_the_collection_after_the_await_keeps_the_error(tmp_path: Path)
     )
     ((line, severity, message),) = findings(tmp_path, {"strategy": emptied}, "RC102")
     assert (line, severity) == (14, "error"), message
+
+
+_LOGGED = _STREAM.replace(
+    "            self.hass.add_job(self._started)\n",
+    "            self.hass.add_job(self._started)\n            print(self.source)\n",
+)
+
+
+def test_rc106_on_an_attribute_each_hold_reads_once_is_quiet(tmp_path: Path) -> None:
+    assert findings(tmp_path, {"stream": _LOGGED}, "RC106") == []
+
+
+def test_rc106_on_an_attribute_checked_and_used_in_one_hold_keeps_the_error(
+    tmp_path: Path,
+) -> None:
+    checked = _LOGGED.replace(
+        "            print(self.source)\n",
+        "            if self.source:\n                print(self.source)\n",
+    )
+    ((line, severity, message),) = findings(tmp_path, {"stream": checked}, "RC106")
+    assert (line, severity) == (12, "error"), message
+    assert "`source`" in message

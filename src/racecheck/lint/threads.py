@@ -390,6 +390,7 @@ def _asyncio_lock_across_threads(
             continue
         changed = _guarded_by(module, methods.values(), attr, changes_only=True)
         settled = _set_at_construction(module, methods.values())
+        settled |= _read_once_per_hold(module, methods.values(), attr) - changed
         inside = _only_called_under(module, methods.values(), attr)
         reaching = _reaching_the_lock(module, methods, started, attr, guarded)
         for method in methods.values():
@@ -580,6 +581,33 @@ def _set_at_construction(module: Module, methods: object) -> set[str]:
         if method.name not in _CONSTRUCTION:
             rebound.update(_changes_in(method, module.self_name(method), rebinds_only=True))
     return (inside - outside) | (safe - rebound)
+
+
+def _read_once_per_hold(module: Module, methods: object, lock: str) -> set[str]:
+    """Attributes that every ``async with self.<lock>:`` block reads at most once.
+
+    One read inside the block sees one whole value whether or not a thread
+    rebinds the attribute meanwhile; the lock makes nothing atomic for it (Home
+    Assistant's stream logs ``self.source`` inside its start/stop lock, and
+    ``update_source()`` rebinds it from the loop; sixteenth round #30). A check
+    and a use of the attribute in one hold (two reads) rely on it staying put,
+    and stay counted; so does an attribute the block changes (the caller leaves
+    those out).
+    """
+    counts: dict[str, int] = {}
+    for method in methods:  # type: ignore[attr-defined]
+        me = module.self_name(method)
+        for node in iter_own(method):
+            if isinstance(node, ast.AsyncWith) and any(
+                self_attr(item.context_expr, me) == lock for item in node.items
+            ):
+                here: dict[str, int] = {}
+                for inner in ast.walk(node):
+                    if (attr := self_attr(inner, me)) is not None:
+                        here[attr] = here.get(attr, 0) + 1
+                for attr, count in here.items():
+                    counts[attr] = max(counts.get(attr, 0), count)
+    return {attr for attr, count in counts.items() if count == 1}
 
 
 #: thread-safe objects: ``set()``/``clear()``/``put()`` on them need no lock of ours
