@@ -367,15 +367,18 @@ def _on_fresh_object(text: str, start: int, pos: int, head: str) -> bool:
     if receiver is None or receiver.group(1) in ("self", "cls"):
         return False
     name = re.escape(receiver.group(1))
-    body = text[start:pos]
-    bindings = list(re.finditer(rf"^[ \t]*{name}[ \t]*(?::[^=\n]*)?=(?!=)", body, re.M))
-    last = bindings[-1] if bindings else None
-    if last is None or not _BUILT.match(body, last.end()):
+    # searched in place (``pos``/``endpos``): a copy of a large function's text
+    # for each reference cost more than the search
+    binding = re.compile(rf"^[ \t]*{name}[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
+    last = None
+    for last in binding.finditer(text, start, pos):  # noqa: B007 - the last one is wanted
+        pass
+    if last is None or not _BUILT.match(text, last.end(), pos):
         return False
     rebound = re.compile(
         rf"\b(?:for|as)[ \t]+(?:\w+[ \t]*,[ \t]*)*{name}\b|\b{name}[ \t]*,[^=\n]*=(?!=)"
     )
-    return rebound.search(body, last.end()) is None
+    return rebound.search(text, last.end(), pos) is None
 
 
 #: ``if self._flag:`` and ``return`` (on its line or the next): a caller leaving
