@@ -390,7 +390,7 @@ def _asyncio_lock_across_threads(
             continue
         changed = _guarded_by(module, methods.values(), attr, changes_only=True)
         settled = _set_at_construction(module, methods.values())
-        settled |= _read_once_per_hold(module, methods.values(), attr) - changed
+        settled |= _read_once_per_hold(module, methods, attr) - changed
         inside = _only_called_under(module, methods.values(), attr)
         reaching = _reaching_the_lock(module, methods, started, attr, guarded)
         for method in methods.values():
@@ -583,7 +583,7 @@ def _set_at_construction(module: Module, methods: object) -> set[str]:
     return (inside - outside) | (safe - rebound)
 
 
-def _read_once_per_hold(module: Module, methods: object, lock: str) -> set[str]:
+def _read_once_per_hold(module: Module, methods: dict[str, FunctionNode], lock: str) -> set[str]:
     """Attributes that every ``async with self.<lock>:`` block reads at most once.
 
     One read inside the block sees one whole value whether or not a thread
@@ -592,10 +592,10 @@ def _read_once_per_hold(module: Module, methods: object, lock: str) -> set[str]:
     ``update_source()`` rebinds it from the loop; sixteenth round #30). A check
     and a use of the attribute in one hold (two reads) rely on it staying put,
     and stay counted; so does an attribute the block changes (the caller leaves
-    those out).
+    those out), itself or through a method of the class it calls.
     """
     counts: dict[str, int] = {}
-    for method in methods:  # type: ignore[attr-defined]
+    for method in methods.values():
         me = module.self_name(method)
         for node in iter_own(method):
             if isinstance(node, ast.AsyncWith) and any(
@@ -605,6 +605,12 @@ def _read_once_per_hold(module: Module, methods: object, lock: str) -> set[str]:
                 for inner in ast.walk(node):
                     if (attr := self_attr(inner, me)) is not None:
                         here[attr] = here.get(attr, 0) + 1
+                        callee = methods.get(attr)
+                        if callee is not None and callee is not method:
+                            # ``if self._created >= 10: return self.make_connection()``,
+                            # whose helper changes ``_created``: a check and an act
+                            for changed in _changes_in(callee, module.self_name(callee), False):
+                                here[changed] = here.get(changed, 0) + 2
                 for attr, count in here.items():
                     counts[attr] = max(counts.get(attr, 0), count)
     return {attr for attr, count in counts.items() if count == 1}
