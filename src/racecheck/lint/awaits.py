@@ -277,7 +277,11 @@ def _waited_at_once(func: FunctionNode) -> set[int]:
 
 
 def _awaits_named(stmt: ast.stmt, target: str) -> bool:
-    """Is ``stmt`` an ``await`` of ``target`` or of a call whose arguments name it?"""
+    """Is ``stmt`` an ``await`` of ``target`` or of a call whose arguments name it?
+    Or a ``try`` whose body holds one (camel's MCP client: ``try: await
+    asyncio.shield(connect_task)``; seventeenth round, fitted)."""
+    if isinstance(stmt, ast.Try):
+        return any(_awaits_named(inner, target) for inner in stmt.body)
     value = stmt.value if isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) else None
     if not isinstance(value, ast.Await):
         return False
