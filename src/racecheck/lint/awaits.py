@@ -217,16 +217,79 @@ def _run_concurrently(module: Module) -> frozenset[str]:
     """
     targets: set[str] = set()
     for func in module.function_nodes:
-        for site in fanout_sites(func):
+        sites = fanout_sites(func)
+        waited = _waited_at_once(func) if sites else set()
+        for site in sites:
+            if id(site.node) in waited:
+                continue  # one task at a time: each is waited for before the next starts
             if site.kind == "task" and (name := last_name(site.target)) is not None:
                 targets.add(name)
     reached = set(targets)
     for func in module.function_nodes:
         if func.name in targets:
+            built = _fresh_locals(module, func, any_class=True)
             for node in iter_own(func):
                 if isinstance(node, ast.Call) and (name := last_name(node.func)) is not None:
+                    if (
+                        isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Name)
+                        and node.func.value.id in built
+                    ):
+                        # ``vehicle = VehicleProxy(...)``; ``await vehicle.async_initialise()``:
+                        # each copy calls it on an object of its own (Home Assistant's
+                        # renault hub, sixteenth round #27: the hub's own same-named
+                        # set-up step was taken for fanned out)
+                        continue
                     reached.add(name)
     return frozenset(reached)
+
+
+def _waited_at_once(func: FunctionNode) -> set[int]:
+    """Task starts (``create_task(...)`` calls) that the same block waits for before going on.
+
+    ``self._turn = asyncio.create_task(self._run_turn())`` and then ``await
+    asyncio.wait([self._turn])`` in a loop (google-adk's cascade connection,
+    sixteenth round #12: a task only so a barge-in can cancel the turn): the
+    loop starts one turn at a time, which is no fan-out. The wait must be a
+    later statement of the same block that awaits the task itself or a call
+    naming it (``wait``, ``wait_for``, ``shield``, ``gather``).
+    """
+    found: set[int] = set()
+    for node in iter_own(func):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if not isinstance(block, list):
+                continue
+            for index, stmt in enumerate(block):
+                if not (
+                    isinstance(stmt, ast.Assign | ast.AnnAssign)
+                    and isinstance(stmt.value, ast.Call)
+                    and (
+                        target := dotted(
+                            stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+                        )
+                    )
+                ):
+                    continue
+                if any(_awaits_named(later, target) for later in block[index + 1 :]):
+                    found.add(id(stmt.value))
+    return found
+
+
+def _awaits_named(stmt: ast.stmt, target: str) -> bool:
+    """Is ``stmt`` an ``await`` of ``target`` or of a call whose arguments name it?
+    Or a ``try`` whose body holds one (camel's MCP client: ``try: await
+    asyncio.shield(connect_task)``; seventeenth round, fitted)."""
+    if isinstance(stmt, ast.Try):
+        return any(_awaits_named(inner, target) for inner in stmt.body)
+    value = stmt.value if isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) else None
+    if not isinstance(value, ast.Await):
+        return False
+    return any(
+        dotted(n) == target
+        for n in ast.walk(value.value)
+        if isinstance(n, ast.Name | ast.Attribute)
+    )
 
 
 def _called_from_outside(module: Module, info: ClassInfo, func: FunctionNode) -> bool:
@@ -1141,6 +1204,8 @@ def _check_then_act(
             continue  # the callee checks for itself: reported there, not at every caller
         if _same_result(act):
             continue  # every task awaits one stored awaitable: they all store the same value
+        if _rechecked_by_its_loop(facts, checks.get(act.key, []), act):
+            continue  # its own loop's test checks the key right before each pass
         governing = [
             c
             for c in checks.get(act.key, ())
@@ -1158,6 +1223,8 @@ def _check_then_act(
         suspend = _gap(test, act, awaits, entries=entries)
         if suspend is None or _claimed(facts, test, act):
             continue
+        if _drops_from_current(facts, act):
+            continue  # keeps what other tasks added meanwhile: it relies on no check
         reported.add((id(where(test)), act.key))
         split = f"({line_of(act)}) are split by an await ({line_of(suspend)})"
         if _reuse_guard(test, act):
@@ -1370,8 +1437,14 @@ def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
     """
     first_await = facts.next_await(test.order)
     for claim in facts.events[facts.events.index(test) + 1 :]:
-        if claim.order >= act.order or (first_await is not None and claim.order > first_await):
+        if claim.order >= act.order:
             return False
+        if (
+            first_await is not None
+            and claim.order > first_await
+            and _suspends_between(facts, test, claim)
+        ):
+            continue  # an await on the claim's own path: another task ran meanwhile
         if (
             claim.key == act.key
             and claim.kind in {"write", "mutate"}
@@ -1387,6 +1460,22 @@ def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
                     and claim.detail in {"setitem", "local-key"}
                     and set(test.path) <= set(claim.path)
                 )
+                # or past a cap that leaves: ``if len(self._pending) >= LIMIT: return``
+                # then ``self._pending[key] = task`` takes one of the counted slots
+                # (litellm's MCP discovery cache, sixteenth round #42)
+                or (
+                    test.guard
+                    and test.detail == "capacity"
+                    and claim.detail in _TAKES_SLOT
+                    and set(test.path) <= set(claim.path)
+                )
+                # or right after a wait loop: ``while self._available < n: await
+                # cond.wait()`` then ``self._available -= n``, the loop's last test
+                # and the take atomic (a semaphore made of a Condition: modal's
+                # byte budget, sixteenth round #55); the later ``+= n`` gives back
+                # this call's own take. The loop's test is emitted after its body,
+                # so a claim after it in order is after the loop.
+                or (test.detail == "recheck" and set(test.path) <= set(claim.path))
             )
             and _acts(claim)
             and reaches(test, claim)
@@ -1396,6 +1485,81 @@ def _claimed(facts: _Facts, test: Event, act: Event) -> bool:
         ):
             return True
     return False
+
+
+def _rechecked_by_its_loop(facts: _Facts, checks: list[Event], act: Event) -> bool:
+    """Is ``act`` inside a ``while`` loop whose test checks its key, with no await
+    in the loop before it? (``while self._q and self._q[0].done(): self._q.popleft()``.)
+
+    The flow emits a loop's test once, as the re-check after its body (the exit
+    test), so the act found only an earlier check to pair with; but the test runs
+    right before each pass, and with no await between it and the act no other task
+    runs in between (ray's request router, sixteenth round #59).
+    """
+    for check in checks:
+        loop = check.scope[1]
+        if (
+            check.detail == "recheck"
+            and loop in act.loops
+            and check.frames == act.frames[: len(check.frames)]
+            and not any(
+                loop in suspend.loops and reaches(suspend, act)
+                for suspend in facts.awaits
+                if suspend.order < act.order
+            )
+        ):
+            return True
+    return False
+
+
+def _drops_from_current(facts: _Facts, act: Event) -> bool:
+    """``self.q = [op for i, op in enumerate(self.q) if i not in sent]`` (or
+    ``self.q = self.q[n:]``), reading ``self.q`` after the last await before it.
+
+    The store filters the collection as it is now: what other tasks appended
+    during the await is kept, and only what this call handled is dropped
+    (litellm's spend-increment flush, sixteenth round #50). It relies on no
+    earlier check. ``self.q = []`` or ``self.q.clear()`` after the await loses
+    those entries, and stays reported; so does a rebuild that adds (a lazy fill
+    by copy).
+    """
+    site = act.site
+    if act.kind != "write" or act.via is not None or not isinstance(site, ast.Assign):
+        return False
+    value = site.value
+    target = dotted(site.targets[0]) if len(site.targets) == 1 else None
+    if target is None or act.key.split(".", 1)[-1] != target.split(".", 1)[-1]:
+        return False
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Slice):
+        source: ast.expr = value.value
+    elif isinstance(value, ast.ListComp | ast.SetComp | ast.DictComp) and any(
+        g.ifs for g in value.generators
+    ):
+        source = value.generators[0].iter
+        if isinstance(source, ast.Call) and source.args:
+            source = source.args[0]  # ``enumerate(self.q)``
+        elif isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute):
+            source = source.func.value  # ``self.d.items()``
+    else:
+        return False
+    if dotted(source) != target:
+        return False
+    reads = [e for e in facts.events if e.kind == "read" and e.key == act.key and e.site is site]
+    return bool(reads) and not any(_suspends_between(facts, read, act) for read in reads)
+
+
+#: what takes one slot of a collection a size cap counts
+_TAKES_SLOT = frozenset({"setitem", "local-key", "append", "appendleft", "add", "insert"})
+
+
+def _suspends_between(facts: _Facts, first: Event, last: Event) -> bool:
+    """Is there an await on a path from ``first`` to ``last``? (Not one in an arm
+    that leaves before ``last``: the cap's own ``return await fetch()``.)"""
+    start = bisect.bisect_right(facts.await_orders, first.order)
+    stop = bisect.bisect_left(facts.await_orders, last.order)
+    return any(
+        reaches(first, suspend) and reaches(suspend, last) for suspend in facts.awaits[start:stop]
+    )
 
 
 #: mutators that only add to a collection
@@ -1613,8 +1777,10 @@ def _dead_store(facts: _Facts, write: Event) -> bool:
     return False
 
 
-def _fresh_locals(module: Module, func: FunctionNode) -> frozenset[str]:
-    """Locals of ``func`` that every binding sets to a new instance of a module class."""
+def _fresh_locals(module: Module, func: FunctionNode, any_class: bool = False) -> frozenset[str]:
+    """Locals of ``func`` that every binding sets to a new instance of a module class
+    (``any_class``: of any class, by the naming convention, ``Cls(...)`` or
+    ``mod.Cls(...)``)."""
     constructed: dict[str, int] = {}
     stores: dict[str, int] = {}
     for node in iter_own(func):
@@ -1628,8 +1794,10 @@ def _fresh_locals(module: Module, func: FunctionNode) -> frozenset[str]:
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
             and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Name)
-            and node.value.func.id in module.classes
+            and (
+                (isinstance(node.value.func, ast.Name) and node.value.func.id in module.classes)
+                or (any_class and (last_name(node.value.func) or "a")[:1].isupper())
+            )
         ):
             name = node.targets[0].id
             constructed[name] = constructed.get(name, 0) + 1

@@ -288,6 +288,9 @@ class _Ref:
     cls: str | None  # that function's class
     on_self: bool  # ``self.name``
     spawn: bool  # inside the arguments of a spawn, or appended to a list gathered later
+    #: ``obj.name`` where ``obj`` is a local the calling function just built,
+    #: ``obj = Cls(...)``: each run of the caller has an object of its own
+    fresh: bool = False
 
 
 def _refs(index: _Index, name: str) -> list[_Ref]:
@@ -335,10 +338,47 @@ def _refs(index: _Index, name: str) -> list[_Ref]:
                     klass.name if klass is not None and klass.kind == "class" else None,
                     on_self,
                     _inside_spawn(file.text, m.start()) or shape.gathered(m.start(), outer),
+                    not on_self
+                    and _on_fresh_object(file.text, file.line_starts[outer.line], m.start(), head),
                 )
             )
     index.refs[name] = found
     return found
+
+
+#: ``processor.`` right before the name: the receiver, a plain local
+_RECEIVER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.$")
+#: a class built: ``Cls(`` or ``module.Cls(``, by the naming convention
+_BUILT = re.compile(r"[ \t]*(?:\w+\.)*[A-Z]\w*\(")
+
+
+def _on_fresh_object(text: str, start: int, pos: int, head: str) -> bool:
+    """Is the reference at ``pos`` a call on a local the function (from ``start``)
+    last bound to a new object, ``processor = RequestProcessing(data=data)``?
+
+    Each run of the caller builds its own object, so however many tasks run the
+    caller at once, none shares the object the method runs on (litellm's proxy
+    builds a ``ProxyBaseLLMRequestProcessing`` per request and runs its pre-call
+    step once on it; sixteenth round, #39-41). The module-local version of this
+    is ``awaits._owned``. A later rebinding of the name (a loop target, ``as``,
+    another assignment) makes it unknown.
+    """
+    receiver = _RECEIVER.search(head)
+    if receiver is None or receiver.group(1) in ("self", "cls"):
+        return False
+    name = re.escape(receiver.group(1))
+    # searched in place (``pos``/``endpos``): a copy of a large function's text
+    # for each reference cost more than the search
+    binding = re.compile(rf"^[ \t]*{name}[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
+    last = None
+    for last in binding.finditer(text, start, pos):  # noqa: B007 - the last one is wanted
+        pass
+    if last is None or not _BUILT.match(text, last.end(), pos):
+        return False
+    rebound = re.compile(
+        rf"\b(?:for|as)[ \t]+(?:\w+[ \t]*,[ \t]*)*{name}\b|\b{name}[ \t]*,[^=\n]*=(?!=)"
+    )
+    return rebound.search(text, last.end(), pos) is None
 
 
 #: ``if self._flag:`` and ``return`` (on its line or the next): a caller leaving
@@ -387,6 +427,8 @@ def _search(
             continue  # which class's method this is, the text cannot tell
         if ref.spawn:
             return ref.where
+        if ref.fresh:
+            continue  # its caller's runs each build their own object: none shares this one
         if depth > 1 and ref.outer not in seen:
             callers[ref.outer, ref.cls] = None
     for caller, cls in callers:

@@ -20,6 +20,7 @@ thread-driven class touches as well (it cannot exclude threads at all).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -36,6 +37,7 @@ from racecheck.lint.module import (
     FunctionNode,
     Module,
     decorator_names,
+    dotted,
     is_locklike,
     iter_own,
     last_name,
@@ -387,6 +389,8 @@ def _asyncio_lock_across_threads(
         if not guarded:
             continue
         changed = _guarded_by(module, methods.values(), attr, changes_only=True)
+        settled = _set_at_construction(module, methods.values())
+        settled |= _read_once_per_hold(module, methods, attr) - changed
         inside = _only_called_under(module, methods.values(), attr)
         reaching = _reaching_the_lock(module, methods, started, attr, guarded)
         for method in methods.values():
@@ -406,7 +410,9 @@ def _asyncio_lock_across_threads(
                 {
                     a
                     for n in iter_own(method)
-                    if (a := self_attr(n, me)) in guarded and (a in changed or a in unlocked)
+                    if (a := self_attr(n, me)) in guarded
+                    and (a in changed or a in unlocked)
+                    and a not in settled
                 }
             )
             if touched:
@@ -539,6 +545,110 @@ def _recreates(module: Module, method: FunctionNode, me: str | None, lock: str) 
         and module.asyncio_primitive(node.value) is not None
         for node in iter_own(method)
     )
+
+
+#: methods that build the object: what they bind, no other thread sees half-made
+_CONSTRUCTION = frozenset({"__init__", "__post_init__", "__new__"})
+
+
+def _set_at_construction(module: Module, methods: object) -> set[str]:
+    """Attributes the class changes only while constructing the object (bound in
+    ``__init__``, never rebound or mutated by another method or a callback).
+
+    Home Assistant's stream binds ``self.hass`` in ``__init__`` and only reads it
+    after; crewai's job runner only calls its ``format_error`` (sixteenth round,
+    #30 and #5). An asyncio lock's failure to exclude threads matters for what
+    someone changes while both sides run; a value fixed before either starts is
+    not that. A change in a function nested in ``__init__`` runs later: it counts.
+    """
+    inside: set[str] = set()
+    outside: set[str] = set()
+    safe: set[str] = set()  # bound to an object threads may share: only rebinding changes it
+    for method in methods:  # type: ignore[attr-defined]
+        me = module.self_name(method)
+        if method.name in _CONSTRUCTION:
+            for node in iter_own(method):
+                if (attr := _changed_attr(node, me)) is not None:
+                    inside.add(attr)
+                    if isinstance(node, ast.Attribute) and _thread_safe_value(node, method):
+                        safe.add(attr)
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                    outside.update(_changes_in(node, me, rebinds_only=False))
+        else:
+            outside.update(_changes_in(method, me, rebinds_only=False))
+    rebound: set[str] = set()
+    for method in methods:  # type: ignore[attr-defined]
+        if method.name not in _CONSTRUCTION:
+            rebound.update(_changes_in(method, module.self_name(method), rebinds_only=True))
+    return (inside - outside) | (safe - rebound)
+
+
+def _read_once_per_hold(module: Module, methods: dict[str, FunctionNode], lock: str) -> set[str]:
+    """Attributes that every ``async with self.<lock>:`` block reads at most once.
+
+    One read inside the block sees one whole value whether or not a thread
+    rebinds the attribute meanwhile; the lock makes nothing atomic for it (Home
+    Assistant's stream logs ``self.source`` inside its start/stop lock, and
+    ``update_source()`` rebinds it from the loop; sixteenth round #30). A check
+    and a use of the attribute in one hold (two reads) rely on it staying put,
+    and stay counted; so does an attribute the block changes (the caller leaves
+    those out), itself or through a method of the class it calls.
+    """
+    counts: dict[str, int] = {}
+    for method in methods.values():
+        me = module.self_name(method)
+        for node in iter_own(method):
+            if isinstance(node, ast.AsyncWith) and any(
+                self_attr(item.context_expr, me) == lock for item in node.items
+            ):
+                here: dict[str, int] = {}
+                for inner in ast.walk(node):
+                    if (attr := self_attr(inner, me)) is not None:
+                        here[attr] = here.get(attr, 0) + 1
+                        callee = methods.get(attr)
+                        if callee is not None and callee is not method:
+                            # ``if self._created >= 10: return self.make_connection()``,
+                            # whose helper changes ``_created``: a check and an act
+                            for changed in _changes_in(callee, module.self_name(callee), False):
+                                here[changed] = here.get(changed, 0) + 2
+                for attr, count in here.items():
+                    counts[attr] = max(counts.get(attr, 0), count)
+    return {attr for attr, count in counts.items() if count == 1}
+
+
+#: thread-safe objects: ``set()``/``clear()``/``put()`` on them need no lock of ours
+_THREAD_SAFE = re.compile(
+    r"(?:threading\.(?:Event|Lock|RLock|Condition|Semaphore|BoundedSemaphore|Barrier)"
+    r"|queue\.(?:Queue|SimpleQueue|LifoQueue|PriorityQueue))$"
+)
+
+
+def _thread_safe_value(target: ast.Attribute, method: FunctionNode) -> bool:
+    """Is ``self.x`` bound, in ``method``, to a new ``threading.Event()``, ``queue.Queue()``...?
+
+    Home Assistant's stream sets and clears a ``threading.Event`` under its
+    asyncio start/stop lock and in the worker thread (sixteenth round #30): the
+    event is made for exactly that, and is no state the lock must guard.
+    """
+    for node in iter_own(method):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if (
+            isinstance(node, ast.Assign | ast.AnnAssign)
+            and target in targets
+            and isinstance(node.value, ast.Call)
+            and (name := dotted(node.value.func)) is not None
+        ):
+            return _THREAD_SAFE.match(name) is not None
+    return False
+
+
+def _changes_in(func: ast.AST, me: str | None, rebinds_only: bool) -> set[str]:
+    return {
+        attr
+        for node in ast.walk(func)
+        if (not rebinds_only or isinstance(node, ast.Attribute))
+        and (attr := _changed_attr(node, me)) is not None
+    }
 
 
 def _created_in(info: ClassInfo, node: ast.AST) -> bool:
