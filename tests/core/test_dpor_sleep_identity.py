@@ -14,13 +14,16 @@ final state that a random walk (threads) or plain exhaustive search (asyncio)
 reaches.
 
 The first two programs are the smallest where comparing every object exactly
-(by its ordinal alone) loses a final state; the random programs test the rule
-more widely.
+(by its ordinal alone) loses a final state; the third, where comparing
+exactly the objects both runs touched before the state loses one unless the
+two runs' accesses up to there are checked to be the same. The random
+programs test the rule more widely.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -135,8 +138,51 @@ def reader_and_late_writer_tasks(seen: set[Outcome], last: list[Outcome]) -> Cal
     return program
 
 
+def reader_and_writer_of_a_cell_touched_between_starts(
+    seen: set[Outcome], last: list[Outcome]
+) -> Callable[[], None]:
+    """``a`` is touched before the branch, but numbered differently in the first run.
+
+    The first run's first thread start touches racecheck's own objects,
+    which later runs do not: every number given after it is larger there.
+    ``p``, asleep with its read recorded in the first run, must still be
+    woken by ``q``'s write in a later run, though both runs touched ``a``
+    before the state and gave it different numbers: the accesses before the
+    state differ, so the numbers say nothing (compared as numbers, ``p`` is
+    never woken and never reads 1).
+    """
+
+    def program() -> None:
+        a = Cell()
+        results = [0]
+
+        def p() -> None:
+            results[0] = a.value
+
+        def q() -> None:
+            a.value = 1
+
+        reader, writer = threading.Thread(target=p), threading.Thread(target=q)
+        reader.start()
+        a.value = 0
+        writer.start()
+        reader.join()
+        writer.join()
+        outcome = ((a.value,), tuple(results))
+        seen.add(outcome)
+        last.append(outcome)
+
+    return program
+
+
 @pytest.mark.parametrize(
-    "make", [reader_and_late_writer, reader_and_late_writer_tasks], ids=["threads", "asyncio"]
+    "make",
+    [
+        reader_and_late_writer,
+        reader_and_late_writer_tasks,
+        reader_and_writer_of_a_cell_touched_between_starts,
+    ],
+    ids=["threads", "asyncio", "touched_between_starts"],
 )
 def test_a_cell_first_touched_after_the_branch_still_wakes_the_sleeper(
     make: Callable[[set[Outcome], list[Outcome]], Callable[[], Any]],
@@ -146,6 +192,46 @@ def test_a_cell_first_touched_after_the_branch_still_wakes_the_sleeper(
     reached, report = _dpor_reaches(make, 500)
     assert report.verified, report.notes
     assert expected <= reached, report.notes
+
+
+# -- what it saves -------------------------------------------------------------------
+
+
+async def three_tasks_two_locks_each() -> None:
+    """Three tasks, each holding two of three locks (taken in one global order).
+
+    The locks are objects of one type: compared by type only, a sleeper that
+    took one lock is woken by any other task taking any lock, and the search
+    runs 111 schedules, 69 of them repeating a trace; told apart where both
+    runs touched them, 41 and none.
+    """
+    locks = [asyncio.Lock() for _ in range(3)]
+
+    async def task(i: int) -> None:
+        first, second = sorted((i, (i + 1) % 3))
+        async with locks[first]:
+            await asyncio.sleep(0)
+            async with locks[second]:
+                await asyncio.sleep(0)
+
+    await asyncio.gather(*(task(i) for i in range(3)))
+
+
+def _count(report: racecheck.Report, what: str) -> int:
+    found = re.search(rf"(\d+) runs? {what}", " ".join(report.notes))
+    return int(found.group(1)) if found else 0
+
+
+def test_objects_both_runs_touched_are_told_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    reports = {}
+    for shared in (False, True):
+        monkeypatch.setattr(DPORChooser, "shared_identity", shared)
+        report = racecheck.check(three_tasks_two_locks_each, strategy="dpor", schedules=1000)
+        assert report.verified, report.notes
+        reports[shared] = report
+    by_type, told_apart = reports[False], reports[True]
+    assert _count(told_apart, "repeated") < _count(by_type, "repeated"), told_apart.notes
+    assert told_apart.schedules_run < by_type.schedules_run, told_apart.notes
 
 
 # -- random programs over cells of one type -------------------------------------------
