@@ -50,13 +50,15 @@ may have its only representative beyond the bound), so a bounded search
 reports what it covered and is never "verified".
 
 Within a run objects are told apart exactly; a sleeping actor's step, recorded
-in an earlier run, is compared with this run's steps by type of object (see
-:mod:`racecheck.accesses`): conservative, never missing a conflict.
+in an earlier run, is compared with this run's steps exactly on the objects
+both runs touched, in the same accesses, before the sleeper's state, and by
+type of object on the others (:meth:`DPORChooser._wakes`): conservative,
+never missing a conflict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from racecheck.accesses import (
@@ -97,6 +99,13 @@ class _Event:
     typed: Index = field(default_factory=dict)
     opaque: bool = False
     final: bool = False
+    #: the step's position in its run
+    position: int = 0
+    #: names the accesses its run's earlier steps made (see DPORChooser._wakes)
+    prefix: int = 0
+    #: by object for the objects those steps touched, by type for the others
+    #: (see DPORChooser._wakes; made when first needed)
+    mixed: Index | None = None
 
     def finalise(self, enabled_before: Sequence[int], enabled_after: Sequence[int]) -> None:
         """Add the actor-state accesses: who this step woke, started or blocked."""
@@ -117,10 +126,17 @@ class _Event:
         self.opaque = OPAQUE in self.index
 
 
-def _index(accesses: Sequence[Access], typed: bool) -> Index:
+def _index(
+    accesses: Sequence[Access], typed: bool, seen: Mapping[int, int] | None = None, before: int = 0
+) -> Index:
+    """The accesses by object and key; ``typed``: objects by type, except those
+    ``seen`` (object -> the position of the first step that touched it) says a
+    step before position ``before`` touched."""
     index: Index = {}
     for obj, key, write, kind in accesses:
-        place: Hashable = kind if typed and obj >= 0 else obj
+        place: Hashable = obj
+        if typed and obj >= 0 and (seen is None or seen.get(obj, before) >= before):
+            place = kind
         keys = index.get(place)
         if keys is None:
             keys = index[place] = {}
@@ -401,6 +417,9 @@ class _Node:
     done: dict[int, _Event] = field(default_factory=dict)
     #: actors asleep here, with the step each would take
     sleep: dict[int, _Event] = field(default_factory=dict)
+    #: (what the earlier steps made, actor, what its step from here made) ->
+    #: a name for the accesses up to and with that step (see DPORChooser._wakes)
+    prefixes: dict[tuple[int, int, tuple[Access, ...]], int] = field(default_factory=dict)
 
 
 class DPORChooser(BaseChooser):
@@ -413,6 +432,9 @@ class DPORChooser(BaseChooser):
     samples = False
     #: run a few probes off the search (see _probe_prefix)
     probes = True
+    #: compare a sleeper's step with this run's exactly on the objects both runs
+    #: touched before the sleeper's state (see DPORChooser._wakes); off: by type only
+    shared_identity = True
 
     def __init__(self, bound: int | None = None) -> None:
         if bound is not None and bound < 0:
@@ -423,6 +445,12 @@ class DPORChooser(BaseChooser):
         self._enabled: list[tuple[int, ...]] = []
         self._blocked = False
         self._next_sleep: dict[int, _Event] = {}
+        #: object -> the position of this run's first step that touched it; per
+        #: position, the name of the accesses the steps before it made (see _wakes)
+        self._first_touch: dict[int, int] = {}
+        self._prefixes: list[int] = [0]
+        #: names given to the accesses of runs' first steps so far
+        self._prefix_names = 0
         #: actor -> the turns that held it off in the run analysed: [start, end or None]
         #: (see _holds_of and _reverse)
         self._held: dict[int, list[list[int | None]]] = {}
@@ -460,6 +488,8 @@ class DPORChooser(BaseChooser):
         self._enabled = []
         self._blocked = False
         self._next_sleep = {}
+        self._first_touch = {}
+        self._prefixes = [0]
         upcoming = self._runs + 1
         self._probe = None
         if self.probes and upcoming >= 2 and upcoming & (upcoming - 1) == 0:
@@ -564,10 +594,26 @@ class DPORChooser(BaseChooser):
                 delays = previous.delays + (previous.enabled.index(previous.actor) != 0)
             node = _Node(enabled, actor, delays, {actor}, {}, dict(self._next_sleep))
             self.path.append(node)
-        event = _Event(actor, tuple(accesses))
+        event = _Event(actor, tuple(accesses), position=position)
+        self._note_objects(node, event)
         self.events.append(event)
         self._enabled.append(enabled)
         node.backtrack.add(actor)
+
+    def _note_objects(self, node: _Node, event: _Event) -> None:
+        """Record which objects the run touched so far, and name the accesses it made."""
+        position = event.position
+        first_touch = self._first_touch
+        for obj, _, _, _ in event.accesses:
+            if obj >= 0 and obj not in first_touch:
+                first_touch[obj] = position
+        prefix = event.prefix = self._prefixes[position]
+        key = (prefix, event.actor, event.accesses)
+        name = node.prefixes.get(key)
+        if name is None:
+            self._prefix_names += 1
+            name = node.prefixes[key] = self._prefix_names
+        self._prefixes.append(name)
 
     def _settle(self, enabled_now: Sequence[int]) -> None:
         """The previous step's effect on who is enabled is known now: finish it."""
@@ -587,11 +633,59 @@ class DPORChooser(BaseChooser):
                 if a != event.actor and self.order.may_sleep(node, a)
             },
         }
+        by_position: dict[int, Index] = {}
         self._next_sleep = {
             actor: sleeper
             for actor, sleeper in asleep.items()
-            if not _conflict(sleeper.typed, event.typed)
+            if not self._wakes(sleeper, event, by_position)
         }
+
+    def _wakes(self, sleeper: _Event, event: _Event, by_position: dict[int, Index]) -> bool:
+        """Does this run's step ``event`` conflict with the step ``sleeper`` recorded earlier?
+
+        Objects are ordinals, numbered by first touch within a run, so a
+        number in the sleeper's run and the same number in this one need not
+        name the same object: compared by type of object, they never miss a
+        conflict, but any step that touches another object of the type wakes
+        the sleeper, and the search then runs a trace again (73 of 250 runs
+        of cleveragents-7105-bridge). Compared exactly where that is sound:
+
+        * The sleeper's run and this one went through the sleeper's state,
+          so their steps before it ran the same actors (for a deterministic
+          target, as the whole search assumes, the same code). When those steps
+          also made the same accesses (same ordinals, keys, type names; each
+          step's accesses are named on its state with the name of the ones
+          before, ``_Node.prefixes``, so equal names are equal sequences),
+          the two runs are one replay up to there, and an object those steps
+          touched has the same number in both runs: the number it got there.
+          The accesses say so, not the schedule: racecheck's own machinery
+          touches objects in the first run that later runs do not (a thread
+          start), which shifts every number after it, and a run whose steps
+          differ in any way falls back to types.
+        * Such an object, numbered ``n`` in both runs, is the same object on
+          both sides when both name ``n``, and is not the object any other
+          number names on either side: no other object has ``n``, in either
+          run. So a pair where one side is such a number is decided exactly.
+        * Every other number was first given at or after the sleeper's
+          state (in the sleeper's own step, or in a step of this run since),
+          or given before it without an access to show for it: the two runs
+          may give it to different objects, and the same object may have
+          different numbers. Those are compared by type.
+
+        The pseudo-objects (negative numbers) are compared as before.
+        ``by_position`` keeps ``event`` indexed so, per sleeper's position.
+        """
+        position = sleeper.position
+        if not self.shared_identity or sleeper.prefix != self._prefixes[position]:
+            return _conflict(sleeper.typed, event.typed)
+        seen = self._first_touch
+        index = by_position.get(position)
+        if index is None:
+            index = by_position[position] = _index(event.accesses, True, seen, position)
+        if sleeper.mixed is None:
+            # the same objects whichever run with this name computes it
+            sleeper.mixed = _index(sleeper.accesses, True, seen, position)
+        return _conflict(sleeper.mixed, index)
 
     def end(self, decisions: Sequence[Decision], failed: bool, steps: int) -> None:
         self._runs += 1

@@ -1,9 +1,10 @@
 """Naming a run's trace, so that DPOR counts each trace once.
 
 DPOR's sleep sets compare a step recorded in an earlier run with this run's
-steps by type of object (conservative, never missing a conflict), so a run
-can end unblocked and still be an earlier run's trace with independent steps
-swapped. Counting such runs overstated "all N non-equivalent interleavings"
+steps by type of object wherever the two runs' numbering of objects may
+differ (conservative, never missing a conflict: DPORChooser._wakes), so a
+run can end unblocked and still be an earlier run's trace with independent
+steps swapped. Counting such runs overstated "all N non-equivalent interleavings"
 (three writers of one attribute: 15, for 3! = 6 traces). :func:`trace_key`
 names a run's trace instead, and DPOR counts distinct names.
 
