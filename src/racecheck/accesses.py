@@ -8,11 +8,14 @@ every step, the list of :data:`Access` records the step made. Every access is
 
 * ``object`` is an *ordinal*: objects are numbered in the order a run first
   touches them, so a run's records compare exactly within the run. Across
-  runs (sleep sets compare a step of one run with a step of another) objects
-  are compared by type name only: two objects of one type may be taken for
-  one (more conflicts, never fewer). Numbering by first touch cannot carry
-  across runs: racecheck's own machinery (a thread pool made on first use)
-  touches objects in the first run that later runs do not.
+  runs (sleep sets compare a step of one run with a step of another) the
+  numbers name the same objects only where both runs made the same accesses
+  up to the sleeper's state, and only for the objects those accesses touched
+  (``DPORChooser._wakes``); every other object is compared by type name: two
+  objects of one type may be taken for one (more conflicts, never fewer).
+  Numbering by first touch does not carry across runs in general: racecheck's
+  own machinery (a thread pool made on first use) touches objects in the
+  first run that later runs do not.
 * ``key`` is an attribute name, a container item or :data:`ANY` (the whole
   object: iteration, ``len``, a C method that may change anything in it).
   Keys that are objects are reduced to their type, which merges keys but never
@@ -678,7 +681,8 @@ _QUEUE_MUTEX_GAP = (
 _QUEUE_PART_NAMES = ("mutex", "not_empty", "not_full", "all_tasks_done")
 #: the type name every access to a queue.Queue's mutex made in the run is recorded
 #: under (StepLog.close), whoever makes it: its methods' takes read the mutex's TAKEN,
-#: and across runs (sleep sets) steps are compared by type name, so under "Lock" a
+#: and across runs (sleep sets) steps are compared by type name where the numbers
+#: cannot be trusted (DPORChooser._wakes), so under "Lock" a
 #: queue operation woke a thread asleep on any Lock acquire (bounded_queue_under_lock
 #: _fixed: 210 -> 784 schedules). A name per object, given where the mutex is made,
 #: is the same for all its accesses, traced code's ``with q.mutex:`` included.
