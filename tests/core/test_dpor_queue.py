@@ -1138,20 +1138,21 @@ def test_a_daemon_with_work_left_at_the_end_is_found() -> None:
     assert found.value.kind == "exception"
 
 
-# -- open: a SimpleQueue get whose timeout runs out before a put (found in session 18) --
+# -- two timed waits that run out at once: which goes on first is a decision --
 
 
 def _timed_gets_then_a_put() -> None:
     """Two timed gets on a SimpleQueue; the first to time out puts an item.
 
     When the first wait runs out, it puts while the second still waits, and the
-    second takes the item: ``out[1] == 1``. Exhaustive search finds it at schedule
-    5, a random walk at 3; DPOR calls the program verified after 2 runs (one trace,
-    one run blocked by a sleep set), with the threads backend's SimpleQueue (a
-    queue.Queue or a queue built on a Lock and Conditions gives both states). Found
-    by the slow property test_dpor_reaches_every_exhaustive_state_of_simple_queue_
-    programs_more on program ((wait, put 1), (wait,)); present at the session's
-    first commit, so not caused by its changes. Not fixed yet: see the closing note.
+    second takes the item: ``out[1] == 1``. Both timeouts run out at the same
+    virtual time; the thread whose wait advanced the clock (the last to block)
+    went on at once, so it always gave up first, and DPOR called the program
+    verified after 2 runs while exhaustive search found the bug at schedule 5
+    (it varies which get blocks last). Found by the slow property
+    test_dpor_reaches_every_exhaustive_state_of_simple_queue_programs_more on
+    ((wait, put 1), (wait,)). Now the end of a wait that woke others too is a
+    scheduling decision (ThreadRuntime.block).
     """
     q: queue.SimpleQueue[int] = queue.SimpleQueue()
     out: list[object] = [None, None]
@@ -1177,17 +1178,13 @@ def _timed_gets_then_a_put() -> None:
     assert out[1] == "empty", f"the second get took the first's put: {out}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open false 'verified': DPOR misses a SimpleQueue timed get outlived by a put",
-)
 def test_dpor_finds_a_timed_get_outlived_by_a_put_on_a_simple_queue() -> None:
     with pytest.raises(racecheck.RaceFound):
         racecheck.check(_timed_gets_then_a_put, strategy="dpor", schedules=300, minimize=False)
 
 
 def test_exhaustive_search_finds_a_timed_get_outlived_by_a_put_on_a_simple_queue() -> None:
-    """The reference the xfail above is measured against: the bug is reachable."""
+    """The reference the test above is measured against: the bug is reachable."""
     with pytest.raises(racecheck.RaceFound):
         racecheck.check(
             _timed_gets_then_a_put, strategy="exhaustive", schedules=300, minimize=False

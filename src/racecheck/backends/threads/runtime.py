@@ -400,6 +400,17 @@ class ThreadRuntime:
                 ids, owners = self._offer(me)
                 if not ids:
                     self._idle()
+                    if (
+                        deadline is not None
+                        and controller.now >= deadline
+                        and not ready()
+                        and self._offer(me)[0]
+                    ):
+                        # The time this wait gave up at woke others too (two gets whose
+                        # timeouts run out at once): which goes on first is a decision.
+                        # Gone on at once, the last to block always decided first, and
+                        # a put by the other, before it gave up, was never tried.
+                        self.point(me, operation, resource)
                     continue
                 regular = len(ids)
                 if self.timer_loops:
