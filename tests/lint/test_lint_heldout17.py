@@ -22,20 +22,9 @@ stays as it is.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-from racecheck.lint import lint_paths
-
-
-def findings(root: Path, modules: dict[str, str], code: str) -> list[tuple[int, str, str]]:
-    pkg = root / "pkg"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    for name, source in modules.items():
-        (pkg / f"{name}.py").write_text(textwrap.dedent(source))
-    return [(f.line, f.severity, f.message) for f in lint_paths([pkg]) if f.code == code]
-
+from test_lint_heldout16 import findings
 
 _CLIENT = """
 import asyncio
