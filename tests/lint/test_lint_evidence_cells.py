@@ -20,21 +20,14 @@ chosen instead of demoting the whole cell:
   (chainlit's eight, all false); the rest of the cell, 9 of 10, keeps it. A
   blanket demotion would break ``test_lint_heldout4``'s fan-out tests and the
   marsys reference shape; a collection handed in stays evidence.
-* "no package searched" (RC102/RC103 15 of 20 today): a directory without
-  ``__init__.py`` below a package is a namespace portion of it and needs the
-  package's evidence; a lone file or snippet keeps the shape's severity, as
-  every ``lint_source`` test of this directory pins.
 """
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 from test_lint_heldout14 import _BRIDGE
 from test_lint_heldout16 import findings
-
-from racecheck.lint import lint_paths, lint_source
 
 _RECORDER = """
 import asyncio
@@ -123,63 +116,3 @@ def test_a_fan_out_over_a_collection_handed_in_stays_evidence(tmp_path: Path) ->
     ((line, severity, message),) = findings(tmp_path, {"message": handed}, "RC103")
     assert (line, severity) == (10, "error"), message
     assert "send() is fanned out in this module" in message
-
-
-# ── a directory without ``__init__.py`` inside a package ────────────────────
-# litellm's ``integrations/datadog/``, spanner's ``_async/``, e2b's
-# ``sandbox_async/``: implicit namespace portions of a regular package,
-# imported as ``litellm.integrations.datadog``. They were "no package to
-# search", so the shape alone made an error: 15 of 20 true today, under 90%.
-# They are part of the enclosing package now and need its evidence, as every
-# other module of it does; a lone file or snippet keeps the shape's severity.
-
-_CLIENT = """
-class Client:
-    def __init__(self, factory):
-        self._factory = factory
-        self._session = None
-
-    async def session(self):
-        if self._session is None:
-            self._session = await self._factory.connect()
-        return self._session
-"""
-
-_SPAWNER = """
-import asyncio
-
-from pkg.portion.client import Client
-
-
-async def run_all(client: Client, n):
-    await asyncio.gather(*(client.session() for _ in range(n)))
-"""
-
-
-def _portion(root: Path, modules: dict[str, str]) -> list[tuple[int, str, str]]:
-    pkg = root / "pkg"
-    (pkg / "portion").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    for name, source in modules.items():
-        (pkg / name).write_text(textwrap.dedent(source))
-    return [(f.line, f.severity, f.message) for f in lint_paths([pkg]) if f.code == "RC102"]
-
-
-def test_a_namespace_portion_inside_a_package_needs_the_packages_evidence(
-    tmp_path: Path,
-) -> None:
-    ((line, severity, message),) = _portion(tmp_path, {"portion/client.py": _CLIENT})
-    assert (line, severity) == (8, "warning"), message
-    assert "nothing in the package runs session()" in message
-
-
-def test_a_namespace_portion_the_package_fans_out_stays_an_error(tmp_path: Path) -> None:
-    ((line, severity, message),) = _portion(
-        tmp_path, {"portion/client.py": _CLIENT, "runner.py": _SPAWNER}
-    )
-    assert (line, severity) == (8, "error"), message
-
-
-def test_a_lone_file_keeps_the_severity_its_shape_gives() -> None:
-    (finding,) = lint_source(textwrap.dedent(_CLIENT), "client.py")
-    assert (finding.code, finding.severity) == ("RC102", "error")

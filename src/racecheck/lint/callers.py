@@ -232,23 +232,13 @@ _PACKAGES: dict[Path, _Package] = {}
 
 
 def package_root(path: str) -> Path | None:
-    """The topmost directory of the package ``path`` is in, or None outside a package.
-
-    A directory without ``__init__.py`` below one with it is an implicit
-    namespace portion of that package (litellm's ``integrations/datadog/``,
-    imported as ``litellm.integrations.datadog``): its modules belong to the
-    enclosing package (lint19). As "no package", the shape alone made an error
-    there, 15 true of 20 on the held-out rounds; now they need the package's
-    evidence like any other module of it.
-    """
+    """The topmost directory of the package ``path`` is in, or None outside a package."""
     try:
         here = Path(path).resolve().parent
     except (OSError, RuntimeError):
         return None
-    while not (here / "__init__.py").is_file():
-        if here.parent == here:
-            return None
-        here = here.parent
+    if not (here / "__init__.py").is_file():
+        return None
     while (here.parent / "__init__.py").is_file() and here.parent != here:
         here = here.parent
     return here
