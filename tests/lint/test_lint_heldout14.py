@@ -157,14 +157,16 @@ def test_an_asyncio_lock_whose_state_no_thread_reaches_is_a_warning(tmp_path: Pa
     assert "_pump()" in message
 
 
-def test_a_thread_that_touches_the_guarded_state_keeps_the_error(tmp_path: Path) -> None:
+def test_a_thread_that_touches_the_guarded_state_keeps_the_finding(tmp_path: Path) -> None:
     touching = _SESSION.replace(
         '        for chunk in iter(self._sock.recv, b""):\n',
         '        self.state = None\n        for chunk in iter(self._sock.recv, b""):\n',
     )
     assert touching != _SESSION
+    # a warning since lint19: the thread reaches the state, not the lock
+    # (0 of 3 true on the held-out rounds; test_lint_evidence_cells.py)
     ((line, severity, _),) = findings(tmp_path, touching, "RC106")
-    assert (line, severity) == (10, "error")
+    assert (line, severity) == (10, "warning")
 
 
 def test_a_thread_that_queues_a_coroutine_taking_the_lock_keeps_the_error(

@@ -164,7 +164,7 @@ def test_rc106_on_an_attribute_set_once_in_init_and_only_read_is_quiet(tmp_path:
     assert findings(tmp_path, {"stream": _STREAM}, "RC106") == []
 
 
-def test_rc106_on_the_same_attribute_rebound_after_init_keeps_the_error(tmp_path: Path) -> None:
+def test_rc106_on_the_same_attribute_rebound_after_init_keeps_the_finding(tmp_path: Path) -> None:
     rebound = _STREAM.replace(
         "    def _started(self):\n        pass\n",
         "    def _started(self):\n        self.hass = self.hass.reloaded()\n",
@@ -172,20 +172,24 @@ def test_rc106_on_the_same_attribute_rebound_after_init_keeps_the_error(tmp_path
         "            self.hass.add_job(self._started)\n",
         "            if self.hass.is_running:\n                self.hass.add_job(self._started)\n",
     )
+    # a warning since lint19: the thread reaches the state, not the lock
+    # (0 of 3 true on the held-out rounds; test_lint_evidence_cells.py)
     ((line, severity, message),) = findings(tmp_path, {"stream": rebound}, "RC106")
-    assert (line, severity) == (12, "error"), message
+    assert (line, severity) == (12, "warning"), message
     assert "`hass`" in message
 
 
-def test_rc106_on_a_plain_flag_in_place_of_the_event_keeps_the_error(tmp_path: Path) -> None:
+def test_rc106_on_a_plain_flag_in_place_of_the_event_keeps_the_finding(tmp_path: Path) -> None:
     flag = (
         _STREAM.replace("self._thread_quit = threading.Event()", "self._thread_quit = False")
         .replace("self._thread_quit.set()", "self._thread_quit = True")
         .replace("self._thread_quit.clear()", "self._thread_quit = False")
         .replace("while not self._thread_quit.wait(1):", "while not self._thread_quit:")
     )
+    # a warning since lint19: the thread reaches the state, not the lock
+    # (0 of 3 true on the held-out rounds; test_lint_evidence_cells.py)
     ((line, severity, message),) = findings(tmp_path, {"stream": flag}, "RC106")
-    assert (line, severity) == (12, "error"), message
+    assert (line, severity) == (12, "warning"), message
     assert "`_thread_quit`" in message
 
 
@@ -483,13 +487,15 @@ def test_rc106_on_an_attribute_each_hold_reads_once_is_quiet(tmp_path: Path) -> 
     assert findings(tmp_path, {"stream": _LOGGED}, "RC106") == []
 
 
-def test_rc106_on_an_attribute_checked_and_used_in_one_hold_keeps_the_error(
+def test_rc106_on_an_attribute_checked_and_used_in_one_hold_keeps_the_finding(
     tmp_path: Path,
 ) -> None:
     checked = _LOGGED.replace(
         "            print(self.source)\n",
         "            if self.source:\n                print(self.source)\n",
     )
+    # a warning since lint19: the thread reaches the state, not the lock
+    # (0 of 3 true on the held-out rounds; test_lint_evidence_cells.py)
     ((line, severity, message),) = findings(tmp_path, {"stream": checked}, "RC106")
-    assert (line, severity) == (12, "error"), message
+    assert (line, severity) == (12, "warning"), message
     assert "`source`" in message

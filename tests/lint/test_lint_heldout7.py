@@ -114,14 +114,16 @@ def test_asyncio_lock_beside_a_threading_lock_is_a_warning() -> None:
     assert severities(both) == [(10, "RC106", "warning")]
 
 
-def test_asyncio_lock_in_a_class_that_starts_a_thread_on_itself_is_an_error() -> None:
+def test_asyncio_lock_in_a_class_that_starts_a_thread_on_itself_is_found() -> None:
     both = _EITHER.replace("        else:\n            self._lock", "        self._lock")
     started = both + (
         "\n    def start(self):\n"
         "        threading.Thread(target=self.sync_execute, args=(None,)).start()\n"
     )
     started = started.replace("import asyncio\n", "import asyncio\nimport threading\n", 1)
-    assert severities(started) == [(11, "RC106", "error")]
+    # a warning since lint19: the thread uses what the lock guards, never the lock
+    # (0 of 3 true on the held-out rounds; test_lint_evidence_cells.py)
+    assert severities(started) == [(11, "RC106", "warning")]
 
 
 # ── "not started yet" guard, then a new value stored ────────────────────────

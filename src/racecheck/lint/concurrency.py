@@ -66,6 +66,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 
 from racecheck.lint.callers import (
     _LIFECYCLE_VERBS,
@@ -139,6 +140,28 @@ def in_package(module: Module) -> bool:
     """Is there a package to search? Outside one (``lint_source``, a lone script)
     the shape decides, as before this cut: see the module docstring."""
     return memo(module.tree, "package", partial(_module_package, module.path)) is not None
+
+
+def in_namespace_portion(module: Module) -> str | None:
+    """The package above a module whose own directory has no ``__init__.py``, or None.
+
+    litellm's ``integrations/datadog/``, spanner's ``_async/``: implicit
+    namespace portions of a regular package. No package is searched from them
+    (:func:`in_package` is False), and until lint19 the shape alone made an
+    error there, as in a lone script: 15 of 20 true on the held-out rounds.
+    They now need evidence the module itself shows. Searching the enclosing
+    package instead kept 7 of the 20, 2 of them true, and was not taken.
+    """
+    try:
+        here = Path(module.path).resolve().parent
+    except (OSError, RuntimeError):
+        return None
+    if (here / "__init__.py").is_file():
+        return None
+    for above in here.parents:
+        if (above / "__init__.py").is_file():
+            return above.name
+    return None
 
 
 def evidence(
