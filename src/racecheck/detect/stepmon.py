@@ -45,8 +45,8 @@ from typing import Any
 
 from racecheck.detect.detector import Detector
 from racecheck.detect.detector import _made_in_python as made_in_python
+from racecheck.detect.operands import STEP_LOG_OPS, detect_lines, recipes
 from racecheck.detect.operands import _recipes as _RECIPES
-from racecheck.detect.operands import detect_lines, recipes
 from racecheck.sources import is_user_file
 
 AVAILABLE = sys.version_info >= (3, 12)
@@ -176,12 +176,12 @@ class StepMonitor:
         detector = self.detector
         if detector is None or _get_ident() != self.thread:
             return None  # between steps, or another thread: the trace function never saw it
-        if (
-            recipe.op == "callee"
-            and detector.access_log is None
-            and offset in self.call_offsets.get(id(code), ())
-        ):
-            return None  # the CALL event right after this one hands it over (_on_call)
+        if detector.access_log is None:
+            op = recipe.op
+            if op in STEP_LOG_OPS:
+                return None  # read by DPOR's step log only: on_recipe would return at once
+            if op == "callee" and offset in self.call_offsets.get(id(code), ()):
+                return None  # the CALL event right after this one hands it over (_on_call)
         # the recipe found above: on_instruction would look it up again
         detector.on_recipe(sys._getframe(1), recipe, self.actor, self.hb)
         return None
