@@ -135,3 +135,42 @@ def test_step_log_only_recipes_stop_in_the_callback_unless_dpor_records(
     with pytest.raises(racecheck.RaceFound):
         racecheck.check(awaits_and_copies, strategy="dpor", schedules=20, seed=0, detect=True)
     assert any(op in STEP_LOG_OPS and logged for op, logged in handed)
+
+
+@needs_monitoring
+def test_a_step_log_free_exploration_switches_them_off_and_a_logging_step_back_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Explored by random (no run records DPOR's steps), those recipes' events go for good.
+
+    They come back for a step that records DPOR's steps: here a DPOR
+    exploration that finds the tool still claimed (its release is held back),
+    so nothing else would restart them.
+    """
+    from racecheck.detect import stepmon
+    from racecheck.detect.detector import Detector
+    from racecheck.detect.operands import STEP_LOG_OPS
+
+    handed: list[tuple[str, bool]] = []
+    on_recipe = Detector.on_recipe
+
+    def counted(self: Detector, frame: Any, recipe: Any, actor: int, hb: int) -> None:
+        handed.append((recipe.op, self.access_log is not None))
+        on_recipe(self, frame, recipe, actor, hb)
+
+    monkeypatch.setattr(Detector, "on_recipe", counted)
+    release = stepmon.release
+    monkeypatch.setattr(stepmon, "release", lambda: None)
+    monkeypatch.setattr("racecheck.backends.asyncio_backend.release_step_monitor", lambda: None)
+    try:
+        with pytest.raises(racecheck.RaceFound):
+            racecheck.check(awaits_and_copies, strategy="random", schedules=20, seed=0, detect=True)
+        assert stepmon.MONITOR.dropped
+        assert stepmon.MONITOR.tool is not None  # still claimed
+        handed.clear()
+        with pytest.raises(racecheck.RaceFound):
+            racecheck.check(awaits_and_copies, strategy="dpor", schedules=20, seed=0, detect=True)
+        assert any(op in STEP_LOG_OPS and logged for op, logged in handed)
+        assert not stepmon.MONITOR.dropped
+    finally:
+        release()

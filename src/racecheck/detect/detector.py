@@ -327,6 +327,7 @@ class Detector:
         "keep",
         "last_actor",
         "locked_gets",
+        "log_free",
         "loops",
         "names",
         "next_waker",
@@ -431,6 +432,9 @@ class Detector:
         #: ``record_only`` the detector only feeds it and never reports
         self.access_log: Any = None
         self.record_only = False
+        #: no run of this exploration records DPOR's steps (its chooser observes no
+        #: accesses): a 3.12+ feed may switch off for good what only a step log reads
+        self.log_free = False
         #: sequence id -> actor -> (where it located a position in it, the sequence's
         #: WHOLE seq then, the actor's step then): ``bisect``/``index`` results, valid
         #: only until someone else shifts the sequence (see _stale_index)
