@@ -401,6 +401,7 @@ class Session:
                 happens_before=self.settings.backend.name == "threads",
                 hot_lines=self.hot_lines,
             )
+            controller.detector.log_free = not getattr(chooser, "observes_accesses", False)
         if _observes_this_schedule(chooser):
             _record_accesses(controller, self.hot_lines)
             if self.settings.backend.granularity == "line":

@@ -94,3 +94,83 @@ def test_correct_code_stays_quiet_on_both_roads() -> None:
     # random: auto's DPOR member would verify this tiny program and stop early
     report = racecheck.check(locked_update, detect=True, schedules=30, seed=1, strategy="random")
     assert report.schedules_run == 30
+
+
+async def awaits_and_copies() -> None:
+    box = {"n": 0}
+
+    async def bump() -> None:
+        current = box["n"]
+        await asyncio.sleep(0)
+        box["n"] = current + 1  # ``current + 1`` reads ``current`` whole: DPOR's step log does
+
+    await asyncio.gather(bump(), bump())
+
+
+@needs_monitoring
+def test_step_log_only_recipes_stop_in_the_callback_unless_dpor_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``await``, whole reads and in-place operators are for DPOR's step log alone.
+
+    Without one the detector returns at once for them, so the monitoring
+    callback does not hand them over; with one (a DPOR run) it still does.
+    """
+    from racecheck.detect.detector import Detector
+    from racecheck.detect.operands import STEP_LOG_OPS
+
+    handed: list[tuple[str, bool]] = []
+    on_recipe = Detector.on_recipe
+
+    def counted(self: Detector, frame: Any, recipe: Any, actor: int, hb: int) -> None:
+        handed.append((recipe.op, self.access_log is not None))
+        on_recipe(self, frame, recipe, actor, hb)
+
+    monkeypatch.setattr(Detector, "on_recipe", counted)
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(awaits_and_copies, strategy="random", schedules=20, seed=0, detect=True)
+    assert "lost update" in str(found.value)
+    assert handed and not any(op in STEP_LOG_OPS for op, _ in handed)
+    handed.clear()
+    with pytest.raises(racecheck.RaceFound):
+        racecheck.check(awaits_and_copies, strategy="dpor", schedules=20, seed=0, detect=True)
+    assert any(op in STEP_LOG_OPS and logged for op, logged in handed)
+
+
+@needs_monitoring
+def test_a_step_log_free_exploration_switches_them_off_and_a_logging_step_back_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Explored by random (no run records DPOR's steps), those recipes' events go for good.
+
+    They come back for a step that records DPOR's steps: here a DPOR
+    exploration that finds the tool still claimed (its release is held back),
+    so nothing else would restart them.
+    """
+    from racecheck.detect import stepmon
+    from racecheck.detect.detector import Detector
+    from racecheck.detect.operands import STEP_LOG_OPS
+
+    handed: list[tuple[str, bool]] = []
+    on_recipe = Detector.on_recipe
+
+    def counted(self: Detector, frame: Any, recipe: Any, actor: int, hb: int) -> None:
+        handed.append((recipe.op, self.access_log is not None))
+        on_recipe(self, frame, recipe, actor, hb)
+
+    monkeypatch.setattr(Detector, "on_recipe", counted)
+    release = stepmon.release
+    monkeypatch.setattr(stepmon, "release", lambda: None)
+    monkeypatch.setattr("racecheck.backends.asyncio_backend.release_step_monitor", lambda: None)
+    try:
+        with pytest.raises(racecheck.RaceFound):
+            racecheck.check(awaits_and_copies, strategy="random", schedules=20, seed=0, detect=True)
+        assert stepmon.MONITOR.dropped
+        assert stepmon.MONITOR.tool is not None  # still claimed
+        handed.clear()
+        with pytest.raises(racecheck.RaceFound):
+            racecheck.check(awaits_and_copies, strategy="dpor", schedules=20, seed=0, detect=True)
+        assert any(op in STEP_LOG_OPS and logged for op, logged in handed)
+        assert not stepmon.MONITOR.dropped
+    finally:
+        release()

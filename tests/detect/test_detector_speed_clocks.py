@@ -75,7 +75,7 @@ def test_a_step_s_clocks_are_the_full_join_of_its_stamp(
 
     def checked(self: Detector, actor: int, handle: Any) -> None:
         stamped = self.stamps.get(id(handle))
-        stamper = self.stamped_by.get(id(handle))
+        stamper = stamped[2] if stamped is not None else None
         expected: tuple[dict[int, int], dict[int, int]] | None = None
         if stamped is not None and actor in self.clocks:
             clock, signals = dict(self.clocks[actor]), dict(self.signals[actor])

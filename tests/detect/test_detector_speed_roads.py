@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -103,6 +104,21 @@ async def module_attributes_only() -> None:
     await asyncio.gather(_read_module_attribute(), _read_module_attribute())
 
 
+#: a module holding state: ``SETTINGS.counter`` is its global, read from outside
+SETTINGS = types.ModuleType("settings")
+
+
+async def _bump_module() -> None:
+    value = SETTINGS.counter  # the short road answers a function at once, not this
+    await asyncio.sleep(0)
+    SETTINGS.counter = value + 1
+
+
+async def module_lost_update() -> None:
+    SETTINGS.counter = 0
+    await asyncio.gather(_bump_module(), _bump_module())
+
+
 def thread_local_counters() -> None:
     """Each thread's ``threading.local`` attributes are its own: nothing races."""
     local = threading.local()
@@ -153,6 +169,7 @@ PROGRAMS: dict[str, tuple[Callable[[], Any], str, bool]] = {
     "global base": (global_lost_update, "asyncio", True),
     "class attribute": (class_lost_update, "asyncio", True),
     "module attribute": (module_attributes_only, "asyncio", False),
+    "module state": (module_lost_update, "asyncio", True),
     "threading.local": (thread_local_counters, "threads", False),
     "threads, locked": (_locked_threads, "threads", False),
     "threads, unlocked": (_unlocked_threads, "threads", True),

@@ -115,6 +115,8 @@ _OTHER_NAMES = (CellType, ProxyType, CallableProxyType)
 #: containers a C operation may read or change whole (``lst == x``, ``t |= x``)
 _WHOLE_TYPES = (dict, list, set, deque, bytearray, array.array)
 _VARIABLES = frozenset(("global-read", "global-write", "deref-read", "deref-write"))
+#: a plain module's own ``__dict__``, read as ``instance_dict`` reads it
+_MODULE_DICT: Any = dict_getter(ModuleType)
 WHOLE = "*"
 #: a container's emptiness: tested by `if self.items:`, changed by removals
 NONEMPTY = ("nonempty",)
@@ -325,6 +327,7 @@ class Detector:
         "keep",
         "last_actor",
         "locked_gets",
+        "log_free",
         "loops",
         "names",
         "next_waker",
@@ -342,7 +345,6 @@ class Detector:
         "shadows",
         "signallers",
         "signals",
-        "stamped_by",
         "stamps",
         "steps",
         "sync",
@@ -370,7 +372,10 @@ class Detector:
         self.keep: dict[int, Any] = {}  # objects whose ids key the shadows
         self.clocks: dict[int, dict[int, int]] = {}
         self.signals: dict[int, dict[int, int]] = {}
-        self.stamps: dict[int, tuple[Any, dict[int, int]]] = {}
+        #: asyncio: id(handle) -> (the handle, the clock it carries, who (actor, task
+        #: step) scheduled it, or None for a plain callback): one entry, made by
+        #: ``stamp`` and taken by the step or callback that runs the handle
+        self.stamps: dict[int, tuple[Any, dict[int, int], tuple[int, int] | None]] = {}
         self.current: int | None = None
         self.callback_clock: dict[int, int] = {}
         #: id -> (the sync object, its full clock, its signal clock)
@@ -394,10 +399,9 @@ class Detector:
         #: (actor, location) -> a read that decides a later write, and a write of
         #: another thread it is not ordered with
         self.decisions: dict[tuple[int, tuple[int, Any]], tuple[_Site, _Site]] = {}
-        #: asyncio hand-offs: task steps per actor, who (actor, step) scheduled a
-        #: handle, and who woke each actor into its current step
+        #: asyncio hand-offs: task steps per actor, and who woke each actor into
+        #: its current step (who scheduled a handle: ``stamps``)
         self.steps: dict[int, int] = {}
-        self.stamped_by: dict[int, tuple[int, int]] = {}
         self.woken: dict[int, tuple[int, int] | None] = {}
         #: trio: who (actor, step) made each actor runnable, until its next step;
         #: threads: who (thread, critical section) last signalled each sync object
@@ -428,6 +432,9 @@ class Detector:
         #: ``record_only`` the detector only feeds it and never reports
         self.access_log: Any = None
         self.record_only = False
+        #: no run of this exploration records DPOR's steps (its chooser observes no
+        #: accesses): a 3.12+ feed may switch off for good what only a step log reads
+        self.log_free = False
         #: sequence id -> actor -> (where it located a position in it, the sequence's
         #: WHOLE seq then, the actor's step then): ``bisect``/``index`` results, valid
         #: only until someone else shifts the sequence (see _stale_index)
@@ -538,30 +545,31 @@ class Detector:
             clock = signals.copy()
             tick = own[current] + 1
             own[current] = signals[current] = tick
-            self.stamped_by[id(handle)] = (current, self.steps.get(current, 0))
+            self.stamps[id(handle)] = (handle, clock, (current, self.steps.get(current, 0)))
         else:
-            clock = self.callback_clock.copy()
-            self.stamped_by.pop(id(handle), None)  # an id reused by a callback's handle
-        self.stamps[id(handle)] = (handle, clock)
+            self.stamps[id(handle)] = (handle, self.callback_clock.copy(), None)
 
     def begin_task_step(self, actor: int, handle: Any) -> None:
         if actor not in self.clocks:
             self._clock(actor)
         self.steps[actor] = self.steps.get(actor, 0) + 1
-        stamper = self.woken[actor] = self.stamped_by.pop(id(handle), None)
         stamped = self.stamps.pop(id(handle), None)
-        # A handle the actor stamped itself (its own ``sleep(0)``, a future it
-        # resolved) carries an earlier copy of its own signal clock: both its
-        # clocks hold that already (they only grow, and ``signals`` never runs
-        # ahead of ``clocks``), so the joins would change nothing.
-        if stamped is not None and (stamper is None or stamper[0] != actor):
-            clock = self.clocks[actor]
-            signals = self.signals[actor]
-            for who, tick in stamped[1].items():
-                if clock.get(who, 0) < tick:
-                    clock[who] = tick
-                if signals.get(who, 0) < tick:
-                    signals[who] = tick
+        if stamped is None:
+            self.woken[actor] = None
+        else:
+            stamper = self.woken[actor] = stamped[2]
+            # A handle the actor stamped itself (its own ``sleep(0)``, a future it
+            # resolved) carries an earlier copy of its own signal clock: both its
+            # clocks hold that already (they only grow, and ``signals`` never runs
+            # ahead of ``clocks``), so the joins would change nothing.
+            if stamper is None or stamper[0] != actor:
+                clock = self.clocks[actor]
+                signals = self.signals[actor]
+                for who, tick in stamped[1].items():
+                    if clock.get(who, 0) < tick:
+                        clock[who] = tick
+                    if signals.get(who, 0) < tick:
+                        signals[who] = tick
         self.current = actor
 
     # trio: a task made runnable (``reschedule``) inside another task's step was woken
@@ -601,7 +609,6 @@ class Detector:
                 signals[who] = tick
 
     def begin_callback(self, handle: Any) -> None:
-        self.stamped_by.pop(id(handle), None)
         stamped = self.stamps.pop(id(handle), None)
         if stamped is not None:
             # Callbacks are one pseudo-actor whose clock only grows: a gather's
@@ -751,6 +758,13 @@ class Detector:
             if base is MISSING:
                 return
             if isinstance(base, ModuleType):
+                if type(base) is ModuleType and op == "read":
+                    # ``asyncio.sleep``: what _module_attribute answers first, without
+                    # the two calls (a plain module's own dictionary, as
+                    # instance_dict reads it; a subclass keeps the road)
+                    value = _MODULE_DICT(base).get(plain[2], MISSING)
+                    if isinstance(value, _UNTRACKED_GLOBALS):
+                        return
                 self._module_attribute(frame, actor, hb, base, plain[2], op == "write", cached[2])
                 return
             self._attribute(frame, actor, hb, base, plain[2], op == "write", cached[1], cached[2])

@@ -45,8 +45,8 @@ from typing import Any
 
 from racecheck.detect.detector import Detector
 from racecheck.detect.detector import _made_in_python as made_in_python
+from racecheck.detect.operands import STEP_LOG_OPS, detect_lines, recipes
 from racecheck.detect.operands import _recipes as _RECIPES
-from racecheck.detect.operands import detect_lines, recipes
 from racecheck.sources import is_user_file
 
 AVAILABLE = sys.version_info >= (3, 12)
@@ -74,6 +74,9 @@ class StepMonitor:
         #: id(code) -> the offsets whose callee recipe the CALL event judges (see
         #: _on_call); codes are kept alive by ``instrumented``
         self.call_offsets: dict[int, frozenset[int]] = {}
+        #: INSTRUCTION events a step-log-free run switched off at recipes only a
+        #: step log needs (see _on_instruction): a step that logs turns them on again
+        self.dropped = False
         # the step being fed: set by :class:`monitored_step`
         self.detector: Detector | None = None
         self.actor = 0
@@ -109,6 +112,7 @@ class StepMonitor:
     def release(self) -> None:
         """Give the tool id back: the exploration is over."""
         self.failed = False
+        self.dropped = False  # the next claim restarts every event anyway
         self.detector = None
         self.hot_lines = {}
         tool, self.tool = self.tool, None
@@ -176,12 +180,20 @@ class StepMonitor:
         detector = self.detector
         if detector is None or _get_ident() != self.thread:
             return None  # between steps, or another thread: the trace function never saw it
-        if (
-            recipe.op == "callee"
-            and detector.access_log is None
-            and offset in self.call_offsets.get(id(code), ())
-        ):
-            return None  # the CALL event right after this one hands it over (_on_call)
+        if detector.access_log is None:
+            op = recipe.op
+            # read by DPOR's step log only (on_recipe would return at once), or a
+            # call whose CALL event right after this one hands it over (_on_call):
+            # nothing to do here without a step log, and in an exploration none of
+            # whose runs records one, never (a step that does record one after all
+            # turns the events on again first: see _log_steps)
+            if op in STEP_LOG_OPS or (
+                op == "callee" and offset in self.call_offsets.get(id(code), ())
+            ):
+                if detector.log_free:
+                    self.dropped = True
+                    return sys.monitoring.DISABLE  # type: ignore[attr-defined]
+                return None
         # the recipe found above: on_instruction would look it up again
         detector.on_recipe(sys._getframe(1), recipe, self.actor, self.hb)
         return None
@@ -217,6 +229,17 @@ class StepMonitor:
         return None
 
 
+def _log_steps(monitor: StepMonitor) -> None:
+    """A step that records DPOR's steps: every event a step-log-free run switched off, on again.
+
+    (``restart_events`` turns on every ``DISABLE``d event, the ones at
+    instructions without a recipe too: they are switched off again at their
+    next hit.)
+    """
+    monitor.dropped = False
+    sys.monitoring.restart_events()  # type: ignore[attr-defined]
+
+
 def _on_line(code: CodeType, line: int) -> Any:
     return None  # on only to keep lines instrumented (see StepMonitor._on_start)
 
@@ -235,9 +258,11 @@ class monitored_step:
         self.hb = hb
 
     def __enter__(self) -> None:
-        if self.detector.access_log is not None:
-            self.detector.access_log.running(self.actor)
         monitor = MONITOR
+        if self.detector.access_log is not None:
+            if monitor.dropped:
+                _log_steps(monitor)
+            self.detector.access_log.running(self.actor)
         monitor.actor, monitor.hb, monitor.thread = self.actor, self.hb, _get_ident()
         monitor.hot_lines = self.detector.hot_lines
         monitor.detector = self.detector
@@ -278,6 +303,8 @@ def run_step(detector: Detector, actor: int, hb: int, run: Callable[[], Any]) ->
     # claim() is a call at every step; once the tool is held, its first test says yes
     if AVAILABLE and sys.gettrace() is None and (monitor.tool is not None or monitor.claim()):
         if detector.access_log is not None:
+            if monitor.dropped:
+                _log_steps(monitor)
             detector.access_log.running(actor)
         monitor.actor, monitor.hb, monitor.thread = actor, hb, _get_ident()
         monitor.hot_lines = detector.hot_lines
