@@ -134,7 +134,15 @@ _REALCODE_PARAMS = [
     for pin in ("buggy", "fixed")
 ] + [
     nox.param(library, "buggy", True, id=f"{library}-buggy-cov")
-    for library in ("filelock", "anyio", "opentelemetry-api", "multimethod", "aiojobs")
+    for library in (
+        "filelock",
+        "anyio",
+        "opentelemetry-api",
+        "multimethod",
+        "aiojobs",
+        "injector",
+        "icontract",
+    )
 ]
 
 
