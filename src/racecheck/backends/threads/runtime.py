@@ -569,8 +569,15 @@ class ThreadRuntime:
         the open holds the GIL the woken thread needs. None: nobody is to be
         woken (the run is over, or unwinding, and every actor was woken).
         """
-        if self.recorder is not None and not self.controller.aborting:
-            self._flush(me, "finished", None, False)
+        if self.recorder is not None:
+            failure = self.controller.failure
+            if not self.controller.aborting:
+                self._flush(me, "finished", None, False)
+            elif me.lines and failure is not None and failure.actor == me.id:
+                # The run failed in this thread between two scheduling points (the
+                # detector flags an access, not a switch): the lines it ran since
+                # its last step hold the failure, and the ✗ row points into them.
+                self._flush(me, f"{failure.kind} found", None, False)
         if self.controller.steplog is not None and me.thread is not None:
             self.controller.steplog.ended(me.thread)  # DPOR: join and is_alive read this
         me.finished = True
