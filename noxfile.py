@@ -125,6 +125,8 @@ REALCODE_EXTRAS: dict[str, list[str]] = {
     "psycopg-pool": ["psycopg[binary]"],
     # opentelemetry-api 1.5/1.6 import pkg_resources, which newer setuptools no longer ships
     "opentelemetry-api": ["setuptools<81"],
+    # its circuit breaker's persistence package imports boto3 (the user test stores in memory)
+    "aws-lambda-powertools": ["boto3"],
 }
 # Every (library, pin), plus buggy releases under pytest-cov (threads and asyncio): coverage's
 # tracer must not hide the bug.
@@ -142,6 +144,7 @@ _REALCODE_PARAMS = [
         "aiojobs",
         "injector",
         "icontract",
+        "aws-lambda-powertools",
     )
 ]
 
