@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import _thread
 import gc
+import sys
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -48,6 +49,18 @@ _PROBE = _thread._local()
 _DUMMY: type | None = None
 _STATE_DICT: Any = None  # ctypes' PyThreadState_GetDict, on 3.11 and 3.12
 _KEY_PREFIX = "thread.local."
+
+#: Where event-loop runners keep their per-thread state (module, attribute). That is
+#: the runner's, not the program's: racecheck runs its own loop or trio run on the
+#: explorer thread, so a caller's running trio run (or sniffio's answer, anyio's
+#: token) must not show there; shared, a check() called inside ``trio.run`` failed
+#: with "Attempted to call run() from inside a run()".
+_RUNNER_STATE = (
+    ("trio._core._run_context", "GLOBAL_RUN_CONTEXT"),
+    ("sniffio._impl", "thread_local"),
+    ("asyncio.events", "_running_loop"),
+    ("anyio._core._eventloop", "threadlocals"),
+)
 
 
 def _setup() -> str:
@@ -189,12 +202,29 @@ def forget_since(held: Mark) -> None:
                 watchdog.__callback__(watchdog)
 
 
+def _runner_state() -> list[object]:
+    """The event-loop runners' thread-locals that exist in this process."""
+    found: list[object] = []
+    for module_name, attribute in _RUNNER_STATE:
+        value = getattr(sys.modules.get(module_name), attribute, None)
+        if value is not None:
+            found.append(value)
+    # asyncio's policy keeps the loop set for each thread in its own thread-local
+    policy = getattr(sys.modules.get("asyncio.events"), "_event_loop_policy", None)
+    policy_local = getattr(policy, "_local", None)
+    if policy_local is not None:
+        found.append(policy_local)
+    return found
+
+
 def entries_of_this_thread(excluding: Iterable[object]) -> list[tuple[Any, Any, Any]]:
     """The calling thread's namespaces, to :func:`share` with another thread.
 
-    ``excluding``: thread-locals that must stay per thread (racecheck's own).
+    ``excluding``: thread-locals that must stay per thread (racecheck's own); the
+    event-loop runners' are never shared either.
     """
-    skip = (*excluding, _PROBE)  # the probe finds each thread's own key: never shared
+    # the probe finds each thread's own key: never shared
+    skip = (*excluding, _PROBE, *_runner_state())
     entries: list[tuple[Any, Any, Any]] = []
     if _SHAPE == "state-dict":
         for key, dummy in _STATE_DICT().items():

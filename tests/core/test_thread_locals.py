@@ -182,3 +182,47 @@ def test_a_leak_through_the_roots_thread_locals_is_still_a_leak() -> None:
             racecheck.check(fails_after_the_first_run, strategy="random", schedules=5)
     finally:
         del _SET_UP.runs
+
+
+# ------------------------------------------ but not the caller's event loop or trio run
+
+
+async def _trio_target() -> None:
+    import trio
+
+    await trio.sleep(0)
+
+
+async def _asyncio_target() -> None:
+    import asyncio
+
+    await asyncio.sleep(0)
+
+
+def test_check_called_inside_a_trio_run_runs_its_own() -> None:
+    """trio keeps its run in a thread-local (as sniffio keeps the library's name):
+    that is the runner's state, not the program's. Shared with the explorer, a
+    check() called from inside ``trio.run`` failed: "Attempted to call run() from
+    inside a run()"."""
+    trio = pytest.importorskip("trio")
+    ran: list[int] = []
+
+    async def main() -> None:
+        ran.append(racecheck.check(_trio_target, backend="trio", schedules=3).schedules_run)
+        ran.append(racecheck.check(_asyncio_target, schedules=3).schedules_run)
+
+    trio.run(main)
+    assert len(ran) == 2 and all(ran), ran
+
+
+def test_check_called_inside_an_asyncio_run_runs_its_own() -> None:
+    import asyncio
+
+    async def main() -> list[int]:
+        return [
+            racecheck.check(_asyncio_target, schedules=3).schedules_run,
+            racecheck.check(_trio_target, backend="trio", schedules=3).schedules_run,
+        ]
+
+    ran = asyncio.run(main())
+    assert all(ran), ran
