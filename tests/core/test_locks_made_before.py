@@ -541,7 +541,7 @@ def target():
 """
 
 
-@pytest.mark.parametrize("kind", ["Lock", "RLock"])
+@pytest.mark.parametrize("kind", ["Lock", "RLock", "Semaphore", "BoundedSemaphore"])
 def test_a_run_cut_off_at_any_step_leaves_no_lock_made_before_it_held(
     tmp_path: Path, kind: str
 ) -> None:
@@ -553,7 +553,8 @@ def test_a_run_cut_off_at_any_step_leaves_no_lock_made_before_it_held(
     later run waited on it, and so did the caller's own code. A replayed token of a
     buggy release diverging on the fixed one (aws-lambda-powertools 3.31.1's
     ``_COUNTERS_LOCK``) was reported as a deadlock of a thread on a lock "held by"
-    itself."""
+    itself. A semaphore (Python-level state around a raw lock) lost its permit the
+    same way: the cut-off point now lets the thread unwind, as after any failure."""
     module = load(tmp_path, CUT_OFF.format(kind=kind))
     lock = module.LOCK
     for bound in range(1, 40):
@@ -561,6 +562,6 @@ def test_a_run_cut_off_at_any_step_leaves_no_lock_made_before_it_held(
             racecheck.check(module.target, max_steps=bound, schedules=1, strategy="random")
         except racecheck.RaceFound as found:
             assert found.kind == "step-limit", found
-        assert lock.acquire(blocking=False), f"the lock is still held after max_steps={bound}"
+        assert lock.acquire(blocking=False), f"still held after max_steps={bound}"
         lock.release()
     check(module.target)  # and a whole exploration runs after them

@@ -361,7 +361,18 @@ class ThreadRuntime:
             if resource is not None and self.recorder is not None:
                 me.touched = resource
             return
-        choice = controller.decide(ids)
+        try:
+            choice = controller.decide(ids)
+        except RunAborted:
+            if controller.teardown_steps or not controller.aborting:
+                raise  # a spin that outlasted the teardown (see tracer._teardown)
+            # The run was cut off here: the step bound, a strategy's error, a replay
+            # leaving its token. Raised at this point, RunAborted is an exception at
+            # an arbitrary bytecode: on a ``with`` line on the way out of the block,
+            # past its protected range, the block's ``__exit__`` never runs and a
+            # lock or semaphore made before the run stays taken. Unwind freely, as
+            # after any other failure (the next blocking call ends the thread).
+            return
         if choice:
             chosen = candidates[choice]
             if choice >= regular:
