@@ -125,6 +125,8 @@ REALCODE_EXTRAS: dict[str, list[str]] = {
     "psycopg-pool": ["psycopg[binary]"],
     # opentelemetry-api 1.5/1.6 import pkg_resources, which newer setuptools no longer ships
     "opentelemetry-api": ["setuptools<81"],
+    # its circuit breaker's persistence package imports boto3 (the user test stores in memory)
+    "aws-lambda-powertools": ["boto3"],
 }
 # Every (library, pin), plus buggy releases under pytest-cov (threads and asyncio): coverage's
 # tracer must not hide the bug.
@@ -134,7 +136,16 @@ _REALCODE_PARAMS = [
     for pin in ("buggy", "fixed")
 ] + [
     nox.param(library, "buggy", True, id=f"{library}-buggy-cov")
-    for library in ("filelock", "anyio", "opentelemetry-api", "multimethod", "aiojobs")
+    for library in (
+        "filelock",
+        "anyio",
+        "opentelemetry-api",
+        "multimethod",
+        "aiojobs",
+        "injector",
+        "icontract",
+        "aws-lambda-powertools",
+    )
 ]
 
 

@@ -26,6 +26,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from racecheck import thread_locals
 from racecheck.errors import StuckError
 from racecheck.failure import Failure
 from racecheck.linetrace import inheritable_trace
@@ -286,16 +287,22 @@ def run_supervised(
     # (coverage, a debugger), which racecheck then chains, not replaces. A
     # per-thread tracer (coverage's) comes from threading's hook instead.
     caller_trace = inheritable_trace()
+    # The root runs where the caller would have, with the caller's thread-locals
+    # too (the same namespaces): a library's thread-local set at import in the
+    # main thread is there, and what the root writes stays the caller's.
+    caller_locals = thread_locals.entries_of_this_thread(excluding=(_ROLE,))
 
     def body() -> None:
         if caller_trace is not None:
             sys.settrace(caller_trace)
+        shared = thread_locals.share(caller_locals)
         join_exploration()
         try:
             result.append(context.run(work))
         except BaseException as exc:
             error.append(exc)
         finally:
+            thread_locals.unshare(shared)
             done.set()
 
     worker = threading.Thread(target=body, name="racecheck-explorer", daemon=True)

@@ -189,13 +189,34 @@ def _failure_message(failure: Failure) -> str:
 
 def _failure_line(failure: Failure) -> SourceLine | None:
     cause = failure.cause
-    if cause is None or cause.__traceback__ is None:
+    if cause is None:
+        return None
+    flagged = _flagged_access(cause)
+    if flagged is not None:
+        return flagged
+    if cause.__traceback__ is None:
         return None
     frames = traceback.extract_tb(cause.__traceback__)
     for frame in reversed(frames):
         if is_user_file(frame.filename) and frame.lineno is not None:
             return SourceLine(frame.filename, frame.lineno, (frame.line or "").strip())
     return None
+
+
+def _flagged_access(cause: BaseException) -> SourceLine | None:
+    """Where a detector finding's failing actor made the access it flags.
+
+    A finding is raised in no user frame: its last access (the failing actor's,
+    which completed the race) is the place to point at.
+    """
+    accesses = getattr(getattr(cause, "finding", None), "accesses", None)
+    if not accesses:
+        return None
+    last = accesses[-1]
+    filename, lineno = getattr(last, "filename", None), getattr(last, "lineno", None)
+    if not isinstance(filename, str) or not isinstance(lineno, int):
+        return None
+    return SourceLine(filename, lineno, str(getattr(last, "line", "")).strip())
 
 
 def short(filename: str) -> str:

@@ -515,3 +515,53 @@ def test_a_class_whose_module_is_not_a_string_is_walked_past() -> None:
 
     report = racecheck.check(target, schedules=3)
     assert report.schedules_run >= 1
+
+
+# -- a run cut off inside a ``with`` block ----------------------------------------------
+
+CUT_OFF = """
+import threading
+
+LOCK = threading.{kind}()
+STATE = {{}}
+
+
+def work():
+    with LOCK:
+        STATE["x"] = STATE.get("x", 0) + 1
+    STATE["y"] = 1
+
+
+def target():
+    STATE.clear()
+    t = threading.Thread(target=work)
+    t.start()
+    work()
+    t.join()
+"""
+
+
+@pytest.mark.parametrize("kind", ["Lock", "RLock", "Semaphore", "BoundedSemaphore"])
+def test_a_run_cut_off_at_any_step_leaves_no_lock_made_before_it_held(
+    tmp_path: Path, kind: str
+) -> None:
+    """A run ends early (the step bound, a replay leaving its token, a strategy's
+    error) by raising RunAborted at a scheduling point. One such point is the
+    ``with`` line on the way out of the block, past the block's protected range,
+    so the block's ``__exit__`` never runs. Before the fix the module's lock was
+    still held after ``check()`` returned (the step bound cut at step 9): every
+    later run waited on it, and so did the caller's own code. A replayed token of a
+    buggy release diverging on the fixed one (aws-lambda-powertools 3.31.1's
+    ``_COUNTERS_LOCK``) was reported as a deadlock of a thread on a lock "held by"
+    itself. A semaphore (Python-level state around a raw lock) lost its permit the
+    same way: the cut-off point now lets the thread unwind, as after any failure."""
+    module = load(tmp_path, CUT_OFF.format(kind=kind))
+    lock = module.LOCK
+    for bound in range(1, 40):
+        try:
+            racecheck.check(module.target, max_steps=bound, schedules=1, strategy="random")
+        except racecheck.RaceFound as found:
+            assert found.kind == "step-limit", found
+        assert lock.acquire(blocking=False), f"still held after max_steps={bound}"
+        lock.release()
+    check(module.target)  # and a whole exploration runs after them

@@ -410,6 +410,29 @@ class Adoption:
             self.undo_log.pop()()
         self.proxies.clear()
 
+    def free_locks_of_cut_off_threads(self) -> None:
+        """Unlock every adopted lock a thread of the run that just ended still holds.
+
+        Called after an aborted run, once its threads are done. A run is cut off
+        by raising ``RunAborted`` at a scheduling point, and one of those is the
+        ``with`` line on the way out of the block: its ``__exit__`` call lies past
+        the block's protected range, so it never runs. The lock was made before the
+        run and outlives it: left held, the next run, and the caller's own code
+        after ``check()`` returns, would wait on it forever. No thread of a finished
+        run holds anything, so each such lock goes back to unlocked, as it was when
+        adopted. A lock held by a thread racecheck does not run is left alone.
+        """
+        for proxy in self.proxies.values():
+            if proxy._owner is None:
+                continue
+            proxy._owner = None
+            real = proxy._real
+            if type(real) is RAW_LOCK:
+                if real.locked():
+                    real.release()  # a plain lock may be released by any thread
+            elif type(real) is RAW_RLOCK:
+                real._at_fork_reinit()  # type: ignore[attr-defined]  # its owner is gone
+
     # -- the walk -------------------------------------------------------------
     def rebind_factories(self, modules: Iterable[types.ModuleType]) -> None:
         """``from threading import Lock`` made ``Lock`` a module global: rebind it."""

@@ -232,6 +232,9 @@ class ThreadsBackend:
                 hand_on.open()
             runtime.wait_done()
             _reap(runtime)
+            if controller.aborting and self.adoption is not None:
+                # cut off mid-run, a thread may have skipped a ``with`` block's exit
+                self.adoption.free_locks_of_cut_off_threads()
             _discard_abandoned_loops(runtime)
             STATE.runtime = None
             self._tally_visibility(runtime)

@@ -9,8 +9,9 @@ marked stopped exactly as CPython would (``_is_stopped`` on 3.11/3.12, the
 thread handle on 3.13+), so it keeps behaving after racecheck unpatches.
 
 A worker is never lent twice within one run, so two threads of one schedule
-never share thread-local state. Each job runs in a fresh ``contextvars``
-context, as a new thread would.
+never share thread-local state, and a job's end drops the thread-locals it
+left (:mod:`racecheck.thread_locals`), so no later schedule's thread finds
+them. Each job runs in a fresh ``contextvars`` context, as a new thread would.
 
 Speed: a lent worker's wake lock *is* its actor's gate (see
 :meth:`ThreadPool.lend`). The worker does not wake when the Thread starts,
@@ -30,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from racecheck import thread_locals
 from racecheck.backends.threads.gate import Gate
 from racecheck.engine import join_exploration
 
@@ -122,6 +124,8 @@ class ThreadPool:
 
         def loop() -> None:
             join_exploration()  # a check() from an actor thread would nest
+            # racecheck's own thread-locals: the only ones a job's end keeps
+            own_locals = thread_locals.mark()
             worker.ident = threading.get_ident()
             worker.native_id = threading.get_native_id()
             ready.release()
@@ -139,6 +143,10 @@ class ThreadPool:
                     # here until the next wake-up, they would be freed inside
                     # the next schedule (see backend._untangle), not with their run.
                     job = None
+                    # Its thread ended: its thread-locals go, as CPython drops a
+                    # thread's, or the next schedule's thread on this worker would
+                    # find them (a per-thread setup done already, never raced again).
+                    thread_locals.forget_since(own_locals)
                     # An abort's open its actor never took (one from outside the
                     # run can meet a hand-over's, see ThreadRuntime.abort_all):
                     # taken here, while the next lend still waits for busy, not

@@ -361,7 +361,18 @@ class ThreadRuntime:
             if resource is not None and self.recorder is not None:
                 me.touched = resource
             return
-        choice = controller.decide(ids)
+        try:
+            choice = controller.decide(ids)
+        except RunAborted:
+            if controller.teardown_steps or not controller.aborting:
+                raise  # a spin that outlasted the teardown (see tracer._teardown)
+            # The run was cut off here: the step bound, a strategy's error, a replay
+            # leaving its token. Raised at this point, RunAborted is an exception at
+            # an arbitrary bytecode: on a ``with`` line on the way out of the block,
+            # past its protected range, the block's ``__exit__`` never runs and a
+            # lock or semaphore made before the run stays taken. Unwind freely, as
+            # after any other failure (the next blocking call ends the thread).
+            return
         if choice:
             chosen = candidates[choice]
             if choice >= regular:
@@ -569,8 +580,15 @@ class ThreadRuntime:
         the open holds the GIL the woken thread needs. None: nobody is to be
         woken (the run is over, or unwinding, and every actor was woken).
         """
-        if self.recorder is not None and not self.controller.aborting:
-            self._flush(me, "finished", None, False)
+        if self.recorder is not None:
+            failure = self.controller.failure
+            if not self.controller.aborting:
+                self._flush(me, "finished", None, False)
+            elif me.lines and failure is not None and failure.actor == me.id:
+                # The run failed in this thread between two scheduling points (the
+                # detector flags an access, not a switch): the lines it ran since
+                # its last step hold the failure, and the ✗ row points into them.
+                self._flush(me, f"{failure.kind} found", None, False)
         if self.controller.steplog is not None and me.thread is not None:
             self.controller.steplog.ended(me.thread)  # DPOR: join and is_alive read this
         me.finished = True
