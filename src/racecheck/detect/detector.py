@@ -339,6 +339,7 @@ class Detector:
         "ranked_waits",
         "record_only",
         "removing",
+        "running_feed",
         "shadows",
         "signallers",
         "signals",
@@ -428,6 +429,9 @@ class Detector:
         #: ``record_only`` the detector only feeds it and never reports
         self.access_log: Any = None
         self.record_only = False
+        #: the step feed of the task step running now (3.11's settrace road): a frame
+        #: resumed without a call event hands its events to it (detect._step_now)
+        self.running_feed: Any = None
         #: sequence id -> actor -> (where it located a position in it, the sequence's
         #: WHOLE seq then, the actor's step then): ``bisect``/``index`` results, valid
         #: only until someone else shifts the sequence (see _stale_index)
