@@ -189,6 +189,12 @@ IDLE_CLOCK = -5
 #: write of that key on any object, and with every whole-object write
 #: (strategies.dpor). A write through such an object is OPAQUE instead.
 SOMEWHERE = -6
+#: pseudo-object: the step ended an asyncio wait by cancellation (key: (the
+#: waiting step's index in the run, the primitive's ordinal, the key the
+#: operation that ends the wait writes)). That earlier step looked, and the look
+#: races that operation after all (see _ENDED_BY): strategies.dpor adds the read
+#: to the waiting step. Never an access of this step itself.
+CANCELLED_WAIT = -7
 
 
 class Observer(Protocol):
@@ -467,6 +473,10 @@ _THREAD_METHODS = frozenset(("_start", "_join", "_is_alive"))
 _FOREIGN, _OWN, _OWN_READ, _OWN_SKIP, _OWN_AFTER, _OWN_AROUND, _BLOCK = 1, 2, 3, 4, 5, 6, 7
 #: an asyncio primitive's operation that may wait (see _ATTEMPTS)
 _ATTEMPT = -1
+#: asyncio's deadline scope (``asyncio.timeout``; ``wait_for`` on 3.12+) sets or
+#: clears its deadline: see StepLog._deadline
+_DEADLINE = -2
+_DEADLINE_CODE = frozenset(("Timeout.reschedule", "Timeout.__aexit__"))
 
 #: racecheck's own primitives' methods that only look at the primitive
 _OWN_READS = frozenset(
@@ -577,11 +587,8 @@ def order_only(key: Hashable) -> bool:
 
 #: asyncio's operations that may wait, and what one that waits found (its key).
 #: Recorded when they return or suspend (a profile ``return`` either way), not
-#: when called: one that waited only looked (it reads the key and joins the
-#: waiters), like a thread's blocked acquire (TAKEN, STUTTER), so it does not
-#: race the release, put or set that ends its wait (with that first, it would
-#: simply have gone on, which is its next step anyway); one that went on
-#: writes the key and the primitive.
+#: when called: one that waited looked (it reads the key and joins the
+#: waiters); one that went on writes the key and the primitive.
 _ATTEMPTS: dict[str, Hashable] = {
     "Lock.acquire": TAKEN,
     "Semaphore.acquire": TAKEN,
@@ -589,8 +596,41 @@ _ATTEMPTS: dict[str, Hashable] = {
     "Queue.put": FILLED,
     "Event.wait": CLEARED,
 }
+#: what the operation that ends an _ATTEMPTS wait writes (a release's, a set's
+#: SYNC; a put's FILLED; a get's TAKEN). A wait that its wake ends does not
+#: race that operation, as a thread's blocked acquire does not race its release
+#: (STUTTER): with the operation first it would simply have gone on, which its
+#: woken step does anyway. But an asyncio wait can end without its wake: a
+#: deadline (``asyncio.timeout``, ``wait_for``), a TaskGroup's abort or another
+#: task's ``cancel()`` lands before the woken step runs, or before anyone wakes
+#: it, and the task goes on with CancelledError where, run after that
+#: operation, it would have had the lock, the item, the event. So in a run where
+#: the wait ends by cancellation, its look reads this key after all
+#: (CANCELLED_WAIT), and DPOR runs the other order. As a stutter in every run,
+#: DPOR called such programs verified with a reachable state left out
+#: (tests/core/test_dpor_cancelled_waits.py); as a read in every run, it ran
+#: 1,024 traces of agent-framework #6776's fix instead of 64, to tell apart waits
+#: that all ended by their wake.
+_ENDED_BY: dict[str, Hashable] = {
+    "Lock.acquire": SYNC,
+    "Semaphore.acquire": SYNC,
+    "Queue.get": FILLED,
+    "Queue.put": TAKEN,
+    "Event.wait": SYNC,
+}
 #: operations that change what an _ATTEMPTS key says (besides a completed attempt)
 _ATTEMPT_WRITES: dict[str, Hashable] = {"Event.clear": CLEARED}
+
+
+def _cancel_requests() -> int:
+    """How many times the running asyncio task was asked to cancel, not yet withdrawn."""
+    import asyncio
+
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return 0
+    return task.cancelling() if task is not None else 0
 
 
 def _own_mode(code: Any) -> int:
@@ -631,8 +671,12 @@ def _runtime_kind(code: Any) -> int:
     if filename == _THREADS_DIR + "runtime.py" and code.co_name == "block":
         return _BLOCK
     if filename.startswith(_RUNTIME_DIRS):
-        if getattr(code, "co_qualname", "") in _ATTEMPTS and filename.startswith(_ASYNCIO_DIR):
-            return _ATTEMPT
+        if filename.startswith(_ASYNCIO_DIR):
+            qualname = getattr(code, "co_qualname", "")
+            if qualname in _ATTEMPTS:
+                return _ATTEMPT
+            if qualname in _DEADLINE_CODE:
+                return _DEADLINE
         return _FOREIGN
     return 0
 
@@ -1041,6 +1085,15 @@ class StepLog:
         self._called_in: dict[Any, int] = {}
         #: asyncio operations that may wait, running: frame -> where their records start
         self._attempts: dict[Any, int] = {}
+        #: asyncio operations waiting: frame -> (the step that waited, the primitive's
+        #: ordinal, the key that ends the wait, its type name), and the task's cancel
+        #: requests then (see _ENDED_BY, _resumed)
+        self._waits: dict[Any, tuple[int, int, Hashable, str]] = {}
+        self._cancels_at_wait: dict[Any, int] = {}
+        #: frames of asyncio operations that waited at some point (see _attempt_over)
+        self._waited: set[Any] = set()
+        #: id(task) -> the deadline scopes it is in with a deadline set, by id
+        self._deadlines: dict[int, dict[int, Any]] = {}
         import asyncio
 
         self._queue_type: type = asyncio.Queue
@@ -1135,6 +1188,10 @@ class StepLog:
         self._future_held.clear()
         self._shape = None
         self._attempts.clear()
+        self._waits.clear()
+        self._cancels_at_wait.clear()
+        self._waited.clear()
+        self._deadlines.clear()
         self._queue_counts.clear()
         self._queue_looks.clear()
         self._chains.clear()
@@ -1948,7 +2005,11 @@ class StepLog:
                             return
                         # each (re)entry: where its own records start (see _attempt_over)
                         self._attempts[frame] = len(self.current)
+                        if frame in self._waits:
+                            self._resumed(frame)
                         return
+                    if runtime == _DEADLINE:
+                        self._deadline(frame)
                     if runtime >= _OWN:
                         if runtime == _BLOCK:
                             self._blocking(frame)
@@ -2113,6 +2174,75 @@ class StepLog:
             self.current.append((ordinal, FILLED, False, kind))
         self._queue_looks.clear()
 
+    def _deadline(self, frame: FrameType) -> None:
+        """An ``asyncio.timeout`` scope sets, moves or clears its deadline, or ends."""
+        scope = frame.f_locals.get("self")
+        task = getattr(scope, "_task", None)
+        if task is None:
+            return
+        scopes = self._deadlines.setdefault(id(task), {})
+        if frame.f_code.co_name == "reschedule" and frame.f_locals.get("when") is not None:
+            scopes[id(scope)] = scope
+        else:
+            scopes.pop(id(scope), None)
+
+    def _under_deadline(self) -> bool:
+        """Would a deadline already due cancel the running task if it waited now?
+
+        Only a due one can: had the task waited here, the operation that let it go
+        on (a put, say) was enabled, and the virtual clock moves only when nobody
+        can run, so a later deadline falls due after that operation and the wake
+        it gives (test_dpor_cancelled_waits.py, the ``wait_for`` program). Due: an
+        ``asyncio.timeout`` scope around the task (``wait_for`` on 3.12+) whose
+        deadline is now or past (``timeout(0)``), or 3.11's ``wait_for``, which
+        runs the awaitable as a task of its own and cancels it once the timer
+        that releases the outer task (``tasks._release_waiter``) has fired.
+        """
+        import asyncio
+
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:
+            return False
+        if task is None:
+            return False
+        loop = task.get_loop()
+        now = loop.time()
+        for scope in self._deadlines.get(id(task), {}).values():
+            when = getattr(scope, "_when", None)
+            if when is not None and when <= now:
+                return True
+        release = getattr(asyncio.tasks, "_release_waiter", None)
+        if release is None:
+            return False
+        for callback, *_ in getattr(task, "_callbacks", None) or ():
+            if getattr(callback, "func", None) is not release:
+                continue
+            waiter = callback.args[0] if callback.args else None
+            if waiter is None or waiter.done():
+                return True
+            for handle in (*getattr(loop, "_scheduled", ()), *getattr(loop, "_ready", ())):
+                if (
+                    getattr(handle, "_callback", None) is release
+                    and handle._args == (waiter,)
+                    and getattr(handle, "_when", now) <= now
+                ):
+                    return True
+        return False
+
+    def _resumed(self, frame: FrameType) -> None:
+        """An asyncio operation that waited runs again: did its wait end by cancellation?
+
+        Then the step that waited looked after all (see _ENDED_BY): say so in this
+        step, for DPOR to add the read to that step. A cancel request made while it
+        waited (``Task.cancel``: a deadline's, a TaskGroup's, another task's) is
+        what throws CancelledError into it, whether or not its wake came first.
+        """
+        step, ordinal, ended_by, kind = self._waits.pop(frame)
+        before = self._cancels_at_wait.pop(frame, 0)
+        if _cancel_requests() > before:
+            self.current.append((CANCELLED_WAIT, (step, ordinal, ended_by), False, kind))
+
     def _attempt_over(self, frame: FrameType, arg: Any) -> None:
         """An asyncio operation that may wait returns, or suspends to wait (_ATTEMPTS)."""
         start = self._attempts.pop(frame, None)
@@ -2120,7 +2250,8 @@ class StepLog:
         if owner is None or not isinstance(owner, self._sync):
             return
         ordinal, kind = self.ordinal(owner), type(owner).__qualname__
-        key = _ATTEMPTS[frame.f_code.co_qualname]
+        qualname = frame.f_code.co_qualname
+        key = _ATTEMPTS[qualname]
         queue = type(owner) is self._queue_type
         if start is not None and getattr(arg, "_asyncio_future_blocking", False) is True:
             # It waits: what it did to the primitive in this step was looking
@@ -2129,8 +2260,28 @@ class StepLog:
             self._queue_looks.pop(ordinal, None)
             self.current.append((ordinal, key, False, kind))
             self.current.append((ordinal, WAITERS, True, kind))
+            self._waited.add(frame)
+            if self.actor is not None:
+                self._waits[frame] = (self.step, ordinal, _ENDED_BY[qualname], kind)
+                self._cancels_at_wait[frame] = _cancel_requests()
         elif queue and start is not None:
-            pass  # what it did is its _put or _get (see _queue_call)
+            # What it did is its _put or _get (see _queue_call), whose item read
+            # follows the put of it without racing it: run first, the get would
+            # have waited for that put, a stutter. Unless a deadline could have
+            # ended that wait first (_ENDED_BY): then the other order is another
+            # outcome, and the operation races what let it go on (a get: every put,
+            # its item read no longer an order; a put: every get).
+            if frame in self._waited:
+                self._waited.discard(frame)
+            elif self._under_deadline():
+                ended_by = _ENDED_BY[qualname]
+                self.current[start:] = [
+                    (ordinal, ended_by, False, kind)
+                    if a[0] == ordinal and not a[2] and order_only(a[1])
+                    else a
+                    for a in self.current[start:]
+                ]
+                self.current.append((ordinal, ended_by, False, kind))
         else:
             self.current.append((ordinal, SYNC, True, kind))
             if key is not CLEARED:  # a wait that went on took nothing

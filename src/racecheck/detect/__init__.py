@@ -113,13 +113,14 @@ class detecting:
             self.detector.access_log.running(self.actor)
         feed = _StepFeed(self.detector, sys.gettrace())
         feed.actor, feed.hb, feed.active = self.actor, self.hb, True
-        self.feed = feed
+        self.feed = self.detector.running_feed = feed
         sys.settrace(feed)
 
     def __exit__(self, *exc: object) -> None:
         feed = self.feed
         if feed is not None:
             feed.active = False
+            self.detector.running_feed = None
             sys.settrace(feed.previous)
 
 
@@ -132,13 +133,14 @@ def run_traced_step(detector: Detector, actor: int, hb: int, run: Callable[[], A
     """
     if detector.access_log is not None:
         detector.access_log.running(actor)
-    feed = _StepFeed(detector, sys.gettrace())
+    feed = detector.running_feed = _StepFeed(detector, sys.gettrace())
     feed.actor, feed.hb, feed.active = actor, hb, True
     sys.settrace(feed)
     try:
         run()
     finally:
         feed.active = False
+        detector.running_feed = None
         sys.settrace(feed.previous)
 
 
@@ -299,6 +301,8 @@ class _PrunedFrameFeed:
             lasti = frame.f_lasti
             info = self.info
             feed = self.feed
+            if not feed.active:
+                feed = _step_now(self)
             if feed.active:
                 recipe = info.table.get(lasti)
                 if recipe is not None:
@@ -306,11 +310,34 @@ class _PrunedFrameFeed:
             if lasti not in info.going:
                 frame.f_trace_opcodes = False
         elif event == "line":
+            if not self.feed.active:
+                _step_now(self)
             frame.f_trace_opcodes = frame.f_lasti in self.info.wanted
         inner = self.inner
         if inner is not None:
             self.inner = inner(frame, event, arg)
         return self
+
+
+def _step_now(local: _PrunedFrameFeed | _FrameFeed) -> _StepFeed:
+    """The feed of the step running now, for a frame whose trace function outlived its own.
+
+    Each step installs its own feed, and a frame gets the step's local trace
+    function at its call event, which every resumption of a coroutine frame
+    reports - except on 3.11 a frame resumed past an ``await`` after a throw
+    (a task cancelled inside ``await helper()``, which catches the cancellation
+    and returns): CPython throws into the innermost frame directly and then
+    resumes the awaiting frame without a call event. That frame still holds the
+    local trace function of the step it last ran in, whose feed is over; its
+    accesses reached nobody (tests/detect/test_detector_throw_resumed.py). Its
+    events are handed to the running step's feed instead, from then on.
+    """
+    feed = local.feed
+    current = feed.detector.running_feed
+    if current is not None and current.active:
+        local.feed = current
+        return current
+    return feed
 
 
 class _FrameFeed:
@@ -339,6 +366,8 @@ class _FrameFeed:
     def __call__(self, frame: FrameType, event: Any, arg: Any) -> Any:
         if event == "opcode":
             feed = self.feed
+            if not feed.active:
+                feed = _step_now(self)
             if feed.active:
                 recipe = self.table.get(frame.f_lasti)
                 if recipe is not None:  # handed over: on_instruction would look it up again

@@ -342,6 +342,7 @@ class Detector:
         "ranked_waits",
         "record_only",
         "removing",
+        "running_feed",
         "shadows",
         "signallers",
         "signals",
@@ -435,6 +436,9 @@ class Detector:
         #: no run of this exploration records DPOR's steps (its chooser observes no
         #: accesses): a 3.12+ feed may switch off for good what only a step log reads
         self.log_free = False
+        #: the step feed of the task step running now (3.11's settrace road): a frame
+        #: resumed without a call event hands its events to it (detect._step_now)
+        self.running_feed: Any = None
         #: sequence id -> actor -> (where it located a position in it, the sequence's
         #: WHOLE seq then, the actor's step then): ``bisect``/``index`` results, valid
         #: only until someone else shifts the sequence (see _stale_index)

@@ -64,6 +64,7 @@ from dataclasses import dataclass, field
 from racecheck.accesses import (
     ACTOR,
     ANY,
+    CANCELLED_WAIT,
     HELD,
     IDLE_CLOCK,
     OPAQUE,
@@ -571,6 +572,8 @@ class DPORChooser(BaseChooser):
             self._probe_steps += 1
             self._probe_last = actor
             return
+        if any(access[0] == CANCELLED_WAIT for access in accesses):
+            accesses = self._cancelled_waits(accesses)
         if self._blocked:
             return
         enabled = tuple(enabled)
@@ -599,6 +602,52 @@ class DPORChooser(BaseChooser):
         self.events.append(event)
         self._enabled.append(enabled)
         node.backtrack.add(actor)
+
+    def _cancelled_waits(self, accesses: Sequence[Access]) -> tuple[Access, ...]:
+        """Give each asyncio wait this step ended by cancellation its look after all.
+
+        The waiting step, earlier in this run, recorded a look that does not race
+        the release, put or set that ends the wait (accesses._ENDED_BY): with that
+        first, it would have gone on, as its wake does. Cancelled instead, it did
+        not: the look reads the key that operation writes, and the race analysis
+        at the run's end sees the race. Sleep sets decided on the old look since
+        that step: an actor kept asleep there whose step writes the key is woken
+        at every state since, and explored at the first where it could run (it
+        may never have run after the wait in this run, so no race would show it).
+        Only more is explored, never less. Done even in a run cut short by its
+        sleep set: the step that waited is in it.
+        """
+        kept: list[Access] = []
+        for access in accesses:
+            if access[0] != CANCELLED_WAIT:
+                kept.append(access)
+                continue
+            where: tuple[int, int, Hashable] = access[1]  # type: ignore[assignment]
+            step, ordinal, ended_by = where
+            if step >= len(self.events):
+                continue
+            event = self.events[step]
+            look = (ordinal, ended_by, False, access[3])
+            if look in event.accesses:
+                continue
+            event.accesses = (*event.accesses, look)
+            if event.final:
+                event.index = _index(event.accesses, typed=False)
+                event.typed = _index(event.accesses, typed=True)
+            event.mixed = None
+            reads = _index((look,), typed=True)
+            explored: set[int] = set()
+            for node in self.path[step + 1 : len(self.events) + 1]:
+                for sleeper_actor, sleeper in list(node.sleep.items()):
+                    if _conflict(reads, sleeper.typed):
+                        del node.sleep[sleeper_actor]
+                        if sleeper_actor in node.enabled and sleeper_actor not in explored:
+                            node.backtrack.add(sleeper_actor)
+                            explored.add(sleeper_actor)
+            for sleeper_actor, sleeper in list(self._next_sleep.items()):
+                if _conflict(reads, sleeper.typed):
+                    del self._next_sleep[sleeper_actor]
+        return tuple(kept)
 
     def _note_objects(self, node: _Node, event: _Event) -> None:
         """Record which objects the run touched so far, and name the accesses it made."""
