@@ -400,6 +400,10 @@ _FOREIGN_CODE, _HANDS_OVER_CODE = 1, 2
 #: the profile hook's one question per code object (StepLog._role): its _kind, and
 #: these flags: traced code, a runtime's own code (_RUNTIME_DIRS)
 _USER_ROLE, _RUNTIME_ROLE = 4, 8
+#: asyncio's code that cancels a task on its own (a deadline scope's expiry): its
+#: ``cancel()`` is recorded as traced code's is (see StepLog._c_call)
+_CANCELS_ROLE = 16
+_CANCELLING_CODE = frozenset(("Timeout._on_timeout",))
 
 
 class _Operation(NamedTuple):
@@ -1898,6 +1902,8 @@ class StepLog:
                 found |= _USER_ROLE
             if code.co_filename.startswith(_RUNTIME_DIRS):
                 found |= _RUNTIME_ROLE
+                if getattr(code, "co_qualname", "") in _CANCELLING_CODE:
+                    found |= _CANCELS_ROLE
             self._roles.put(code, found)
         return found
 
@@ -1988,6 +1994,14 @@ class StepLog:
                 if role & (_USER_ROLE | _HANDS_OVER_CODE):
                     self._c_call_starts(frame)
                     self._c_call(arg, frame)
+                elif role & _CANCELS_ROLE and getattr(arg, "__name__", "") == "cancel":
+                    # A due deadline's expiry cancels its task: that changes what the
+                    # task's next step does, wherever the callback ran (a callback
+                    # runs inside whichever step comes next), as traced code's
+                    # cancel() does (_c_call). Unrecorded, the order that runs the
+                    # woken task before the step the expiry ran in was never tried
+                    # (tests/core/test_dpor_cancelled_waits.py, condition program).
+                    self.opaque()
             elif event == "call":
                 code = frame.f_code
                 runtime = runtime_code.get(id(code))

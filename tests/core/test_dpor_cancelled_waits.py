@@ -266,6 +266,30 @@ async def a_write_after_a_helper_swallowed_a_cancellation() -> Outcome:
     return (seen,)
 
 
+async def condition_wait_with_a_deadline_against_a_notify() -> Outcome:
+    """The expiry runs inside whichever step comes next: here the reader's, which has
+    nothing to do with the condition, so only the cancel it delivers orders the two."""
+    state = {"x": 0}
+    condition = asyncio.Condition()
+
+    async def reader() -> None:
+        state["x"] += 0
+
+    async def notifier() -> None:
+        async with condition:
+            condition.notify_all()
+
+    async def waiter() -> bool:
+        async def wait() -> None:
+            async with condition:
+                await condition.wait()
+
+        return await _gave_up(wait(), 0)
+
+    _, _, gave_up = await asyncio.gather(reader(), notifier(), waiter())
+    return (gave_up,)
+
+
 PROGRAMS: dict[str, Program] = {
     "queue get vs put": get_with_a_deadline_against_a_put,
     "queue put vs get": put_with_a_deadline_against_a_get,
@@ -280,6 +304,7 @@ PROGRAMS: dict[str, Program] = {
     ),
     "queue get vs put, cancelled by a task": get_cancelled_by_another_task,
     "a read against a write after a deadline": read_twice_against_a_write_after_a_deadline,
+    "condition wait with a deadline vs notify": condition_wait_with_a_deadline_against_a_notify,
     "a write after a helper swallowed a cancellation": (
         a_write_after_a_helper_swallowed_a_cancellation
     ),
