@@ -1089,13 +1089,11 @@ class StepLog:
         self._called_in: dict[Any, int] = {}
         #: asyncio operations that may wait, running: frame -> where their records start
         self._attempts: dict[Any, int] = {}
-        #: asyncio operations waiting: frame -> (the step that waited, the primitive's
-        #: ordinal, the key that ends the wait, its type name), and the task's cancel
-        #: requests then (see _ENDED_BY, _resumed)
-        self._waits: dict[Any, tuple[int, int, Hashable, str]] = {}
-        self._cancels_at_wait: dict[Any, int] = {}
-        #: frames of asyncio operations that waited at some point (see _attempt_over)
-        self._waited: set[Any] = set()
+        #: asyncio operations that waited, until they return: frame -> (the step that
+        #: waited, the primitive's ordinal, the key that ends the wait, its type name,
+        #: the task's cancel requests then) until it runs again (see _ENDED_BY,
+        #: _resumed), None after that or if it waited before the first decision
+        self._waits: dict[Any, tuple[int, int, Hashable, str, int] | None] = {}
         #: id(task) -> the deadline scopes it is in with a deadline set, by id
         self._deadlines: dict[int, dict[int, Any]] = {}
         import asyncio
@@ -1193,8 +1191,6 @@ class StepLog:
         self._shape = None
         self._attempts.clear()
         self._waits.clear()
-        self._cancels_at_wait.clear()
-        self._waited.clear()
         self._deadlines.clear()
         self._queue_counts.clear()
         self._queue_looks.clear()
@@ -2252,8 +2248,11 @@ class StepLog:
         waited (``Task.cancel``: a deadline's, a TaskGroup's, another task's) is
         what throws CancelledError into it, whether or not its wake came first.
         """
-        step, ordinal, ended_by, kind = self._waits.pop(frame)
-        before = self._cancels_at_wait.pop(frame, 0)
+        waited = self._waits[frame]
+        if waited is None:
+            return
+        self._waits[frame] = None
+        step, ordinal, ended_by, kind, before = waited
         if _cancel_requests() > before:
             self.current.append((CANCELLED_WAIT, (step, ordinal, ended_by), False, kind))
 
@@ -2274,10 +2273,11 @@ class StepLog:
             self._queue_looks.pop(ordinal, None)
             self.current.append((ordinal, key, False, kind))
             self.current.append((ordinal, WAITERS, True, kind))
-            self._waited.add(frame)
-            if self.actor is not None:
-                self._waits[frame] = (self.step, ordinal, _ENDED_BY[qualname], kind)
-                self._cancels_at_wait[frame] = _cancel_requests()
+            self._waits[frame] = (
+                (self.step, ordinal, _ENDED_BY[qualname], kind, _cancel_requests())
+                if self.actor is not None
+                else None
+            )
         elif queue and start is not None:
             # What it did is its _put or _get (see _queue_call), whose item read
             # follows the put of it without racing it: run first, the get would
@@ -2285,8 +2285,8 @@ class StepLog:
             # ended that wait first (_ENDED_BY): then the other order is another
             # outcome, and the operation races what let it go on (a get: every put,
             # its item read no longer an order; a put: every get).
-            if frame in self._waited:
-                self._waited.discard(frame)
+            if frame in self._waits:
+                del self._waits[frame]
             elif self._under_deadline():
                 ended_by = _ENDED_BY[qualname]
                 self.current[start:] = [
@@ -2297,6 +2297,7 @@ class StepLog:
                 ]
                 self.current.append((ordinal, ended_by, False, kind))
         else:
+            self._waits.pop(frame, None)
             self.current.append((ordinal, SYNC, True, kind))
             if key is not CLEARED:  # a wait that went on took nothing
                 self.current.append((ordinal, key, True, kind))

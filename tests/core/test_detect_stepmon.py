@@ -107,17 +107,9 @@ async def awaits_and_copies() -> None:
     await asyncio.gather(bump(), bump())
 
 
-@needs_monitoring
-def test_step_log_only_recipes_stop_in_the_callback_unless_dpor_records(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """``await``, whole reads and in-place operators are for DPOR's step log alone.
-
-    Without one the detector returns at once for them, so the monitoring
-    callback does not hand them over; with one (a DPOR run) it still does.
-    """
+def _recipes_handed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    """(recipe op, does the run record DPOR's steps?) for each recipe handed to the detector."""
     from racecheck.detect.detector import Detector
-    from racecheck.detect.operands import STEP_LOG_OPS
 
     handed: list[tuple[str, bool]] = []
     on_recipe = Detector.on_recipe
@@ -127,6 +119,21 @@ def test_step_log_only_recipes_stop_in_the_callback_unless_dpor_records(
         on_recipe(self, frame, recipe, actor, hb)
 
     monkeypatch.setattr(Detector, "on_recipe", counted)
+    return handed
+
+
+@needs_monitoring
+def test_step_log_only_recipes_stop_in_the_callback_unless_dpor_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``await``, whole reads and in-place operators are for DPOR's step log alone.
+
+    Without one the detector returns at once for them, so the monitoring
+    callback does not hand them over; with one (a DPOR run) it still does.
+    """
+    from racecheck.detect.operands import STEP_LOG_OPS
+
+    handed = _recipes_handed(monkeypatch)
     with pytest.raises(racecheck.RaceFound) as found:
         racecheck.check(awaits_and_copies, strategy="random", schedules=20, seed=0, detect=True)
     assert "lost update" in str(found.value)
@@ -148,17 +155,9 @@ def test_a_step_log_free_exploration_switches_them_off_and_a_logging_step_back_o
     so nothing else would restart them.
     """
     from racecheck.detect import stepmon
-    from racecheck.detect.detector import Detector
     from racecheck.detect.operands import STEP_LOG_OPS
 
-    handed: list[tuple[str, bool]] = []
-    on_recipe = Detector.on_recipe
-
-    def counted(self: Detector, frame: Any, recipe: Any, actor: int, hb: int) -> None:
-        handed.append((recipe.op, self.access_log is not None))
-        on_recipe(self, frame, recipe, actor, hb)
-
-    monkeypatch.setattr(Detector, "on_recipe", counted)
+    handed = _recipes_handed(monkeypatch)
     release = stepmon.release
     monkeypatch.setattr(stepmon, "release", lambda: None)
     monkeypatch.setattr("racecheck.backends.asyncio_backend.release_step_monitor", lambda: None)

@@ -19,13 +19,14 @@ import asyncio
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import racecheck
+from test_dpor_random import _CI, _SLOW, VARS, Op, Outcome, Program, _simple
+from test_dpor_wakes import reaches_what_exhaustive_search_reaches
 
 #: ("r", var) acc += state[var]; ("w", var, k) state[var] = acc + k;
 #: ("lock", ops) / ("sem", ops) the ops under an asyncio.Lock / Semaphore(1);
@@ -35,22 +36,6 @@ import racecheck
 #: Condition; ("cwait", t) a wait on it given up after t seconds; ("guarded", ops)
 #: the ops in a child task that ("cancel",) cancels (a cancelled child counts),
 #: awaited where it was started; ("sleep", t) asyncio.sleep(t)
-Op = tuple[Any, ...]
-VARS = ("x", "y", "z")
-
-
-@dataclass(frozen=True)
-class Program:
-    variables: int
-    actors: tuple[tuple[Op, ...], ...]
-
-
-def _simple(variables: int) -> st.SearchStrategy[Op]:
-    var = st.sampled_from(VARS[:variables])
-    return st.one_of(
-        st.tuples(st.just("r"), var),
-        st.tuples(st.just("w"), var, st.integers(0, 2)),
-    )
 
 
 @st.composite
@@ -89,7 +74,7 @@ async def _run_block(world: _World, ops: Sequence[Op], acc: int) -> int:
     return acc
 
 
-async def _gave_up(awaitable: Any, seconds: int) -> bool:
+async def times_out(awaitable: Any, seconds: float) -> bool:
     try:
         async with asyncio.timeout(seconds):
             await awaitable
@@ -125,17 +110,17 @@ async def _run_task(world: _World, ops: Sequence[Op]) -> int:
         elif kind == "clear":
             world.event.clear()
         elif kind == "wait":
-            acc += 50 * await _gave_up(world.event.wait(), op[1])
+            acc += 50 * await times_out(world.event.wait(), op[1])
         elif kind == "put":
-            acc += 200 * await _gave_up(world.queue.put(op[1]), op[2])
+            acc += 200 * await times_out(world.queue.put(op[1]), op[2])
         elif kind == "get":
             got: list[int] = []
-            acc += 200 * await _gave_up(_take(world.queue, got), op[1]) + 10 * sum(got)
+            acc += 200 * await times_out(_take(world.queue, got), op[1]) + 10 * sum(got)
         elif kind == "notify":
             async with world.condition:
                 world.condition.notify_all()
         elif kind == "cwait":
-            acc += 300 * await _gave_up(_wait_on(world.condition), op[1])
+            acc += 300 * await times_out(_wait_on(world.condition), op[1])
         elif kind == "sleep":
             await asyncio.sleep(op[1])
         else:
@@ -160,9 +145,6 @@ def _apply(state: dict[str, int], op: Op, acc: int) -> int:
     return acc
 
 
-Outcome = tuple[tuple[int, ...], tuple[int, ...]]
-
-
 def make_target(
     program: Program, seen: set[Outcome], forbidden: Outcome | None = None
 ) -> Callable[[], Any]:
@@ -178,40 +160,8 @@ def make_target(
     return target
 
 
-def compare(program: Program, budget: int, data: Any) -> None:
-    everything: set[Outcome] = set()
-    full = racecheck.check(
-        make_target(program, everything),
-        strategy="exhaustive",
-        preemption_bound=10**6,  # one pass, no bound: every schedule once
-        schedules=budget,
-    )
-    assume(full.exhausted)
-    reduced: set[Outcome] = set()
-    dpor = racecheck.check(make_target(program, reduced), strategy="dpor", schedules=budget)
-    assert dpor.verified, dpor
-    assert reduced == everything
-    forbidden = data.draw(st.sampled_from(sorted(everything)), label="forbidden")
-    with pytest.raises(racecheck.RaceFound):
-        racecheck.check(
-            make_target(program, set(), forbidden),
-            strategy="dpor",
-            schedules=budget,
-            minimize=False,
-        )
-
-
-_CI = settings(
-    max_examples=5,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
-_SLOW = settings(
-    max_examples=int(os.environ.get("RC_EXAMPLES", "300")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
+#: RC_EXAMPLES=N runs N slow examples (a longer search than the slow suite's)
+SLOW = settings(_SLOW, max_examples=int(os.environ.get("RC_EXAMPLES", _SLOW.max_examples)))
 
 
 @_CI
@@ -219,13 +169,13 @@ _SLOW = settings(
 def test_dpor_matches_exhaustive_search_with_asyncio_sync_objects(
     program: Program, data: Any
 ) -> None:
-    compare(program, 600, data)
+    reaches_what_exhaustive_search_reaches(partial(make_target, program), data, 600)
 
 
 @pytest.mark.slow
-@_SLOW
+@SLOW
 @given(program=programs(actors=3, ops=3), data=st.data())
 def test_dpor_matches_exhaustive_search_with_asyncio_sync_objects_larger(
     program: Program, data: Any
 ) -> None:
-    compare(program, 5000, data)
+    reaches_what_exhaustive_search_reaches(partial(make_target, program), data, 5000)

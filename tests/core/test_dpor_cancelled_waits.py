@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from test_dpor_asyncio_sync_random import times_out
 
 import racecheck
 
@@ -31,20 +32,11 @@ Outcome = tuple[Any, ...]
 Program = Callable[[], Awaitable[Outcome]]
 
 
-async def _gave_up(awaitable: Awaitable[Any], seconds: float) -> bool:
-    try:
-        async with asyncio.timeout(seconds):
-            await awaitable
-    except TimeoutError:
-        return True
-    return False
-
-
 async def get_with_a_deadline_against_a_put() -> Outcome:
     queue: asyncio.Queue[int] = asyncio.Queue(maxsize=1)
 
     async def getter() -> bool:
-        return await _gave_up(queue.get(), 0)
+        return await times_out(queue.get(), 0)
 
     async def putter() -> None:
         queue.put_nowait(1)
@@ -61,7 +53,7 @@ async def put_against_a_get_with_a_deadline() -> Outcome:
         queue.put_nowait(1)
 
     async def getter() -> bool:
-        return await _gave_up(queue.get(), 0)
+        return await times_out(queue.get(), 0)
 
     _, gave_up = await asyncio.gather(putter(), getter())
     return gave_up, queue.qsize()
@@ -76,7 +68,7 @@ async def get_against_a_put_with_a_deadline() -> Outcome:
         return queue.get_nowait()
 
     async def putter() -> bool:
-        return await _gave_up(queue.put(1), 0)
+        return await times_out(queue.put(1), 0)
 
     got, gave_up = await asyncio.gather(getter(), putter())
     return gave_up, got, queue.qsize()
@@ -106,7 +98,7 @@ async def put_with_a_deadline_against_a_get() -> Outcome:
     queue.put_nowait(0)
 
     async def putter() -> bool:
-        return await _gave_up(queue.put(1), 0)
+        return await times_out(queue.put(1), 0)
 
     async def getter() -> int:
         return queue.get_nowait()
@@ -119,7 +111,7 @@ async def event_wait_with_a_deadline_against_a_set() -> Outcome:
     event = asyncio.Event()
 
     async def waiter() -> bool:
-        return await _gave_up(event.wait(), 0)
+        return await times_out(event.wait(), 0)
 
     async def setter() -> None:
         event.set()
@@ -137,7 +129,7 @@ async def acquire_with_a_deadline_against_a_release() -> Outcome:
 
     async def late() -> bool:
         await asyncio.sleep(0)
-        gave_up = await _gave_up(lock.acquire(), 0)
+        gave_up = await times_out(lock.acquire(), 0)
         if not gave_up:
             lock.release()
         return gave_up
@@ -155,7 +147,7 @@ async def semaphore_with_a_deadline_against_a_release() -> Outcome:
 
     async def late() -> bool:
         await asyncio.sleep(0)
-        gave_up = await _gave_up(semaphore.acquire(), 0)
+        gave_up = await times_out(semaphore.acquire(), 0)
         if not gave_up:
             semaphore.release()
         return gave_up
@@ -172,7 +164,7 @@ async def acquire_with_a_deadline_against_another_tasks_release() -> Outcome:
         lock.release()
 
     async def waiter() -> bool:
-        gave_up = await _gave_up(lock.acquire(), 0)
+        gave_up = await times_out(lock.acquire(), 0)
         if not gave_up:
             lock.release()
         return gave_up
@@ -189,7 +181,7 @@ async def semaphore_with_a_deadline_against_another_tasks_release() -> Outcome:
         semaphore.release()
 
     async def waiter() -> bool:
-        gave_up = await _gave_up(semaphore.acquire(), 0)
+        gave_up = await times_out(semaphore.acquire(), 0)
         if not gave_up:
             semaphore.release()
         return gave_up
@@ -232,7 +224,7 @@ async def read_twice_against_a_write_after_a_deadline() -> Outcome:
 
     async def writer() -> None:
         await asyncio.sleep(0)
-        await _gave_up(event.wait(), 0)
+        await times_out(event.wait(), 0)
         state["x"] = 50
 
     seen, _ = await asyncio.gather(reader(), writer())
@@ -284,7 +276,7 @@ async def condition_wait_with_a_deadline_against_a_notify() -> Outcome:
             async with condition:
                 await condition.wait()
 
-        return await _gave_up(wait(), 0)
+        return await times_out(wait(), 0)
 
     _, _, gave_up = await asyncio.gather(reader(), notifier(), waiter())
     return (gave_up,)

@@ -15,16 +15,17 @@ source: code racecheck could not see would prove nothing).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-
-import racecheck
+from test_dpor_asyncio_sync_random import SLOW
+from test_dpor_random import _CI, VARS, Op, Outcome, Program, _simple
+from test_dpor_wakes import reaches_what_exhaustive_search_reaches
 
 trio = pytest.importorskip("trio")
 
@@ -40,22 +41,6 @@ trio = pytest.importorskip("trio")
 #: (a give-up counts); ("guarded", ops) the ops in a cancel scope that
 #: ("cancel",) cancels (a cancelled block counts); ("notify",) notify_all on a
 #: trio.Condition; ("cwait", t) a wait on it given up after t seconds
-Op = tuple[Any, ...]
-VARS = ("x", "y", "z")
-
-
-@dataclass(frozen=True)
-class Program:
-    variables: int
-    actors: tuple[tuple[Op, ...], ...]
-
-
-def _simple(variables: int) -> st.SearchStrategy[Op]:
-    var = st.sampled_from(VARS[:variables])
-    return st.one_of(
-        st.tuples(st.just("r"), var),
-        st.tuples(st.just("w"), var, st.integers(0, 2)),
-    )
 
 
 @st.composite
@@ -175,9 +160,6 @@ def _apply(state: dict[str, int], op: Op, acc: int) -> int:
     return acc
 
 
-Outcome = tuple[tuple[int, ...], tuple[int, ...]]
-
-
 def make_target(
     program: Program, seen: set[Outcome], forbidden: Outcome | None = None
 ) -> Callable[[], Any]:
@@ -208,54 +190,16 @@ def make_target(
     return target
 
 
-def compare(program: Program, budget: int, data: Any) -> None:
-    everything: set[Outcome] = set()
-    full = racecheck.check(
-        make_target(program, everything),
-        backend="trio",
-        strategy="exhaustive",
-        preemption_bound=10**6,  # one pass, no bound: every schedule once
-        schedules=budget,
-    )
-    assume(full.exhausted)
-    reduced: set[Outcome] = set()
-    dpor = racecheck.check(
-        make_target(program, reduced), backend="trio", strategy="dpor", schedules=budget
-    )
-    assert dpor.verified, dpor
-    assert reduced == everything
-    forbidden = data.draw(st.sampled_from(sorted(everything)), label="forbidden")
-    with pytest.raises(racecheck.RaceFound):
-        racecheck.check(
-            make_target(program, set(), forbidden),
-            backend="trio",
-            strategy="dpor",
-            schedules=budget,
-            minimize=False,
-        )
-
-
-_CI = settings(
-    max_examples=5,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
-_SLOW = settings(
-    max_examples=int(os.environ.get("RC_EXAMPLES", "300")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
-
-
 @_CI
 @given(program=programs(actors=3, ops=2), data=st.data())
 def test_dpor_matches_exhaustive_search_on_trio(program: Program, data: Any) -> None:
-    compare(program, 600, data)
+    reaches_what_exhaustive_search_reaches(partial(make_target, program), data, 600, backend="trio")
 
 
 @pytest.mark.slow
-@_SLOW
+@SLOW
 @given(program=programs(actors=3, ops=3), data=st.data())
 def test_dpor_matches_exhaustive_search_on_trio_larger(program: Program, data: Any) -> None:
-    compare(program, 5000, data)
+    reaches_what_exhaustive_search_reaches(
+        partial(make_target, program), data, 5000, backend="trio"
+    )

@@ -393,17 +393,24 @@ def matches_exhaustive_search(
 
 
 def reaches_what_exhaustive_search_reaches(
-    make: Callable[..., Callable[[], Awaitable[None]]], data: Any
+    make: Callable[..., Callable[[], Awaitable[None]]],
+    data: Any,
+    budget: int = 800,
+    **options: Any,
 ) -> None:
     """DPOR on ``make(seen)`` verifies, reaching the final states exhaustive search
-    reaches, and finds any one of them made forbidden (``make(seen, forbidden)``)."""
+    reaches, and finds any one of them made forbidden (``make(seen, forbidden)``).
+
+    ``options``: for every check (``backend="trio"``).
+    """
     everything: set[Any] = set()
     try:
         full = racecheck.check(
             make(everything),
             strategy="exhaustive",
-            preemption_bound=10**6,
-            schedules=800,
+            preemption_bound=10**6,  # one pass, no bound: every schedule once
+            schedules=budget,
+            **options,
         )
     except racecheck.RaceFound:
         # an actor that gets before its own put may wait for ever: not a program
@@ -412,9 +419,11 @@ def reaches_what_exhaustive_search_reaches(
         raise
     assume(full.exhausted)
     reduced: set[Any] = set()
-    dpor = racecheck.check(make(reduced), strategy="dpor", schedules=800)
+    dpor = racecheck.check(make(reduced), strategy="dpor", schedules=budget, **options)
     assert dpor.verified, dpor.notes
     assert reduced == everything
     forbidden = data.draw(st.sampled_from(sorted(everything)), label="forbidden")
     with pytest.raises(racecheck.RaceFound):
-        racecheck.check(make(set(), forbidden), strategy="dpor", schedules=800, minimize=False)
+        racecheck.check(
+            make(set(), forbidden), strategy="dpor", schedules=budget, minimize=False, **options
+        )

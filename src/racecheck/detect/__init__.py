@@ -301,9 +301,7 @@ class _PrunedFrameFeed:
             lasti = frame.f_lasti
             info = self.info
             feed = self.feed
-            if not feed.active:
-                feed = _step_now(self)
-            if feed.active:
+            if feed.active or (feed := _step_now(self)).active:
                 recipe = info.table.get(lasti)
                 if recipe is not None:
                     feed.on_recipe(frame, recipe, feed.actor, feed.hb)
@@ -366,9 +364,7 @@ class _FrameFeed:
     def __call__(self, frame: FrameType, event: Any, arg: Any) -> Any:
         if event == "opcode":
             feed = self.feed
-            if not feed.active:
-                feed = _step_now(self)
-            if feed.active:
+            if feed.active or (feed := _step_now(self)).active:
                 recipe = self.table.get(frame.f_lasti)
                 if recipe is not None:  # handed over: on_instruction would look it up again
                     feed.on_recipe(frame, recipe, feed.actor, feed.hb)
