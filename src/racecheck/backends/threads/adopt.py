@@ -45,7 +45,7 @@ import functools
 import sys
 import threading
 import types
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
@@ -308,6 +308,21 @@ _PROXY_KINDS: dict[type, type] = {
 }
 
 
+def _captured_factory(real: Any, ours: Any) -> Any:
+    """racecheck's factory for ``real``, a lock factory some object kept before the run.
+
+    ``field(default_factory=threading.Lock)`` (in the Field, and in the cell of
+    the dataclass's generated ``__init__``), ``defaultdict(threading.Lock)``, a
+    closure over ``Lock``: patching ``threading.Lock`` does not reach those
+    references, and every lock they make during the run is a raw one, which a
+    controlled thread blocks on in C (a StuckError after the watchdog, on
+    correct code too; tests/core/test_lock_factories_made_before.py). The walk
+    swaps them for racecheck's, as it rebinds a module's ``from threading
+    import Lock``, and puts them back afterwards.
+    """
+    return ours if ours is not real else None
+
+
 def _real_factories() -> dict[int, Any]:
     """id(original factory) → racecheck's, for names modules bound at import time."""
     pairs: list[tuple[Any, Any]] = [
@@ -354,6 +369,8 @@ class Adoption:
         self.visited = 0
         self.truncated = False
         self.module_namespaces: set[int] = set()
+        #: id(original factory) -> racecheck's (see _captured_factory)
+        self.factories = _real_factories()
 
     # -- proxies ------------------------------------------------------------
     def proxy_for(self, real: Any, where: Where) -> Any:
@@ -365,6 +382,9 @@ class Adoption:
 
     def replacement(self, value: Any, where: Where) -> Any:
         """What ``value`` becomes, or None to leave it alone."""
+        ours = self.factories.get(id(value))
+        if ours is not None:
+            return _captured_factory(value, ours)
         kind = type(value)
         if kind not in _REPLACEABLE:
             return None
@@ -493,6 +513,14 @@ class Adoption:
         self, obj: Any, where: Where, todo: deque[tuple[Any, Where]], sorts: dict[type, int]
     ) -> None:
         kind = type(obj)
+        if kind is defaultdict:
+            # a lock table (``defaultdict(threading.Lock)``): its factory made before
+            # the run makes raw locks during it; its locks are values, as in a dict
+            factory = obj.default_factory
+            ours = self.factories.get(id(factory))
+            if ours is not None and _captured_factory(factory, ours) is not None:
+                self._set_attr(obj, "default_factory", factory, ours)
+            kind = dict
         if kind is dict:
             module_namespace = id(obj) in self.module_namespaces
             function = types.FunctionType
