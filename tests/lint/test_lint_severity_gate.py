@@ -44,8 +44,13 @@ def _record() -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def _rounds_before_the_gate() -> list[dict[str, str]]:
+    """The eighteen rounds the gate was drawn from; round 19 was held out for it."""
+    return [r for r in _record() if r["round"] != "19"]
+
+
 def test_the_record_holds_every_held_out_error_of_the_eighteen_rounds() -> None:
-    rows = _record()
+    rows = _rounds_before_the_gate()
     assert len(rows) == 274
     assert sum(r["verdict"] == "TP" for r in rows) == 122
     per_round = Counter(r["round"] for r in rows)
@@ -56,12 +61,24 @@ def test_the_record_holds_every_held_out_error_of_the_eighteen_rounds() -> None:
 
 def test_the_severity_table_is_the_record_and_only_a_counted_resource_is_reliable() -> None:
     tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for row in _record():
+    for row in _rounds_before_the_gate():
         kind = _KIND[row["evidence"]]
         tally[kind][0] += row["verdict"] == "TP"
         tally[kind][1] += 1
     assert {k: tuple(v) for k, v in tally.items()} == HELD_OUT
     assert RELIABLE == {k for k, (true, total) in HELD_OUT.items() if true >= 0.9 * total}
+
+
+def test_round_19_held_out_for_the_gate_is_recorded_as_it_was_read() -> None:
+    """Three errors, all a counted resource, one true (misuse): 1 of 3. The gate was
+    not changed after reading it; with it the counted resource stands at 7 of 9."""
+    held_out = [r for r in _record() if r["round"] == "19"]
+    assert [(r["evidence"], r["verdict"]) for r in held_out] == [
+        ("counted resource", "FP"),
+        ("counted resource", "FP"),
+        ("counted resource", "TP"),
+    ]
+    assert RELIABLE == {"a counted resource"}
 
 
 def _package(root: Path, files: dict[str, str]) -> Path:
