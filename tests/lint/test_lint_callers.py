@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 from racecheck.lint import lint_paths, lint_source
+from racecheck.lint.severity import shape_severity
 
 _SUB = """
 class Subscription:
@@ -72,7 +73,9 @@ def package(root: Path, files: dict[str, str], spawn: tuple[str, ...] = ()) -> P
 
 
 def severities(pkg: Path, name: str) -> list[tuple[int, str, str]]:
-    return [(f.line, f.code, f.severity) for f in lint_paths([pkg]) if Path(f.path).name == name]
+    return [
+        (f.line, f.code, shape_severity(f)) for f in lint_paths([pkg]) if Path(f.path).name == name
+    ]
 
 
 def not_excused(pkg: Path, name: str) -> list[tuple[int, str]]:
@@ -81,7 +84,7 @@ def not_excused(pkg: Path, name: str) -> list[tuple[int, str]]:
     method out (a callback, a string, no caller: nothing to follow to a task)."""
     found = [f for f in lint_paths([pkg]) if Path(f.path).name == name]
     assert all(
-        f.severity == "warning" and "nothing in the package runs" in f.message for f in found
+        shape_severity(f) == "warning" and "nothing in the package runs" in f.message for f in found
     ), [f.message for f in found]
     return [(f.line, f.code) for f in found]
 
@@ -107,7 +110,7 @@ def test_method_only_a_reconnect_routine_calls_is_a_warning(tmp_path: Path) -> N
         },
     )
     found = [f for f in lint_paths([pkg]) if f.code == "RC102"]
-    assert [(f.line, f.severity) for f in found] == [(4, "warning")]
+    assert [(f.line, shape_severity(f)) for f in found] == [(4, "warning")]
     assert "_recreate_subscriptions()" in found[0].message
     assert "client.py" in found[0].message
 
@@ -133,13 +136,13 @@ def test_method_an_operation_also_calls_stays_an_error(tmp_path: Path) -> None:
 
 
 def test_same_shape_outside_a_package_stays_an_error(tmp_path: Path) -> None:
-    assert [(f.code, f.severity) for f in lint_source(textwrap.dedent(_SUB), "sub.py")] == [
+    assert [(f.code, shape_severity(f)) for f in lint_source(textwrap.dedent(_SUB), "sub.py")] == [
         ("RC102", "error")
     ]
     (tmp_path / "sub.py").write_text(textwrap.dedent(_SUB))
     (tmp_path / "client.py").write_text("async def connect(s):\n    await s.restore()\n")
     # no __init__.py: a directory of scripts, not a package whose callers are all known
-    assert [(f.code, f.severity) for f in lint_paths([tmp_path])] == [("RC102", "error")]
+    assert [(f.code, shape_severity(f)) for f in lint_paths([tmp_path])] == [("RC102", "error")]
 
 
 def test_private_connect_an_operation_calls_is_no_lifecycle_path(tmp_path: Path) -> None:
@@ -309,7 +312,7 @@ def test_a_self_call_in_a_sibling_class_is_not_a_caller(tmp_path: Path) -> None:
         tmp_path, {"core.py": _NATS_SUB, "base.py": _BASE, "mqtt.py": _mqtt("Subscriber")}
     )
     found = [f for f in lint_paths([pkg]) if Path(f.path).name == "core.py"]
-    assert [(f.line, f.code, f.severity) for f in found] == [(6, "RC102", "warning")]
+    assert [(f.line, f.code, shape_severity(f)) for f in found] == [(6, "RC102", "warning")]
     assert "start()" in found[0].message
 
 

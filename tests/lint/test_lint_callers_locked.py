@@ -20,6 +20,7 @@ import textwrap
 from pathlib import Path
 
 from racecheck.lint import lint_paths
+from racecheck.lint.severity import shape_severity
 
 _CLIENT = """
 class Client:
@@ -57,7 +58,7 @@ def package(root: Path, files: dict[str, str], spawn: tuple[str, ...] = ()) -> P
 
 def client_findings(pkg: Path) -> list[tuple[int, str, str, str]]:
     return [
-        (f.line, f.code, f.severity, f.message)
+        (f.line, f.code, shape_severity(f), f.message)
         for f in lint_paths([pkg])
         if Path(f.path).name == "client.py"
     ]

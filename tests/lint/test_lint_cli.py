@@ -62,7 +62,7 @@ def test_text_output_and_exit_1(project: Path, capsys: pytest.CaptureFixture[str
         f"{buggy}:8:9: RC101 " + lines[0].split(" RC101 ", 1)[1],
         f"{buggy}:19:9: RC105 " + lines[1].split(" RC105 ", 1)[1],
     ]
-    assert err == "Found 2 findings (1 error, 1 warning) in 1 file.\n"
+    assert err == "Found 2 findings (0 errors, 2 warnings) in 1 file.\n"
 
 
 def test_clean_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -79,7 +79,7 @@ def test_json_output(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert err == ""
     assert [d["code"] for d in data] == ["RC101", "RC105"]
     assert set(data[0]) == {"path", "line", "col", "end_line", "code", "severity", "message"}
-    assert (data[0]["line"], data[0]["end_line"], data[0]["severity"]) == (8, 10, "error")
+    assert (data[0]["line"], data[0]["end_line"], data[0]["severity"]) == (8, 10, "warning")
     assert data[1]["severity"] == "warning"
 
 

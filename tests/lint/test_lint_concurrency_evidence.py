@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 from racecheck.lint import lint_paths, lint_source
+from racecheck.lint.severity import shape_severity
 
 _CLIENT = """
 class Client:
@@ -40,7 +41,7 @@ def package(root: Path, files: dict[str, str]) -> Path:
 
 def found(pkg: Path, name: str = "client.py") -> list[tuple[int, str, str, str]]:
     return [
-        (f.line, f.code, f.severity, f.message)
+        (f.line, f.code, shape_severity(f), f.message)
         for f in lint_paths([pkg])
         if Path(f.path).name == name
     ]
@@ -62,7 +63,7 @@ def test_a_lazy_connection_nothing_runs_concurrently_is_a_warning(tmp_path: Path
 
 def test_outside_a_package_the_shape_decides_as_before() -> None:
     (finding,) = lint_source(textwrap.dedent(_CLIENT), "t.py")
-    assert (finding.code, finding.severity) == ("RC102", "error")
+    assert (finding.code, shape_severity(finding)) == ("RC102", "error")
 
 
 # ── spawned: the package runs it in several tasks ───────────────────────────
@@ -320,7 +321,7 @@ def test_a_callback_handed_beside_an_executor_is_a_warning() -> None:
         return receiver_cls(on_exit, executor)
     """
     (finding,) = lint_source(textwrap.dedent(source), "t.py")
-    assert (finding.code, finding.severity) == ("RC106", "warning")
+    assert (finding.code, shape_severity(finding)) == ("RC106", "warning")
     assert "guessed from a pool-like name" in finding.message
 
 
@@ -337,7 +338,7 @@ def test_a_callback_run_in_an_executor_is_an_error() -> None:
         await loop.run_in_executor(executor, on_exit)
     """
     (finding,) = lint_source(textwrap.dedent(source), "t.py")
-    assert (finding.code, finding.severity) == ("RC106", "error")
+    assert (finding.code, shape_severity(finding)) == ("RC106", "error")
 
 
 def test_a_callable_handed_to_a_module_function_that_submits_it_is_an_error() -> None:
@@ -360,4 +361,4 @@ def test_a_callable_handed_to_a_module_function_that_submits_it_is_an_error() ->
         return flat_map(mapper, pool)
     """
     (finding,) = lint_source(textwrap.dedent(source), "t.py")
-    assert (finding.code, finding.severity) == ("RC106", "error")
+    assert (finding.code, shape_severity(finding)) == ("RC106", "error")

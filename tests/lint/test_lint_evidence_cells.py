@@ -35,6 +35,7 @@ from test_lint_heldout14 import _BRIDGE
 from test_lint_heldout16 import findings
 
 from racecheck.lint import lint_paths, lint_source
+from racecheck.lint.severity import shape_severity
 
 _RECORDER = """
 import asyncio
@@ -165,7 +166,7 @@ def _portion(root: Path, source: str) -> list[tuple[int, str, str]]:
     (pkg / "portion").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "portion" / "client.py").write_text(textwrap.dedent(source))
-    return [(f.line, f.severity, f.message) for f in lint_paths([pkg]) if f.code == "RC102"]
+    return [(f.line, shape_severity(f), f.message) for f in lint_paths([pkg]) if f.code == "RC102"]
 
 
 def test_a_namespace_portion_without_evidence_is_a_warning(tmp_path: Path) -> None:
@@ -182,4 +183,4 @@ def test_a_namespace_portion_that_fans_the_method_out_stays_an_error(tmp_path: P
 
 def test_a_lone_file_keeps_the_severity_its_shape_gives() -> None:
     (finding,) = lint_source(textwrap.dedent(_CLIENT), "client.py")
-    assert (finding.code, finding.severity) == ("RC102", "error")
+    assert (finding.code, shape_severity(finding)) == ("RC102", "error")

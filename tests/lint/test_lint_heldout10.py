@@ -12,10 +12,13 @@ import textwrap
 from pathlib import Path
 
 from racecheck.lint import lint_paths, lint_source
+from racecheck.lint.severity import shape_severity
 
 
 def severities(source: str) -> list[tuple[int, str, str]]:
-    return [(f.line, f.code, f.severity) for f in lint_source(textwrap.dedent(source), "t.py")]
+    return [
+        (f.line, f.code, shape_severity(f)) for f in lint_source(textwrap.dedent(source), "t.py")
+    ]
 
 
 # ── a caller that claims the object with a plain acquire() ─────────────────
@@ -61,7 +64,9 @@ def package(root: Path, files: dict[str, str], spawn: tuple[str, ...] = ()) -> P
 
 def manager_findings(pkg: Path) -> list[tuple[int, str, str]]:
     return [
-        (f.line, f.code, f.severity) for f in lint_paths([pkg]) if Path(f.path).name == "manager.py"
+        (f.line, f.code, shape_severity(f))
+        for f in lint_paths([pkg])
+        if Path(f.path).name == "manager.py"
     ]
 
 

@@ -23,6 +23,7 @@ import textwrap
 from pathlib import Path
 
 from racecheck.lint import lint_paths
+from racecheck.lint.severity import shape_severity
 
 _GATHERED = """
 import asyncio
@@ -65,7 +66,7 @@ def findings(root: Path, source: str, code: str) -> list[tuple[int, str, str]]:
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "agent.py").write_text(textwrap.dedent(source))
-    return [(f.line, f.severity, f.message) for f in lint_paths([pkg]) if f.code == code]
+    return [(f.line, shape_severity(f), f.message) for f in lint_paths([pkg]) if f.code == code]
 
 
 def test_an_augmented_assignment_adds_to_shared_state_and_overwrites_nothing(

@@ -34,6 +34,7 @@ import textwrap
 from pathlib import Path
 
 from racecheck.lint import lint_paths
+from racecheck.lint.severity import shape_severity
 
 _SESSION = """
 import asyncio
@@ -148,7 +149,7 @@ def findings(root: Path, source: str, code: str) -> list[tuple[int, str, str]]:
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "mod.py").write_text(textwrap.dedent(source))
-    return [(f.line, f.severity, f.message) for f in lint_paths([pkg]) if f.code == code]
+    return [(f.line, shape_severity(f), f.message) for f in lint_paths([pkg]) if f.code == code]
 
 
 def test_an_asyncio_lock_whose_state_no_thread_reaches_is_a_warning(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ import textwrap
 from pathlib import Path
 
 from racecheck.lint import lint_paths, lint_source
+from racecheck.lint.severity import shape_severity
 
 _CONDITION_CYCLE = """
 class Stream:
@@ -164,7 +165,7 @@ def findings(root: Path, modules: dict[str, str], code: str) -> list[tuple[int, 
     (pkg / "__init__.py").write_text("")
     for name, source in modules.items():
         (pkg / f"{name}.py").write_text(textwrap.dedent(source))
-    return [(f.line, f.severity, f.message) for f in lint_paths([pkg]) if f.code == code]
+    return [(f.line, shape_severity(f), f.message) for f in lint_paths([pkg]) if f.code == code]
 
 
 def entity_package(entity: str = _ENTITY) -> dict[str, str]:

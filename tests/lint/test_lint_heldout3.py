@@ -11,6 +11,7 @@ import textwrap
 
 from racecheck.lint import lint_source
 from racecheck.lint.findings import Finding
+from racecheck.lint.severity import shape_severity
 
 
 def lint(source: str) -> list[Finding]:
@@ -18,7 +19,7 @@ def lint(source: str) -> list[Finding]:
 
 
 def errors(source: str) -> list[tuple[int, str]]:
-    return [(f.line, f.code) for f in lint(source) if f.severity == "error"]
+    return [(f.line, f.code) for f in lint(source) if shape_severity(f) == "error"]
 
 
 # ── a private class built and run by one call ──────────────────────────────
@@ -108,7 +109,7 @@ class Coordinator:
 
 
 def test_a_task_started_once_in_init_drives_the_object() -> None:
-    found = [(f.line, f.code, f.severity) for f in lint(BACKGROUND)]
+    found = [(f.line, f.code, shape_severity(f)) for f in lint(BACKGROUND)]
     assert found == [(20, "RC102", "warning")]
     assert "only _routine(), which drives the object, calls it" in lint(BACKGROUND)[0].message
 
@@ -121,7 +122,7 @@ def test_a_routine_kept_on_the_object_by_a_public_method_is_a_lifecycle_warning(
         "        self._task = asyncio.create_task(self._routine())\n",
         "\n    def start(self):\n        self._task = asyncio.create_task(self._routine())\n",
     )
-    assert [(f.line, f.code, f.severity) for f in lint(source)] == [(22, "RC102", "warning")]
+    assert [(f.line, f.code, shape_severity(f)) for f in lint(source)] == [(22, "RC102", "warning")]
 
 
 def test_a_routine_started_by_a_public_method_without_keeping_it_stays_an_error() -> None:

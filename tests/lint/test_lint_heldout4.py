@@ -11,6 +11,7 @@ import textwrap
 
 from racecheck.lint import lint_source
 from racecheck.lint.findings import Finding
+from racecheck.lint.severity import shape_severity
 
 
 def lint(source: str) -> list[Finding]:
@@ -18,11 +19,11 @@ def lint(source: str) -> list[Finding]:
 
 
 def errors(source: str) -> list[tuple[int, str]]:
-    return [(f.line, f.code) for f in lint(source) if f.severity == "error"]
+    return [(f.line, f.code) for f in lint(source) if shape_severity(f) == "error"]
 
 
 def found(source: str) -> list[tuple[int, str, str]]:
-    return [(f.line, f.code, f.severity) for f in lint(source)]
+    return [(f.line, f.code, shape_severity(f)) for f in lint(source)]
 
 
 # ── leaving `async with <lock>` does not suspend ────────────────────────────
@@ -324,7 +325,9 @@ def test_a_kept_loop_the_class_does_not_run_still_fires() -> None:
     source = OWN_LOOP.replace(
         "self.loop.run_until_complete(self.main())", "asyncio.run(self.main())"
     )
-    assert [f.line for f in lint(source) if f.code == "RC107" and f.severity == "error"] != []
+    assert [
+        f.line for f in lint(source) if f.code == "RC107" and shape_severity(f) == "error"
+    ] != []
 
 
 # ── RC101 is an error only when the module runs the method concurrently ────

@@ -14,10 +14,13 @@ from __future__ import annotations
 import textwrap
 
 from racecheck.lint import lint_source
+from racecheck.lint.severity import shape_severity
 
 
 def severities(source: str) -> list[tuple[int, str, str]]:
-    return [(f.line, f.code, f.severity) for f in lint_source(textwrap.dedent(source), "t.py")]
+    return [
+        (f.line, f.code, shape_severity(f)) for f in lint_source(textwrap.dedent(source), "t.py")
+    ]
 
 
 # ── a private override in a class whose base is a generic from elsewhere ─────

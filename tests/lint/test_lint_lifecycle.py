@@ -11,6 +11,7 @@ import textwrap
 
 from racecheck.lint import lint_source
 from racecheck.lint.findings import Finding
+from racecheck.lint.severity import shape_severity
 
 
 def lint(source: str) -> list[Finding]:
@@ -18,7 +19,7 @@ def lint(source: str) -> list[Finding]:
 
 
 def severities(source: str) -> list[tuple[int, str, str]]:
-    return [(f.line, f.code, f.severity) for f in lint(source)]
+    return [(f.line, f.code, shape_severity(f)) for f in lint(source)]
 
 
 # ── one race, one report ────────────────────────────────────────────────────
@@ -82,7 +83,7 @@ class Server:
 def test_a_method_started_only_by_awaiting_the_object_is_a_lifecycle_warning() -> None:
     # hypercorn's TCPServer (asyncio and trio), aiosqlite's Connection._connect
     [finding] = lint(_AWAITED)
-    assert (finding.code, finding.severity) == ("RC101", "warning")
+    assert (finding.code, shape_severity(finding)) == ("RC101", "warning")
     assert "run()" in finding.message and "__await__" in finding.message
 
 
@@ -97,11 +98,11 @@ def test_the_same_method_also_called_as_an_operation_stays_an_error() -> None:
     # not a driver; an RC101 is an error only when the module runs the method
     # concurrently (fourth held-out round), so this one is a plain warning
     [finding] = lint(source)
-    assert (finding.code, finding.severity) == ("RC101", "warning")
+    assert (finding.code, shape_severity(finding)) == ("RC101", "warning")
     assert "drives the object's life" not in finding.message
     fanned = source + "\n\nasync def restart_all(servers):\n"
     fanned += "    await asyncio.gather(*(s.restart() for s in servers))\n"
-    assert [(f.code, f.severity) for f in lint(fanned)] == [("RC101", "error")]
+    assert [(f.code, shape_severity(f)) for f in lint(fanned)] == [("RC101", "error")]
 
 
 def test_a_service_started_with_task_status_is_a_lifecycle_warning() -> None:
@@ -115,7 +116,7 @@ def test_a_service_started_with_task_status_is_a_lifecycle_warning() -> None:
             data = await self.socket.recvfrom(65535)
             await self.protocol.handle(data)
     """
-    assert [(f.code, f.severity) for f in lint(source)] == [("RC101", "warning")]
+    assert [(f.code, shape_severity(f)) for f in lint(source)] == [("RC101", "warning")]
 
 
 _SERVE_LOOP = """
@@ -138,7 +139,7 @@ def test_set_up_then_serve_until_shutdown_is_a_lifecycle_warning() -> None:
     # hypercorn's lifespan dispatchers and UDP servers: wire a component, then
     # serve with it until the object shuts down
     source = _SERVE_LOOP.format(name="_handle_lifespan", extra="")
-    assert [(f.code, f.severity) for f in lint(source)] == [("RC101", "warning")]
+    assert [(f.code, shape_severity(f)) for f in lint(source)] == [("RC101", "warning")]
 
 
 def test_a_serving_loop_started_as_a_pool_of_workers_stays_an_error() -> None:
@@ -149,7 +150,7 @@ def test_a_serving_loop_started_as_a_pool_of_workers_stays_an_error() -> None:
             asyncio.create_task(self.work(receive))
 """
     source = _SERVE_LOOP.format(name="work", extra=extra)
-    assert [(f.code, f.severity) for f in lint(source)] == [("RC101", "error")]
+    assert [(f.code, shape_severity(f)) for f in lint(source)] == [("RC101", "error")]
 
 
 _MAIN = """
@@ -174,7 +175,7 @@ class Server:
 def test_the_main_coroutine_of_an_event_loop_and_its_private_helpers_are_lifecycle() -> None:
     # uvicorn's Server.run() -> asyncio.run(serve()) -> _serve()
     findings = lint(_MAIN.format(extra=""))
-    assert [(f.code, f.severity) for f in findings] == [("RC101", "warning")]
+    assert [(f.code, shape_severity(f)) for f in findings] == [("RC101", "warning")]
     assert "_serve()" in findings[0].message
 
 
@@ -184,7 +185,7 @@ def test_a_private_helper_also_reached_from_an_operation_stays_an_error() -> Non
         await self._serve()
 """
     [finding] = lint(_MAIN.format(extra=extra))
-    assert (finding.code, finding.severity) == ("RC101", "warning")
+    assert (finding.code, shape_severity(finding)) == ("RC101", "warning")
     assert "drives the object's life" not in finding.message  # an operation, not a driver
 
 
@@ -206,7 +207,7 @@ def test_a_helper_only_the_driver_task_calls_is_lifecycle() -> None:
                 await self._flush()
                 self.buffers.pop(stream_id)
     """
-    assert [(f.code, f.severity) for f in lint(source)] == [("RC102", "warning")]
+    assert [(f.code, shape_severity(f)) for f in lint(source)] == [("RC102", "warning")]
 
 
 def test_canonical_operations_stay_errors() -> None:
@@ -227,7 +228,7 @@ def test_canonical_operations_stay_errors() -> None:
     async def run_branches(runtime, branches):  # marsys runs one step per branch at once
         await asyncio.gather(*(runtime.step(branch) for branch in branches))
     """
-    assert [(f.code, f.severity) for f in lint(source)] == [
+    assert [(f.code, shape_severity(f)) for f in lint(source)] == [
         ("RC102", "error"),
         ("RC101", "error"),
     ]
@@ -267,7 +268,7 @@ def test_what_follows_release_is_unguarded_again() -> None:
         if self.greeting is None:
             self.greeting = await self._read_greeting()
 """
-    found = [(f.code, f.severity) for f in lint(_ACQUIRED.format(release=release, extra=""))]
+    found = [(f.code, shape_severity(f)) for f in lint(_ACQUIRED.format(release=release, extra=""))]
     assert found == [("RC102", "error")]
 
 
@@ -276,5 +277,5 @@ def test_a_helper_also_called_without_the_lock_stays_an_error() -> None:
     async def starttls(self, hostname):
         await self._maybe_start_tls(hostname)
 """
-    found = [(f.code, f.severity) for f in lint(_ACQUIRED.format(release="", extra=extra))]
+    found = [(f.code, shape_severity(f)) for f in lint(_ACQUIRED.format(release="", extra=extra))]
     assert found == [("RC102", "error")]

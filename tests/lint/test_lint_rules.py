@@ -7,6 +7,7 @@ import textwrap
 import pytest
 
 from racecheck.lint import RULES, lint_source
+from racecheck.lint.severity import shape_severity
 
 
 def codes(source: str, select: list[str] | None = None) -> list[str]:
@@ -667,7 +668,7 @@ def test_rc107_is_an_error_when_the_module_runs_several_loops() -> None:
         """
     )
     (finding,) = lint_source(source, "t.py")
-    assert (finding.code, finding.severity) == ("RC107", "error")
+    assert (finding.code, shape_severity(finding)) == ("RC107", "error")
     # one loop: the lock made in __init__ is what RC102's fix recommends, not a finding
     assert lint_source(source.replace("asyncio.run(executor.execute())\n", "", 1), "t.py") == []
 

@@ -22,6 +22,7 @@ from test_lint_concurrency_evidence import _CLIENT, _HANDLER_SPAWNS
 
 from racecheck.lint import lint_paths
 from racecheck.lint.callers import _SCANS_BEFORE_WORDS, _File, _Package, _package
+from racecheck.lint.severity import shape_severity
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,7 +108,7 @@ def test_a_file_changed_between_two_runs_is_read_again(tmp_path: Path) -> None:
 
     def severity() -> str:
         (finding,) = [f for f in lint_paths([pkg]) if f.code == "RC102"]
-        return finding.severity
+        return shape_severity(finding)
 
     assert severity() == "warning"  # nothing spawns get_connection()
     (pkg / "app.py").write_text(textwrap.dedent(_HANDLER_SPAWNS))

@@ -13,6 +13,7 @@ import pytest
 
 from racecheck.lint import lint_source
 from racecheck.lint.findings import Finding
+from racecheck.lint.severity import shape_severity
 
 
 def lint(source: str) -> list[Finding]:
@@ -20,11 +21,11 @@ def lint(source: str) -> list[Finding]:
 
 
 def errors(source: str) -> list[str]:
-    return [f.code for f in lint(source) if f.severity == "error"]
+    return [f.code for f in lint(source) if shape_severity(f) == "error"]
 
 
 def warnings(source: str) -> list[str]:
-    return [f.code for f in lint(source) if f.severity == "warning"]
+    return [f.code for f in lint(source) if shape_severity(f) == "warning"]
 
 
 # asyncpg's Connection: a fail-fast exclusive section (``__enter__`` raises when it
@@ -395,7 +396,7 @@ class Connection:
 
 
 def test_a_check_and_act_inside_one_callee_are_reported_once_in_the_callee() -> None:
-    found = [(f.line, f.code) for f in lint(CHECK_IN_A_CALLEE) if f.severity == "error"]
+    found = [(f.line, f.code) for f in lint(CHECK_IN_A_CALLEE) if shape_severity(f) == "error"]
     assert found == [(4, "RC102")]
 
 
@@ -413,7 +414,7 @@ def test_a_callee_check_acted_on_by_the_caller_is_reported_at_the_caller() -> No
             self.opened += 1
             return conn
     """
-    found = [(f.line, f.code) for f in lint(source) if f.severity == "error"]
+    found = [(f.line, f.code) for f in lint(source) if shape_severity(f) == "error"]
     assert found == [(8, "RC102")]
 
 

@@ -45,6 +45,7 @@ from racecheck.lint.module import (
     params,
 )
 from racecheck.lint.report import at, line_of, show, where
+from racecheck.lint.severity import demote
 
 
 def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
@@ -161,6 +162,8 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                 )
             if finding.severity == "error" and finding.code in ("RC102", "RC103"):
                 finding = _needs_concurrency(module, func, info, finding)
+            if finding.code == "RC101":
+                finding = demote(finding, "RC101, a write read back")
             yield finding
 
 
@@ -169,23 +172,27 @@ def _needs_concurrency(
 ) -> Finding:
     """An RC102/RC103 error stays one only with evidence that two tasks run it at once.
 
-    The eleventh held-out round's cut (:mod:`racecheck.lint.concurrency`): the
-    shape alone is a warning; the package spawning the method, a class shared by
-    design, or a counted resource makes it an error.
+    Since lint20 (:mod:`racecheck.lint.severity`) only a counted resource keeps
+    the error; the evidence of the eleventh round's cut (the package spawning the
+    method, the module fanning it out) is named in a warning with its held-out
+    record, and so is the shape alone in a lone file.
     """
-    portion = None
-    if not concurrency.in_package(module):
-        portion = concurrency.in_namespace_portion(module)
-        if portion is None:
-            return finding  # a lone file or snippet: the shape decides
     if finding.code == "RC102" and concurrency.counted(
         module, func, info, finding.line, finding.end_line
     ):
         return replace(finding, message=f"{finding.message} (a counted resource: shared by design)")
+    portion = None
+    packaged = concurrency.in_package(module)
+    if not packaged:
+        portion = concurrency.in_namespace_portion(module)
+    if portion is None and not packaged:
+        # a lone file or snippet: no package to search, the shape is all there is
+        return demote(finding, "the shape alone")
     here = memo(module.tree, "run_concurrently", partial(_run_concurrently, module))
     why = concurrency.evidence(module, func, info, here)
     if why is not None:
-        return replace(finding, message=f"{finding.message} ({why})")
+        kind = "a fan-out in the module" if "fanned out" in why else "a spawn the package shows"
+        return demote(finding, kind, why)
     if portion is not None:
         return replace(
             finding,

@@ -108,7 +108,7 @@ def explain(code: str) -> str:
         raise UsageError(f"unknown rule code {code!r} ({', '.join(RULES)})")
     example = "\n".join(f"    {line}" for line in rule.example.splitlines())
     return (
-        f"{rule.code} {rule.name} ({rule.severity})\n\n{rule.summary}.\n\n"
+        f"{rule.code} {rule.name} ({rule.reported or rule.severity})\n\n{rule.summary}.\n\n"
         f"Why: {rule.why}\n\nExample:\n\n{example}\n\nFix: {rule.fix}\n"
     )
 

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from racecheck.lint.findings import Finding
 from racecheck.lint.module import ClassInfo, Module, iter_own, params, self_attr
 from racecheck.lint.report import at
+from racecheck.lint.severity import demote
 
 
 def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
@@ -73,14 +74,16 @@ def check(module: Module, codes: frozenset[str]) -> Iterator[Finding]:
                     if kind in LAZY_BINDING and not lazy_reported:
                         continue
                     if kind is not None and attrs:
-                        yield at(
+                        finding = at(
                             module,
                             node,
                             "RC107",
                             _message(kind, attrs[0], info) + suffix,
                             severity=severity,  # type: ignore[arg-type]
                         )
-        yield from _dataclass_fields(module, info, severity)
+                        yield demote(finding, "RC107, several loops")
+        for finding in _dataclass_fields(module, info, severity):
+            yield demote(finding, "RC107, several loops")
 
 
 def _message(kind: str, attr: str, info: ClassInfo) -> str:

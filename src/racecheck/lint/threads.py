@@ -45,6 +45,7 @@ from racecheck.lint.module import (
     self_attr,
 )
 from racecheck.lint.report import at, show
+from racecheck.lint.severity import demote
 
 #: methods whose call changes (or waits on) an asyncio primitive
 PRIMITIVE_CALLS = frozenset(
@@ -351,7 +352,7 @@ def _cross_thread(module: Module, node: ast.AST, where: str, how: str, what: str
     guesses so from names (taskiq hands ``on_exit`` to a constructor beside an executor,
     and calls it on the loop: held-out round five)."""
     started = _started_thread(module, how)
-    return at(
+    finding = at(
         module,
         node,
         "RC106",
@@ -361,6 +362,7 @@ def _cross_thread(module: Module, node: ast.AST, where: str, how: str, what: str
         + ("" if started else "; a warning: the thread is guessed from a pool-like name"),
         severity="error" if started else "warning",
     )
+    return demote(finding, "RC106, a thread started")
 
 
 # ── RC106: an asyncio.Lock in a class that threads use ──────────────────────
@@ -445,7 +447,7 @@ def _asyncio_lock_across_threads(
                         "; a warning: nothing here starts a thread on this class's "
                         "methods, so whether threads reach both sides the lint cannot see"
                     )
-                yield at(
+                finding = at(
                     module,
                     created,
                     "RC106",
@@ -454,6 +456,7 @@ def _asyncio_lock_across_threads(
                     "exclude other threads; use a threading.Lock" + caveat,
                     severity="error" if reaching and reaching[0] in taking else "warning",
                 )
+                yield demote(finding, "RC106, a thread started")
                 break
 
 
