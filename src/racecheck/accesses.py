@@ -81,6 +81,9 @@ from racecheck.sources import is_third_party_file, is_user_file
 
 #: (object ordinal, key, write, the object's type name)
 Access = tuple[int, Hashable, bool, str]
+#: a wake's callback chain, hop by hop: the step that queued the callback, and its
+#: reads of the task steps queued ahead of it (StepLog.scheduled)
+_Hops = tuple[tuple[int, tuple[Access, ...]], ...]
 
 #: the whole object: conflicts with every key of it
 ANY: Hashable = ("<any>",)
@@ -189,12 +192,19 @@ IDLE_CLOCK = -5
 #: write of that key on any object, and with every whole-object write
 #: (strategies.dpor). A write through such an object is OPAQUE instead.
 SOMEWHERE = -6
-#: pseudo-object: the step ended an asyncio wait by cancellation (key: (the
-#: waiting step's index in the run, the primitive's ordinal, the key the
-#: operation that ends the wait writes)). That earlier step looked, and the look
-#: races that operation after all (see _ENDED_BY): strategies.dpor adds the read
-#: to the waiting step. Never an access of this step itself.
-CANCELLED_WAIT = -7
+#: pseudo-object: an earlier step of the run read something after all, which this
+#: step found out (key: (that step's index in the run, the object's ordinal, the
+#: key read)). strategies.dpor adds the read to that step; never an access of
+#: this step itself. Two kinds of step learn it late: an asyncio wait that
+#: cancellation ended (its look races the operation that would have ended it,
+#: see _ENDED_BY), and a step that queued a callback whose chain went on to wake
+#: a task (it read the task steps queued ahead of it, see StepLog.scheduled).
+LATE_READ = -7
+#: the key of a task's next step appended to its loop's ready queue:
+#: (QUEUED, the actor whose step appended it, how many it had appended by then).
+#: The append writes it, and so does the task's step that runs from it; a
+#: callback queued behind it reads it once its chain wakes a task (StepLog.scheduled)
+QUEUED = "<queued>"
 
 
 class Observer(Protocol):
@@ -610,7 +620,7 @@ _ATTEMPTS: dict[str, Hashable] = {
 #: it, and the task goes on with CancelledError where, run after that
 #: operation, it would have had the lock, the item, the event. So in a run where
 #: the wait ends by cancellation, its look reads this key after all
-#: (CANCELLED_WAIT), and DPOR runs the other order. As a stutter in every run,
+#: (LATE_READ), and DPOR runs the other order. As a stutter in every run,
 #: DPOR called such programs verified with a reachable state left out
 #: (tests/core/test_dpor_cancelled_waits.py); as a read in every run, it ran
 #: 1,024 traces of agent-framework #6776's fix instead of 64, to tell apart waits
@@ -1106,12 +1116,20 @@ class StepLog:
         self._queue_counts: dict[int, list[int]] = {}
         self._queue_looks: dict[int, str] = {}
         #: wakes carried by callbacks (see scheduled): id(handle) -> the handle (kept:
-        #: its id is not reused by a handle queued some other way) and the steps that
-        #: started its chain; the chain of the callback running now; and, per
-        #: task (its id), (step in progress when its next step was queued, those steps)
-        self._chains: dict[int, tuple[Any, tuple[int, ...]]] = {}
+        #: its id is not reused by a handle queued some other way), the steps that
+        #: started its chain and its hops; the chain and hops of the callback running
+        #: now; and, per task (its id), (step in progress when its next step was
+        #: queued, those steps)
+        self._chains: dict[int, tuple[Any, tuple[int, ...], _Hops]] = {}
         self._chain: tuple[int, ...] | None = None
+        self._hops: _Hops = ()
         self._woken: dict[int, tuple[int, tuple[int, ...]]] = {}
+        #: the ready queue's order (see queued): task steps appended so far per actor;
+        #: id(handle) -> (the handle, its append's access) for a task step queued
+        #: while it waits in the queue; id(task) -> id of that handle
+        self._appends: dict[int, int] = {}
+        self._queued: dict[int, tuple[Any, Access]] = {}
+        self._pending: dict[int, int] = {}
         #: the backend's own notes for the run (asyncio: where tasks ended, what
         #: a suspended task waits for), dropped with the run's objects
         self.notes: dict[Any, Any] = {}
@@ -1196,7 +1214,11 @@ class StepLog:
         self._queue_looks.clear()
         self._chains.clear()
         self._chain = None
+        self._hops = ()
         self._woken.clear()
+        self._appends.clear()
+        self._queued.clear()
+        self._pending.clear()
         self.notes.clear()
         self._threadsafe = None
         self._handoff_counts.clear()
@@ -1211,7 +1233,7 @@ class StepLog:
         self._kept_returns.clear()
 
     # -- wakes carried by callbacks (asyncio: backends.asyncio_waits) -----------------
-    def scheduled(self, handle: Any, task: int | None) -> None:
+    def scheduled(self, handle: Any, task: int | None, ahead: tuple[Access, ...] = ()) -> None:
         """``handle`` was queued: by the step in progress, or by the running callback.
 
         ``task``: the key (``id``) of the task whose next step the handle is
@@ -1220,22 +1242,92 @@ class StepLog:
         carries them on. A task's step carries them into its first accesses
         (:meth:`woken`, :data:`WAKE`), so DPOR orders it after the step that
         really woke it, not after the step the callback happened to run in.
+
+        That order alone is not the whole story. The callback runs only when
+        it reaches the head of the ready queue, behind the task steps queued
+        before it (``ahead``, the reads of their appends, :meth:`handles_ahead`),
+        so the task it wakes runs after those steps, and which steps those are
+        depends on the order of the appends: a task that yields after the
+        callback was queued is behind it. When the chain wakes a task, each
+        hop's queueing step read the appends it was queued behind (LATE_READ),
+        so DPOR tries the order where the callback was queued first. Without
+        it, a ``gather``'s waiter never ran before a step of a task that had
+        yielded first, and DPOR called such programs verified after one run
+        (tests/core/test_dpor_wake_placement.py). Only a chain that wakes a
+        task counts: a ``gather``'s callback for a child that is not the last
+        wakes nobody, and where it lands changes nothing a task can see.
         """
         chain = self._chain
+        hops = self._hops
         if chain is None:
             chain = (self.step,) if self.actor is not None else ()
         if task is None:
             if chain:
-                self._chains[id(handle)] = (handle, chain)
+                if ahead:
+                    hops = (*hops, (self.step, ahead))
+                self._chains[id(handle)] = (handle, chain, hops)
             else:
                 self._chains.pop(id(handle), None)
         elif chain:
             self._woken[task] = (self.step if self.actor is not None else -1, chain)
+            if hops and self.actor is not None:
+                self._read_late(hops)
         else:
             self._woken.pop(task, None)
 
+    def _read_late(self, hops: _Hops) -> None:
+        """A chain woke a task: each hop's queueing step read what was queued ahead of it."""
+        now = self.step
+        for step, looks in hops:
+            if step == now:
+                self.current += looks
+            else:
+                self.current += [
+                    (LATE_READ, (step, obj, key), False, kind) for obj, key, _, kind in looks
+                ]
+
+    def queued(self, loop: Any, handle: Any, task: int) -> None:
+        """The step in progress appended task ``task``'s next step to ``loop``'s ready queue.
+
+        The append writes its own key (QUEUED), and so does the step that
+        runs from it (:meth:`woken`): a callback queued behind the handle
+        reads it (:meth:`scheduled`), which races the append (queued first,
+        the callback would have been ahead) and the step (run first, the
+        handle would not have been there). The keys name the appending actor
+        and its count, which are the same in every run that reaches the step.
+        """
+        actor = self.actor
+        if actor is None:
+            return
+        number = self._appends.get(actor, 0) + 1
+        self._appends[actor] = number
+        access = (self.ordinal(loop), (QUEUED, actor, number), True, type(loop).__qualname__)
+        self._queued[id(handle)] = (handle, access)
+        self._pending[task] = id(handle)
+        self.current.append(access)
+
+    def handles_ahead(self, loop: Any, handle: Any) -> tuple[Access, ...]:
+        """Reads of the appends of the task steps queued ahead of ``handle`` (see queued)."""
+        if self.actor is None:
+            return ()
+        queued = self._queued
+        looks: list[Access] = []
+        for ahead in loop._ready:
+            if ahead is handle:
+                break
+            found = queued.get(id(ahead))
+            if found is not None and found[0] is ahead and not ahead._cancelled:
+                obj, key, _, kind = found[1]
+                looks.append((obj, key, False, kind))
+        return tuple(looks)
+
     def woken(self, task: int) -> None:
         """The task keyed ``task`` starts a step: it follows what queued it (WAKE)."""
+        pending = self._pending.pop(task, None)
+        if pending is not None:
+            found = self._queued.pop(pending, None)
+            if found is not None:
+                self.current.append(found[1])  # its handle leaves the queue (see queued)
         woken = self._woken.pop(task, None)
         if woken is not None and woken[0] < self.step:
             self.follow(woken[1])
@@ -1266,11 +1358,15 @@ class StepLog:
     def callback_runs(self, handle: Any) -> None:
         """A plain callback starts: what it queues carries its chain on."""
         entry = self._chains.pop(id(handle), None)
-        self._chain = entry[1] if entry is not None and entry[0] is handle else ()
+        if entry is not None and entry[0] is handle:
+            self._chain, self._hops = entry[1], entry[2]
+        else:
+            self._chain, self._hops = (), ()
 
     def callback_ended(self) -> None:
         """The callback is over: what is queued now is the step's own doing."""
         self._chain = None
+        self._hops = ()
 
     def stable(self, key: Any) -> Hashable:
         """A key that means the same in every run: scalars as they are, objects by type."""
@@ -2254,7 +2350,7 @@ class StepLog:
         self._waits[frame] = None
         step, ordinal, ended_by, kind, before = waited
         if _cancel_requests() > before:
-            self.current.append((CANCELLED_WAIT, (step, ordinal, ended_by), False, kind))
+            self.current.append((LATE_READ, (step, ordinal, ended_by), False, kind))
 
     def _attempt_over(self, frame: FrameType, arg: Any) -> None:
         """An asyncio operation that may wait returns, or suspends to wait (_ATTEMPTS)."""

@@ -35,7 +35,10 @@ from test_dpor_wakes import reaches_what_exhaustive_search_reaches
 #: get on a Queue(maxsize=1) given up after t seconds; ("notify",) notify_all on a
 #: Condition; ("cwait", t) a wait on it given up after t seconds; ("guarded", ops)
 #: the ops in a child task that ("cancel",) cancels (a cancelled child counts),
-#: awaited where it was started; ("sleep", t) asyncio.sleep(t)
+#: awaited where it was started; ("sleep", t) asyncio.sleep(t); ("cancel_soon",) the
+#: same cancel through loop.call_soon; ("waitfor", t) wait_for(event.wait(), t);
+#: ("join", ops) the ops in a child joined through gather (its waking callback lands
+#: behind whatever task steps were queued first: test_dpor_wake_placement.py)
 
 
 @st.composite
@@ -46,9 +49,9 @@ def programs(draw: Any, actors: int = 3, ops: int = 2) -> Program:
     seconds = st.integers(0, 2)
     op = st.one_of(
         simple,
-        st.tuples(st.sampled_from(("lock", "sem", "guarded")), block),
-        st.sampled_from((("set",), ("clear",), ("notify",), ("cancel",))),
-        st.tuples(st.sampled_from(("wait", "get", "cwait", "sleep")), seconds),
+        st.tuples(st.sampled_from(("lock", "sem", "guarded", "join")), block),
+        st.sampled_from((("set",), ("clear",), ("notify",), ("cancel",), ("cancel_soon",))),
+        st.tuples(st.sampled_from(("wait", "get", "cwait", "sleep", "waitfor")), seconds),
         st.tuples(st.just("put"), st.integers(1, 2), seconds),
     )
     count = draw(st.integers(2, actors))
@@ -102,9 +105,21 @@ async def _run_task(world: _World, ops: Sequence[Op]) -> int:
                 if asyncio.current_task().cancelling():  # type: ignore[union-attr]
                     raise
                 acc += 1000
+        elif kind == "join":
+            (joined,) = await asyncio.gather(_run_block(world, op[1], 0))
+            acc += joined
         elif kind == "cancel":
             for child in world.children:
                 child.cancel()
+        elif kind == "cancel_soon":
+            loop = asyncio.get_running_loop()
+            for child in world.children:
+                loop.call_soon(child.cancel)
+        elif kind == "waitfor":
+            try:
+                await asyncio.wait_for(world.event.wait(), op[1])
+            except TimeoutError:
+                acc += 70
         elif kind == "set":
             world.event.set()
         elif kind == "clear":

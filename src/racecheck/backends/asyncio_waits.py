@@ -190,13 +190,23 @@ def wake_scheduled(log: StepLog, loop: Any, handle: asyncio.Handle) -> None:
     step that caused the wake.
     """
     owner = getattr(handle._callback, "__self__", None)  # type: ignore[attr-defined]
+    own_thread = threading.get_ident() == loop._thread_id
     if isinstance(owner, asyncio.Task):
         log.task_born(owner)  # its first step is queued as it is made (all_tasks() sees it)
         log.scheduled(handle, id(owner))
-    else:
-        if threading.get_ident() == loop._thread_id and acting_callback(handle):
-            log.user_callback_queued(loop)  # another thread's is recorded as it queues it
+        if own_thread:
+            log.queued(loop, handle, id(owner))
+    elif not own_thread:
+        log.scheduled(handle, None)  # recorded as another thread queues it (handed_off)
+    elif acting_callback(handle):
+        log.user_callback_queued(loop)
         log.scheduled(handle, None)
+    elif isinstance(handle, asyncio.TimerHandle):
+        # lands when the clock reaches it, which it does when no task can run
+        log.scheduled(handle, None)
+    else:
+        # a wake's callback: it runs behind the task steps queued before it
+        log.scheduled(handle, None, log.handles_ahead(loop, handle))
 
 
 #: modules whose callbacks are asyncio's own machinery (wakes, chained futures);

@@ -64,10 +64,11 @@ from dataclasses import dataclass, field
 from racecheck.accesses import (
     ACTOR,
     ANY,
-    CANCELLED_WAIT,
     HELD,
     IDLE_CLOCK,
+    LATE_READ,
     OPAQUE,
+    QUEUED,
     SOMEWHERE,
     STUTTER,
     SYNC,
@@ -326,9 +327,24 @@ def _find_conflicts(
                         gates.add(last_write)
                     else:
                         conflicting.add(last_write)
-                if write:
+                if write and not _queued_key(place):
                     readers = (r for a, r in reads.items() if a != actor)
                     (after if obj in idle else conflicting).update(readers)  # type: ignore[operator]
+
+
+def _queued_key(key: Hashable) -> bool:
+    """Is ``key`` a task step's place in a ready queue (accesses.QUEUED)?
+
+    Its writes after reads are the step that runs from it, after a callback
+    was queued behind it. Run first, that step would have left the callback
+    behind the task's next step instead: its waiter would wake no earlier,
+    and every order with a later wake is reached from this run by delaying
+    the waiter. So the pair is no race to reverse. Sleep sets still see the
+    conflict: with the callback queued first, the step lets the waiter wake
+    before the task's next step, which a run where the step came first never
+    tried (the other race, the append's against the callback, tries it).
+    """
+    return type(key) is tuple and len(key) == 3 and key[0] == QUEUED
 
 
 def _read_somewhere(
@@ -572,8 +588,8 @@ class DPORChooser(BaseChooser):
             self._probe_steps += 1
             self._probe_last = actor
             return
-        if any(access[0] == CANCELLED_WAIT for access in accesses):
-            accesses = self._cancelled_waits(accesses)
+        if any(access[0] == LATE_READ for access in accesses):
+            accesses = self._late_reads(accesses)
         if self._blocked:
             return
         enabled = tuple(enabled)
@@ -603,31 +619,34 @@ class DPORChooser(BaseChooser):
         self._enabled.append(enabled)
         node.backtrack.add(actor)
 
-    def _cancelled_waits(self, accesses: Sequence[Access]) -> tuple[Access, ...]:
-        """Give each asyncio wait this step ended by cancellation its look after all.
+    def _late_reads(self, accesses: Sequence[Access]) -> tuple[Access, ...]:
+        """Add to earlier steps of this run the reads this step found they made (LATE_READ).
 
-        The waiting step, earlier in this run, recorded a look that does not race
-        the release, put or set that ends the wait (accesses._ENDED_BY): with that
-        first, it would have gone on, as its wake does. Cancelled instead, it did
-        not: the look reads the key that operation writes, and the race analysis
-        at the run's end sees the race. Sleep sets decided on the old look since
-        that step: an actor kept asleep there whose step writes the key is woken
-        at every state since, and explored at the first where it could run (it
-        may never have run after the wait in this run, so no race would show it).
-        Only more is explored, never less. Done even in a run cut short by its
-        sleep set: the step that waited is in it.
+        Two kinds of step learn late what they read. An asyncio wait recorded
+        a look that does not race the release, put or set that ends it
+        (accesses._ENDED_BY): with that first, it would have gone on, as its
+        wake does. Cancelled instead, it did not: the look reads the key that
+        operation writes. A step that queued a callback read the task steps
+        queued ahead of it, which matters once the callback's chain wakes a
+        task (accesses.StepLog.scheduled). The race analysis at the run's end
+        then sees the races. Sleep sets decided on the old accesses since that
+        step: an actor kept asleep there whose step writes the key is woken at
+        every state since, and explored at the first where it could run (it
+        may never have run after that step in this run, so no race would show
+        it). Only more is explored, never less. Done even in a run cut short
+        by its sleep set: the earlier step is in it.
         """
         kept: list[Access] = []
         for access in accesses:
-            if access[0] != CANCELLED_WAIT:
+            if access[0] != LATE_READ:
                 kept.append(access)
                 continue
             where: tuple[int, int, Hashable] = access[1]  # type: ignore[assignment]
-            step, ordinal, ended_by = where
+            step, ordinal, key = where
             if step >= len(self.events):
                 continue
             event = self.events[step]
-            look = (ordinal, ended_by, False, access[3])
+            look = (ordinal, key, False, access[3])
             if look in event.accesses:
                 continue
             event.accesses = (*event.accesses, look)
