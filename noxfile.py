@@ -145,6 +145,9 @@ _REALCODE_PARAMS = [
         "injector",
         "icontract",
         "aws-lambda-powertools",
+        "httpcore",
+        "loguru",
+        "trio-websocket",
     )
 ]
 

@@ -125,3 +125,42 @@ def test_a_report_dir_broken_during_the_session_is_one_line(pytester: pytest.Pyt
     text = result.stdout.str()
     assert "Traceback" not in text and "INTERNALERROR" not in text
     result.stdout.fnmatch_lines(["racecheck: error: cannot write reports to out/deep*"])
+
+
+def test_a_target_that_never_repeats_itself_under_dpor_is_one_line(
+    pytester: pytest.Pytester,
+) -> None:
+    """A systematic strategy on a program whose path changes with every run stops:
+    that is the target's problem, said in one line, not a traceback out of DPOR."""
+    pytester.makepyfile(
+        test_drifts=textwrap.dedent(
+            """
+            import threading
+            import pytest
+
+            calls = [0]
+
+            @pytest.mark.racecheck(strategy="dpor", schedules=50)
+            def test_drifts():
+                calls[0] += 1
+                extra = calls[0]
+                box = {"n": 0}
+
+                def work():
+                    for _ in range(extra % 3):
+                        box["n"] += 0
+                    box["n"] += 1
+
+                workers = [threading.Thread(target=work) for _ in range(2)]
+                for w in workers:
+                    w.start()
+                for w in workers:
+                    w.join()
+            """
+        )
+    )
+    result = pytester.runpytest_inprocess("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert "Traceback" not in text and "dpor.py" not in text, text
+    result.stdout.fnmatch_lines(["*racecheck: NondeterminismError: step *"])

@@ -462,3 +462,128 @@ def test_equal_settings_overwritten_under_a_lock_are_not_a_race(tmp_path: Path) 
     done = run_script(tmp_path, EQUAL_SETTINGS)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("CLEAN"), done.stdout
+
+
+# loguru's handlers, without the library: copy-on-write. A logging thread reads
+# ``core.handlers`` once, with no lock, and loops over that dict; a reconfiguring
+# thread builds a new dict under the lock and stores it whole. The loop runs over
+# the dict it read, which nobody changes after it is published (loguru 0.7.3).
+# ``MUTATE_AFTER`` spells 0.7.2's bug: the dict is published, then popped from.
+PUBLISHED_WHOLE = """
+import threading
+
+import racecheck
+
+
+class Core:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.handlers = {1: "stderr", 2: "file"}
+
+
+def target():
+    core = Core()
+    seen = []
+
+    def log():
+        for handler in core.handlers.values():
+            seen.append(handler)
+
+    def remove_all():
+        with core.lock:
+            handlers = core.handlers.copy()
+            for handler_id in list(handlers):
+                if not MUTATE_AFTER:
+                    handlers = handlers.copy()
+                handlers.pop(handler_id)
+                core.handlers = handlers
+
+    workers = [threading.Thread(target=log), threading.Thread(target=remove_all)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+
+
+try:
+    report = racecheck.check(target, schedules=300, detect=True)
+    print("CLEAN", report.schedules_run)
+except racecheck.RaceFound as exc:
+    print("FOUND", exc.kind, str(exc).splitlines()[0])
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the detector reports storing a new dict in an attribute as a data race"
+    " with another thread's loop over the dict it read from that attribute before"
+    " (loguru 0.7.3's copy-on-write handlers)",
+)
+def test_a_dict_published_whole_does_not_race_with_its_readers(tmp_path: Path) -> None:
+    done = run_script(tmp_path, PUBLISHED_WHOLE.replace("MUTATE_AFTER", "False"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("CLEAN"), done.stdout
+
+
+def test_a_dict_mutated_after_it_is_published_races_with_its_readers(tmp_path: Path) -> None:
+    """loguru 0.7.2: after the first pop the published dict is the one popped from."""
+    done = run_script(tmp_path, PUBLISHED_WHOLE.replace("MUTATE_AFTER", "True"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("FOUND data-race"), done.stdout
+
+
+# trio-websocket 0.10.2's reader task, without the library: it loops while a
+# "reading" flag is set; ``aclose`` clears the flag and closes the stream, and
+# the reader, finding the stream closed, clears the flag too. Both stores are
+# the constant False: neither replaces a value the other computed.
+STOP_FLAG_CLEARED_TWICE = """
+import trio
+import trio.testing
+
+import racecheck
+
+
+class Connection:
+    def __init__(self):
+        self.reading = True
+        self.stream = trio.testing.memory_stream_pair()[0]
+
+
+async def target():
+    conn = Connection()
+
+    async def reader():
+        while conn.reading:
+            try:
+                await conn.stream.receive_some(10)
+            except trio.ClosedResourceError:
+                conn.reading = False  # the stream is gone: stop reading
+                break
+
+    async def closer():
+        conn.reading = False
+        await conn.stream.aclose()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(reader)
+        nursery.start_soon(closer)
+
+
+try:
+    report = racecheck.check(target, backend="trio", detect=True, schedules=100)
+    print("CLEAN", report.schedules_run)
+except racecheck.RaceFound as exc:
+    print("FOUND", exc.kind, str(exc).splitlines()[0])
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the detector reports a stop flag cleared by two tasks (both store the"
+    " constant False, the reader's after its loop test read True) as a 'lost update'"
+    " (trio-websocket 0.10.2's _reader_running)",
+)
+def test_a_stop_flag_cleared_by_two_tasks_is_not_a_lost_update(tmp_path: Path) -> None:
+    done = run_script(tmp_path, STOP_FLAG_CLEARED_TWICE)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("CLEAN"), done.stdout

@@ -439,6 +439,14 @@ class _Node:
     prefixes: dict[tuple[int, int, tuple[Access, ...]], int] = field(default_factory=dict)
 
 
+#: why a search that started again after the first run is not exhaustive (DPORChooser._diverged)
+FIRST_USE_RESTART = (
+    "the first run did one-time initialisation (a cache filled on first use) that later runs"
+    " skip: the search started again from the warm state, and the interleavings of that"
+    " first-run work were not explored"
+)
+
+
 class DPORChooser(BaseChooser):
     """Source-DPOR with sleep sets, behind the ordinary chooser interface."""
 
@@ -498,6 +506,10 @@ class DPORChooser(BaseChooser):
         self._probe_last = -1
         #: (state, actor) pairs a probe already started from
         self._probed: set[tuple[int, int]] = set()
+        #: the search started again from the warm state once (see _diverged)
+        self._restarted = False
+        #: this run left the cold tree: it finishes in natural order, then the search restarts
+        self._restarting = False
 
     # -- a run ---------------------------------------------------------------------------
     def begin(self, run: int) -> None:
@@ -562,10 +574,11 @@ class DPORChooser(BaseChooser):
         if position < len(self.path):
             wanted = self.path[position].actor
             if wanted not in candidates:
-                raise NondeterminismError(
+                self._diverged(
                     f"step {position + 1}: actor {wanted} is not enabled as it was in an"
                     " earlier run: the target depends on something racecheck does not control"
                 )
+                return 0
             return list(candidates).index(wanted)
         if self._blocked:
             return 0
@@ -598,11 +611,12 @@ class DPORChooser(BaseChooser):
         if position < len(self.path):
             node = self.path[position]
             if node.actor != actor or node.enabled != enabled:
-                raise NondeterminismError(
+                self._diverged(
                     f"step {position + 1} ran another actor, or from another set of enabled"
                     " actors, than in an earlier run: the target depends on something"
                     " racecheck does not control"
                 )
+                return
         else:
             if actor in self._next_sleep:
                 self._blocked = True  # the only way on is a sleeping actor
@@ -618,6 +632,36 @@ class DPORChooser(BaseChooser):
         self.events.append(event)
         self._enabled.append(enabled)
         node.backtrack.add(actor)
+
+    def _diverged(self, message: str) -> None:
+        """This run could not follow the tree: start the search again once, or stop.
+
+        Real code does one-time work on first use (a format parsed and cached, a
+        pattern compiled into a module-level dict): the first run of an
+        exploration runs lines no later run runs, and the tree DPOR built from
+        it does not fit the runs after it. When the tree is the first run's
+        alone (probes build none), the search starts again from the warm state:
+        this run ends in natural order and the next is the new root. Anything
+        else that leaves the tree is a program that does not repeat itself, and
+        systematic search cannot work on it. The restarted search never claims
+        to be exhaustive: the first run's path was run once, not explored.
+        """
+        if self._restarted or self._runs - self.probe_runs != 1:
+            raise NondeterminismError(message)
+        self._restarted = True
+        self._restarting = True
+        self._blocked = True
+        self.blind[FIRST_USE_RESTART] = None
+        self.path = []
+        self.events = []
+        self._enabled = []
+        self._next_sleep = {}
+        self._first_touch = {}
+        self._prefixes = [0]
+        self._held = {}
+        self._persist = False
+        self._probed = set()
+        self.order = SearchOrder(on_finished=self._finished)
 
     def _late_reads(self, accesses: Sequence[Access]) -> tuple[Access, ...]:
         """Add to earlier steps of this run the reads this step found they made (LATE_READ).
@@ -760,6 +804,12 @@ class DPORChooser(BaseChooser):
         if self._probe is not None:
             self._probe = None
             self.probe_runs += 1
+            return
+        if self._restarting:
+            # the run left the cold tree (see _diverged): the next run is the new root
+            self._restarting = False
+            self._blocked = False
+            self.events = []
             return
         if self.events and not self.events[-1].final:
             self._settle(())

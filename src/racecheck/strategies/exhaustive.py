@@ -30,12 +30,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from racecheck.errors import UsageError
 from racecheck.schedule import Decision
 from racecheck.strategies.base import BaseChooser
 
 
-class NondeterminismError(RuntimeError):
-    """A forced prefix could not be followed: the target is not deterministic."""
+class NondeterminismError(UsageError, RuntimeError):
+    """A forced prefix could not be followed: the target is not deterministic.
+
+    A usage error, like a state leak: the target is not fit for systematic
+    search, and the pytest plugin and the CLI say so in one line.
+    """
 
 
 class ExhaustiveChooser(BaseChooser):
