@@ -36,3 +36,19 @@ def keep_tracked(table: Any) -> None:
     key = _Tracked()
     table[key] = None
     del table[key]
+
+
+def make_thread_state() -> None:
+    """Make the calling thread's CPython state dict now, tracked, with repr's guard.
+
+    Each thread has a dict of its own in CPython (``PyThreadState_GetDict``),
+    where ``repr`` of a container keeps its recursion guard (a list, made at
+    the thread's first such ``repr``) and 3.11/3.12 keep thread-locals. Made or
+    first given that list inside an exploration's first run, the dict and the
+    list are younger than the heap frozen before that run, sit in generation
+    2 from then on, and every collection between runs is a full one. Called
+    on the explorer thread at install, before that freeze: the ``repr`` makes
+    the dict and the list (the guard is emptied again, never dropped), and a
+    dict holding a list is tracked.
+    """
+    repr([[]])

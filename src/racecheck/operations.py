@@ -31,13 +31,22 @@ _WRITES = {
 _OTHER = {"CALL": "call", "CALL_KW": "call", "CALL_FUNCTION_EX": "call", "FOR_ITER": "next item"}
 ACCESS_OPS = {**_READS, **_WRITES, **_OTHER}
 
-_tables: dict[tuple[CodeType, str], dict[int, str]] = {}
+#: granularity -> code -> its points: one table per granularity rather than
+#: one keyed by (code, granularity), whose key tuples the collector tracks.
+#: Filled while the first runs of a process's first exploration run, such
+#: keys stayed in generation 2 for that whole exploration, and every
+#: collection between its runs was a full one (Session._collect_between_runs).
+#: A code object and a points table are not tracked; the tables themselves
+#: are kept tracked from the threads backend's install (racecheck.gctrack).
+TABLES: dict[str, dict[CodeType, dict[int, str]]] = {"access": {}, "opcode": {}, "line": {}}
 
 
 def points(code: CodeType, granularity: str) -> dict[int, str]:
     """offset → operation text for the scheduling points of ``code``."""
-    key = (code, granularity)
-    table = _tables.get(key)
+    tables = TABLES.get(granularity)
+    if tables is None:
+        tables = TABLES[granularity] = {}
+    table = tables.get(code)
     if table is None:
         table = {}
         for instr in dis.get_instructions(code):
@@ -54,7 +63,7 @@ def points(code: CodeType, granularity: str) -> dict[int, str]:
                 ):
                     template = "call .{}"
                 table[instr.offset] = template.format(name)
-        _tables[key] = table
+        tables[code] = table
     return table
 
 

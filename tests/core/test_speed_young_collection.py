@@ -23,7 +23,10 @@ from typing import Any, ClassVar
 import pytest
 
 import racecheck
-from racecheck.bench.workloads import asyncio_deposits  # the bench's own asyncio workload
+from racecheck.bench.workloads import (  # the bench's own workloads
+    asyncio_deposits,
+    two_threads,
+)
 
 
 @pytest.fixture
@@ -54,6 +57,22 @@ def test_a_plain_asyncio_exploration_collects_young_between_runs(
     assert report.schedules_run == 60
     # one full collection before the heap is frozen (quiet_gc), then one young
     # collection after each run: none of them full
+    assert generations[1] >= 60, dict(generations)
+    assert generations[2] == 1, dict(generations)
+
+
+def test_a_plain_threads_exploration_collects_young_between_runs(
+    generations: Counter[int],
+) -> None:
+    # What a threads run keeps for the whole exploration is older than the
+    # frozen heap or not tracked: the pool's workers are made at install, the
+    # tracer's code tables hold no tuples or frozensets, the tables filled and
+    # emptied every run are kept tracked, and the explorer thread's state dict
+    # (with repr's guard list) is made at install. Any of them made young in a
+    # first run would sit in generation 2 and make every collection full.
+    report = racecheck.check(two_threads, strategy="pct", schedules=60, seed=0, saturation=0)
+
+    assert report.schedules_run == 60
     assert generations[1] >= 60, dict(generations)
     assert generations[2] == 1, dict(generations)
 

@@ -36,6 +36,7 @@ from racecheck.backends.threads.runtime import (
 from racecheck.backends.threads.tracer import make_tracer
 from racecheck.engine import Controller, RunAborted
 from racecheck.errors import UsageError
+from racecheck.gctrack import make_thread_state
 
 _ORIGINAL_START = threading.Thread.start
 _ORIGINAL_JOIN = threading.Thread.join
@@ -130,6 +131,10 @@ class ThreadsBackend:
         self._installed = True
         # After the patches: what they replaced is not rewritten a second time.
         self.adoption = adopt(self.target)
+        # After the adoption walk, which has never seen the pool's workers.
+        self.pool.prepare()
+        # The explorer thread runs each run's root (see racecheck.gctrack).
+        make_thread_state()
 
     def uninstall(self) -> None:
         if not self._installed:

@@ -29,12 +29,28 @@ from racecheck.backends.threads.primitives import STATE
 from racecheck.backends.threads.runtime import PLAIN_TRACES, Actor, ThreadRuntime, get_ident
 from racecheck.detect.operands import detect_lines, recipes
 from racecheck.engine import TEARDOWN_STEPS, Controller, RunAborted
+from racecheck.gctrack import keep_tracked
 from racecheck.linetrace import chain_call, inheritable_trace
-from racecheck.operations import access_of, points
+from racecheck.operations import TABLES, access_of, points
 from racecheck.sources import is_user_file
 
-#: code -> (lines holding a point, offsets of each line's last point)
-_point_lines: dict[CodeType, tuple[frozenset[int], frozenset[int]]] = {}
+#: code -> the lines holding a point, and code -> the offsets of each line's
+#: last point, as dicts of None: not tuples of frozensets, which the collector
+#: tracks (see _Tables). Kept tracked from install (racecheck.gctrack).
+_point_lines: dict[CodeType, dict[int, None]] = {}
+_last_points: dict[CodeType, dict[int, None]] = {}
+
+
+def _keep_caches_tracked() -> None:
+    """The process-wide code tables the first runs fill: tracked before the freeze.
+
+    Empty, a dict is untracked by the exploration's first, whole-heap
+    collection; its first entry of a points table would track it again as a
+    young object, which the collection after the run moves into generation 2
+    (racecheck.gctrack).
+    """
+    for table in (_point_lines, _last_points, *TABLES.values()):
+        keep_tracked(table)
 
 
 def traced(code: CodeType) -> bool:
@@ -58,7 +74,7 @@ def traced(code: CodeType) -> bool:
 
 def point_lines(code: CodeType) -> frozenset[int]:
     """Lines of ``code`` holding at least one access point (3.11's opcode filter)."""
-    return _point_layout(code)[0]
+    return frozenset(_point_layout(code)[0])
 
 
 def last_points(code: CodeType) -> frozenset[int]:
@@ -72,12 +88,13 @@ def last_points(code: CodeType) -> frozenset[int]:
     line's opcode events there (the ``with`` exit's ``POP_TOP``, the
     ``STORE_FAST`` after a call): the same points, fewer Python calls.
     """
-    return _point_layout(code)[1]
+    return frozenset(_point_layout(code)[1])
 
 
-def _point_layout(code: CodeType) -> tuple[frozenset[int], frozenset[int]]:
-    layout = _point_lines.get(code)
-    if layout is None:
+def _point_layout(code: CodeType) -> tuple[dict[int, None], dict[int, None]]:
+    """(:func:`point_lines`, :func:`last_points`) of ``code``, as dicts of None."""
+    lines = _point_lines.get(code)
+    if lines is None:
         table = points(code, "access")
         last: dict[int, int] = {}  # line -> its highest point offset
         current = code.co_firstlineno
@@ -86,8 +103,9 @@ def _point_layout(code: CodeType) -> tuple[frozenset[int], frozenset[int]]:
                 current = instr.starts_line
             if instr.offset in table:
                 last[current] = max(instr.offset, last.get(current, -1))
-        layout = _point_lines[code] = (frozenset(last), frozenset(last.values()))
-    return layout
+        lines = _point_lines[code] = dict.fromkeys(last)
+        _last_points[code] = dict.fromkeys(last.values())
+    return lines, _last_points[code]
 
 
 class MonitoringTracer:
@@ -106,11 +124,23 @@ class MonitoringTracer:
         self.warnings: list[str] = []
         #: another sys.monitoring tool is active (coverage's sysmon core)
         self.shared = False
-        #: id(code) -> (code, its points): by id, see the note above point_lines
-        self._tables: dict[int, tuple[CodeType, dict[int, str]]] = {}
+        #: id(code) -> its points, and id(code) -> code (kept alive so that its
+        #: id stays its own): by id, see the note above point_lines. Two tables
+        #: rather than one of (code, points) pairs: a code object and a points
+        #: table are not tracked by the collector, a tuple is, and the tuples
+        #: made in a first run sat in generation 2 for the whole exploration,
+        #: so every collection between runs was a full one
+        #: (Session._collect_between_runs); both are kept tracked from install
+        #: (racecheck.gctrack), so their own insertions move nothing either
+        self._tables: dict[int, dict[int, str]] = {}
+        self._tabled: dict[int, CodeType] = {}
 
     def install(self) -> None:
         self.warnings = []
+        # filled in the first runs, kept for the exploration (see __init__)
+        keep_tracked(self._tables)
+        keep_tracked(self._tabled)
+        _keep_caches_tracked()
         monitoring = sys.monitoring  # type: ignore[attr-defined]
         # Before claiming an id: any tool in use is someone else's.
         self.shared = any(monitoring.get_tool(tool) is not None for tool in range(6))
@@ -149,6 +179,7 @@ class MonitoringTracer:
             monitoring.set_local_events(tool, code, 0)
         self.instrumented.clear()
         self._tables.clear()
+        self._tabled.clear()
         events = monitoring.events
         for event in (events.PY_START, events.PY_RESUME, events.INSTRUCTION, events.LINE):
             monitoring.register_callback(tool, event, None)
@@ -205,10 +236,11 @@ class MonitoringTracer:
         return disable
 
     def _on_instruction(self, code: CodeType, offset: int) -> Any:
-        entry = self._tables.get(id(code))
-        if entry is None:
-            entry = self._tables[id(code)] = (code, points(code, self.granularity))
-        operation = entry[1].get(offset)
+        table = self._tables.get(id(code))
+        if table is None:
+            self._tabled[id(code)] = code
+            table = self._tables[id(code)] = points(code, self.granularity)
+        operation = table.get(offset)
         if operation is None and not (self.detecting and offset in recipes(code)):
             return sys.monitoring.DISABLE  # type: ignore[attr-defined]
         runtime = STATE.runtime
@@ -314,11 +346,11 @@ class SettraceTracer:
         self._threads: dict[int, tuple[Any, Any, list[Any], Any, str]] = {}
         #: what this exploration could not see (see :meth:`disable_thread`)
         self.warnings: list[str] = []
-        #: per id(code): (points, lines holding one) for user code, None otherwise;
-        #: for runs that record DPOR's steps, and for runs that do not (whose
-        #: detector has no use for operands.STEP_LOG_OPS: fewer lines to watch)
-        self._infos: dict[int, _Info | None] = {}
-        self._race_infos: dict[int, _Info | None] = {}
+        #: per id(code): its tables (see _Tables); for runs that record DPOR's
+        #: steps, and for runs that do not (whose detector has no use for
+        #: operands.STEP_LOG_OPS: fewer lines to watch)
+        self._infos = _Tables()
+        self._race_infos = _Tables()
         #: the code objects _infos describes, kept alive so their ids stay theirs
         self._codes: list[CodeType] = []
 
@@ -328,6 +360,13 @@ class SettraceTracer:
         # shared with another thread (never coverage's per-thread CTracer).
         self._inherited = inheritable_trace()
         self.warnings = []
+        # Filled in the first runs and kept for the exploration (see _Tables);
+        # _threads is filled and emptied by every run (racecheck.gctrack).
+        keep_tracked(self._threads)
+        _keep_caches_tracked()
+        for tables in (self._infos, self._race_infos):
+            for table in (tables.points, tables.watched, tables.hot, tables.ends):
+                keep_tracked(table)
 
     def uninstall(self) -> None:
         for entry in self._threads.values():  # threads that never got to disable_thread
@@ -393,7 +432,9 @@ class SettraceTracer:
         live = runtime.live
         me = runtime.by_ident[get_ident()]
         step_log = controller.steplog is not None
-        infos = self._infos if step_log else self._race_infos
+        tables = self._infos if step_log else self._race_infos
+        infos = tables.points
+        watched_of, hot_of, ends_of = tables.watched, tables.hot, tables.ends
         codes = self._codes
         missing: Any = _MISSING
         _id = id
@@ -402,20 +443,23 @@ class SettraceTracer:
         #: coverage and the detector want every access, even of an actor running alone
         watch_alone = controller.accesses is not None or detecting
 
-        def info_for(code: CodeType) -> _Info | None:
+        def info_for(code: CodeType) -> dict[int, str] | None:
             codes.append(code)
+            key = _id(code)
             if not traced(code):
-                infos[_id(code)] = None
+                infos[key] = None
                 return None
-            hot = point_lines(code) if granularity == "access" else None
+            hot, ends = _point_layout(code) if granularity == "access" else (None, None)
             watched = hot
             if detecting and hot is not None:
-                watched = hot | detect_lines(code, step_log)
-            ends = last_points(code) if hot is not None else None
-            found = infos[_id(code)] = (points(code, granularity), watched, hot, ends)
+                watched = dict.fromkeys(hot.keys() | detect_lines(code, step_log))
+            watched_of[key] = watched
+            hot_of[key] = hot
+            ends_of[key] = ends
+            found = infos[key] = points(code, granularity)
             return found
 
-        def make_local(info: _Info, armed: bool) -> Callable[..., Any]:
+        def make_local(key: int, table: dict[int, str], frame: FrameType) -> Callable[..., Any]:
             """The local trace function of one user frame, its code's tables at hand.
 
             It returns None: CPython 3.11 installs only what the "call" event
@@ -423,14 +467,16 @@ class SettraceTracer:
             returns None, so the function need not name itself (which would
             make a reference cycle per traced frame).
 
-            ``armed`` is whether a plain run would have opcode events on at
+            ``armed`` (decided here for the frame's line, see :func:`_arm_frame`)
+            is whether a plain run would have opcode events on at
             this line (see :func:`_arm`): only then is a point a decision.
             With the access feed or the detector, opcode events stay on while
             an actor runs alone, and a thread started mid-line would otherwise
             make decisions at the rest of that line that a plain run (a
             replay) never makes: its token would diverge.
             """
-            table, hot, point_hot, ends = info
+            hot, point_hot, ends = watched_of[key], hot_of[key], ends_of[key]
+            armed = _arm_frame(frame, hot, point_hot, live, by_opcode, watch_alone)
             if watch_alone:
                 ends = None  # the access feed and the detector watch every opcode
 
@@ -489,12 +535,13 @@ class SettraceTracer:
         if chain[0] is None:
 
             def global_trace(frame: FrameType, event: str, arg: Any) -> Any:
-                info: Any = infos.get(_id(frame.f_code), missing)
-                if info is missing:
-                    info = info_for(frame.f_code)
-                if info is None:
+                key = _id(frame.f_code)
+                table: Any = infos.get(key, missing)
+                if table is missing:
+                    table = info_for(frame.f_code)
+                if table is None:
                     return None
-                return make_local(info, _arm_frame(frame, info, live, by_opcode, watch_alone))
+                return make_local(key, table, frame)
 
             PLAIN_TRACES.add(global_trace)
             return global_trace
@@ -505,13 +552,14 @@ class SettraceTracer:
             prev_local = None
             if previous is not None:
                 prev_local, chain[0] = chain_call(previous, chained_global, frame, arg)
-            info: Any = infos.get(_id(frame.f_code), missing)
-            if info is missing:
-                info = info_for(frame.f_code)
-            if info is None:
+            key = _id(frame.f_code)
+            table: Any = infos.get(key, missing)
+            if table is missing:
+                table = info_for(frame.f_code)
+            if table is None:
                 return prev_local
             chained = [prev_local]
-            local = make_local(info, _arm_frame(frame, info, live, by_opcode, watch_alone))
+            local = make_local(key, table, frame)
 
             def both(frame: FrameType, event: str, arg: Any) -> Any:
                 inner = chained[0]
@@ -527,14 +575,39 @@ class SettraceTracer:
 
 _MISSING = object()
 
-#: a user code's tables on 3.11: its points by offset, the lines to watch
-#: opcodes on (its points' lines, plus the detector's), its points' lines
-#: (None: every line), and the offsets after which a line's opcode events
-#: stop (see last_points; None: never)
-_Info = tuple[dict[int, str], frozenset[int] | None, frozenset[int] | None, frozenset[int] | None]
+#: a set of ints the collector does not track (see _Tables)
+_Lines = dict[int, None]
 
 
-def _arm(point_hot: frozenset[int] | None, line: int, live: list[Actor]) -> bool:
+class _Tables:
+    """User code's tables on 3.11, each keyed by ``id(code)``.
+
+    ``points``: its points by offset (None: code without points, not traced);
+    ``watched``: the lines to watch opcodes on (its points' lines, plus the
+    detector's); ``hot``: its points' lines (None: every line); ``ends``: the
+    offsets after which a line's opcode events stop (see last_points; None:
+    never).
+
+    Four tables rather than one of tuples: what a first run puts in them
+    (points tables, sets of lines as dicts of None) holds only ints, strings
+    and None, so the collector does not track it, while a tuple or a
+    frozenset is tracked whatever it holds. The tables themselves are made
+    with the backend, before the exploration freezes the heap; entries made
+    tracked in the first run sat in generation 2 for the whole exploration,
+    and every collection between runs was a full one
+    (``Session._collect_between_runs``).
+    """
+
+    __slots__ = ("ends", "hot", "points", "watched")
+
+    def __init__(self) -> None:
+        self.points: dict[int, dict[int, str] | None] = {}
+        self.watched: dict[int, _Lines | None] = {}
+        self.hot: dict[int, _Lines | None] = {}
+        self.ends: dict[int, _Lines | None] = {}
+
+
+def _arm(point_hot: _Lines | None, line: int, live: list[Actor]) -> bool:
     """Does a plain run watch this line's opcodes, so that its points are decisions?
 
     Decided at a frame's call and at each new line, as a plain run turns its
@@ -546,13 +619,20 @@ def _arm(point_hot: frozenset[int] | None, line: int, live: list[Actor]) -> bool
 
 
 def _arm_frame(
-    frame: FrameType, info: _Info, live: list[Actor], by_opcode: bool, watch_alone: bool
+    frame: FrameType,
+    hot: _Lines | None,
+    point_hot: _Lines | None,
+    live: list[Actor],
+    by_opcode: bool,
+    watch_alone: bool,
 ) -> bool:
-    """A frame entered (or resumed): switch its opcode events, and say if it is armed."""
+    """A frame entered (or resumed): switch its opcode events, and say if it is armed.
+
+    ``hot``: the lines to watch opcodes on; ``point_hot``: the lines holding points.
+    """
     if not by_opcode:
         return True
-    armed = _arm(info[2], frame.f_lineno, live)
-    hot = info[1]
+    armed = _arm(point_hot, frame.f_lineno, live)
     frame.f_trace_opcodes = armed if not watch_alone else hot is None or frame.f_lineno in hot
     return armed
 
