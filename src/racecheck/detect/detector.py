@@ -346,6 +346,7 @@ class Detector:
         "shadows",
         "signallers",
         "signals",
+        "spare_feed",
         "stamps",
         "steps",
         "sync",
@@ -439,6 +440,8 @@ class Detector:
         #: the step feed of the task step running now (3.11's settrace road): a frame
         #: resumed without a call event hands its events to it (detect._step_now)
         self.running_feed: Any = None
+        #: the step feed the run's next task step reuses (one object a run, not a step)
+        self.spare_feed: Any = None
         #: sequence id -> actor -> (where it located a position in it, the sequence's
         #: WHOLE seq then, the actor's step then): ``bisect``/``index`` results, valid
         #: only until someone else shifts the sequence (see _stale_index)
