@@ -41,6 +41,7 @@ from racecheck.backends.asyncio_waits import (
     wake_scheduled,
 )
 from racecheck.backends.inline_waits import waits_refused
+from racecheck.detect.stepmon import AVAILABLE as MONITORED_STEPS
 from racecheck.detect.stepmon import run_step, step_feed
 from racecheck.engine import Controller, Failure, NeedsBackend, RunAborted
 from racecheck.linetrace import collecting_accesses
@@ -463,6 +464,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         if controller.recorder is None and controller.accesses is None:
             # what _rc_observe_step would do, without one more call inside the
             # step (on 3.11 each is a traced call event)
+            if MONITORED_STEPS:  # 3.12+: no call event for a frame, nothing to cut
+                run_step(detector, actor, actor, handle._run)
+                return
             # handle._run's own call, without its Python frame (on 3.11 one more
             # traced call event a step); an error escaping the step (never the
             # task's own: the task keeps those) still goes through Handle._run
@@ -588,10 +592,11 @@ class DetectingLoop(ControlledLoop):
 
     def __init__(self, host: LoopHost | None) -> None:
         super().__init__(host)
-        # asyncio's C futures and tasks ask the loop's get_debug() when they are
-        # made, inside a detected step: on 3.11 a Python method is a traced call
-        # event there, a C callable is none. The same answer, read when asked.
-        self.get_debug = functools.partial(getattr, self, "_debug")  # type: ignore[method-assign]
+        if not MONITORED_STEPS:
+            # asyncio's C futures and tasks ask the loop's get_debug() when they
+            # are made, inside a detected step: on 3.11 a Python method is a traced
+            # call event there, a C callable is none. The same answer, read when asked.
+            self.get_debug = functools.partial(getattr, self, "_debug")  # type: ignore[method-assign]
 
     def _call_soon(self, callback: Any, args: Any, context: Any) -> Any:
         handle = super()._call_soon(callback, args, context)  # type: ignore[misc]
