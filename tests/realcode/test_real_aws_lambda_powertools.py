@@ -16,8 +16,11 @@ new circuit in each run: the counters are module globals keyed by name.
 
 This library found two racecheck bugs (docs/realcode.md, items 11 and 12):
 the buggy release's token, replayed on 3.31.1, left its lock held and was
-reported as a deadlock (fixed); and the fixed release under the detector is a
-false "overwritten before read" of two equal settings (open, below).
+reported as a deadlock (fixed); and the fixed release under the detector was a
+false "overwritten before read" of two equal settings: ``configure`` stores a
+``NamedTuple`` of the circuit's settings under the layer's lock at every call, and
+each thread reads back an equal one the other stored (fixed: an equal immutable
+value is the reader's own, ``tests/detect/test_detector_equal_values.py``).
 """
 
 from __future__ import annotations
@@ -91,13 +94,3 @@ class TestAwsLambdaPowertools(FailsItsUserTest, FlaggedByTheDetector):
     symptom = "two failures did not open the circuit"
     finding = "data race"
     finding_shows = ("data race on self.circuit_name", "at base.py:75")
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason="detector false alarm: 3.31.1's configure() stores equal settings for one"
-        " circuit from both threads, each under the layer's lock, and reading them back in a"
-        " later critical section is reported as 'overwritten before read'"
-        " (test_realcode_gaps.py::test_equal_settings_overwritten_under_a_lock_are_not_a_race)",
-    )
-    def test_fixed_release_is_clean_under_the_detector(self, pytester: pytest.Pytester) -> None:
-        super().test_fixed_release_is_clean_under_the_detector(pytester)

@@ -402,8 +402,9 @@ def test_an_answer_from_the_count_stored_with_setdefault_still_races(
 # stores the circuit's settings under its lock and reads them back in a later
 # critical section. Two threads store equal settings for one circuit: the second
 # overwrites the first's with an equal value, so what the first reads back is what
-# it stored. The detector does not compare values and reports "overwritten before
-# read" (docs/detect.md, "Heuristics, not proofs").
+# it stored. The detector compared only scalars and reported "overwritten before
+# read"; a named tuple of equal immutable fields is now the same value to it
+# (tests/detect/test_detector_equal_values.py holds the partners that stay reported).
 EQUAL_SETTINGS = """
 import threading
 from typing import NamedTuple
@@ -434,7 +435,7 @@ def target():
     seen = []
 
     def call():
-        store.configure("payments", 5)
+        store.configure("payments", MAX_AGE)
         seen.append(store.settings_for("payments"))
 
     workers = [threading.Thread(target=call) for _ in range(2)]
@@ -453,13 +454,8 @@ except racecheck.RaceFound as exc:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the detector does not compare values; an equal value stored over one's"
-    " own is reported as 'overwritten before read' (aws-lambda-powertools 3.31.1)",
-)
 def test_equal_settings_overwritten_under_a_lock_are_not_a_race(tmp_path: Path) -> None:
-    done = run_script(tmp_path, EQUAL_SETTINGS)
+    done = run_script(tmp_path, EQUAL_SETTINGS.replace("MAX_AGE", "5"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("CLEAN"), done.stdout
 
@@ -587,3 +583,14 @@ def test_a_stop_flag_cleared_by_two_tasks_is_not_a_lost_update(tmp_path: Path) -
     done = run_script(tmp_path, STOP_FLAG_CLEARED_TWICE)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("CLEAN"), done.stdout
+
+
+def test_different_settings_overwritten_under_a_lock_are_still_reported(tmp_path: Path) -> None:
+    """The partner: two threads configuring one circuit differently read each other's."""
+    program = EQUAL_SETTINGS.replace(
+        "MAX_AGE", "5 + (threading.current_thread() is workers[0])"
+    ).replace("    assert seen == [Settings(5), Settings(5)]\n", "")
+    done = run_script(tmp_path, program)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("FOUND atomicity-violation"), done.stdout
+    assert "overwritten before read" in done.stdout, done.stdout

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextvars
+import functools
 import heapq
 import selectors
 import threading
@@ -40,6 +41,7 @@ from racecheck.backends.asyncio_waits import (
     wake_scheduled,
 )
 from racecheck.backends.inline_waits import waits_refused
+from racecheck.detect.stepmon import AVAILABLE as MONITORED_STEPS
 from racecheck.detect.stepmon import run_step, step_feed
 from racecheck.engine import Controller, Failure, NeedsBackend, RunAborted
 from racecheck.linetrace import collecting_accesses
@@ -462,7 +464,21 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         if controller.recorder is None and controller.accesses is None:
             # what _rc_observe_step would do, without one more call inside the
             # step (on 3.11 each is a traced call event)
-            run_step(detector, actor, actor, handle._run)
+            if MONITORED_STEPS:  # 3.12+: no call event for a frame, nothing to cut
+                run_step(detector, actor, actor, handle._run)
+                return
+            # handle._run's own call, without its Python frame (on 3.11 one more
+            # traced call event a step); an error escaping the step (never the
+            # task's own: the task keeps those) still goes through Handle._run
+            raw: Any = handle  # asyncio.Handle's fields, which the stubs do not declare
+            step = functools.partial(raw._context.run, raw._callback, *raw._args)
+            try:
+                run_step(detector, actor, actor, step, _coroutine_frame(task))
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:
+                raw._context = _Raising(exc)
+                handle._run()  # the same message and context to the exception handler
             return
         with step_feed(detector, actor, actor, recorded=controller.recorder is not None):
             self._rc_observe_step(actor, task, handle, preempted)
@@ -574,6 +590,14 @@ class DetectingLoop(ControlledLoop):
     it: ``call_soon`` is on asyncio's hottest path.
     """
 
+    def __init__(self, host: LoopHost | None) -> None:
+        super().__init__(host)
+        if not MONITORED_STEPS:
+            # asyncio's C futures and tasks ask the loop's get_debug() when they
+            # are made, inside a detected step: on 3.11 a Python method is a traced
+            # call event there, a C callable is none. The same answer, read when asked.
+            self.get_debug = functools.partial(getattr, self, "_debug")  # type: ignore[method-assign]
+
     def _call_soon(self, callback: Any, args: Any, context: Any) -> Any:
         handle = super()._call_soon(callback, args, context)  # type: ignore[misc]
         controller = self._rc_controller
@@ -651,6 +675,21 @@ _UNTRACED_CALLBACK = (
     "a plain callback of the user's (call_soon, a done callback, a timer) ran while the race"
     " detector was on (detect=True), which does not trace callbacks: what it touched is unseen"
 )
+
+
+class _Raising:
+    """A context whose ``run`` raises: replays a step's error through ``Handle._run``."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    def run(self, callback: Any, *args: Any) -> None:
+        raise self.exc
+
+
+def _coroutine_frame(task: asyncio.Task[Any]) -> Any:
+    """The frame of ``task``'s own coroutine (None for another kind of awaitable)."""
+    return getattr(task.get_coro(), "cr_frame", None)
 
 
 def new_loop(host: LoopHost) -> ControlledLoop:

@@ -18,6 +18,7 @@ every code without accesses.
 
 from __future__ import annotations
 
+import asyncio
 import dis
 import sys
 from collections.abc import Callable
@@ -124,23 +125,39 @@ class detecting:
             sys.settrace(feed.previous)
 
 
-def run_traced_step(detector: Detector, actor: int, hb: int, run: Callable[[], Any]) -> None:
+def run_traced_step(
+    detector: Detector, actor: int, hb: int, run: Callable[[], Any], outer: Any = None
+) -> None:
     """``with detecting(detector, actor, hb): run()``, with no Python call around ``run``.
 
     On 3.11 every Python call made while the step's trace function is
     installed is a traced call event, ``detecting.__exit__`` included: here
     the trace function is taken out by the same frame that put it in.
+
+    ``outer``: the frame of the task's own coroutine, when the caller knows
+    it. Once that frame has suspended (or ended) no traced code runs in the
+    step again, so the trace function goes there (see ``_PrunedFrameFeed``).
     """
     if detector.access_log is not None:
         detector.access_log.running(actor)
-    feed = detector.running_feed = _StepFeed(detector, sys.gettrace())
+    feed = detector.spare_feed
+    if feed is None or feed.active:  # (a step inside a step keeps a feed of its own)
+        feed = detector.spare_feed = _StepFeed(detector, sys.gettrace())
+    else:
+        # One feed for the run's steps: a frame that still holds an earlier
+        # step's local trace function finds it running, with this step's
+        # actor, exactly as _step_now would hand it the running feed
+        feed.previous = sys.gettrace()
+    detector.running_feed = feed
     feed.actor, feed.hb, feed.active = actor, hb, True
+    feed.outer = outer
     sys.settrace(feed)
     try:
         run()
     finally:
         feed.active = False
         detector.running_feed = None
+        feed.outer = None  # the spare feed keeps no frame (nor its locals) alive
         sys.settrace(feed.previous)
 
 
@@ -159,6 +176,7 @@ class _StepFeed:
         "hb",
         "hot_lines",
         "on_recipe",
+        "outer",
         "previous",
         "step_log",
     )
@@ -174,6 +192,7 @@ class _StepFeed:
         self.actor = 0
         self.hb = 0
         self.active = False
+        self.outer: Any = None
 
     def __call__(self, frame: FrameType, event: Any, arg: Any) -> Any:
         prev_local = None
@@ -311,10 +330,24 @@ class _PrunedFrameFeed:
             if not self.feed.active:
                 _step_now(self)
             frame.f_trace_opcodes = frame.f_lasti in self.info.wanted
+        elif event == "return" and frame is self.feed.outer and type(arg) in _C_AWAITED:
+            # The task's own coroutine suspends (or ends): what runs next in the
+            # step is asyncio's C bookkeeping and the loop's call_soon, never
+            # traced code (a yielded None or a C future has no Python method to
+            # call). Tracing it cost every instruction its slow road and every
+            # Python call a call event; run_traced_step puts it back anyway.
+            if self.inner is None and sys.gettrace() is self.feed:
+                sys.settrace(None)
+                return None
         inner = self.inner
         if inner is not None:
             self.inner = inner(frame, event, arg)
         return self
+
+
+#: what a task's coroutine may suspend on with no Python code run before the step
+#: ends: a bare yield (``sleep(0)``), or asyncio's C future or task
+_C_AWAITED = frozenset((type(None), asyncio.Future, asyncio.Task))
 
 
 def _step_now(local: _PrunedFrameFeed | _FrameFeed) -> _StepFeed:

@@ -346,6 +346,7 @@ class Detector:
         "shadows",
         "signallers",
         "signals",
+        "spare_feed",
         "stamps",
         "steps",
         "sync",
@@ -439,6 +440,8 @@ class Detector:
         #: the step feed of the task step running now (3.11's settrace road): a frame
         #: resumed without a call event hands its events to it (detect._step_now)
         self.running_feed: Any = None
+        #: the step feed the run's next task step reuses (one object a run, not a step)
+        self.spare_feed: Any = None
         #: sequence id -> actor -> (where it located a position in it, the sequence's
         #: WHOLE seq then, the actor's step then): ``bisect``/``index`` results, valid
         #: only until someone else shifts the sequence (see _stale_index)
@@ -4070,15 +4073,66 @@ def _local_use(listing: list[dis.Instruction], store: dis.Instruction, follow: b
     return best
 
 
+#: values equal by content that nothing can change, compared in C without user code
+_EQUAL_BY_VALUE = frozenset((int, float, complex, str, bytes, bool, type(None)))
+#: how many values one comparison looks at before it gives up (and the read is reported)
+_SAME_BUDGET = 64
+#: tuple classes whose instances compare as tuples and carry nothing else (named tuples)
+_PLAIN_TUPLES: dict[type, bool] = {tuple: True}
+
+
 def _same(a: Any, b: Any) -> bool:
+    """Whether a reader that wrote ``b`` and reads ``a`` cannot tell it got another's value.
+
+    The same object; or two immutable values equal by content: numbers, strings,
+    bytes, and tuples, named tuples and frozensets of them (to any depth). A
+    mutable value is never the same as another object, however equal now: the
+    reader holds the other's object, and what either changes the other sees. No
+    user code runs: a tuple class with an ``__eq__`` of its own, or a tuple
+    holding user objects that are not identical, is not the same.
+    """
     if a is b:
         return True
-    if type(a) in _SCALARS and type(b) is type(a):
-        try:
-            return bool(a == b)
-        except Exception:
+    budget = [_SAME_BUDGET]
+    return _same_content(a, b, budget)
+
+
+def _same_content(a: Any, b: Any, budget: list[int]) -> bool:
+    budget[0] -= 1
+    if budget[0] < 0:
+        return False
+    kind = type(a)
+    if type(b) is not kind:
+        return False
+    if kind in _EQUAL_BY_VALUE:
+        return bool(a == b)
+    if kind is frozenset:
+        # a frozenset's equality hashes and compares its elements: only C's own ones
+        if len(a) != len(b) or len(a) > budget[0]:
             return False
+        budget[0] -= len(a)
+        return all(type(e) in _EQUAL_BY_VALUE for e in a) and bool(a == b)
+    if isinstance(a, tuple) and _plain_tuple(kind):
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b, strict=True):
+            if x is not y and not _same_content(x, y, budget):
+                return False
+        return True
     return False
+
+
+def _plain_tuple(kind: type) -> bool:
+    """A tuple class that compares as a tuple and keeps no attributes of its own."""
+    plain = _PLAIN_TUPLES.get(kind)
+    if plain is None:
+        plain = _PLAIN_TUPLES[kind] = (
+            type(kind) is type  # no metaclass of its own to answer the look-ups below
+            and kind.__eq__ is tuple.__eq__
+            and kind.__ne__ is tuple.__ne__
+            and kind.__dictoffset__ == 0  # no __dict__: a named tuple's __slots__ = ()
+        )
+    return plain
 
 
 def _short(value: Any) -> str:

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from types import CodeType, FunctionType, MethodType
 from typing import Any
 
+from racecheck.detect import run_traced_step
 from racecheck.detect.detector import Detector
 from racecheck.detect.detector import _made_in_python as made_in_python
 from racecheck.detect.operands import STEP_LOG_OPS, detect_lines, recipes
@@ -292,7 +293,9 @@ def step_feed(detector: Detector, actor: int, hb: int = 0, *, recorded: bool = F
     return detecting(detector, actor, hb)
 
 
-def run_step(detector: Detector, actor: int, hb: int, run: Callable[[], Any]) -> None:
+def run_step(
+    detector: Detector, actor: int, hb: int, run: Callable[[], Any], outer: Any = None
+) -> None:
     """``with step_feed(detector, actor, hb): run()``, for the loop's hot path.
 
     The same choice of road as :func:`step_feed`; no context object, and on
@@ -314,9 +317,9 @@ def run_step(detector: Detector, actor: int, hb: int, run: Callable[[], Any]) ->
         finally:
             monitor.detector = None
         return
-    from racecheck.detect import run_traced_step
-
-    run_traced_step(detector, actor, hb, run)
+    # (imported with the module: an import statement here ran importlib's
+    # Python _handle_fromlist at every step)
+    run_traced_step(detector, actor, hb, run, outer)
 
 
 def release() -> None:
