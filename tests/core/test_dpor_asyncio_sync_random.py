@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_dpor_random import _CI, _SLOW, VARS, Op, Outcome, Program, _simple
+from test_dpor_random import _CI, _SLOW, VARS, Op, Outcome, Program, _apply, _simple, actor_bodies
 from test_dpor_wakes import reaches_what_exhaustive_search_reaches
 
 #: ("r", var) acc += state[var]; ("w", var, k) state[var] = acc + k;
@@ -54,9 +54,7 @@ def programs(draw: Any, actors: int = 3, ops: int = 2) -> Program:
         st.tuples(st.sampled_from(("wait", "get", "cwait", "sleep", "waitfor")), seconds),
         st.tuples(st.just("put"), st.integers(1, 2), seconds),
     )
-    count = draw(st.integers(2, actors))
-    bodies = tuple(tuple(draw(st.lists(op, min_size=1, max_size=ops))) for _ in range(count))
-    return Program(variables, bodies)
+    return Program(variables, actor_bodies(draw, op, actors, ops))
 
 
 @dataclass
@@ -151,13 +149,6 @@ async def _take(queue: asyncio.Queue[int], got: list[int]) -> None:
 async def _wait_on(condition: asyncio.Condition) -> None:
     async with condition:
         await condition.wait()
-
-
-def _apply(state: dict[str, int], op: Op, acc: int) -> int:
-    if op[0] == "r":
-        return acc + state[op[1]]
-    state[op[1]] = acc + op[2]
-    return acc
 
 
 def make_target(

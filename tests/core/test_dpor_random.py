@@ -50,6 +50,14 @@ def _simple(variables: int) -> st.SearchStrategy[Op]:
     )
 
 
+def actor_bodies(
+    draw: Any, op: st.SearchStrategy[Op], actors: int, ops: int
+) -> tuple[tuple[Op, ...], ...]:
+    """Two to ``actors`` actors' bodies, each one to ``ops`` draws of ``op``."""
+    count = draw(st.integers(2, actors))
+    return tuple(tuple(draw(st.lists(op, min_size=1, max_size=ops))) for _ in range(count))
+
+
 @st.composite
 def programs(draw: Any, actors: int = 3, ops: int = 2) -> Program:
     variables = draw(st.integers(1, 3))
@@ -58,9 +66,7 @@ def programs(draw: Any, actors: int = 3, ops: int = 2) -> Program:
         simple,
         st.tuples(st.just("lock"), st.lists(simple, min_size=1, max_size=2).map(tuple)),
     )
-    count = draw(st.integers(2, actors))
-    bodies = tuple(tuple(draw(st.lists(op, min_size=1, max_size=ops))) for _ in range(count))
-    return Program(variables, bodies)
+    return Program(variables, actor_bodies(draw, op, actors, ops))
 
 
 @st.composite
@@ -81,9 +87,7 @@ def box_programs(draw: Any, actors: int = 3, ops: int = 2) -> Program:
         st.just(("agen",)),
         st.tuples(st.just("lock"), st.lists(simple, min_size=1, max_size=2).map(tuple)),
     )
-    count = draw(st.integers(2, actors))
-    bodies = tuple(tuple(draw(st.lists(op, min_size=1, max_size=ops))) for _ in range(count))
-    return Program(variables, bodies)
+    return Program(variables, actor_bodies(draw, op, actors, ops))
 
 
 @st.composite
@@ -103,9 +107,7 @@ def thread_programs(draw: Any, actors: int = 2, ops: int = 2) -> Program:
         st.tuples(st.sampled_from(("lock", "lock2", "try")), block),
         st.just(("next",)),
     )
-    count = draw(st.integers(2, actors))
-    bodies = tuple(tuple(draw(st.lists(op, min_size=1, max_size=ops))) for _ in range(count))
-    return Program(variables, bodies)
+    return Program(variables, actor_bodies(draw, op, actors, ops))
 
 
 # -- the interpreters (traced like any user code) ----------------------------------------

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from test_dpor_random import _CI, _SLOW, VARS, Op, Outcome, Program, _simple
+from test_dpor_random import _CI, _SLOW, VARS, Op, Outcome, Program, _apply, _simple, actor_bodies
 
 import racecheck
 
@@ -59,9 +59,7 @@ def programs(draw: Any, actors: int = 2, ops: int = 2) -> Program:
         st.tuples(st.sampled_from(("wait", "get", "cwait", "semt", "sleep")), seconds),
         st.tuples(st.just("put"), st.integers(1, 2), seconds),
     )
-    count = draw(st.integers(2, actors))
-    bodies = tuple(tuple(draw(st.lists(op, min_size=1, max_size=ops))) for _ in range(count))
-    return Program(variables, bodies)
+    return Program(variables, actor_bodies(draw, op, actors, ops))
 
 
 @dataclass
@@ -126,13 +124,6 @@ def _run_thread(world: _World, ops: Sequence[Op], out: list[int], me: int) -> No
 def _run_block(world: _World, ops: Sequence[Op], acc: int) -> int:
     for inner in ops:
         acc = _apply(world.state, inner, acc)
-    return acc
-
-
-def _apply(state: dict[str, int], op: Op, acc: int) -> int:
-    if op[0] == "r":
-        return acc + state[op[1]]
-    state[op[1]] = acc + op[2]
     return acc
 
 

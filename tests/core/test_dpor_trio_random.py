@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from test_dpor_asyncio_sync_random import SLOW
-from test_dpor_random import _CI, VARS, Op, Outcome, Program, _simple
+from test_dpor_random import _CI, VARS, Op, Outcome, Program, _apply, _simple, actor_bodies
 from test_dpor_wakes import reaches_what_exhaustive_search_reaches
 
 trio = pytest.importorskip("trio")
@@ -57,9 +57,7 @@ def programs(draw: Any, actors: int = 3, ops: int = 2) -> Program:
         st.tuples(st.sampled_from(("get", "cwait")), st.integers(1, 2)),
         st.tuples(st.just("guarded"), block),
     )
-    count = draw(st.integers(2, actors))
-    bodies = tuple(tuple(draw(st.lists(op, min_size=1, max_size=ops))) for _ in range(count))
-    return Program(variables, bodies)
+    return Program(variables, actor_bodies(draw, op, actors, ops))
 
 
 @dataclass
@@ -151,13 +149,6 @@ async def _run_task(world: _World, ops: Sequence[Op], me: int) -> None:
 
 async def _run_child(world: _World, ops: Sequence[Op], me: int) -> None:
     world.accs[me] = await _run_block(world, ops, 0)
-
-
-def _apply(state: dict[str, int], op: Op, acc: int) -> int:
-    if op[0] == "r":
-        return acc + state[op[1]]
-    state[op[1]] = acc + op[2]
-    return acc
 
 
 def make_target(

@@ -17,6 +17,8 @@ import textwrap
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from test_lint_concurrency_evidence import package
+
 from racecheck.lint import lint_paths, lint_source
 from racecheck.lint.severity import HELD_OUT, RELIABLE
 
@@ -81,15 +83,6 @@ def test_round_19_held_out_for_the_gate_is_recorded_as_it_was_read() -> None:
     assert RELIABLE == {"a counted resource"}
 
 
-def _package(root: Path, files: dict[str, str]) -> Path:
-    pkg = root / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    for name, text in files.items():
-        (pkg / name).write_text(textwrap.dedent(text))
-    return pkg
-
-
 _POOL = """
 class Pool:
     async def acquire(self):
@@ -116,7 +109,7 @@ class App:
 
 
 def test_the_canonical_pool_check_stays_an_error_in_a_package_and_alone(tmp_path: Path) -> None:
-    pkg = _package(tmp_path, {"pool.py": _POOL})
+    pkg = package(tmp_path, {"pool.py": _POOL})
     assert [(f.code, f.severity) for f in lint_paths([pkg])] == [("RC102", "error")]
     assert [(f.code, f.severity) for f in lint_source(textwrap.dedent(_POOL), "p.py")] == [
         ("RC102", "error")
@@ -126,7 +119,7 @@ def test_the_canonical_pool_check_stays_an_error_in_a_package_and_alone(tmp_path
 def test_a_spawn_the_package_shows_is_a_warning_that_names_it_and_its_record(
     tmp_path: Path,
 ) -> None:
-    pkg = _package(tmp_path, {"client.py": _SPAWNED_FILL})
+    pkg = package(tmp_path, {"client.py": _SPAWNED_FILL})
     ((finding),) = lint_paths([pkg])
     assert (finding.code, finding.severity) == ("RC102", "warning")
     assert "get_connection() runs concurrently (client.py:" in finding.message

@@ -14,7 +14,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from racecheck.accesses import STUTTER
+from racecheck.accesses import STUTTER, Access
 from racecheck.failure import ResourceNames
 from racecheck.sources import is_user_file, source_line
 from racecheck.trace import SourceLine
@@ -196,17 +196,16 @@ def wake_scheduled(log: StepLog, loop: Any, handle: asyncio.Handle) -> None:
         log.scheduled(handle, id(owner))
         if own_thread:
             log.queued(loop, handle, id(owner))
-    elif not own_thread:
-        log.scheduled(handle, None)  # recorded as another thread queues it (handed_off)
-    elif acting_callback(handle):
-        log.user_callback_queued(loop)
-        log.scheduled(handle, None)
-    elif isinstance(handle, asyncio.TimerHandle):
-        # lands when the clock reaches it, which it does when no task can run
-        log.scheduled(handle, None)
-    else:
-        # a wake's callback: it runs behind the task steps queued before it
-        log.scheduled(handle, None, log.handles_ahead(loop, handle))
+        return
+    ahead: tuple[Access, ...] = ()
+    if own_thread:  # another thread's is recorded as it queues it (handed_off)
+        if acting_callback(handle):
+            log.user_callback_queued(loop)
+        elif not isinstance(handle, asyncio.TimerHandle):
+            # a wake's callback runs behind the task steps queued before it (a timer
+            # lands when the clock moves, when no task can run)
+            ahead = log.handles_ahead(loop, handle)
+    log.scheduled(handle, None, ahead)
 
 
 #: modules whose callbacks are asyncio's own machinery (wakes, chained futures);

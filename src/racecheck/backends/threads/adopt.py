@@ -308,21 +308,6 @@ _PROXY_KINDS: dict[type, type] = {
 }
 
 
-def _captured_factory(real: Any, ours: Any) -> Any:
-    """racecheck's factory for ``real``, a lock factory some object kept before the run.
-
-    ``field(default_factory=threading.Lock)`` (in the Field, and in the cell of
-    the dataclass's generated ``__init__``), ``defaultdict(threading.Lock)``, a
-    closure over ``Lock``: patching ``threading.Lock`` does not reach those
-    references, and every lock they make during the run is a raw one, which a
-    controlled thread blocks on in C (a StuckError after the watchdog, on
-    correct code too; tests/core/test_lock_factories_made_before.py). The walk
-    swaps them for racecheck's, as it rebinds a module's ``from threading
-    import Lock``, and puts them back afterwards.
-    """
-    return ours if ours is not real else None
-
-
 def _real_factories() -> dict[int, Any]:
     """id(original factory) → racecheck's, for names modules bound at import time."""
     pairs: list[tuple[Any, Any]] = [
@@ -369,7 +354,7 @@ class Adoption:
         self.visited = 0
         self.truncated = False
         self.module_namespaces: set[int] = set()
-        #: id(original factory) -> racecheck's (see _captured_factory)
+        #: id(original factory) -> racecheck's (see our_factory)
         self.factories = _real_factories()
 
     # -- proxies ------------------------------------------------------------
@@ -380,11 +365,27 @@ class Adoption:
             proxy = self.proxies[id(real)] = kind(real, _spell(where))
         return proxy
 
+    def our_factory(self, value: Any) -> Any:
+        """racecheck's factory for ``value`` if it is a lock factory made before the run.
+
+        A module's ``from threading import Lock`` (rebind_factories), and a
+        factory some object kept: ``field(default_factory=threading.Lock)`` (in the
+        Field, and in the cell of the dataclass's generated ``__init__``),
+        ``defaultdict(threading.Lock)``, a closure over ``Lock``. Patching
+        ``threading.Lock`` does not reach those references, and every lock they
+        made during the run was a raw one, which a controlled thread blocks on in
+        C (a StuckError after the watchdog, on correct code too;
+        tests/core/test_lock_factories_made_before.py). The walk swaps them and
+        puts them back afterwards. None for anything else, and for racecheck's own.
+        """
+        ours = self.factories.get(id(value))
+        return ours if ours is not value else None
+
     def replacement(self, value: Any, where: Where) -> Any:
         """What ``value`` becomes, or None to leave it alone."""
-        ours = self.factories.get(id(value))
+        ours = self.our_factory(value)
         if ours is not None:
-            return _captured_factory(value, ours)
+            return ours
         kind = type(value)
         if kind not in _REPLACEABLE:
             return None
@@ -456,7 +457,7 @@ class Adoption:
     # -- the walk -------------------------------------------------------------
     def rebind_factories(self, modules: Iterable[types.ModuleType]) -> None:
         """``from threading import Lock`` made ``Lock`` a module global: rebind it."""
-        factories = _real_factories()
+        factories = self.factories
         for module in modules:
             name = getattr(module, "__name__", "")
             if not isinstance(name, str) or _skipped(name):
@@ -468,8 +469,8 @@ class Adoption:
             if factories.keys().isdisjoint(map(id, list(namespace.values()))):
                 continue
             for key, value in list(namespace.items()):
-                ours = factories.get(id(value))
-                if ours is not None and ours is not value:
+                ours = self.our_factory(value)
+                if ours is not None:
                     self._set_item(namespace, key, value, ours)
 
     def walk(self, roots: Iterable[tuple[Any, Where]], modules: Iterable[types.ModuleType]) -> None:
@@ -517,8 +518,8 @@ class Adoption:
             # a lock table (``defaultdict(threading.Lock)``): its factory made before
             # the run makes raw locks during it; its locks are values, as in a dict
             factory = obj.default_factory
-            ours = self.factories.get(id(factory))
-            if ours is not None and _captured_factory(factory, ours) is not None:
+            ours = self.our_factory(factory)
+            if ours is not None:
                 self._set_attr(obj, "default_factory", factory, ours)
             kind = dict
         if kind is dict:
