@@ -208,7 +208,7 @@ class AsyncioBackend:
                 controller.fail(Failure("exception", exc, actor=raiser))
         finally:
             # self-pipe writes: call_soon_threadsafe, from a thread racecheck does not run
-            if host.waited_outside or loop._rc_wakeups:
+            if host.waited_outside or loop._rc_outside_wakeups:
                 self.runs_waiting_outside += 1
             if loop._rc_ran_executor_work:
                 self.runs_with_inline_executor_work += 1
