@@ -15,6 +15,9 @@ import logging
 import os
 import queue
 import re
+import selectors
+import socket
+import subprocess
 import sys
 import threading
 import time
@@ -269,6 +272,16 @@ class ThreadsBackend:
         return []
 
 
+#: objects whose blocking calls wait for I/O, not for another thread's step
+_IO_TYPES = (socket.socket, selectors.BaseSelector, subprocess.Popen)
+
+
+def _io_kind(candidate: object) -> str:
+    if isinstance(candidate, socket.socket):
+        return "socket"
+    return "selector" if isinstance(candidate, selectors.BaseSelector) else "subprocess"
+
+
 def describe_blocked(name: str, frame: Any) -> str:
     """The thread that holds the baton is blocked in C: say where, and on what if we can."""
     from racecheck.backends.threads.adopt import RAW_LOCK, RAW_RLOCK
@@ -282,6 +295,7 @@ def describe_blocked(name: str, frame: Any) -> str:
     if line:
         place += f" `{line}`"
     held = []
+    io = []
     for scope in (frame, where):
         for key, value in list(scope.f_locals.items()):
             candidates = [(key, value)]
@@ -294,6 +308,17 @@ def describe_blocked(name: str, frame: Any) -> str:
                     candidate.locked() if type(candidate) is RAW_LOCK else True
                 ):
                     held.append(f"`{label}` ({type(candidate).__name__}, held)")
+                elif isinstance(candidate, _IO_TYPES):
+                    io.append(f"`{label}` (a {_io_kind(candidate)})")
+    if io and not held:
+        # No lock in sight, but a socket or a process: the wait is for I/O,
+        # which no schedule decides; advice about locks would mislead.
+        return (
+            f"{name}, the thread racecheck is running, is blocked in C in {place}, waiting"
+            f" for I/O on {', '.join(dict.fromkeys(io))}. racecheck cannot schedule what a"
+            " socket, pipe or subprocess delivers; `racecheck stress` (or"
+            " @pytest.mark.racecheck(mode=\"stress\")) runs such code uncontrolled, many times"
+        )
     what = f" on {', '.join(dict.fromkeys(held))}" if held else ""
     return (
         f"{name}, the thread racecheck is running, is blocked in C in {place}{what}."
