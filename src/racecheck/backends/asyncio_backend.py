@@ -29,6 +29,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from racecheck.backends import loop_binding
 from racecheck.backends.asyncio_loop import (
     ControlledLoop,
     DetectingLoop,
@@ -120,6 +121,7 @@ class AsyncioBackend:
 
     def install(self) -> None:
         self._thread_starts.install()
+        loop_binding.install()
         # Made now, not in the first run: what install makes joins the heap
         # the exploration freezes before its first run, so the collection
         # after every run need not walk the loop (racecheck.between_runs).
@@ -141,6 +143,7 @@ class AsyncioBackend:
 
     def uninstall(self) -> None:
         self._thread_starts.uninstall()
+        loop_binding.uninstall()
         release_step_monitor()  # the detector's sys.monitoring tool (3.12+), if a step took it
         loop, self._loop = getattr(self, "_loop", None), None
         # The supervisor gives up on a stalled run before it uninstalls: remember where.
@@ -172,6 +175,7 @@ class AsyncioBackend:
 
     def run_once(self, controller: Controller) -> None:
         host = StandaloneHost(controller)
+        loop_binding.begin_schedule()
         loop = self._loop_for(host)
         raiser: int | None = 1
         self._controller, self._started_thread = controller, False

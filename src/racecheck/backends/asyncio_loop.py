@@ -42,6 +42,7 @@ from racecheck.backends.asyncio_waits import (
     wake_scheduled,
 )
 from racecheck.backends.inline_waits import waits_refused
+from racecheck.backends.loop_binding import stamp
 from racecheck.detect.stepmon import AVAILABLE as MONITORED_STEPS
 from racecheck.detect.stepmon import run_step, step_feed
 from racecheck.engine import Controller, Failure, NeedsBackend, RunAborted
@@ -138,6 +139,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def _rc_rebind(self, host: LoopHost) -> None:
         """Start a run on this loop: everything per run starts over."""
+        stamp(self)  # the schedule's own loop, to the asyncio primitives (loop_binding)
         self._rc_host = host
         self._rc_controller = host.controller
         #: the engine's decide, when the host adds nothing to it (one Python call less a step)

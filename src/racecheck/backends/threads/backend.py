@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from racecheck.backends import loop_binding
 from racecheck.backends.threads import primitives
 from racecheck.backends.threads.adopt import Adoption, adopt
 from racecheck.backends.threads.pool import ThreadPool
@@ -130,6 +131,7 @@ class ThreadsBackend:
             self._saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
             setattr(owner, name, value)
         logging.getLogger("concurrent.futures").addFilter(_QUIET_ABORTS)
+        loop_binding.install()
         self.pool = ThreadPool(_ORIGINAL_START)
         self._installed = True
         # After the patches: what they replaced is not rewritten a second time.
@@ -154,6 +156,7 @@ class ThreadsBackend:
             else:
                 setattr(owner, name, value)
         logging.getLogger("concurrent.futures").removeFilter(_QUIET_ABORTS)
+        loop_binding.uninstall()
         self.tracer.uninstall()
         if self.pool is not None:
             self.pool.close()
@@ -201,6 +204,7 @@ class ThreadsBackend:
 
     # -- one run ----------------------------------------------------------------
     def run_once(self, controller: Controller) -> None:
+        loop_binding.begin_schedule()
         runtime = ThreadRuntime(controller, controller.recorder)
         self.tracer.set_recording(controller.recorder is not None)
         runtime.tracer = self.tracer  # type: ignore[attr-defined]
@@ -317,7 +321,7 @@ def describe_blocked(name: str, frame: Any) -> str:
             f"{name}, the thread racecheck is running, is blocked in C in {place}, waiting"
             f" for I/O on {', '.join(dict.fromkeys(io))}. racecheck cannot schedule what a"
             " socket, pipe or subprocess delivers; `racecheck stress` (or"
-            " @pytest.mark.racecheck(mode=\"stress\")) runs such code uncontrolled, many times"
+            ' @pytest.mark.racecheck(mode="stress")) runs such code uncontrolled, many times'
         )
     what = f" on {', '.join(dict.fromkeys(held))}" if held else ""
     return (
