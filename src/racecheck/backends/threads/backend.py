@@ -27,6 +27,7 @@ from typing import Any
 from racecheck.backends import loop_binding
 from racecheck.backends.threads import primitives
 from racecheck.backends.threads.adopt import Adoption, adopt
+from racecheck.backends.threads.executors import executor_patches
 from racecheck.backends.threads.pool import ThreadPool
 from racecheck.backends.threads.pool import mark_stopped as pool_mark_stopped
 from racecheck.backends.threads.primitives import STATE
@@ -127,6 +128,8 @@ class ThreadsBackend:
         patches.append((futures_thread, "_global_shutdown_lock", primitives.Lock()))
         # a done future's result() is a hand-back too, not only a woken wait
         patches.extend(primitives.future_patches())
+        # pools made before the exploration: each schedule submits to its own twin
+        patches.extend(executor_patches())
         for owner, name, value in patches:
             self._saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
             setattr(owner, name, value)
