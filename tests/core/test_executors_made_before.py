@@ -106,6 +106,32 @@ def test_an_async_target_submitting_to_a_warm_executor_runs_on_threads() -> None
         racecheck.check(task_and_pool, schedules=300)
 
 
+async def task_and_warm_pool_polled() -> None:
+    counter = Counter()
+    work = WARM.submit(counter.bump)  # its workers run: no thread starts for this work
+    seen = counter.value
+    await asyncio.sleep(0)
+    counter.value = seen + 1
+    while not work.done():
+        await asyncio.sleep(0.001)
+    assert counter.value == 2, counter.value
+
+
+@pytest.mark.parametrize("strategy", ["dpor", "exhaustive"])
+def test_named_asyncio_backend_claims_nothing_about_a_warm_pool(strategy: str) -> None:
+    report = racecheck.check(
+        task_and_warm_pool_polled, strategy=strategy, schedules=20, backend="asyncio"
+    )
+    assert not report.verified and not report.exhausted, str(report)
+    assert "ThreadPoolExecutor 'warm'" in str(report), str(report)
+
+
+def test_a_warm_pool_moves_an_async_target_to_threads() -> None:
+    with pytest.raises(racecheck.RaceFound) as found:
+        racecheck.check(task_and_warm_pool_polled, schedules=300)
+    assert "backend='threads'" in str(found.value)
+
+
 def test_nothing_is_left_for_interpreter_exit(tmp_path: object) -> None:
     program = textwrap.dedent(
         """

@@ -78,7 +78,7 @@ class AsyncioBackend:
         limits = []
         if self.runs_starting_threads:
             limits.append(
-                f"the target started threads the asyncio backend does not schedule (first:"
+                f"the target ran code on threads the asyncio backend does not schedule (first:"
                 f" {self.first_thread_started}); they ran beside the loop in real time, so"
                 " their interleavings with the tasks were not explored (backend='threads'"
                 " schedules both)"
@@ -98,9 +98,9 @@ class AsyncioBackend:
             if controller.internal_error is None:
                 controller.internal_error = NeedsBackend(
                     "threads",
-                    f"the target started a thread ({description}), which would run beside"
-                    " the event loop where the asyncio backend chooses nothing; the threads"
-                    " backend schedules it and the loop's tasks line by line",
+                    f"the target started a thread or pool work ({description}), which would"
+                    " run beside the event loop where the asyncio backend chooses nothing; the"
+                    " threads backend schedules it and the loop's tasks line by line",
                 )
             controller.interrupt()
             raise RunAborted

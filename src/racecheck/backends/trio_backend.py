@@ -1142,7 +1142,7 @@ class TrioBackend:
         limits = []
         if self.runs_starting_threads:
             limits.append(
-                f"the target started threads the trio backend does not schedule (first:"
+                f"the target ran code on threads the trio backend does not schedule (first:"
                 f" {self.first_thread_started}); they ran beside trio's loop in real time, so"
                 " their interleavings with the tasks were not explored"
             )
