@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import weakref
+from _thread import get_ident
 from collections.abc import Callable
 from typing import Any
 
@@ -179,12 +180,16 @@ class AsyncioBackend:
         loop = self._loop_for(host)
         raiser: int | None = 1
         self._controller, self._started_thread = controller, False
+        starts = self._thread_starts
         try:
             try:
                 try:
                     task = loop.create_task(self.target(), context=contextvars.copy_context())
-                    with self._thread_starts.watching():
+                    starts.target_thread = get_ident()
+                    try:
                         loop.run_until_complete(task)
+                    finally:
+                        starts.target_thread = None
                 except RunAborted:
                     raise
                 except BaseException as exc:

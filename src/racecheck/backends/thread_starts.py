@@ -25,8 +25,7 @@ import concurrent.futures
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -54,24 +53,25 @@ class ThreadStarts:
         self._on_start = on_start
         self._original: Any = None
         self._submit: Any = None
-        #: the thread that runs the target, while it does
-        self._watched: int | None = None
+        #: the thread that runs the target, while it does (set by the backend
+        #: around the target's run: an attribute, not a context manager, on a
+        #: path every schedule takes)
+        self.target_thread: int | None = None
 
     def install(self) -> None:
         original = self._original = getattr(threading, _START_NAME)
         submit = self._submit = _POOL.submit
         on_start = self._on_start
-        watched = self._watched_ident
 
         def start(function: Any, *args: Any, **kwargs: Any) -> Any:
-            if _thread.get_ident() == watched():
+            if _thread.get_ident() == self.target_thread:
                 on_start(describe(getattr(function, "__self__", None)))
             return original(function, *args, **kwargs)
 
         def pool_submit(pool: Any, *args: Any, **kwargs: Any) -> Any:
             # A pool that already has its workers starts none: its work still
             # runs on threads the backend does not schedule.
-            if _thread.get_ident() == watched() and pool._threads:
+            if _thread.get_ident() == self.target_thread and pool._threads:
                 on_start(describe(pool))
             return submit(pool, *args, **kwargs)
 
@@ -83,19 +83,7 @@ class ThreadStarts:
             setattr(threading, _START_NAME, self._original)
             _POOL_CLASS.submit = self._submit
             self._original = None
-        self._watched = None
-
-    def _watched_ident(self) -> int | None:
-        return self._watched
-
-    @contextmanager
-    def watching(self) -> Iterator[None]:
-        """Count the starts made on this thread while the block runs (the target's run)."""
-        self._watched = _thread.get_ident()
-        try:
-            yield
-        finally:
-            self._watched = None
+        self.target_thread = None
 
 
 def describe(thread: object) -> str:

@@ -1202,8 +1202,11 @@ class TrioBackend:
         try:
             _patch(run, run.start_thread_soon)
             try:
-                with self._thread_starts.watching():
+                self._thread_starts.target_thread = _thread.get_ident()
+                try:
                     trio.run(run.main, clock=run, instruments=instruments)
+                finally:
+                    self._thread_starts.target_thread = None
             finally:
                 _restore()
                 if run.hard_abort:
