@@ -124,7 +124,7 @@ def make_settings(target: Callable[[], Any], options: dict[str, Any]) -> Setting
             raise UsageError("the asyncio backend schedules task steps; granularity must be 'task'")
         from racecheck.backends.asyncio_backend import AsyncioBackend
 
-        backend = AsyncioBackend(target)
+        backend = AsyncioBackend(target, movable=free_backend)
     elif backend_name == "threads":
         from racecheck.backends.threads.backend import ThreadsBackend
 

@@ -22,7 +22,7 @@ from racecheck.session import default_label
 
 SNAPSHOT = textwrap.dedent(
     """
-    import asyncio, asyncio.events, queue, sys, threading, time
+    import asyncio, asyncio.events, asyncio.mixins, queue, sys, threading, time
     import concurrent.futures.thread as futures_thread
 
     def snapshot():
@@ -32,6 +32,8 @@ SNAPSHOT = textwrap.dedent(
             (threading, "Barrier"), (queue, "SimpleQueue"), (queue, "time"), (time, "sleep"),
             (asyncio, "new_event_loop"), (asyncio.events, "new_event_loop"),
             (futures_thread, "_global_shutdown_lock"),
+            (threading, "_start_new_thread"), (threading, "_start_joinable_thread"),
+            (asyncio.mixins._LoopBoundMixin, "_get_loop"),
         ]
         state = {f"{owner.__name__}.{name}": owner.__dict__.get(name) for owner, name in watched}
         for name in ("start", "join", "is_alive", "__init__", "__hash__"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import socket
 import sys
 import threading
 import time
@@ -293,6 +294,32 @@ def test_a_lock_racecheck_cannot_reach_is_reported_not_hung() -> None:
     assert "racecheck-" not in message
     assert_pristine()
     assert not UNREACHABLE[0].locked() or UNREACHABLE[0].acquire(timeout=5)
+
+
+def test_a_thread_waiting_on_a_socket_is_reported_as_io_with_stress_mode_named() -> None:
+    def talk_over_a_socket() -> None:
+        ours, theirs = socket.socketpair()
+        got: list[bytes] = []
+
+        def reader() -> None:
+            got.append(theirs.recv(10))
+
+        def writer() -> None:
+            ours.sendall(b"hi")
+
+        try:
+            run_threads(reader, writer)
+        finally:
+            ours.close()
+            theirs.close()
+
+    with pytest.raises(racecheck.StuckError) as stuck:
+        racecheck.check(talk_over_a_socket, schedules=5, watchdog=1.5)
+    message = str(stuck.value)
+    assert "reader" in message and "`theirs`" in message, message
+    assert "socket" in message and "racecheck stress" in message, message
+    assert "every lock" not in message, message  # nothing here is a lock: no advice on locks
+    assert_pristine()
 
 
 def test_threads_and_an_event_loop_share_one_schedule() -> None:

@@ -26,9 +26,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import weakref
+from _thread import get_ident
 from collections.abc import Callable
 from typing import Any
 
+from racecheck.backends import loop_binding
 from racecheck.backends.asyncio_loop import (
     ControlledLoop,
     DetectingLoop,
@@ -36,8 +38,9 @@ from racecheck.backends.asyncio_loop import (
     loop_ahead,
     new_loop,
 )
+from racecheck.backends.thread_starts import ThreadStarts
 from racecheck.detect.stepmon import release as release_step_monitor
-from racecheck.engine import Controller, Failure, RunAborted
+from racecheck.engine import Controller, Failure, NeedsBackend, RunAborted
 from racecheck.errors import UsageError
 from racecheck.gctrack import keep_tracked
 
@@ -53,9 +56,18 @@ class AsyncioBackend:
     name = "asyncio"
     granularity = "task"
 
-    def __init__(self, target: Callable[[], Any]) -> None:
+    def __init__(self, target: Callable[[], Any], *, movable: bool = False) -> None:
         self.target = target
+        #: the caller left the backend to racecheck: a thread the target starts
+        #: moves the exploration to the threads backend (see _thread_started)
+        self.movable = movable
         self.runs_waiting_outside = 0
+        #: runs in which the target started a thread, and the first one's description
+        self.runs_starting_threads = 0
+        self.first_thread_started = ""
+        self._started_thread = False
+        self._controller: Controller | None = None
+        self._thread_starts = ThreadStarts(self._thread_started)
         #: runs whose executor work ran inline, as one atomic step (see blind_spots)
         self.runs_with_inline_executor_work = 0
         self._stalled_in_work = False
@@ -64,13 +76,37 @@ class AsyncioBackend:
     @property
     def scheduling_limit(self) -> str | None:
         """Why "every schedule ran" would overclaim (see racecheck.explore), if it would."""
-        if not self.runs_waiting_outside:
-            return None
-        return (
-            "the loop waited for work from threads or I/O racecheck does not run"
-            " (call_soon_threadsafe from a real thread, a socket); when that work arrives"
-            " was not explored"
-        )
+        limits = []
+        if self.runs_starting_threads:
+            limits.append(
+                f"the target ran code on threads the asyncio backend does not schedule (first:"
+                f" {self.first_thread_started}); they ran beside the loop in real time, so"
+                " their interleavings with the tasks were not explored (backend='threads'"
+                " schedules both)"
+            )
+        if self.runs_waiting_outside:
+            limits.append(
+                "the loop waited for work from threads or I/O racecheck does not run"
+                " (call_soon_threadsafe from a real thread, a socket); when that work arrives"
+                " was not explored"
+            )
+        return "; ".join(limits) or None
+
+    def _thread_started(self, description: str) -> None:
+        """The target starts a thread: move to the threads backend, or remember it."""
+        controller = self._controller
+        if self.movable and controller is not None:
+            if controller.internal_error is None:
+                controller.internal_error = NeedsBackend(
+                    "threads",
+                    f"the target started a thread or pool work ({description}), which would"
+                    " run beside the event loop where the asyncio backend chooses nothing; the"
+                    " threads backend schedules it and the loop's tasks line by line",
+                )
+            controller.interrupt()
+            raise RunAborted
+        self._started_thread = True
+        self.first_thread_started = self.first_thread_started or description
 
     def blind_spots(self) -> list[str]:
         """Why a green exploration may have missed races inside executor work."""
@@ -85,6 +121,8 @@ class AsyncioBackend:
         return self._stalled_in_work or (loop is not None and loop._rc_in_executor_work)
 
     def install(self) -> None:
+        self._thread_starts.install()
+        loop_binding.install()
         # Made now, not in the first run: what install makes joins the heap
         # the exploration freezes before its first run, so the collection
         # after every run need not walk the loop (racecheck.between_runs).
@@ -105,6 +143,8 @@ class AsyncioBackend:
             asyncio.events._set_running_loop(None)
 
     def uninstall(self) -> None:
+        self._thread_starts.uninstall()
+        loop_binding.uninstall()
         release_step_monitor()  # the detector's sys.monitoring tool (3.12+), if a step took it
         loop, self._loop = getattr(self, "_loop", None), None
         # The supervisor gives up on a stalled run before it uninstalls: remember where.
@@ -136,13 +176,20 @@ class AsyncioBackend:
 
     def run_once(self, controller: Controller) -> None:
         host = StandaloneHost(controller)
+        loop_binding.begin_schedule()
         loop = self._loop_for(host)
         raiser: int | None = 1
+        self._controller, self._started_thread = controller, False
+        starts = self._thread_starts
         try:
             try:
                 try:
                     task = loop.create_task(self.target(), context=contextvars.copy_context())
-                    loop.run_until_complete(task)
+                    starts.target_thread = get_ident()
+                    try:
+                        loop.run_until_complete(task)
+                    finally:
+                        starts.target_thread = None
                 except RunAborted:
                     raise
                 except BaseException as exc:
@@ -170,10 +217,12 @@ class AsyncioBackend:
                 controller.fail(Failure("exception", exc, actor=raiser))
         finally:
             # self-pipe writes: call_soon_threadsafe, from a thread racecheck does not run
-            if host.waited_outside or loop._rc_wakeups:
+            if host.waited_outside or loop._rc_outside_wakeups:
                 self.runs_waiting_outside += 1
             if loop._rc_ran_executor_work:
                 self.runs_with_inline_executor_work += 1
+            self.runs_starting_threads += self._started_thread
+            self._controller = None
             if self._loop is not loop or loop._closed or not loop._rc_reusable():  # type: ignore[attr-defined]
                 if self._loop is loop:
                     self._loop = None

@@ -23,6 +23,7 @@ loop's tasks and the other threads share one deterministic schedule.
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import collections
 import contextvars
@@ -41,6 +42,7 @@ from racecheck.backends.asyncio_waits import (
     wake_scheduled,
 )
 from racecheck.backends.inline_waits import waits_refused
+from racecheck.backends.loop_binding import stamp
 from racecheck.detect.stepmon import AVAILABLE as MONITORED_STEPS
 from racecheck.detect.stepmon import run_step, step_feed
 from racecheck.engine import Controller, Failure, NeedsBackend, RunAborted
@@ -126,6 +128,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             self._rc_rebind(host)
         else:  # what the backend reads of a loop between runs (_rc_rebind sets them per run)
             self._rc_wakeups = 0
+            self._rc_outside_wakeups = 0
+            self._rc_home = 0
             self._rc_ran_executor_work = False
             self._rc_in_executor_work = False
         #: a task of the last run would not finish (see asyncio_backend._wind_down)
@@ -135,6 +139,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def _rc_rebind(self, host: LoopHost) -> None:
         """Start a run on this loop: everything per run starts over."""
+        stamp(self)  # the schedule's own loop, to the asyncio primitives (loop_binding)
         self._rc_host = host
         self._rc_controller = host.controller
         #: the engine's decide, when the host adds nothing to it (one Python call less a step)
@@ -170,6 +175,11 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         #: counts self-pipe writes (call_soon_threadsafe): the only thing that
         #: wakes a loop idle in select(), besides its own timers
         self._rc_wakeups = 0
+        #: those made from another thread than the one running this loop's run:
+        #: work from outside (the loop's own, such as asyncio's hook that closes
+        #: a dropped async generator, lands in a step racecheck chose)
+        self._rc_outside_wakeups = 0
+        self._rc_home = _thread.get_ident()
         self._rc_serials = iter(_SERIALS)
         #: executor work ran inline, atomically (a standalone loop has no threads)
         self._rc_ran_executor_work = False
@@ -274,6 +284,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def _write_to_self(self) -> None:
         self._rc_wakeups += 1
+        if _thread.get_ident() != self._rc_home:
+            self._rc_outside_wakeups += 1
         super()._write_to_self()  # type: ignore[misc]
 
     # -- virtual time -----------------------------------------------------

@@ -86,6 +86,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from racecheck.backends.thread_starts import ThreadStarts
 from racecheck.engine import Controller, Failure, RunAborted
 from racecheck.errors import UnsupportedError, UsageError
 
@@ -1123,6 +1124,11 @@ class TrioBackend:
         self.current: _TrioRun | None = None
         self.runs_waiting_outside = 0
         self.runs_with_inline_workers = 0
+        #: runs in which the target started a thread, and the first one's description
+        self.runs_starting_threads = 0
+        self.first_thread_started = ""
+        self._started_thread = False
+        self._thread_starts = ThreadStarts(self._thread_started)
 
     @property
     def scheduling_limit(self) -> str | None:
@@ -1134,6 +1140,12 @@ class TrioBackend:
         runs inline, at its call).
         """
         limits = []
+        if self.runs_starting_threads:
+            limits.append(
+                f"the target ran code on threads the trio backend does not schedule (first:"
+                f" {self.first_thread_started}); they ran beside trio's loop in real time, so"
+                " their interleavings with the tasks were not explored"
+            )
         if self.runs_waiting_outside:
             limits.append(
                 "the run waited for work from threads or I/O racecheck does not run"
@@ -1152,8 +1164,15 @@ class TrioBackend:
         version = installed_version()
         check_version(version)
         self.idle_io = _self_check(version)
+        self._thread_starts.install()
+
+    def _thread_started(self, description: str) -> None:
+        # No backend schedules trio's tasks and threads together: say so in the report.
+        self._started_thread = True
+        self.first_thread_started = self.first_thread_started or description
 
     def uninstall(self) -> None:
+        self._thread_starts.uninstall()
         _restore()
         from racecheck.detect.stepmon import release
 
@@ -1179,16 +1198,22 @@ class TrioBackend:
         if controller.detector is not None:
             instruments = [_StepDetector(run, instruments[0] if instruments else None)]
         self.current = run
+        self._started_thread = False
         try:
             _patch(run, run.start_thread_soon)
             try:
-                trio.run(run.main, clock=run, instruments=instruments)
+                self._thread_starts.target_thread = _thread.get_ident()
+                try:
+                    trio.run(run.main, clock=run, instruments=instruments)
+                finally:
+                    self._thread_starts.target_thread = None
             finally:
                 _restore()
                 if run.hard_abort:
                     run.close_leftovers()
                 self.runs_waiting_outside += run.waited_outside
                 self.runs_with_inline_workers += run.ran_inline_worker
+                self.runs_starting_threads += self._started_thread
         except RunAborted:
             pass
         except BaseException as exc:

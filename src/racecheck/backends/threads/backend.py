@@ -15,14 +15,19 @@ import logging
 import os
 import queue
 import re
+import selectors
+import socket
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from racecheck.backends import loop_binding
 from racecheck.backends.threads import primitives
 from racecheck.backends.threads.adopt import Adoption, adopt
+from racecheck.backends.threads.executors import executor_patches
 from racecheck.backends.threads.pool import ThreadPool
 from racecheck.backends.threads.pool import mark_stopped as pool_mark_stopped
 from racecheck.backends.threads.primitives import STATE
@@ -123,10 +128,13 @@ class ThreadsBackend:
         patches.append((futures_thread, "_global_shutdown_lock", primitives.Lock()))
         # a done future's result() is a hand-back too, not only a woken wait
         patches.extend(primitives.future_patches())
+        # pools made before the exploration: each schedule submits to its own twin
+        patches.extend(executor_patches())
         for owner, name, value in patches:
             self._saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
             setattr(owner, name, value)
         logging.getLogger("concurrent.futures").addFilter(_QUIET_ABORTS)
+        loop_binding.install()
         self.pool = ThreadPool(_ORIGINAL_START)
         self._installed = True
         # After the patches: what they replaced is not rewritten a second time.
@@ -151,6 +159,7 @@ class ThreadsBackend:
             else:
                 setattr(owner, name, value)
         logging.getLogger("concurrent.futures").removeFilter(_QUIET_ABORTS)
+        loop_binding.uninstall()
         self.tracer.uninstall()
         if self.pool is not None:
             self.pool.close()
@@ -198,6 +207,7 @@ class ThreadsBackend:
 
     # -- one run ----------------------------------------------------------------
     def run_once(self, controller: Controller) -> None:
+        loop_binding.begin_schedule()
         runtime = ThreadRuntime(controller, controller.recorder)
         self.tracer.set_recording(controller.recorder is not None)
         runtime.tracer = self.tracer  # type: ignore[attr-defined]
@@ -269,6 +279,16 @@ class ThreadsBackend:
         return []
 
 
+#: objects whose blocking calls wait for I/O, not for another thread's step
+_IO_TYPES = (socket.socket, selectors.BaseSelector, subprocess.Popen)
+
+
+def _io_kind(candidate: object) -> str:
+    if isinstance(candidate, socket.socket):
+        return "socket"
+    return "selector" if isinstance(candidate, selectors.BaseSelector) else "subprocess"
+
+
 def describe_blocked(name: str, frame: Any) -> str:
     """The thread that holds the baton is blocked in C: say where, and on what if we can."""
     from racecheck.backends.threads.adopt import RAW_LOCK, RAW_RLOCK
@@ -282,6 +302,7 @@ def describe_blocked(name: str, frame: Any) -> str:
     if line:
         place += f" `{line}`"
     held = []
+    io = []
     for scope in (frame, where):
         for key, value in list(scope.f_locals.items()):
             candidates = [(key, value)]
@@ -294,6 +315,17 @@ def describe_blocked(name: str, frame: Any) -> str:
                     candidate.locked() if type(candidate) is RAW_LOCK else True
                 ):
                     held.append(f"`{label}` ({type(candidate).__name__}, held)")
+                elif isinstance(candidate, _IO_TYPES):
+                    io.append(f"`{label}` (a {_io_kind(candidate)})")
+    if io and not held:
+        # No lock in sight, but a socket or a process: the wait is for I/O,
+        # which no schedule decides; advice about locks would mislead.
+        return (
+            f"{name}, the thread racecheck is running, is blocked in C in {place}, waiting"
+            f" for I/O on {', '.join(dict.fromkeys(io))}. racecheck cannot schedule what a"
+            " socket, pipe or subprocess delivers; `racecheck stress` (or"
+            ' @pytest.mark.racecheck(mode="stress")) runs such code uncontrolled, many times'
+        )
     what = f" on {', '.join(dict.fromkeys(held))}" if held else ""
     return (
         f"{name}, the thread racecheck is running, is blocked in C in {place}{what}."
