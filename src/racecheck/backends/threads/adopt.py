@@ -33,6 +33,12 @@ the schedule space of programs that merely pass through ``logging`` or
 ``asyncio``'s policy lock the same as before, while contention on them is still
 scheduled rather than blocking in C.
 
+Locks are found in dicts (subclasses too: an ``OrderedDict`` lock table), lists,
+objects' attributes and slots, classes, closures and defaults, a ``partial``'s
+arguments and a ``WeakValueDictionary``'s weak references; factories
+(``threading.RLock`` is a Python function, ``threading.Lock`` a class on 3.13)
+in those places too.
+
 What cannot be adopted: locks held only in locals, tuples or C structures, and
 locks held by threads racecheck does not run. Those are reported by the
 watchdog, with the object named where it can be.
@@ -45,6 +51,7 @@ import functools
 import sys
 import threading
 import types
+import weakref
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -67,7 +74,10 @@ try:  # multiprocessing's locks (tqdm keeps one next to its thread lock)
 except ImportError:  # pragma: no cover - platforms without sem_open
     RAW_SEMLOCK = RAW_LOCK
 _ADOPTABLE = (RAW_LOCK, RAW_RLOCK, RAW_SEMLOCK)
-_REPLACEABLE = frozenset((*_ADOPTABLE, types.BuiltinMethodType))
+#: weak references the walk rewrites when their referent is a lock: a
+#: ``WeakValueDictionary`` keeps its values as KeyedRefs in a plain dict
+_WEAK_REFS = (weakref.ref, weakref.KeyedRef)
+_REPLACEABLE = frozenset((*_ADOPTABLE, types.BuiltinMethodType, *_WEAK_REFS))
 
 #: the walk stops after this many objects; large processes keep a bounded cost
 WALK_BUDGET = 400_000
@@ -325,6 +335,16 @@ def _real_factories() -> dict[int, Any]:
     return {id(real): ours for real, ours in pairs}
 
 
+#: the real factories, by id: a function keeping one (``threading.RLock`` is a
+#: Python function) or a default argument holding one is worth the walk's visit
+_FACTORY_IDS = frozenset(_real_factories())
+#: the types of those factories (a builtin, a function, and classes: Condition,
+#: and on 3.13 ``threading.Lock`` itself): values the walk may have to swap
+_FACTORY_KINDS = frozenset(type(real) for real in primitives.REAL.values()) | {
+    type(_thread.allocate_lock)
+}
+
+
 #: where an object was found, as a chain of (parent, step) built without any
 #: string formatting: the walk visits tens of thousands of objects and names
 #: only the few locks it adopts. A step of three, (parent, key, None), is a
@@ -395,10 +415,32 @@ class Adoption:
             owner = getattr(value, "__self__", None)
             if type(owner) in _ADOPTABLE:
                 return getattr(self.proxy_for(owner, where), value.__name__, None)
-        return None
+            return None
+        # a weak reference to a lock (a WeakValueDictionary's entry): one to the
+        # proxy instead, kept alive by self.proxies for the run. The lock's own
+        # holders keep it alive; its callback fires only once the proxy is gone,
+        # after undo, when the entry is the original again and stays.
+        referent = value()
+        if type(referent) not in _ADOPTABLE:
+            return None
+        proxy = self.proxy_for(referent, where)
+        if kind is weakref.KeyedRef:
+            return weakref.KeyedRef(proxy, value.__callback__, value.key)
+        return weakref.ref(proxy, value.__callback__)
 
     # -- rewriting ----------------------------------------------------------
     def _set_item(self, container: Any, key: Any, old: Any, new: Any) -> None:
+        if issubclass(type(container), dict):
+            # dict's own methods: a subclass's __setitem__ is the user's code
+            # (and an OrderedDict keeps its order: the key is already there)
+            dict.__setitem__(container, key, new)
+
+            def undo_entry() -> None:
+                if dict.get(container, key) is new:
+                    dict.__setitem__(container, key, old)
+
+            self.undo_log.append(undo_entry)
+            return
         container[key] = new
 
         def undo() -> None:
@@ -514,35 +556,10 @@ class Adoption:
         self, obj: Any, where: Where, todo: deque[tuple[Any, Where]], sorts: dict[type, int]
     ) -> None:
         kind = type(obj)
-        if kind is defaultdict:
-            # a lock table (``defaultdict(threading.Lock)``): its factory made before
-            # the run makes raw locks during it; its locks are values, as in a dict
-            factory = obj.default_factory
-            ours = self.our_factory(factory)
-            if ours is not None:
-                self._set_attr(obj, "default_factory", factory, ours)
-            kind = dict
         if kind is dict:
-            module_namespace = id(obj) in self.module_namespaces
-            function = types.FunctionType
-            push = todo.append
-            for key, value in list(obj.items()):
-                kind = type(value)
-                sort = sorts.get(kind)
-                if sort is None:
-                    sort = sorts[kind] = _sort(kind)
-                if sort is _SKIP or (kind is function and not _holds_something(value)):
-                    continue
-                if module_namespace and isinstance(key, str) and key.startswith("__"):
-                    continue  # __spec__, __loader__, __builtins__: the import system's
-                here: Where = (where, key, None) if isinstance(key, str) else (where, "[...]")
-                if sort & _REPLACE:
-                    new = self.replacement(value, here)
-                    if new is not None:
-                        self._set_item(obj, key, value, new)
-                        continue
-                if sort & _ENTER and not (kind is tuple and _holds_nothing(map(type, value))):
-                    push((value, here))
+            self._visit_entries(obj, where, todo, sorts)
+        elif kind is defaultdict:
+            self._visit_lock_table(obj, where, todo, sorts)
         elif kind is list or kind is deque:
             function = types.FunctionType
             for index, value in enumerate(list(obj)):
@@ -552,7 +569,7 @@ class Adoption:
                     sort = sorts[kind] = _sort(kind)
                 if sort is _SKIP or (kind is function and not _holds_something(value)):
                     continue
-                here = (where, f"[{index}]")
+                here: Where = (where, f"[{index}]")
                 if sort & _REPLACE:
                     new = self.replacement(value, here)
                     if new is not None:
@@ -599,6 +616,7 @@ class Adoption:
             todo.append((obj.__func__, where))
             todo.append((obj.__self__, where))
         elif kind is partial:
+            self._visit_partial(obj, where)
             todo.append((obj.func, where))
             todo.append((obj.args, where))
             todo.append((obj.keywords, where))
@@ -628,6 +646,89 @@ class Adoption:
         else:
             self._visit_instance(obj, where, todo, sorts)
 
+    def _visit_entries(
+        self,
+        obj: dict[Any, Any],
+        where: Where,
+        todo: deque[tuple[Any, Where]],
+        sorts: dict[type, int],
+    ) -> None:
+        """A dictionary's values, read and rewritten through dict's own methods.
+
+        A subclass's ``items`` or ``__setitem__`` is the user's code; an
+        OrderedDict, a defaultdict subclass or any dict subclass used as a lock
+        table keeps its entries in the dict all the same.
+        """
+        module_namespace = id(obj) in self.module_namespaces
+        function = types.FunctionType
+        push = todo.append
+        for key, value in list(dict.items(obj)):
+            kind = type(value)
+            sort = sorts.get(kind)
+            if sort is None:
+                sort = sorts[kind] = _sort(kind)
+            if sort is _SKIP or (kind is function and not _holds_something(value)):
+                continue
+            if module_namespace and isinstance(key, str) and key.startswith("__"):
+                continue  # __spec__, __loader__, __builtins__: the import system's
+            here: Where = (where, key, None) if isinstance(key, str) else (where, "[...]")
+            if sort & _REPLACE:
+                new = self.replacement(value, here)
+                if new is not None:
+                    self._set_item(obj, key, value, new)
+                    continue
+            if sort & _ENTER and not (kind is tuple and _holds_nothing(map(type, value))):
+                push((value, here))
+
+    def _visit_lock_table(
+        self,
+        obj: defaultdict[Any, Any],
+        where: Where,
+        todo: deque[tuple[Any, Where]],
+        sorts: dict[type, int],
+    ) -> None:
+        """A defaultdict (or a subclass): its factory, then its values as a dict's.
+
+        A lock table (``defaultdict(threading.Lock)``): its factory made before
+        the run makes raw locks during it. Set through the C member, never a
+        subclass's ``__setattr__``.
+        """
+        member: Any = defaultdict.__dict__["default_factory"]
+        factory = member.__get__(obj)
+        ours = self.our_factory(factory)
+        if ours is not None:
+            member.__set__(obj, ours)
+
+            def undo() -> None:
+                if member.__get__(obj) is ours:
+                    member.__set__(obj, factory)
+
+            self.undo_log.append(undo)
+        self._visit_entries(obj, where, todo, sorts)
+
+    def _visit_partial(self, obj: Any, where: Where) -> None:
+        """``partial(f, lock)`` or ``partial(threading.RLock)``: rebuilt around racecheck's.
+
+        Its function and positional arguments are read-only attributes, and
+        the arguments a tuple; ``__setstate__`` (what pickle uses) sets both,
+        keeping the keywords dict, which the walk enters as any dict.
+        """
+        func, args, keywords, namespace = obj.__reduce__()[2]
+        new_func = self.replacement(func, where) or func
+        new_args = tuple(
+            self.replacement(arg, (where, f" argument {index}")) or arg
+            for index, arg in enumerate(args)
+        )
+        if new_func is func and all(a is b for a, b in zip(new_args, args, strict=True)):
+            return
+        obj.__setstate__((new_func, new_args, keywords, namespace))
+
+        def undo() -> None:
+            if obj.func is new_func and obj.args is new_args:
+                obj.__setstate__((func, args, obj.keywords, obj.__dict__ or None))
+
+        self.undo_log.append(undo)
+
     def _visit_defaults(self, func: types.FunctionType, name: str) -> None:
         defaults = func.__defaults__ or ()
         if not _lock_among_defaults(func):
@@ -645,6 +746,11 @@ class Adoption:
         # walked: their raw locks are what a controlled thread would block on
         if module == "builtins" or (_skipped(module) and module != "threading"):
             return
+        if issubclass(cls, dict):  # an OrderedDict, a dict subclass: its entries too
+            if issubclass(cls, defaultdict):
+                self._visit_lock_table(obj, where, todo, sorts)
+            else:
+                self._visit_entries(obj, where, todo, sorts)
         is_thread = issubclass(cls, threading.Thread)
         label: Where = (where, f" ({cls.__qualname__})") if where else cls.__qualname__
         try:
@@ -724,17 +830,21 @@ def _holds_something(function: types.FunctionType) -> bool:
         function.__closure__
         or function.__kwdefaults__
         or (function.__defaults__ and _lock_among_defaults(function))
+        or id(function) in _FACTORY_IDS  # threading.RLock itself: swapped where kept
     )
 
 
 def _lock_among_defaults(function: Any) -> bool:
-    """Is a positional default a lock or a lock's method, all the walk rewrites there?
+    """Is a positional default a lock, a lock's method or a factory, all the walk rewrites there?
 
     Asked at C speed over the defaults' types. A function whose closure and
     keyword defaults are empty and whose defaults hold no lock leaves the walk
     nothing to do: it is not queued.
     """
-    return not _REPLACEABLE.isdisjoint(map(type, function.__defaults__ or ()))
+    defaults = function.__defaults__ or ()
+    return not (
+        _REPLACEABLE.isdisjoint(map(type, defaults)) and _FACTORY_IDS.isdisjoint(map(id, defaults))
+    )
 
 
 def _worth_visiting(value: Any) -> bool:
@@ -771,10 +881,10 @@ def _sort(kind: type) -> int:
     Checked first, before a step's name is built: most values are skipped.
     """
     if kind is types.FunctionType:
-        return _ENTER
+        return _ENTER | _REPLACE  # it may be a factory (threading.RLock): replacement() says
     if kind in _PASSED_OVER:
         return _SKIP
-    sort = _REPLACE if kind in _REPLACEABLE else _SKIP
+    sort = _REPLACE if kind in _REPLACEABLE or kind in _FACTORY_KINDS else _SKIP
     if kind not in _ATOMIC_TYPES and not issubclass(kind, _ATOMIC):
         sort |= _ENTER
     return sort
