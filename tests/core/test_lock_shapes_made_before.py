@@ -136,6 +136,11 @@ LOCK_SHAPES: dict[str, tuple[str, str, str]] = {
         'RUN["lock"]',
         'RUN["lock"] = make_lock()',
     ),
+    "lock as a function attribute": (
+        "def guarded():\n    return guarded.lock\nguarded.lock = threading.Lock()",
+        "guarded()",
+        "pass",
+    ),
     "Condition as a class attribute": (
         "class Shared:\n    cond = threading.Condition()",
         "Shared.cond",

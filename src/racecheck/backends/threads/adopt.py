@@ -612,6 +612,8 @@ class Adoption:
                 self._visit_defaults(obj, name)
             if obj.__kwdefaults__:
                 todo.append((obj.__kwdefaults__, f"{name} defaults"))
+            if obj.__dict__:  # its attributes (``synchronized.meta_lock = Lock()``)
+                todo.append((obj.__dict__, name))
         elif kind is types.MethodType:
             todo.append((obj.__func__, where))
             todo.append((obj.__self__, where))
@@ -831,6 +833,7 @@ def _holds_something(function: types.FunctionType) -> bool:
         or function.__kwdefaults__
         or (function.__defaults__ and _lock_among_defaults(function))
         or id(function) in _FACTORY_IDS  # threading.RLock itself: swapped where kept
+        or function.__dict__  # its attributes: ``f.lock = Lock()``
     )
 
 
