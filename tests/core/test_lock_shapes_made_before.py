@@ -141,6 +141,25 @@ LOCK_SHAPES: dict[str, tuple[str, str, str]] = {
         "guarded()",
         "pass",
     ),
+    "striped locks in a tuple": (
+        "LOCKS = tuple(threading.Lock() for _ in range(4))",
+        'LOCKS[len("k") % 4]',
+        "pass",
+    ),
+    "lock in a tuple in a dict": (
+        'REGISTRY = {"k": ("label", threading.RLock())}',
+        'REGISTRY["k"][1]',
+        "pass",
+    ),
+    "locks in a namedtuple attribute": (
+        "from typing import NamedTuple\n"
+        "class Locks(NamedTuple):\n    internal: object\n    transaction: object\n"
+        "class ReadWrite:\n    def __init__(self):\n"
+        "        self._locks = Locks(threading.Lock(), threading.Lock())\n"
+        "rw = ReadWrite()",
+        "rw._locks.internal",
+        "pass",
+    ),
     "Condition as a class attribute": (
         "class Shared:\n    cond = threading.Condition()",
         "Shared.cond",
@@ -230,6 +249,7 @@ def test_a_read_outside_the_lock_is_found(tmp_path: Path, shape: str) -> None:
 
 #: every shape at once, and what must be the very same objects after the run
 EVERY_SHAPE = """
+import collections
 import functools
 import threading
 import weakref
@@ -270,6 +290,12 @@ class Resource:
 
 resource = Resource()
 REGISTRY = weakref.WeakValueDictionary(k=resource.lock)
+STRIPES = tuple(threading.Lock() for _ in range(2))
+Pair = collections.namedtuple("Pair", "first second")
+PAIR = Pair(threading.Lock(), threading.RLock())
+def with_attribute():
+    return with_attribute.lock
+with_attribute.lock = threading.Lock()
 
 def synchronized(function):
     lock = threading.Lock()
@@ -288,7 +314,7 @@ def read():
 def bump(racy):
     locks = [TABLE["k"], TABLE["early"], ORDERED["k"], ORDERED["j"], Store.lock_factory(),
              store.lock_factory(), FACTORIES["lock"](), make_lock(), LOCK_OF(), made_by(),
-             REGISTRY["k"]]
+             REGISTRY["k"], STRIPES[0], STRIPES[1], PAIR.first, PAIR.second, with_attribute()]
     for lock in locks:
         with lock:
             pass
@@ -311,6 +337,7 @@ def originals():
         ORDERED["k"], ORDERED["j"], list(ORDERED), Store.lock_factory, store.lock_factory,
         FACTORIES["lock"], make_lock.func, LOCK_OF.args, made_by.__defaults__,
         REGISTRY.data["k"], REGISTRY["k"], read.__closure__[0].cell_contents,
+        STRIPES, PAIR, with_attribute.lock,
     ]
 
 def restored(before):
@@ -323,6 +350,7 @@ def restored(before):
     assert type(ORDERED["k"]) is type(threading.Lock()), ORDERED
     assert type(LOCK_OF.args[0]) is type(threading.Lock())
     assert REGISTRY["k"] is resource.lock
+    assert type(PAIR) is Pair and type(PAIR.first) is type(threading.Lock())
     assert "early" not in SET_KEYS[1:], SET_KEYS
     return "RESTORED"
 """

@@ -39,7 +39,7 @@ arguments and a ``WeakValueDictionary``'s weak references; factories
 (``threading.RLock`` is a Python function, ``threading.Lock`` a class on 3.13)
 in those places too.
 
-What cannot be adopted: locks held only in locals, tuples or C structures, and
+What cannot be adopted: locks held only in locals, sets or C structures, and
 locks held by threads racecheck does not run. Those are reported by the
 watchdog, with the object named where it can be.
 """
@@ -376,6 +376,10 @@ class Adoption:
         self.module_namespaces: set[int] = set()
         #: id(original factory) -> racecheck's (see our_factory)
         self.factories = _real_factories()
+        #: id(original tuple) -> (it, its copy holding proxies); see rebuilt_tuple
+        self.rebuilt: dict[int, tuple[Any, Any]] = {}
+        #: the walk's queue, for a rebuilt tuple's other items
+        self.todo: deque[tuple[Any, Where]] = deque()
 
     # -- proxies ------------------------------------------------------------
     def proxy_for(self, real: Any, where: Where) -> Any:
@@ -408,7 +412,7 @@ class Adoption:
             return ours
         kind = type(value)
         if kind not in _REPLACEABLE:
-            return None
+            return self.rebuilt_tuple(value, where) if issubclass(kind, tuple) else None
         if kind in _ADOPTABLE:
             return self.proxy_for(value, where)
         if kind is types.BuiltinMethodType:
@@ -427,6 +431,55 @@ class Adoption:
         if kind is weakref.KeyedRef:
             return weakref.KeyedRef(proxy, value.__callback__, value.key)
         return weakref.ref(proxy, value.__callback__)
+
+    def rebuilt_tuple(self, value: tuple[Any, ...], where: Where) -> Any:
+        """A copy of a tuple holding a lock or a factory, with racecheck's in their place.
+
+        A tuple cannot be rewritten, but the dict, list, attribute or cell
+        holding it can: striped locks (``LOCKS = tuple(Lock() for _ in range(8))``),
+        a NamedTuple of locks, a ``(label, lock)`` entry. One copy per tuple, so
+        every place holding it holds the same copy; the original is put back
+        afterwards. None when it holds nothing to swap (most tuples: strings and
+        numbers), and for a tuple subclass with state of its own beside its items.
+        """
+        if _holds_nothing(map(type, value)):
+            return None
+        known = self.rebuilt.get(id(value))
+        if known is not None:
+            return known[1]
+        kinds = set(map(type, value))
+        if (
+            _REPLACEABLE.isdisjoint(kinds)
+            and tuple not in kinds
+            and _FACTORY_IDS.isdisjoint(map(id, value))
+        ):
+            return None
+        items = list(value)
+        changed = False
+        for index, item in enumerate(value):
+            kind = type(item)
+            if (
+                kind in _REPLACEABLE
+                or id(item) in _FACTORY_IDS
+                or (kind is tuple and not _holds_nothing(map(type, item)))
+            ):
+                new = self.replacement(item, (where, f"[{index}]"))
+                if new is not None:
+                    items[index] = new
+                    changed = True
+        if not changed:
+            return None
+        kind = type(value)
+        if kind is not tuple:
+            try:
+                if instance_dict(value):
+                    return None  # its own attributes would not follow a copy
+            except AttributeError:
+                pass  # a NamedTuple: its items are all it has
+        copy = tuple.__new__(kind, items)
+        self.rebuilt[id(value)] = (value, copy)
+        self.todo.append((copy, where))  # its other items are entered as the original's were
+        return copy
 
     # -- rewriting ----------------------------------------------------------
     def _set_item(self, container: Any, key: Any, old: Any, new: Any) -> None:
@@ -472,6 +525,7 @@ class Adoption:
         while self.undo_log:
             self.undo_log.pop()()
         self.proxies.clear()
+        self.rebuilt.clear()
 
     def free_locks_of_cut_off_threads(self) -> None:
         """Unlock every adopted lock a thread of the run that just ended still holds.
@@ -518,7 +572,7 @@ class Adoption:
     def walk(self, roots: Iterable[tuple[Any, Where]], modules: Iterable[types.ModuleType]) -> None:
         """Adopt every raw lock reachable from ``roots`` and the modules' globals."""
         seen: set[int] = set()
-        todo: deque[tuple[Any, Where]] = deque()
+        todo = self.todo
         for obj, where in roots:
             todo.append((obj, where))
         for module in modules:
@@ -551,6 +605,7 @@ class Adoption:
             except (RuntimeError, ReferenceError):  # changed size while walking; gone
                 continue
         self.visited = WALK_BUDGET - budget
+        todo.clear()  # what a truncated walk left: not kept for the run
 
     def _visit(
         self, obj: Any, where: Where, todo: deque[tuple[Any, Where]], sorts: dict[type, int]
@@ -562,15 +617,20 @@ class Adoption:
             self._visit_lock_table(obj, where, todo, sorts)
         elif kind is list or kind is deque:
             function = types.FunctionType
+            factories = self.factories
             for index, value in enumerate(list(obj)):
                 kind = type(value)
                 sort = sorts.get(kind)
                 if sort is None:
                     sort = sorts[kind] = _sort(kind)
-                if sort is _SKIP or (kind is function and not _holds_something(value)):
+                if (
+                    sort is _SKIP
+                    or (kind is function and not _holds_something(value))
+                    or (kind is tuple and _holds_nothing(map(type, value)))
+                ):
                     continue
                 here: Where = (where, f"[{index}]")
-                if sort & _REPLACE:
+                if sort & _REPLACE or (sort & _FACTORY and id(value) in factories):
                     new = self.replacement(value, here)
                     if new is not None:
                         self._set_item(obj, index, value, new)
@@ -627,23 +687,28 @@ class Adoption:
             if _skipped(module) or module == "builtins":
                 return
             function = types.FunctionType
+            factories = self.factories
             qualname: str | None = None  # read only if needed, as before
             for key, value in list(vars(obj).items()):
                 kind = type(value)
                 sort = sorts.get(kind)
                 if sort is None:
                     sort = sorts[kind] = _sort(kind)
-                if sort is _SKIP or (kind is function and not _holds_something(value)):
+                if (
+                    sort is _SKIP
+                    or (kind is function and not _holds_something(value))
+                    or (kind is tuple and _holds_nothing(map(type, value)))
+                ):
                     continue
                 if qualname is None:
                     qualname = obj.__qualname__
                 here = (qualname, key, None)
-                if sort & _REPLACE:
+                if sort & _REPLACE or (sort & _FACTORY and id(value) in factories):
                     new = self.replacement(value, here)
                     if new is not None:
                         self._set_attr(obj, key, value, new)
                         continue
-                if sort & _ENTER and not (kind is tuple and _holds_nothing(map(type, value))):
+                if sort & _ENTER:
                     todo.append((value, here))
         else:
             self._visit_instance(obj, where, todo, sorts)
@@ -663,23 +728,28 @@ class Adoption:
         """
         module_namespace = id(obj) in self.module_namespaces
         function = types.FunctionType
+        factories = self.factories
         push = todo.append
         for key, value in list(dict.items(obj)):
             kind = type(value)
             sort = sorts.get(kind)
             if sort is None:
                 sort = sorts[kind] = _sort(kind)
-            if sort is _SKIP or (kind is function and not _holds_something(value)):
+            if (
+                sort is _SKIP
+                or (kind is function and not _holds_something(value))
+                or (kind is tuple and _holds_nothing(map(type, value)))
+            ):
                 continue
             if module_namespace and isinstance(key, str) and key.startswith("__"):
                 continue  # __spec__, __loader__, __builtins__: the import system's
             here: Where = (where, key, None) if isinstance(key, str) else (where, "[...]")
-            if sort & _REPLACE:
+            if sort & _REPLACE or (sort & _FACTORY and id(value) in factories):
                 new = self.replacement(value, here)
                 if new is not None:
                     self._set_item(obj, key, value, new)
                     continue
-            if sort & _ENTER and not (kind is tuple and _holds_nothing(map(type, value))):
+            if sort & _ENTER:
                 push((value, here))
 
     def _visit_lock_table(
@@ -763,6 +833,7 @@ class Adoption:
             namespace = None
         if type(namespace) is dict:
             function = types.FunctionType
+            factories = self.factories
             for key, value in list(namespace.items()):
                 kind = type(value)
                 sort = sorts.get(kind)
@@ -771,11 +842,12 @@ class Adoption:
                 if (
                     sort is _SKIP
                     or (kind is function and not _holds_something(value))
+                    or (kind is tuple and _holds_nothing(map(type, value)))
                     or (is_thread and key in _THREAD_INTERNALS)
                 ):
                     continue
                 here = (label, key, None)
-                if sort & _REPLACE:
+                if sort & _REPLACE or (sort & _FACTORY and id(value) in factories):
                     new = self.replacement(value, here)
                     if new is not None:
                         self._set_item(namespace, key, value, new)
@@ -869,25 +941,32 @@ _holds_nothing = _PASSED_OVER.issuperset
 _SKIP = 0
 _REPLACE = 1  # replacement() may rewrite it
 _ENTER = 2  # worth visiting (a function: only with a closure or defaults)
+_FACTORY = 4  # a function or a class: replacement() if it is a real factory (by id)
 
 
 def _sort(kind: type) -> int:
     """What the walk does with a value of type ``kind``: its type alone decides.
 
     Skipped: atomic values (ints, strings, descriptors, modules...), not a
-    lock or a lock's method. Rewritten: a raw lock, or a builtin method
-    (``replacement`` looks at its owner). Entered: anything else that is neither
-    atomic nor a subclass of an atomic type. Taken once per type and
-    walk: the walk meets tens of thousands of values of a few hundred types,
-    and sorting each from scratch was most of its cost. A function's own
-    closure and defaults are still looked at per value (``_worth_visiting``).
-    Checked first, before a step's name is built: most values are skipped.
+    lock or a lock's method. Rewritten: a raw lock, a builtin method
+    (``replacement`` looks at its owner), a weak reference (at its referent), a
+    tuple (at its items); a function or a class only when it is a real lock
+    factory, known by id (_FACTORY, asked inline: no call per value). Entered:
+    anything else that is neither atomic nor a subclass of an atomic type.
+    Taken once per type and walk: the walk meets tens of thousands of values
+    of a few hundred types, and sorting each from scratch was most of its
+    cost. A function's own closure and defaults are still looked at per value
+    (``_worth_visiting``). Checked first, before a step's name is built: most
+    values are skipped.
     """
     if kind is types.FunctionType:
-        return _ENTER | _REPLACE  # it may be a factory (threading.RLock): replacement() says
+        return _ENTER | _FACTORY  # it may be a factory (threading.RLock)
     if kind in _PASSED_OVER:
         return _SKIP
-    sort = _REPLACE if kind in _REPLACEABLE or kind in _FACTORY_KINDS else _SKIP
+    # a tuple holding a lock is copied (Adoption.rebuilt_tuple)
+    sort = _REPLACE if kind in _REPLACEABLE or issubclass(kind, tuple) else _SKIP
+    if kind in _FACTORY_KINDS and not sort & _REPLACE:
+        sort |= _FACTORY  # a class: threading.Condition, threading.Lock on 3.13
     if kind not in _ATOMIC_TYPES and not issubclass(kind, _ATOMIC):
         sort |= _ENTER
     return sort
