@@ -786,9 +786,9 @@ class Adoption:
         keeping the keywords dict, which the walk enters as any dict.
         """
         func, args, keywords, namespace = obj.__reduce__()[2]
-        new_func = self.replacement(func, where) or func
+        new_func = self.replacement(func, (where, ".func")) or func
         new_args = tuple(
-            self.replacement(arg, (where, f" argument {index}")) or arg
+            self.replacement(arg, (where, f".args[{index}]")) or arg
             for index, arg in enumerate(args)
         )
         if new_func is func and all(a is b for a, b in zip(new_args, args, strict=True)):
