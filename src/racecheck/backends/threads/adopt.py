@@ -34,8 +34,10 @@ the schedule space of programs that merely pass through ``logging`` or
 scheduled rather than blocking in C.
 
 Locks are found in dicts (subclasses too: an ``OrderedDict`` lock table), lists,
-objects' attributes and slots, classes, closures and defaults, a ``partial``'s
-arguments and a ``WeakValueDictionary``'s weak references; factories
+objects' attributes and slots, classes, functions' closures, defaults and
+attributes (``f.lock = Lock()``), a ``partial``'s arguments, a
+``WeakValueDictionary``'s weak references, and tuples (copied around the
+proxies where they are kept: striped locks, a NamedTuple of locks); factories
 (``threading.RLock`` is a Python function, ``threading.Lock`` a class on 3.13)
 in those places too.
 
