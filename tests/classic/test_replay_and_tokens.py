@@ -755,16 +755,16 @@ _STUCK_PRELUDE = textwrap.dedent(
 
 STUCK_CASES = {
     "unreachable_lock_held_across_sleep": """
-        HIDDEN = (threading.Lock(),)   # in a tuple: racecheck cannot adopt it
+        HIDDEN = frozenset([threading.Lock()])   # in a frozenset: racecheck cannot adopt it
 
         def target():
             def holder():
-                lock = HIDDEN[0]
+                lock = next(iter(HIDDEN))
                 with lock:
                     time.sleep(1)
             def waiter():
                 time.sleep(0.1)
-                lock = HIDDEN[0]
+                lock = next(iter(HIDDEN))
                 with lock:
                     pass
             ts = [threading.Thread(target=holder), threading.Thread(target=waiter)]
@@ -848,16 +848,16 @@ def test_stuck_error_names_the_blocked_thread(tmp_path: Any) -> None:
         _STUCK_PRELUDE
         + textwrap.dedent(
             """
-            HIDDEN = (threading.Lock(),)   # in a tuple: racecheck cannot adopt it
+            HIDDEN = frozenset([threading.Lock()])   # in a frozenset: racecheck cannot adopt it
 
             def target():
                 def holder():
-                    lock = HIDDEN[0]
+                    lock = next(iter(HIDDEN))
                     with lock:
                         time.sleep(1)
                 def waiter():
                     time.sleep(0.1)
-                    lock = HIDDEN[0]
+                    lock = next(iter(HIDDEN))
                     with lock:
                         pass
                 ts = [threading.Thread(target=holder, name="the-holder"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import threading
 import types
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -101,8 +102,8 @@ def test_every_place_a_lock_can_sit_is_adopted_under_its_path() -> None:
     assert names["_with_defaults default"] == AdoptedLock.__name__
     assert names["_with_defaults defaults.b"] == AdoptedRLock.__name__
     assert names["_closure.<locals>.inner closure"] == AdoptedLock.__name__
-    # a lock inside a tuple (partial's args) cannot be rewritten in place
-    assert not any("partial" in name for name in names)
+    # a partial's arguments are a tuple: the partial is rebuilt around the proxy
+    assert names[f"{target.__qualname__} closure.args[0]"] == AdoptedLock.__name__
     # the walk does not enter a subclass of an atomic type
     assert not any(name.endswith(".lock") and "IntWithState" in name for name in names)
     # and every rewrite was undone
@@ -111,6 +112,7 @@ def test_every_place_a_lock_can_sit_is_adopted_under_its_path() -> None:
     assert held.table[7] is originals["numbered"]
     assert held.bound_acquire.__self__ is originals["acquire_owner"]  # type: ignore[attr-defined]
     assert type(held.bound_acquire) is types.BuiltinMethodType
+    assert bound.args[0] is partial_lock
 
 
 def test_a_lock_seen_twice_is_one_proxy_named_where_it_was_first_found() -> None:
@@ -129,3 +131,27 @@ def test_a_lock_seen_twice_is_one_proxy_named_where_it_was_first_found() -> None
     finally:
         adoption.undo()
     assert first["near"] is shared and second[0][0] is shared
+
+
+def test_tuples_dict_subclasses_and_function_attributes_are_named() -> None:
+    stripes = (threading.Lock(), threading.Lock())
+    ordered = OrderedDict(k=threading.RLock())
+
+    def keeper() -> None:
+        pass
+
+    keeper.lock = threading.Lock()  # type: ignore[attr-defined]
+
+    def target() -> Any:
+        return stripes, ordered, keeper
+
+    names = _adopted_names(target)
+    place = f"{target.__qualname__} closure"
+    assert names[f"{place}[0]"] == AdoptedLock.__name__
+    assert names[f"{place}[1]"] == AdoptedLock.__name__
+    assert names[f"{place}.k"] == AdoptedRLock.__name__
+    assert names[f"{keeper.__qualname__}.lock"] == AdoptedLock.__name__
+    # and every rewrite was undone
+    assert type(stripes[0]) is type(threading.Lock())
+    assert type(dict.__getitem__(ordered, "k")) is type(threading.RLock())
+    assert type(keeper.lock) is type(threading.Lock())  # type: ignore[attr-defined]

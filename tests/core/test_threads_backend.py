@@ -265,19 +265,19 @@ def test_a_real_lock_from_import_time_is_scheduled_not_hung() -> None:
     assert not IMPORT_TIME_LOCK.locked()
 
 
-#: a lock racecheck cannot reach: tuples cannot be rewritten
-UNREACHABLE = (threading.Lock(),)
+#: a lock racecheck cannot reach: a frozenset is not rewritten (a tuple now is copied)
+UNREACHABLE = frozenset([threading.Lock()])
 
 
 def test_a_lock_racecheck_cannot_reach_is_reported_not_hung() -> None:
     def holds_hidden_lock() -> None:
         def holder() -> None:
-            hidden = UNREACHABLE[0]
+            hidden = next(iter(UNREACHABLE))
             with hidden:
                 time.sleep(1)
 
         def contender() -> None:
-            hidden = UNREACHABLE[0]
+            hidden = next(iter(UNREACHABLE))
             with hidden:
                 pass
 
@@ -293,7 +293,8 @@ def test_a_lock_racecheck_cannot_reach_is_reported_not_hung() -> None:
     assert "`hidden`" in message  # the object, by the name the code gives it
     assert "racecheck-" not in message
     assert_pristine()
-    assert not UNREACHABLE[0].locked() or UNREACHABLE[0].acquire(timeout=5)
+    hidden = next(iter(UNREACHABLE))
+    assert not hidden.locked() or hidden.acquire(timeout=5)
 
 
 def test_a_thread_waiting_on_a_socket_is_reported_as_io_with_stress_mode_named() -> None:

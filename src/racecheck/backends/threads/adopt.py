@@ -33,7 +33,15 @@ the schedule space of programs that merely pass through ``logging`` or
 ``asyncio``'s policy lock the same as before, while contention on them is still
 scheduled rather than blocking in C.
 
-What cannot be adopted: locks held only in locals, tuples or C structures, and
+Locks are found in dicts (subclasses too: an ``OrderedDict`` lock table), lists,
+objects' attributes and slots, classes, functions' closures, defaults and
+attributes (``f.lock = Lock()``), a ``partial``'s arguments, a
+``WeakValueDictionary``'s weak references, and tuples (copied around the
+proxies where they are kept: striped locks, a NamedTuple of locks); factories
+(``threading.RLock`` is a Python function, ``threading.Lock`` a class on 3.13)
+in those places too.
+
+What cannot be adopted: locks held only in locals, sets or C structures, and
 locks held by threads racecheck does not run. Those are reported by the
 watchdog, with the object named where it can be.
 """
@@ -45,6 +53,7 @@ import functools
 import sys
 import threading
 import types
+import weakref
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -67,7 +76,10 @@ try:  # multiprocessing's locks (tqdm keeps one next to its thread lock)
 except ImportError:  # pragma: no cover - platforms without sem_open
     RAW_SEMLOCK = RAW_LOCK
 _ADOPTABLE = (RAW_LOCK, RAW_RLOCK, RAW_SEMLOCK)
-_REPLACEABLE = frozenset((*_ADOPTABLE, types.BuiltinMethodType))
+#: weak references the walk rewrites when their referent is a lock: a
+#: ``WeakValueDictionary`` keeps its values as KeyedRefs in a plain dict
+_WEAK_REFS = (weakref.ref, weakref.KeyedRef)
+_REPLACEABLE = frozenset((*_ADOPTABLE, types.BuiltinMethodType, *_WEAK_REFS))
 
 #: the walk stops after this many objects; large processes keep a bounded cost
 WALK_BUDGET = 400_000
@@ -325,6 +337,16 @@ def _real_factories() -> dict[int, Any]:
     return {id(real): ours for real, ours in pairs}
 
 
+#: the real factories, by id: a function keeping one (``threading.RLock`` is a
+#: Python function) or a default argument holding one is worth the walk's visit
+_FACTORY_IDS = frozenset(_real_factories())
+#: the types of those factories (a builtin, a function, and classes: Condition,
+#: and on 3.13 ``threading.Lock`` itself): values the walk may have to swap
+_FACTORY_KINDS = frozenset(type(real) for real in primitives.REAL.values()) | {
+    type(_thread.allocate_lock)
+}
+
+
 #: where an object was found, as a chain of (parent, step) built without any
 #: string formatting: the walk visits tens of thousands of objects and names
 #: only the few locks it adopts. A step of three, (parent, key, None), is a
@@ -356,6 +378,10 @@ class Adoption:
         self.module_namespaces: set[int] = set()
         #: id(original factory) -> racecheck's (see our_factory)
         self.factories = _real_factories()
+        #: id(original tuple) -> (it, its copy holding proxies); see rebuilt_tuple
+        self.rebuilt: dict[int, tuple[Any, Any]] = {}
+        #: the walk's queue, for a rebuilt tuple's other items
+        self.todo: deque[tuple[Any, Where]] = deque()
 
     # -- proxies ------------------------------------------------------------
     def proxy_for(self, real: Any, where: Where) -> Any:
@@ -388,17 +414,88 @@ class Adoption:
             return ours
         kind = type(value)
         if kind not in _REPLACEABLE:
-            return None
+            return self.rebuilt_tuple(value, where) if issubclass(kind, tuple) else None
         if kind in _ADOPTABLE:
             return self.proxy_for(value, where)
         if kind is types.BuiltinMethodType:
             owner = getattr(value, "__self__", None)
             if type(owner) in _ADOPTABLE:
                 return getattr(self.proxy_for(owner, where), value.__name__, None)
-        return None
+            return None
+        # a weak reference to a lock (a WeakValueDictionary's entry): one to the
+        # proxy instead, kept alive by self.proxies for the run. The lock's own
+        # holders keep it alive; its callback fires only once the proxy is gone,
+        # after undo, when the entry is the original again and stays.
+        referent = value()
+        if type(referent) not in _ADOPTABLE:
+            return None
+        proxy = self.proxy_for(referent, where)
+        if kind is weakref.KeyedRef:
+            return weakref.KeyedRef(proxy, value.__callback__, value.key)
+        return weakref.ref(proxy, value.__callback__)
+
+    def rebuilt_tuple(self, value: tuple[Any, ...], where: Where) -> Any:
+        """A copy of a tuple holding a lock or a factory, with racecheck's in their place.
+
+        A tuple cannot be rewritten, but the dict, list, attribute or cell
+        holding it can: striped locks (``LOCKS = tuple(Lock() for _ in range(8))``),
+        a NamedTuple of locks, a ``(label, lock)`` entry. One copy per tuple, so
+        every place holding it holds the same copy; the original is put back
+        afterwards. None when it holds nothing to swap (most tuples: strings and
+        numbers), and for a tuple subclass with state of its own beside its items.
+        """
+        if _holds_nothing(map(type, value)):
+            return None
+        known = self.rebuilt.get(id(value))
+        if known is not None:
+            return known[1]
+        kinds = set(map(type, value))
+        if (
+            _REPLACEABLE.isdisjoint(kinds)
+            and tuple not in kinds
+            and _FACTORY_IDS.isdisjoint(map(id, value))
+        ):
+            return None
+        items = list(value)
+        changed = False
+        for index, item in enumerate(value):
+            kind = type(item)
+            if (
+                kind in _REPLACEABLE
+                or id(item) in _FACTORY_IDS
+                or (kind is tuple and not _holds_nothing(map(type, item)))
+            ):
+                new = self.replacement(item, (where, f"[{index}]"))
+                if new is not None:
+                    items[index] = new
+                    changed = True
+        if not changed:
+            return None
+        kind = type(value)
+        if kind is not tuple:
+            try:
+                if instance_dict(value):
+                    return None  # its own attributes would not follow a copy
+            except AttributeError:
+                pass  # a NamedTuple: its items are all it has
+        copy = tuple.__new__(kind, items)
+        self.rebuilt[id(value)] = (value, copy)
+        self.todo.append((copy, where))  # its other items are entered as the original's were
+        return copy
 
     # -- rewriting ----------------------------------------------------------
     def _set_item(self, container: Any, key: Any, old: Any, new: Any) -> None:
+        if issubclass(type(container), dict):
+            # dict's own methods: a subclass's __setitem__ is the user's code
+            # (and an OrderedDict keeps its order: the key is already there)
+            dict.__setitem__(container, key, new)
+
+            def undo_entry() -> None:
+                if dict.get(container, key) is new:
+                    dict.__setitem__(container, key, old)
+
+            self.undo_log.append(undo_entry)
+            return
         container[key] = new
 
         def undo() -> None:
@@ -430,6 +527,7 @@ class Adoption:
         while self.undo_log:
             self.undo_log.pop()()
         self.proxies.clear()
+        self.rebuilt.clear()
 
     def free_locks_of_cut_off_threads(self) -> None:
         """Unlock every adopted lock a thread of the run that just ended still holds.
@@ -476,7 +574,7 @@ class Adoption:
     def walk(self, roots: Iterable[tuple[Any, Where]], modules: Iterable[types.ModuleType]) -> None:
         """Adopt every raw lock reachable from ``roots`` and the modules' globals."""
         seen: set[int] = set()
-        todo: deque[tuple[Any, Where]] = deque()
+        todo = self.todo
         for obj, where in roots:
             todo.append((obj, where))
         for module in modules:
@@ -509,51 +607,32 @@ class Adoption:
             except (RuntimeError, ReferenceError):  # changed size while walking; gone
                 continue
         self.visited = WALK_BUDGET - budget
+        todo.clear()  # what a truncated walk left: not kept for the run
 
     def _visit(
         self, obj: Any, where: Where, todo: deque[tuple[Any, Where]], sorts: dict[type, int]
     ) -> None:
         kind = type(obj)
-        if kind is defaultdict:
-            # a lock table (``defaultdict(threading.Lock)``): its factory made before
-            # the run makes raw locks during it; its locks are values, as in a dict
-            factory = obj.default_factory
-            ours = self.our_factory(factory)
-            if ours is not None:
-                self._set_attr(obj, "default_factory", factory, ours)
-            kind = dict
         if kind is dict:
-            module_namespace = id(obj) in self.module_namespaces
-            function = types.FunctionType
-            push = todo.append
-            for key, value in list(obj.items()):
-                kind = type(value)
-                sort = sorts.get(kind)
-                if sort is None:
-                    sort = sorts[kind] = _sort(kind)
-                if sort is _SKIP or (kind is function and not _holds_something(value)):
-                    continue
-                if module_namespace and isinstance(key, str) and key.startswith("__"):
-                    continue  # __spec__, __loader__, __builtins__: the import system's
-                here: Where = (where, key, None) if isinstance(key, str) else (where, "[...]")
-                if sort & _REPLACE:
-                    new = self.replacement(value, here)
-                    if new is not None:
-                        self._set_item(obj, key, value, new)
-                        continue
-                if sort & _ENTER and not (kind is tuple and _holds_nothing(map(type, value))):
-                    push((value, here))
+            self._visit_entries(obj, where, todo, sorts)
+        elif kind is defaultdict:
+            self._visit_lock_table(obj, where, todo, sorts)
         elif kind is list or kind is deque:
             function = types.FunctionType
+            factories = self.factories
             for index, value in enumerate(list(obj)):
                 kind = type(value)
                 sort = sorts.get(kind)
                 if sort is None:
                     sort = sorts[kind] = _sort(kind)
-                if sort is _SKIP or (kind is function and not _holds_something(value)):
+                if (
+                    sort is _SKIP
+                    or (kind is function and not _holds_something(value))
+                    or (kind is tuple and _holds_nothing(map(type, value)))
+                ):
                     continue
-                here = (where, f"[{index}]")
-                if sort & _REPLACE:
+                here: Where = (where, f"[{index}]")
+                if sort & _REPLACE or (sort & _FACTORY and id(value) in factories):
                     new = self.replacement(value, here)
                     if new is not None:
                         self._set_item(obj, index, value, new)
@@ -595,10 +674,13 @@ class Adoption:
                 self._visit_defaults(obj, name)
             if obj.__kwdefaults__:
                 todo.append((obj.__kwdefaults__, f"{name} defaults"))
+            if obj.__dict__:  # its attributes (``synchronized.meta_lock = Lock()``)
+                todo.append((obj.__dict__, name))
         elif kind is types.MethodType:
             todo.append((obj.__func__, where))
             todo.append((obj.__self__, where))
         elif kind is partial:
+            self._visit_partial(obj, where)
             todo.append((obj.func, where))
             todo.append((obj.args, where))
             todo.append((obj.keywords, where))
@@ -607,26 +689,119 @@ class Adoption:
             if _skipped(module) or module == "builtins":
                 return
             function = types.FunctionType
+            factories = self.factories
             qualname: str | None = None  # read only if needed, as before
             for key, value in list(vars(obj).items()):
                 kind = type(value)
                 sort = sorts.get(kind)
                 if sort is None:
                     sort = sorts[kind] = _sort(kind)
-                if sort is _SKIP or (kind is function and not _holds_something(value)):
+                if (
+                    sort is _SKIP
+                    or (kind is function and not _holds_something(value))
+                    or (kind is tuple and _holds_nothing(map(type, value)))
+                ):
                     continue
                 if qualname is None:
                     qualname = obj.__qualname__
                 here = (qualname, key, None)
-                if sort & _REPLACE:
+                if sort & _REPLACE or (sort & _FACTORY and id(value) in factories):
                     new = self.replacement(value, here)
                     if new is not None:
                         self._set_attr(obj, key, value, new)
                         continue
-                if sort & _ENTER and not (kind is tuple and _holds_nothing(map(type, value))):
+                if sort & _ENTER:
                     todo.append((value, here))
         else:
             self._visit_instance(obj, where, todo, sorts)
+
+    def _visit_entries(
+        self,
+        obj: dict[Any, Any],
+        where: Where,
+        todo: deque[tuple[Any, Where]],
+        sorts: dict[type, int],
+    ) -> None:
+        """A dictionary's values, read and rewritten through dict's own methods.
+
+        A subclass's ``items`` or ``__setitem__`` is the user's code; an
+        OrderedDict, a defaultdict subclass or any dict subclass used as a lock
+        table keeps its entries in the dict all the same.
+        """
+        module_namespace = id(obj) in self.module_namespaces
+        function = types.FunctionType
+        factories = self.factories
+        push = todo.append
+        for key, value in list(dict.items(obj)):
+            kind = type(value)
+            sort = sorts.get(kind)
+            if sort is None:
+                sort = sorts[kind] = _sort(kind)
+            if (
+                sort is _SKIP
+                or (kind is function and not _holds_something(value))
+                or (kind is tuple and _holds_nothing(map(type, value)))
+            ):
+                continue
+            if module_namespace and isinstance(key, str) and key.startswith("__"):
+                continue  # __spec__, __loader__, __builtins__: the import system's
+            here: Where = (where, key, None) if isinstance(key, str) else (where, "[...]")
+            if sort & _REPLACE or (sort & _FACTORY and id(value) in factories):
+                new = self.replacement(value, here)
+                if new is not None:
+                    self._set_item(obj, key, value, new)
+                    continue
+            if sort & _ENTER:
+                push((value, here))
+
+    def _visit_lock_table(
+        self,
+        obj: defaultdict[Any, Any],
+        where: Where,
+        todo: deque[tuple[Any, Where]],
+        sorts: dict[type, int],
+    ) -> None:
+        """A defaultdict (or a subclass): its factory, then its values as a dict's.
+
+        A lock table (``defaultdict(threading.Lock)``): its factory made before
+        the run makes raw locks during it. Set through the C member, never a
+        subclass's ``__setattr__``.
+        """
+        member: Any = defaultdict.__dict__["default_factory"]
+        factory = member.__get__(obj)
+        ours = self.our_factory(factory)
+        if ours is not None:
+            member.__set__(obj, ours)
+
+            def undo() -> None:
+                if member.__get__(obj) is ours:
+                    member.__set__(obj, factory)
+
+            self.undo_log.append(undo)
+        self._visit_entries(obj, where, todo, sorts)
+
+    def _visit_partial(self, obj: Any, where: Where) -> None:
+        """``partial(f, lock)`` or ``partial(threading.RLock)``: rebuilt around racecheck's.
+
+        Its function and positional arguments are read-only attributes, and
+        the arguments a tuple; ``__setstate__`` (what pickle uses) sets both,
+        keeping the keywords dict, which the walk enters as any dict.
+        """
+        func, args, keywords, namespace = obj.__reduce__()[2]
+        new_func = self.replacement(func, (where, ".func")) or func
+        new_args = tuple(
+            self.replacement(arg, (where, f".args[{index}]")) or arg
+            for index, arg in enumerate(args)
+        )
+        if new_func is func and all(a is b for a, b in zip(new_args, args, strict=True)):
+            return
+        obj.__setstate__((new_func, new_args, keywords, namespace))
+
+        def undo() -> None:
+            if obj.func is new_func and obj.args is new_args:
+                obj.__setstate__((func, args, obj.keywords, obj.__dict__ or None))
+
+        self.undo_log.append(undo)
 
     def _visit_defaults(self, func: types.FunctionType, name: str) -> None:
         defaults = func.__defaults__ or ()
@@ -645,6 +820,11 @@ class Adoption:
         # walked: their raw locks are what a controlled thread would block on
         if module == "builtins" or (_skipped(module) and module != "threading"):
             return
+        if issubclass(cls, dict):  # an OrderedDict, a dict subclass: its entries too
+            if issubclass(cls, defaultdict):
+                self._visit_lock_table(obj, where, todo, sorts)
+            else:
+                self._visit_entries(obj, where, todo, sorts)
         is_thread = issubclass(cls, threading.Thread)
         label: Where = (where, f" ({cls.__qualname__})") if where else cls.__qualname__
         try:
@@ -655,6 +835,7 @@ class Adoption:
             namespace = None
         if type(namespace) is dict:
             function = types.FunctionType
+            factories = self.factories
             for key, value in list(namespace.items()):
                 kind = type(value)
                 sort = sorts.get(kind)
@@ -663,11 +844,12 @@ class Adoption:
                 if (
                     sort is _SKIP
                     or (kind is function and not _holds_something(value))
+                    or (kind is tuple and _holds_nothing(map(type, value)))
                     or (is_thread and key in _THREAD_INTERNALS)
                 ):
                     continue
                 here = (label, key, None)
-                if sort & _REPLACE:
+                if sort & _REPLACE or (sort & _FACTORY and id(value) in factories):
                     new = self.replacement(value, here)
                     if new is not None:
                         self._set_item(namespace, key, value, new)
@@ -724,17 +906,22 @@ def _holds_something(function: types.FunctionType) -> bool:
         function.__closure__
         or function.__kwdefaults__
         or (function.__defaults__ and _lock_among_defaults(function))
+        or id(function) in _FACTORY_IDS  # threading.RLock itself: swapped where kept
+        or function.__dict__  # its attributes: ``f.lock = Lock()``
     )
 
 
 def _lock_among_defaults(function: Any) -> bool:
-    """Is a positional default a lock or a lock's method, all the walk rewrites there?
+    """Is a positional default a lock, a lock's method or a factory, all the walk rewrites there?
 
     Asked at C speed over the defaults' types. A function whose closure and
     keyword defaults are empty and whose defaults hold no lock leaves the walk
     nothing to do: it is not queued.
     """
-    return not _REPLACEABLE.isdisjoint(map(type, function.__defaults__ or ()))
+    defaults = function.__defaults__ or ()
+    return not (
+        _REPLACEABLE.isdisjoint(map(type, defaults)) and _FACTORY_IDS.isdisjoint(map(id, defaults))
+    )
 
 
 def _worth_visiting(value: Any) -> bool:
@@ -756,25 +943,32 @@ _holds_nothing = _PASSED_OVER.issuperset
 _SKIP = 0
 _REPLACE = 1  # replacement() may rewrite it
 _ENTER = 2  # worth visiting (a function: only with a closure or defaults)
+_FACTORY = 4  # a function or a class: replacement() if it is a real factory (by id)
 
 
 def _sort(kind: type) -> int:
     """What the walk does with a value of type ``kind``: its type alone decides.
 
     Skipped: atomic values (ints, strings, descriptors, modules...), not a
-    lock or a lock's method. Rewritten: a raw lock, or a builtin method
-    (``replacement`` looks at its owner). Entered: anything else that is neither
-    atomic nor a subclass of an atomic type. Taken once per type and
-    walk: the walk meets tens of thousands of values of a few hundred types,
-    and sorting each from scratch was most of its cost. A function's own
-    closure and defaults are still looked at per value (``_worth_visiting``).
-    Checked first, before a step's name is built: most values are skipped.
+    lock or a lock's method. Rewritten: a raw lock, a builtin method
+    (``replacement`` looks at its owner), a weak reference (at its referent), a
+    tuple (at its items); a function or a class only when it is a real lock
+    factory, known by id (_FACTORY, asked inline: no call per value). Entered:
+    anything else that is neither atomic nor a subclass of an atomic type.
+    Taken once per type and walk: the walk meets tens of thousands of values
+    of a few hundred types, and sorting each from scratch was most of its
+    cost. A function's own closure and defaults are still looked at per value
+    (``_worth_visiting``). Checked first, before a step's name is built: most
+    values are skipped.
     """
     if kind is types.FunctionType:
-        return _ENTER
+        return _ENTER | _FACTORY  # it may be a factory (threading.RLock)
     if kind in _PASSED_OVER:
         return _SKIP
-    sort = _REPLACE if kind in _REPLACEABLE else _SKIP
+    # a tuple holding a lock is copied (Adoption.rebuilt_tuple)
+    sort = _REPLACE if kind in _REPLACEABLE or issubclass(kind, tuple) else _SKIP
+    if kind in _FACTORY_KINDS and not sort & _REPLACE:
+        sort |= _FACTORY  # a class: threading.Condition, threading.Lock on 3.13
     if kind not in _ATOMIC_TYPES and not issubclass(kind, _ATOMIC):
         sort |= _ENTER
     return sort

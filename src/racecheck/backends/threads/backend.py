@@ -330,7 +330,7 @@ def describe_blocked(name: str, frame: Any) -> str:
     return (
         f"{name}, the thread racecheck is running, is blocked in C in {place}{what}."
         " racecheck schedules every lock it can reach from the target and from module"
-        " globals; this one it could not (a lock kept only in a local variable or a tuple,"
+        " globals; this one it could not (a lock kept only in a local variable or a set,"
         " a C extension's lock, a socket or a subprocess). Make the object inside the"
         " target, or keep it where the target or a module global can reach it"
     )
