@@ -672,11 +672,14 @@ class Detector:
                 self._awaited(frame, recipe)
                 return
         if self.unsettled:
-            stored = self.stored
+            # what a store puts somewhere is kept for the threads' publication rule
+            # (see _published_to), which only the happens-before checks ask
+            stored = self.stored if self.happens_before else None
             for view, value_of in self.unsettled:
                 value = view.value = value_of()
-                if type(value) not in _EQUAL_BY_VALUE and id(value) not in stored:
-                    stored[id(value)] = value
+                if stored is not None and type(value) not in _EQUAL_BY_VALUE:
+                    if id(value) not in stored:
+                        stored[id(value)] = value
             self.unsettled.clear()
         if actor != self.last_actor:
             if self.ranked_waits:
@@ -785,10 +788,9 @@ class Detector:
         cached = _LABELS.get(id(recipe))
         if cached is None:
             cached = _LABELS[id(recipe)] = _recipe_plan(recipe)
-        if recipe.feeds is not None:
-            # ``for h in core.handlers.values():`` loads the dict here and calls on it at
-            # a later point: another thread may store a new dict in between
-            self.loaded[(frame, frame.f_lasti)] = evaluate(recipe.feeds, frame)
+        # ``for h in core.handlers.values():`` loads the dict here and calls on it at a
+        # later point: another thread may store a new dict in between (Recipe.feeds)
+        feeds = recipe.feeds
         plain = cached[3]
         if plain is not None:
             # ``name.attr`` (the commonest access): the road below, without its questions
@@ -798,6 +800,10 @@ class Detector:
                     base = frame.f_builtins.get(plain[1], MISSING)
             else:
                 base = frame.f_locals.get(plain[1], MISSING)
+            if feeds is not None:
+                self.loaded[(frame, frame.f_lasti)] = (
+                    MISSING if base is MISSING else instance_attribute(base, plain[2])
+                )
             if base is MISSING:
                 return
             if isinstance(base, ModuleType):
@@ -833,6 +839,8 @@ class Detector:
             ):
                 return
         f_locals = frame.f_locals
+        if feeds is not None:
+            self.loaded[(frame, frame.f_lasti)] = evaluate(feeds, frame, f_locals)
         if op == "whole-read" or op == "inplace":
             if self.access_log is not None:
                 self._whole_operands(frame, recipe, f_locals)
@@ -2562,14 +2570,18 @@ class Detector:
             frame.f_lasti,
             slot,
             caller.f_lasti if caller is not None else -1,
-            write and oid not in self.stored,
+            write and self.happens_before and oid not in self.stored,
             write and (view is None or view.kind == "w"),
         )
         own = ""
         if not write:
             if value_of is not _no_value:
                 value = value_of()  # read once: nothing of the program runs meanwhile
-            if type(value) not in _EQUAL_BY_VALUE and shadow.last_writer is not None:
+            if (
+                self.happens_before
+                and shadow.last_writer is not None
+                and type(value) not in _EQUAL_BY_VALUE
+            ):
                 self._received(shadow.last_writer, hb, value)
             # what the reading frame does with the value: asked once here, and
             # again below only when it returns it (_use follows the callers)
