@@ -63,13 +63,3 @@ class TestTrioWebsocket(FailsItsUserTest):
     module = "trio_websocket"
     user_test = USER_TEST
     symptom = "cannot be sent in state ConnectionState.LOCAL_CLOSING"
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason="detector false alarm: the reader task and aclose() both clear"
-        " _reader_running (the constant False), and that is reported as a 'lost update'"
-        " on the first schedule"
-        " (test_realcode_gaps.py::test_a_stop_flag_cleared_by_two_tasks_is_not_a_lost_update)",
-    )
-    def test_fixed_release_is_clean_under_the_detector(self, pytester: pytest.Pytester) -> None:
-        super().test_fixed_release_is_clean_under_the_detector(pytester)

@@ -509,12 +509,6 @@ except racecheck.RaceFound as exc:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the detector reports storing a new dict in an attribute as a data race"
-    " with another thread's loop over the dict it read from that attribute before"
-    " (loguru 0.7.3's copy-on-write handlers)",
-)
 def test_a_dict_published_whole_does_not_race_with_its_readers(tmp_path: Path) -> None:
     done = run_script(tmp_path, PUBLISHED_WHOLE.replace("MUTATE_AFTER", "False"))
     assert done.returncode == 0, done.stderr
@@ -573,12 +567,6 @@ except racecheck.RaceFound as exc:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the detector reports a stop flag cleared by two tasks (both store the"
-    " constant False, the reader's after its loop test read True) as a 'lost update'"
-    " (trio-websocket 0.10.2's _reader_running)",
-)
 def test_a_stop_flag_cleared_by_two_tasks_is_not_a_lost_update(tmp_path: Path) -> None:
     done = run_script(tmp_path, STOP_FLAG_CLEARED_TWICE)
     assert done.returncode == 0, done.stderr

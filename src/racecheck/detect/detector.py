@@ -192,6 +192,7 @@ class _Site:
         "action",
         "actor",
         "atomic",
+        "blind",
         "call_offset",
         "caller",
         "clock",
@@ -201,6 +202,7 @@ class _Site:
         "locks",
         "offset",
         "passed",
+        "private",
         "slot",
     )
 
@@ -218,6 +220,8 @@ class _Site:
         offset: int = -1,
         slot: bool = False,
         call_offset: int = -1,
+        private: bool = False,
+        blind: bool = False,
     ) -> None:
         self.actor = actor
         self.hb = hb
@@ -242,6 +246,11 @@ class _Site:
         #: a read that ``caller`` returns on again: the frame further up that uses
         #: the value, and where it was then (see _passed_on)
         self.passed: tuple[FrameType, int] | None = None
+        #: a write to an object no tracked store had put anywhere yet (see _published_to)
+        self.private = private
+        #: a write whose actor had not read the location since its own last write: what
+        #: it stores was decided by nothing read there (see _nothing_lost)
+        self.blind = blind
 
     @property
     def lineno(self) -> int:
@@ -315,6 +324,7 @@ class Detector:
         "awaiting",
         "callback_clock",
         "cells",
+        "channel_closes",
         "clocks",
         "current",
         "decisions",
@@ -326,6 +336,7 @@ class Detector:
         "hot_lines",
         "keep",
         "last_actor",
+        "loaded",
         "locked_gets",
         "log_free",
         "loops",
@@ -340,6 +351,7 @@ class Detector:
         "queues",
         "ranked_items",
         "ranked_waits",
+        "received",
         "record_only",
         "removing",
         "running_feed",
@@ -349,6 +361,7 @@ class Detector:
         "spare_feed",
         "stamps",
         "steps",
+        "stored",
         "sync",
         "unsettled",
         "views",
@@ -454,6 +467,18 @@ class Detector:
         #: threads: reader -> writer -> the writer's clock values whose writes the
         #: reader found published under a lock (see _observed)
         self.published: dict[int, dict[int, set[int]]] = {}
+        #: id -> every object a tracked store has put somewhere this run (attribute, item,
+        #: global, closure variable): what a thread changes before that is its own
+        self.stored: dict[int, Any] = {}
+        #: (reader's hb, id) -> (the object, the hb of the thread whose store of it the
+        #: reader's load found): that thread published it to the reader (see _published_to)
+        self.received: dict[tuple[int, int], tuple[Any, int]] = {}
+        #: (frame, offset of an attribute load) -> what it loaded, for the instruction
+        #: that acts on it later (Recipe.feeds, Recipe.base_at; MISSING: not known)
+        self.loaded: dict[tuple[FrameType, int], Any] = {}
+        #: id of a trio memory channel's shared state -> (the state, the clocks and
+        #: signals of the steps that closed its ends, joined): see _channel_closed
+        self.channel_closes: dict[int, tuple[Any, dict[int, int], dict[int, int]]] = {}
 
     # -- synchronisation (happens-before) ---------------------------------------------
     # Two vector clocks per actor. ``clocks`` learns every hand-off and decides
@@ -647,8 +672,14 @@ class Detector:
                 self._awaited(frame, recipe)
                 return
         if self.unsettled:
+            # what a store puts somewhere is kept for the threads' publication rule
+            # (see _published_to), which only the happens-before checks ask
+            stored = self.stored if self.happens_before else None
             for view, value_of in self.unsettled:
-                view.value = value_of()
+                value = view.value = value_of()
+                if stored is not None and type(value) not in _EQUAL_BY_VALUE:
+                    if id(value) not in stored:
+                        stored[id(value)] = value
             self.unsettled.clear()
         if actor != self.last_actor:
             if self.ranked_waits:
@@ -696,6 +727,10 @@ class Detector:
             self.positions,
             self.awaiting,
             self.published,
+            self.stored,
+            self.received,
+            self.loaded,
+            self.channel_closes,
             self.pending,
             self.unsettled,
             self.queue_items,
@@ -753,6 +788,9 @@ class Detector:
         cached = _LABELS.get(id(recipe))
         if cached is None:
             cached = _LABELS[id(recipe)] = _recipe_plan(recipe)
+        # ``for h in core.handlers.values():`` loads the dict here and calls on it at a
+        # later point: another thread may store a new dict in between (Recipe.feeds)
+        feeds = recipe.feeds
         plain = cached[3]
         if plain is not None:
             # ``name.attr`` (the commonest access): the road below, without its questions
@@ -762,6 +800,10 @@ class Detector:
                     base = frame.f_builtins.get(plain[1], MISSING)
             else:
                 base = frame.f_locals.get(plain[1], MISSING)
+            if feeds is not None:
+                self.loaded[(frame, frame.f_lasti)] = (
+                    MISSING if base is MISSING else instance_attribute(base, plain[2])
+                )
             if base is MISSING:
                 return
             if isinstance(base, ModuleType):
@@ -774,7 +816,9 @@ class Detector:
                         return
                 self._module_attribute(frame, actor, hb, base, plain[2], op == "write", cached[2])
                 return
-            self._attribute(frame, actor, hb, base, plain[2], op == "write", cached[1], cached[2])
+            self._attribute(
+                frame, actor, hb, base, plain[2], op == "write", cached[1], cached[2], recipe.stored
+            )
             return
         named = cached[4]
         if named is not None:
@@ -795,12 +839,18 @@ class Detector:
             ):
                 return
         f_locals = frame.f_locals
+        if feeds is not None:
+            self.loaded[(frame, frame.f_lasti)] = evaluate(feeds, frame, f_locals)
         if op == "whole-read" or op == "inplace":
             if self.access_log is not None:
                 self._whole_operands(frame, recipe, f_locals)
             return
         if op == "callee":
-            callee = _rebuild_callee(recipe.base, frame, f_locals)
+            called = recipe.base
+            if called is not None and called[0] == "method" and called[2] in _CLOSES:
+                # a method written in Python is not rebuilt below: its receiver is enough
+                self._channel_closed(hb, evaluate(called[1], frame, f_locals))
+            callee = _rebuild_callee(called, frame, f_locals)
             if callee is MISSING:
                 if self.access_log is not None and not _python_method(recipe.base, frame, f_locals):
                     self._unknown_callee(frame, actor, hb, recipe, f_locals, cached[1])
@@ -824,7 +874,11 @@ class Detector:
             return
         if recipe.args and (op == "call" or op == "scan-arg"):
             self._arguments_of_c_call(frame, actor, hb, recipe, f_locals, cached[1])
-        base = evaluate(recipe.base, frame, f_locals)
+        base = MISSING
+        if recipe.base_at is not None:
+            base = self.loaded.get((frame, recipe.base_at), MISSING)
+        if base is MISSING:
+            base = evaluate(recipe.base, frame, f_locals)
         if base is MISSING:
             if self.access_log is None:
                 return
@@ -865,7 +919,15 @@ class Detector:
                 return
             if recipe.name is not None:  # attribute
                 self._attribute(
-                    frame, actor, hb, base, recipe.name, op == "write", label, cached[2]
+                    frame,
+                    actor,
+                    hb,
+                    base,
+                    recipe.name,
+                    op == "write",
+                    label,
+                    cached[2],
+                    recipe.stored,
                 )
                 return
             if not self._plain(base, _item_runs(frame, op)) and not (
@@ -918,7 +980,10 @@ class Detector:
                 channel = _memory_channel(base)
                 if channel is not None:
                     state, buffer = channel
-                    self._queue_item(hb, state, recipe.name in _PUTS, len(buffer))
+                    put = recipe.name in _PUTS
+                    if self.channel_closes and _finds_closed(base, state, buffer, put):
+                        self._after_close(hb, state)
+                    self._queue_item(hb, state, put, len(buffer))
                     return
         if op == "call" and recipe.name in _QUEUE_METHODS and self._queue(base):
             self._queue_call(frame, actor, hb, base, recipe.name, label)
@@ -1517,11 +1582,12 @@ class Detector:
         write: bool,
         label: str,
         target: str | None = None,
+        stored: Sym = None,
     ) -> None:
         """``base.name``, however spelled: ``.name``, ``getattr``, ``vars(base)[...]``.
 
         ``target``: ``f"{label}.{name}"`` when the caller has it already (made
-        once per recipe, not at every access).
+        once per recipe, not at every access); ``stored``: a store's value (Recipe).
         """
         # most accesses are to an ordinary object's own attribute: what kind of
         # object it is is one cached answer per class (_ordinary_dict)
@@ -1595,6 +1661,7 @@ class Detector:
             write,
             target,
             lambda: namespace.get(name, MISSING),
+            stored=stored,
         )
 
     def _slot_attribute(
@@ -1923,6 +1990,40 @@ class Detector:
         if taken is not None:
             _join(self._clock(hb), taken[0])
             _join(self.signals[hb], taken[1])
+
+    def _channel_closed(self, hb: int, end: Any) -> None:
+        """A trio memory channel end is closed: what this step wrote, its ends see.
+
+        A receiver parked in ``receive()`` is woken by the close, and that
+        wake-up carries the closer's clock. One that was not parked (it had
+        an item to take, and comes back for the next) finds the channel closed
+        without waiting: ``EndOfChannel`` is the same message, and what the
+        closer wrote before closing (trio-websocket's close reason, set just
+        before its reader task closes the channel) is what it reads next. So
+        the close keeps its step's clock on the channel, for _after_close.
+        """
+        kind = _HANDOFF_KINDS.get(type(end))
+        if kind is None:
+            kind = _HANDOFF_KINDS[type(end)] = _handoff_kind(type(end))
+        channel = _memory_channel(end) if kind == _MEMORY_CHANNEL else None
+        if channel is None:
+            return
+        state = channel[0]
+        clock = self._clock(hb)
+        closes = self.channel_closes.get(id(state))
+        if closes is None:
+            self.channel_closes[id(state)] = (state, clock.copy(), self.signals[hb].copy())
+        else:
+            _join(closes[1], clock)
+            _join(closes[2], self.signals[hb])
+        self._tick(hb)
+
+    def _after_close(self, hb: int, state: Any) -> None:
+        """A send or receive that will fail on a closed channel waited for its closers."""
+        closes = self.channel_closes.get(id(state))
+        if closes is not None and closes[0] is state:
+            _join(self._clock(hb), closes[1])
+            _join(self.signals[hb], closes[2])
 
     def _ranked_item(
         self, actor: int, hb: int, base: Any, put: bool, item: Any, lifo: bool
@@ -2420,13 +2521,16 @@ class Detector:
         stale_only: bool = False,
         slot: bool = False,
         value: Any = None,
+        stored: Sym = None,
     ) -> None:
         """One access to ``(obj, key)``: record it, and judge it against the others.
 
         ``value_of`` reads the location's current value; a read that has its
         value already passes it as ``value`` (with ``_no_value``), so no
         closure is made for it. Nothing runs between the load and this call,
-        so it is the value ``value_of`` would give.
+        so it is the value ``value_of`` would give. ``stored``: how to read what a
+        write stores, when its recipe knows (asked only when the write would be
+        reported, see _nothing_lost).
         """
         if self.access_log is not None:
             # a copy (list(x), tuple(x), sorted(x): atomic) reads x in this step only;
@@ -2451,6 +2555,8 @@ class Detector:
         # whether they are still in scope): a write leaves it out, and the caller's
         # frame is not made into an object and kept alive for nothing
         caller = None if write else frame.f_back
+        view_key = (actor, location)
+        view = self.views.get(view_key)
         site = _Site(
             actor,
             hb,
@@ -2464,11 +2570,19 @@ class Detector:
             frame.f_lasti,
             slot,
             caller.f_lasti if caller is not None else -1,
+            write and self.happens_before and oid not in self.stored,
+            write and (view is None or view.kind == "w"),
         )
         own = ""
         if not write:
             if value_of is not _no_value:
                 value = value_of()  # read once: nothing of the program runs meanwhile
+            if (
+                self.happens_before
+                and shadow.last_writer is not None
+                and type(value) not in _EQUAL_BY_VALUE
+            ):
+                self._received(shadow.last_writer, hb, value)
             # what the reading frame does with the value: asked once here, and
             # again below only when it returns it (_use follows the callers)
             own = _use_at(frame.f_code, site.offset)
@@ -2481,8 +2595,6 @@ class Detector:
             ):
                 # where a returned value goes must be read now: the callers move on
                 site.passed = _passed_on(caller)
-        view_key = (actor, location)
-        view = self.views.get(view_key)
         if not write and site.locks and self.happens_before and (view is None or view.kind != "w"):
             # (reading back a slot one wrote oneself is what "overwritten before
             # read" judges, never a check of what another published)
@@ -2516,6 +2628,7 @@ class Detector:
                     # others' entries survive (limits' expiry); a measure still counts
                     and not (slot and view.site.action not in ("measured", "checked"))
                     and not self._handed_over(shadow, view, actor)
+                    and not self._nothing_lost(shadow, location, view.seq, frame, stored)
                 ):
                     pattern = "stale check" if view.site.action == "checked" else "lost update"
                     self._report("atomicity-violation", pattern, target, view.site, remote, site)
@@ -2541,7 +2654,7 @@ class Detector:
         if (
             write
             and shadow.checks
-            and self._stale_decision(shadow, site, actor, frame, target, slot)
+            and self._stale_decision(shadow, site, actor, frame, target, slot, location, stored)
         ):
             return
         # what was written, and which reads decided a branch
@@ -2564,8 +2677,8 @@ class Detector:
                     self._report("data-race", "unsynchronised", target, racing, read, site)
                     return
             else:
-                self._decide(shadow, site, clock, view_key)
-            if self._hb_check(shadow, site, clock, write, target, key is WHOLE):
+                self._decide(shadow, site, clock, view_key, obj)
+            if self._hb_check(shadow, site, clock, write, target, key is WHOLE, obj):
                 return
             (shadow.writes if write else shadow.reads)[hb] = site
         new_view = _View("w" if write else "r", shadow.seq + write, site, MISSING, slot)
@@ -2584,6 +2697,7 @@ class Detector:
         site: _Site,
         clock: dict[int, int],
         view_key: tuple[int, tuple[int, Any]],
+        obj: Any,
     ) -> None:
         """Remember a read that decides a later write while another thread's write races it.
 
@@ -2598,7 +2712,11 @@ class Detector:
         hb = site.hb
         racing = None
         for other in shadow.writes.values():
-            if other.hb != hb and other.clock > clock.get(other.hb, 0):
+            if (
+                other.hb != hb
+                and other.clock > clock.get(other.hb, 0)
+                and not (other.private and self._published_to(hb, obj, other.hb))
+            ):
                 racing = other
                 break
         if racing is None:
@@ -2616,6 +2734,8 @@ class Detector:
         frame: FrameType,
         target: str,
         slot: bool,
+        location: tuple[int, Any],
+        stored: Sym,
     ) -> bool:
         """The first write after one's own check acts on it, whatever was read in between.
 
@@ -2656,7 +2776,53 @@ class Detector:
             return False  # the history no longer reaches back to the check: unknown
         if not _read_in_scope(check, frame):
             return False
+        if self._nothing_lost(shadow, location, seen, frame, stored):
+            return False
         self._report("atomicity-violation", "stale check", target, check, others[-1], site)
+        return True
+
+    def _nothing_lost(
+        self,
+        shadow: _Shadow,
+        location: tuple[int, Any],
+        since: int,
+        frame: FrameType,
+        stored: Sym,
+    ) -> bool:
+        """Were the others' writes since ``since`` blind, and each of what this one stores?
+
+        A read, another task's write, then this task's write: a lost update,
+        or a stale check, when the other write changed what the read decided.
+        Not when every write in between is *blind* (its task had not read the
+        location since its own last write: nothing there decided it) and
+        stores what this write stores (an immutable value equal to it, or the
+        same object): moved after this write instead, each such write leaves
+        the location as it is now, and this task's read sees what it saw. The
+        interleaving is one where this task ran first: trio-websocket 0.10.2's
+        reader loops ``while self._reader_running`` and clears the flag when
+        its stream is gone, and ``aclose()`` clears it too, without reading
+        it. A claim stays reported: there the other task checked the flag too
+        before storing the same ``True``, and both go on as its owner. So
+        does any write whose value the recipe cannot tell without running
+        code (``self.n = f(x)``).
+        """
+        if stored is None or shadow.seq - since > len(shadow.history):
+            return False
+        between = [w for seq, w in shadow.history if seq > since]
+        if len(between) != shadow.seq - since:
+            return False  # the history no longer reaches back to the read
+        mine = evaluate(stored, frame, frame.f_locals)
+        if mine is MISSING:
+            return False
+        for write in between:
+            theirs = self.views.get((write.actor, location))
+            if (
+                not write.blind
+                or theirs is None
+                or theirs.site is not write
+                or not _same(theirs.value, mine)
+            ):
+                return False
         return True
 
     def _handed_over(self, shadow: _Shadow, view: _View, actor: int) -> bool:
@@ -2809,6 +2975,7 @@ class Detector:
         write: bool,
         target: str,
         whole: bool,
+        obj: Any,
     ) -> bool:
         """A conflicting access of another thread that is not ordered before this one.
 
@@ -2829,9 +2996,33 @@ class Detector:
                 continue
             if site.atomic and other.atomic:
                 continue  # two single C-level operations: each is atomic
+            if other.private and self._published_to(hb, obj, other.hb):
+                continue  # changed before the store this thread found it through
             self._report("data-race", "unsynchronised", target, other, site)
             return True
         return False
+
+    def _received(self, writer: _Site, hb: int, value: Any) -> None:
+        """A thread's load found ``value`` where another thread's store (the last) put it."""
+        if writer.hb != hb and self.stored.get(id(value)) is value:
+            self.received[(hb, id(value))] = (value, writer.hb)
+
+    def _published_to(self, hb: int, obj: Any, writer: int) -> bool:
+        """Did ``hb`` get ``obj`` by a load that found ``writer``'s store of it?
+
+        Copy-on-write (loguru 0.7.3's handlers): a thread changes a new dict
+        while no other thread can reach it, then stores it in a shared
+        attribute; another thread loads the attribute and loops over the dict.
+        A load that finds a store is ordered after it (one reference is read
+        or written whole), so whatever the storing thread did to the object
+        before any tracked store had put it anywhere (a ``private`` write) came
+        before this thread could hold it: no race. What it changes after its
+        first store is reported as ever (the reader may hold it by then:
+        loguru 0.7.2), and so is a change seen by a thread that reached the
+        object some other way (a global made at import, never stored).
+        """
+        got = self.received.get((hb, id(obj))) if self.received else None
+        return got is not None and got[0] is obj and got[1] == writer
 
     def _report(self, kind: str, pattern: str, target: str, *sites: _Site) -> None:
         if self.found:
@@ -2987,6 +3178,28 @@ def _handoff_kind(cls: type) -> int:
     ):
         return _MEMORY_CHANNEL
     return 0
+
+
+#: the methods that close a trio memory channel's end (Detector._channel_closed)
+_CLOSES = frozenset(("close", "aclose"))
+
+
+def _finds_closed(end: Any, state: Any, buffer: Any, put: bool) -> bool:
+    """Will this send or receive on a trio memory channel end fail for a close?
+
+    Its own end closed (``ClosedResourceError``); for a receive, nothing
+    buffered and every send end closed (``EndOfChannel``); for a send, every
+    receive end closed (``BrokenResourceError``). Read from trio's own fields,
+    without running its code; anything unexpected reads as open.
+    """
+    try:
+        if instance_dict(end).get("_closed") is True:
+            return True
+        if put:
+            return getattr(state, "open_receive_channels", 1) == 0
+        return not buffer and getattr(state, "open_send_channels", 1) == 0
+    except (AttributeError, TypeError):
+        return False
 
 
 def _memory_channel(base: Any) -> tuple[Any, Any] | None:

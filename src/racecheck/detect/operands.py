@@ -152,6 +152,16 @@ class Recipe:
     #: attribute load that made it, where a property's getter returns it (None: not an
     #: attribute); empty when none is. See RETURNS_READ
     returns_at: tuple[int | None, ...] = ()
+    #: an attribute store's value (``self.running = False``): what it writes, to tell
+    #: two stores of one value apart from a lost update (see Detector._nothing_lost)
+    stored: Sym = None
+    #: the offset of the attribute load, in this code, that pushed ``base``: the object
+    #: the instruction acts on is what that load found, which the attribute may no
+    #: longer hold when this one runs (another thread stored a new one in between)
+    base_at: int | None = None
+    #: an attribute load whose value a later recipe acts on (its ``base_at``): how to
+    #: read what it loads, kept by the detector per frame (Detector.loaded)
+    feeds: Sym = None
 
 
 #: the attribute and item protocol's dunders, called by name: what each does.
@@ -369,7 +379,8 @@ def _analyse_assuming(code: CodeType, doubted: set[int]) -> dict[int, Recipe]:
                 stack.append(loaded)
         elif name in ("STORE_ATTR", "DELETE_ATTR"):
             base = peek(1)
-            out[instr.offset] = Recipe("write", base, argval)
+            stored = peek(2) if name == "STORE_ATTR" else None
+            out[instr.offset] = Recipe("write", base, argval, stored=stored)
             pop(2 if name == "STORE_ATTR" else 1)
         elif name == "BUILD_SLICE":
             pop(arg)
@@ -500,6 +511,16 @@ def _analyse_assuming(code: CodeType, doubted: set[int]) -> dict[int, Recipe]:
             stack = []
     for offset in _private_cell_accesses(code, listing):
         del out[offset]
+    fed: dict[int, Sym] = {}
+    for offset, recipe in out.items():
+        at = loaded_at.get(id(recipe.base)) if recipe.base is not None else None
+        if at is not None and at != offset:
+            out[offset] = recipe = replace(recipe, base_at=at)
+            fed[at] = recipe.base
+    for at, sym in fed.items():
+        load = out.get(at)
+        if load is not None and load.op == "read":
+            out[at] = replace(load, feeds=sym)
     for offset, recipe in out.items():
         if recipe.op in _READS_RETURNED:
             returns_at = tuple(loaded_at.get(id(sym)) for sym in (recipe.base, *recipe.args))

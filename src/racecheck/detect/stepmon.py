@@ -44,6 +44,7 @@ from types import CodeType, FunctionType, MethodType
 from typing import Any
 
 from racecheck.detect import run_traced_step
+from racecheck.detect.detector import _CLOSES as CLOSES
 from racecheck.detect.detector import Detector
 from racecheck.detect.detector import _made_in_python as made_in_python
 from racecheck.detect.operands import STEP_LOG_OPS, detect_lines, recipes
@@ -224,6 +225,9 @@ class StepMonitor:
                 # a class whose __init__ or __new__ is traced code (as _access finds)
                 or (isinstance(callable, type) and made_in_python(callable))
             )
+            # a channel end's close hands its clock over (Detector._channel_closed)
+            # (3.12+ hands over the function here, and the channel end as ``first``)
+            and not (type(callable) in _PYTHON_CALLABLES and callable.__name__ in CLOSES)
         ):
             return None
         detector.on_recipe(sys._getframe(1), _RECIPES[id(code)][1][offset], self.actor, self.hb)
