@@ -469,6 +469,10 @@ class DPORChooser(BaseChooser):
         self.events: list[_Event] = []
         self._enabled: list[tuple[int, ...]] = []
         self._blocked = False
+        #: who could run at the state where a sleep set cut this run short
+        self._blocked_at: tuple[int, ...] | None = None
+        #: sleepers of the next state a late read woke (see _late_reads)
+        self._wake_next: set[int] = set()
         self._next_sleep: dict[int, _Event] = {}
         #: object -> the position of this run's first step that touched it; per
         #: position, the name of the accesses the steps before it made (see _wakes)
@@ -516,6 +520,8 @@ class DPORChooser(BaseChooser):
         self.events = []
         self._enabled = []
         self._blocked = False
+        self._blocked_at = None
+        self._wake_next = set()
         self._next_sleep = {}
         self._first_touch = {}
         self._prefixes = [0]
@@ -586,6 +592,7 @@ class DPORChooser(BaseChooser):
         awake = [i for i, actor in enumerate(candidates) if actor not in self._next_sleep]
         if not awake:
             self._blocked = True  # every continuation from here was explored already
+            self._blocked_at = tuple(candidates)
             return 0
         if self._persist and self.events:
             last = self.events[-1].actor
@@ -620,13 +627,16 @@ class DPORChooser(BaseChooser):
         else:
             if actor in self._next_sleep:
                 self._blocked = True  # the only way on is a sleeping actor
+                self._blocked_at = enabled
                 return
             previous = self.path[-1] if self.path else None
             delays = 0
             if previous is not None:
                 delays = previous.delays + (previous.enabled.index(previous.actor) != 0)
             node = _Node(enabled, actor, delays, {actor}, {}, dict(self._next_sleep))
+            node.backtrack.update(a for a in self._wake_next if a in enabled)
             self.path.append(node)
+        self._wake_next.clear()
         event = _Event(actor, tuple(accesses), position=position)
         self._note_objects(node, event)
         self.events.append(event)
@@ -710,6 +720,11 @@ class DPORChooser(BaseChooser):
             for sleeper_actor, sleeper in list(self._next_sleep.items()):
                 if _conflict(reads, sleeper.typed):
                     del self._next_sleep[sleeper_actor]
+                    if sleeper_actor not in explored:
+                        # the next state has no node yet (it is made as this step is
+                        # observed), or none at all (a sleep set cut the run short
+                        # there): explored there (observe, _next_prefix)
+                        self._wake_next.add(sleeper_actor)
         return tuple(kept)
 
     def _note_objects(self, node: _Node, event: _Event) -> None:
@@ -1125,6 +1140,7 @@ class DPORChooser(BaseChooser):
         # The analysed run may have ended before the path did (a redundant run):
         # deeper states belong to no run any more.
         del path[len(self.events) :]
+        self._explore_woken_where_blocked()
         found = self.order.next(path)
         if found is None:
             self.path = []
@@ -1132,6 +1148,30 @@ class DPORChooser(BaseChooser):
             return
         prefix, self._persist = found
         self.path = [node for node in prefix if isinstance(node, _Node)]
+
+    def _explore_woken_where_blocked(self) -> None:
+        """A late read woke a sleeper at the state where a sleep set cut this run short.
+
+        That state was never made a node (the run stopped being followed
+        there), so the sleeper, awake after all, had nowhere to be explored:
+        DPOR called a woken task's read before a write unreachable, which a
+        gather of a gather reaches (tests/core/test_dpor_wake_placement.py).
+        The state is made a node now, with the sleeper to try.
+        """
+        enabled = self._blocked_at
+        woken = self._wake_next
+        if not self._blocked or enabled is None or not woken:
+            return
+        todo = {actor for actor in woken if actor in enabled}
+        if not todo or len(self.path) != len(self.events):
+            return
+        previous = self.path[-1] if self.path else None
+        delays = 0
+        if previous is not None:
+            delays = previous.delays + (previous.enabled.index(previous.actor) != 0)
+        sleep = {a: e for a, e in self._next_sleep.items() if a not in todo}
+        first = next(a for a in enabled if a in todo)
+        self.path.append(_Node(enabled, first, delays, set(todo), {}, sleep))
 
     def _finished(self, node: object) -> None:
         """A state left the search: the alternatives never run there were pruned."""
