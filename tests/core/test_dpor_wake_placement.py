@@ -141,10 +141,12 @@ def test_dpor_fails_where_the_joiner_reads_before_the_write() -> None:
 
 
 # -- placements that decide something only through what follows the wake -----------
-# Each program below hides the conflict a placement decides behind another step: a
-# third task whose read of the woken task's write depends on the other task's write,
-# the woken task's second step, a task the woken one wakes, a cancel, a nested
-# gather, a callback behind two tasks' steps.
+# DPOR reverses a placement only when, in some run with the callback behind a task
+# step r, a later step of another actor that does not happen before the wake
+# conflicts with r (strategies/dpor.py, DPORChooser._placements).
+# Each program below hides that conflict somewhere else: a third task whose read of
+# the woken task's write depends on r's write, the woken task's second step, a task
+# the woken one wakes, a cancel, a nested gather, a callback behind two steps.
 
 
 async def _hidden_by_a_branch(log: list[Any]) -> None:
@@ -282,15 +284,7 @@ def _logged(program: Callable[[list[Any]], Awaitable[None]]) -> Callable[[set[Ou
     return make
 
 
-#: a callback queued after a step already ran is not recorded as racing that step's
-#: append, and no run queues it in between here (fixed in the next commit)
-_GONE = pytest.mark.xfail(strict=True, reason="the place of a step that ran is not read")
-
-
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param(n, marks=_GONE) if n == "two steps ahead" else n for n in HIDDEN],
-)
+@pytest.mark.parametrize("name", list(HIDDEN))
 def test_dpor_reaches_what_a_placement_decides_through_later_steps(name: str) -> None:
     make = _logged(HIDDEN[name])
     everything, full = _states(make, "exhaustive", preemption_bound=10**6)
