@@ -347,6 +347,32 @@ def _queued_key(key: Hashable) -> bool:
     return type(key) is tuple and len(key) == 3 and key[0] == QUEUED
 
 
+def _real(index: Index) -> Index:
+    """``index`` without the keys that order or mark: ready-queue places, enabled states, marks."""
+    real: Index = {}
+    for obj, keys in index.items():
+        if obj == ACTOR or (obj != OPAQUE and obj in _PSEUDO):
+            continue
+        kept = {key: write for key, write in keys.items() if not _queued_key(key)}
+        if kept:
+            real[obj] = kept
+    return real
+
+
+def _without_reads(index: Index, reads: set[tuple[Hashable, Hashable]]) -> Index:
+    """``index`` without the reads ``reads`` (object, key)."""
+    trimmed = dict(index)
+    for obj, key in reads:
+        keys = trimmed.get(obj)
+        if keys is not None and key in keys and not keys[key]:
+            keys = {k: w for k, w in keys.items() if k != key}
+            if keys:
+                trimmed[obj] = keys
+            else:
+                del trimmed[obj]
+    return trimmed
+
+
 def _read_somewhere(
     keys: dict[Hashable, bool],
     actor: int,
@@ -469,6 +495,10 @@ class DPORChooser(BaseChooser):
         self.events: list[_Event] = []
         self._enabled: list[tuple[int, ...]] = []
         self._blocked = False
+        #: who could run at the state where a sleep set cut this run short
+        self._blocked_at: tuple[int, ...] | None = None
+        #: sleepers of the next state a late read woke (see _late_reads)
+        self._wake_next: set[int] = set()
         self._next_sleep: dict[int, _Event] = {}
         #: object -> the position of this run's first step that touched it; per
         #: position, the name of the accesses the steps before it made (see _wakes)
@@ -516,6 +546,8 @@ class DPORChooser(BaseChooser):
         self.events = []
         self._enabled = []
         self._blocked = False
+        self._blocked_at = None
+        self._wake_next = set()
         self._next_sleep = {}
         self._first_touch = {}
         self._prefixes = [0]
@@ -586,6 +618,7 @@ class DPORChooser(BaseChooser):
         awake = [i for i, actor in enumerate(candidates) if actor not in self._next_sleep]
         if not awake:
             self._blocked = True  # every continuation from here was explored already
+            self._blocked_at = tuple(candidates)
             return 0
         if self._persist and self.events:
             last = self.events[-1].actor
@@ -620,13 +653,16 @@ class DPORChooser(BaseChooser):
         else:
             if actor in self._next_sleep:
                 self._blocked = True  # the only way on is a sleeping actor
+                self._blocked_at = enabled
                 return
             previous = self.path[-1] if self.path else None
             delays = 0
             if previous is not None:
                 delays = previous.delays + (previous.enabled.index(previous.actor) != 0)
             node = _Node(enabled, actor, delays, {actor}, {}, dict(self._next_sleep))
+            node.backtrack.update(a for a in self._wake_next if a in enabled)
             self.path.append(node)
+        self._wake_next.clear()
         event = _Event(actor, tuple(accesses), position=position)
         self._note_objects(node, event)
         self.events.append(event)
@@ -710,6 +746,11 @@ class DPORChooser(BaseChooser):
             for sleeper_actor, sleeper in list(self._next_sleep.items()):
                 if _conflict(reads, sleeper.typed):
                     del self._next_sleep[sleeper_actor]
+                    if sleeper_actor not in explored:
+                        # the next state has no node yet (it is made as this step is
+                        # observed), or none at all (a sleep set cut the run short
+                        # there): explored there (observe, _next_prefix)
+                        self._wake_next.add(sleeper_actor)
         return tuple(kept)
 
     def _note_objects(self, node: _Node, event: _Event) -> None:
@@ -831,8 +872,98 @@ class DPORChooser(BaseChooser):
         return True
 
     # -- the analysis ---------------------------------------------------------------------
+    def _placements(self) -> tuple[dict[int, set[tuple[Hashable, Hashable]]], dict[int, set[int]]]:
+        """Which ready-queue placements (accesses.QUEUED) this run's analysis tells apart.
+
+        A step that queued a waking callback read the places of the task steps
+        queued ahead of it (accesses.StepLog.scheduled): the callback runs
+        after such a step ``r``, so the task it wakes runs after ``r`` too.
+        Queued before ``r``'s append instead, the callback could let the woken
+        task, and what follows it, run before ``r``. Take such a run, and in it
+        the first step ``p`` of those that ran before ``r`` that conflicts
+        with ``r`` on what they really touch (no queue places, enabled states
+        or marks). The steps before ``p`` commute with ``r``, so ``r`` can run
+        first, with the callback behind it, and ``p``, the same up to that
+        access, makes it after ``r``. So the other order is a new one only if
+        some run with the callback behind ``r`` has a step of another actor
+        after ``r`` that conflicts with ``r``, and DPOR runs each trace of
+        those. Where this run has none, the read is left out of the analysis:
+        no reversal, and no order either (an order kept without its race
+        would cover the step's other races, which then were never reversed).
+        A place whose step never ran is kept. First returned: step ->
+        (object, key) of the reads left out.
+
+        Second: ``r`` may have run before the callback was queued. Its place
+        was gone, nothing was read of it, and yet, queued before ``r``'s
+        append, the callback would have been ahead of ``r``. Only a run with
+        the callback queued between the append and ``r`` reads the place, and
+        with a third task's step queued first no run did (a gather's waiter
+        never wrote before a task that had yielded first:
+        tests/core/test_dpor_wake_placement.py). So the step that queued a
+        waking callback (one that read a place) also races the appends of the
+        places whose step ran before it, under the same test. Step -> those
+        appends.
+        """
+        events = self.events
+        reads: list[tuple[int, Hashable, Hashable]] = []
+        #: (object, key) of a place -> the steps that wrote it: its append, its runner
+        writers: dict[tuple[Hashable, Hashable], list[int]] = {}
+        for position, event in enumerate(events):
+            for obj, keys in event.index.items():
+                if obj == ACTOR or obj in _PSEUDO:
+                    continue
+                for key, write in keys.items():
+                    if _queued_key(key):
+                        if write:
+                            writers.setdefault((obj, key), []).append(position)
+                        else:
+                            reads.append((position, obj, key))
+        if not reads:
+            return {}, {}
+        real: dict[int, Index] = {}
+
+        def real_of(position: int) -> Index:
+            found = real.get(position)
+            if found is None:
+                found = real[position] = _real(events[position].index)
+            return found
+
+        decided: dict[int, bool] = {}
+
+        def decides(runner: int) -> bool:
+            """Does a later step of another actor conflict with ``runner``?"""
+            found = decided.get(runner)
+            if found is None:
+                actor = events[runner].actor
+                touched = real_of(runner)
+                found = decided[runner] = any(
+                    events[k].actor != actor and _conflict(touched, real_of(k))
+                    for k in range(runner + 1, len(events))
+                )
+            return found
+
+        unplaced: dict[int, set[tuple[Hashable, Hashable]]] = {}
+        for position, obj, key in reads:
+            runner = next((w for w in writers.get((obj, key), ()) if w > position), None)
+            if runner is not None and not decides(runner):
+                unplaced.setdefault(position, set()).add((obj, key))
+        passed: dict[int, set[int]] = {}
+        for queuer in sorted({position for position, _, _ in reads}):
+            for places in writers.values():
+                if len(places) < 2:
+                    continue
+                append, runner = places[0], places[1]
+                if (
+                    runner < queuer
+                    and events[append].actor != events[queuer].actor
+                    and decides(runner)
+                ):
+                    passed.setdefault(queuer, set()).add(append)
+        return unplaced, passed
+
     def _add_backtracks(self) -> list[int]:
         """Add the reversals of this run's races; its happens-before, per step (bitmasks)."""
+        unplaced, passed = self._placements()
         events = self.events
         hb = [0] * len(events)
         last_of: dict[int, int] = {}
@@ -852,6 +983,9 @@ class DPORChooser(BaseChooser):
         for j, event in enumerate(events):
             actor = event.actor
             index = event.index
+            left_out = unplaced.get(j)
+            if left_out:
+                index = _without_reads(index, left_out)
             dropped = self._holds_of(j, event, holding)
             if dropped:
                 index = _without_actors(index, dropped)
@@ -895,14 +1029,20 @@ class DPORChooser(BaseChooser):
                 # before each order-only read (see _order_only_points)
                 followed: set[int] = set()  # the writes the reads so far follow
                 for position in _order_only_points(event.accesses):
-                    starts.append((_before(event.accesses, position), wakes | followed, idle))
+                    start_index = _before(event.accesses, position)
+                    if left_out:
+                        start_index = _without_reads(start_index, left_out)
+                    starts.append((start_index, wakes | followed, idle))
                     read = event.accesses[position]
                     entry = state.get((read[0], read[1]))
                     if entry is not None and entry[0] is not None:
                         followed.add(entry[0])
             if idle:
                 # before the clock moved (_before_idle_move): not after its readers
-                starts.append((_before_idle_move(event.accesses), set(wakes), ()))
+                start_index = _before_idle_move(event.accesses)
+                if left_out:
+                    start_index = _without_reads(start_index, left_out)
+                starts.append((start_index, set(wakes), ()))
             early: list[_Found] = []
             for start, follows, start_idle in starts:
                 start_found: _Found = (set(), follows, set(), set())
@@ -953,6 +1093,8 @@ class DPORChooser(BaseChooser):
                             state[(obj, key)] = (None, {actor: j})
                         else:
                             found[1][actor] = j
+            if j in passed:
+                conflicting |= passed[j]
             predecessors = conflicting | ordered | after
             own = last_of.get(actor)
             if own is not None:
@@ -1125,6 +1267,7 @@ class DPORChooser(BaseChooser):
         # The analysed run may have ended before the path did (a redundant run):
         # deeper states belong to no run any more.
         del path[len(self.events) :]
+        self._explore_woken_where_blocked()
         found = self.order.next(path)
         if found is None:
             self.path = []
@@ -1132,6 +1275,30 @@ class DPORChooser(BaseChooser):
             return
         prefix, self._persist = found
         self.path = [node for node in prefix if isinstance(node, _Node)]
+
+    def _explore_woken_where_blocked(self) -> None:
+        """A late read woke a sleeper at the state where a sleep set cut this run short.
+
+        That state was never made a node (the run stopped being followed
+        there), so the sleeper, awake after all, had nowhere to be explored:
+        DPOR called a woken task's read before a write unreachable, which a
+        gather of a gather reaches (tests/core/test_dpor_wake_placement.py).
+        The state is made a node now, with the sleeper to try.
+        """
+        enabled = self._blocked_at
+        woken = self._wake_next
+        if not self._blocked or enabled is None or not woken:
+            return
+        todo = {actor for actor in woken if actor in enabled}
+        if not todo or len(self.path) != len(self.events):
+            return
+        previous = self.path[-1] if self.path else None
+        delays = 0
+        if previous is not None:
+            delays = previous.delays + (previous.enabled.index(previous.actor) != 0)
+        sleep = {a: e for a, e in self._next_sleep.items() if a not in todo}
+        first = next(a for a in enabled if a in todo)
+        self.path.append(_Node(enabled, first, delays, set(todo), {}, sleep))
 
     def _finished(self, node: object) -> None:
         """A state left the search: the alternatives never run there were pruned."""
