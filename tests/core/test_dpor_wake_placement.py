@@ -333,3 +333,49 @@ def test_dpor_reaches_every_done_set_of_a_first_completed_loop() -> None:
     reached, dpor = _states(make, "dpor")
     assert dpor.verified, dpor
     assert reached == everything
+
+
+async def _as_completed(log: list[Any]) -> None:
+    """The same three tasks taken in the order they finish (``asyncio.as_completed``)."""
+
+    async def quick() -> str:
+        return "b"
+
+    async def one_yield() -> str:
+        await asyncio.sleep(0)
+        return "a"
+
+    async def two_yields() -> str:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return "c"
+
+    # tasks made here, in this order: as_completed would make them in a set's order
+    tasks = [asyncio.ensure_future(f()) for f in (one_yield, quick, two_yields)]
+    for next_done in asyncio.as_completed(tasks):
+        log.append(await next_done)
+
+
+@pytest.mark.parametrize("program", [_first_completed, _as_completed])
+def test_dpor_claims_nothing_for_a_join_that_sees_part_of_its_tasks_done(
+    program: Callable[[list[Any]], Awaitable[None]],
+) -> None:
+    """Until the miss above is fixed, a wait that returns with some of its tasks done
+    (FIRST_COMPLETED, FIRST_EXCEPTION, as_completed) is no proof: not "verified"."""
+    _, dpor = _states(_logged(program), "dpor")
+    assert not dpor.verified, dpor
+    assert any("some of its tasks done" in note for note in dpor.notes + dpor.warnings), dpor
+
+
+async def _all_completed(log: list[Any]) -> None:
+    async def child(name: str) -> str:
+        await asyncio.sleep(0)
+        return name
+
+    done, _ = await asyncio.wait({asyncio.ensure_future(child(n)) for n in "ab"})
+    log.append(tuple(sorted(task.result() for task in done)))
+
+
+def test_a_wait_for_all_of_its_tasks_is_still_verified() -> None:
+    _, dpor = _states(_logged(_all_completed), "dpor")
+    assert dpor.verified, dpor
