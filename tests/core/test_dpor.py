@@ -426,7 +426,7 @@ def test_racecheck_run_shows_verified_for_a_variant() -> None:
         [
             *command,
             "run",
-            os.path.join(_ROOT, "scenarios", "marsys_40_runtime.py"),
+            os.path.join(_ROOT, "scenarios", "autobot_2204_workflow.py"),
             "-k",
             "correct",
             "--strategy",
@@ -440,9 +440,9 @@ def test_racecheck_run_shows_verified_for_a_variant() -> None:
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    (row,) = [line for line in proc.stdout.splitlines() if line.startswith("marsys-40-runtime  ")]
+    (row,) = [line for line in proc.stdout.splitlines() if line.startswith("autobot-2204-workflow  ")]
     assert " verified " in f"{row} "
-    assert "marsys-40-runtime[correct]: verified: all " in proc.stdout
+    assert "autobot-2204-workflow[correct]: verified: all " in proc.stdout
     assert "non-equivalent interleavings explored (" in proc.stdout
 
 
