@@ -425,9 +425,12 @@ class Session:
             with controller.steplog.watching():
                 self.settings.backend.run_once(controller)
             _steps_done(controller, chooser)
-        if controller.detector is not None and controller.failure is None:
+        if controller.detector is not None:
             # before the collection below: the detector lets go of the run's objects
-            controller.detector.finish()
+            if controller.failure is None:
+                controller.detector.finish()
+            else:
+                controller.detector.let_go()
         if controller.failure is not None and recorder is None:
             # The failure's traceback holds the failing run's frames, and their
             # locals hold that run's objects: a library cache keyed weakly on

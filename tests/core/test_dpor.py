@@ -146,9 +146,10 @@ _THREAD_FIXED_SLOW = {
 #: its short-budget check)
 _THREAD_FIXED_OUT: dict[str, str] = {}
 
-#: fixed programs whose loop waits for a real thread: never verifiable on the
-#: asyncio backend, where that thread is no actor (run by a plain ``def`` on the
-#: threads backend they are: tests/core/test_dpor_loops.py)
+#: fixed programs whose loop waits for a thread the target starts: never verifiable
+#: on the asyncio backend named, where that thread is no actor; left to racecheck,
+#: the thread's start moves them to the threads backend, which verifies them
+#: (test_the_default_backend_runs_them_on_threads_and_verifies)
 _WAITS_OUTSIDE = {"threadsafe_wakeup_fixed", "threadsafe_wakeup_then_race_fixed"}
 
 #: fixed programs with executor work: it runs on controlled threads, so the
@@ -257,13 +258,22 @@ def test_a_loop_waiting_for_a_real_thread_is_never_verified(name: str) -> None:
     # The blind spot shows in the first run. The executor programs' asyncio part (work
     # run inline) covers its whole space within the first 8 schedules and must still be
     # refused: a budget that lets a search finish and be refused, not one that runs out.
-    report = racecheck.check(getattr(asyncio_bugs, name), strategy="dpor", schedules=40)
+    named = {"backend": "asyncio"} if name in _WAITS_OUTSIDE else {}
+    report = racecheck.check(getattr(asyncio_bugs, name), strategy="dpor", schedules=40, **named)
     assert not report.verified
     assert not any(note.startswith("verified") for note in report.notes), report.notes
     assert any(
         "not verified" in note and "non-equivalent interleavings explored" in note
         for note in report.notes
     ), report.notes
+
+
+@pytest.mark.parametrize("name", sorted(_WAITS_OUTSIDE))
+def test_the_default_backend_runs_them_on_threads_and_verifies(name: str) -> None:
+    report = racecheck.check(getattr(asyncio_bugs, name), strategy="dpor", schedules=SCHEDULES)
+    assert report.backend == "threads"
+    assert report.notes[0].startswith("ran on the threads backend: the target started a thread")
+    assert report.verified, report.notes
 
 
 # -- pruning is real, and counted ------------------------------------------------------
@@ -440,7 +450,8 @@ def test_racecheck_run_shows_verified_for_a_variant() -> None:
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    (row,) = [line for line in proc.stdout.splitlines() if line.startswith("autobot-2204-workflow  ")]
+    lines = proc.stdout.splitlines()
+    (row,) = [line for line in lines if line.startswith("autobot-2204-workflow  ")]
     assert " verified " in f"{row} "
     assert "autobot-2204-workflow[correct]: verified: all " in proc.stdout
     assert "non-equivalent interleavings explored (" in proc.stdout

@@ -713,6 +713,15 @@ class Detector:
             self._switched(-1, settle=True)
         self._forget()
 
+    def let_go(self) -> None:
+        """The run failed: let go of its objects, as :meth:`finish` does, settling nothing.
+
+        The failure is the run's verdict; what the tables still hold (a frame
+        whose locals hold a handle a weak cache maps) must not reach the replay
+        that checks the failure, or the cache is not empty there.
+        """
+        self._forget()
+
     def _forget(self) -> None:
         for table in (
             self.shadows,
