@@ -25,7 +25,17 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_dpor_random import _CI, _SLOW, VARS, Op, Outcome, Program, _apply, _simple, actor_bodies
+from test_dpor_random import (
+    _CI,
+    _SLOW,
+    Op,
+    Outcome,
+    Program,
+    _apply,
+    _simple,
+    actor_bodies,
+    gathered_target,
+)
 from test_dpor_wakes import reaches_what_exhaustive_search_reaches
 
 #: ("r", var) acc += state[var]; ("w", var, k) state[var] = acc + k;
@@ -154,16 +164,7 @@ async def _wait_on(condition: asyncio.Condition) -> None:
 def make_target(
     program: Program, seen: set[Outcome], forbidden: Outcome | None = None
 ) -> Callable[[], Any]:
-    names = VARS[: program.variables]
-
-    async def target() -> None:
-        world = _World(state=dict.fromkeys(names, 0))
-        accs = await asyncio.gather(*(_run_task(world, ops) for ops in program.actors))
-        final = (tuple(world.state[name] for name in names), tuple(accs))
-        seen.add(final)
-        assert final != forbidden, "reached the forbidden state"
-
-    return target
+    return gathered_target(program, seen, forbidden, lambda state: _World(state), _run_task)
 
 
 #: RC_EXAMPLES=N runs N slow examples (a longer search than the slow suite's)

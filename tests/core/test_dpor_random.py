@@ -18,7 +18,7 @@ import asyncio
 import itertools
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -200,6 +200,30 @@ def _apply(state: dict[str, int], op: Op, acc: int) -> int:
 
 
 Outcome = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+def gathered_target(
+    program: Program,
+    seen: set[Outcome],
+    forbidden: Outcome | None,
+    new_world: Callable[[dict[str, int]], Any],
+    run_task: Callable[[Any, Sequence[Op]], Awaitable[int]],
+) -> Callable[[], Any]:
+    """An ``async def`` target: a world made per run, its actors gathered, the outcome kept.
+
+    ``new_world`` makes the run's world from its variables (each property file's
+    own, with the objects its ops use); ``run_task`` runs one actor's ops in it.
+    """
+    names = VARS[: program.variables]
+
+    async def target() -> None:
+        world = new_world(dict.fromkeys(names, 0))
+        accs = await asyncio.gather(*(run_task(world, ops) for ops in program.actors))
+        final = (tuple(world.state[name] for name in names), tuple(accs))
+        seen.add(final)
+        assert final != forbidden, "reached the forbidden state"
+
+    return target
 
 
 def make_target(

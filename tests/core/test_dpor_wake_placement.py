@@ -294,23 +294,30 @@ def test_dpor_reaches_what_a_placement_decides_through_later_steps(name: str) ->
     assert reached == everything
 
 
+async def _quick() -> str:
+    return "b"
+
+
+async def _one_yield() -> str:
+    await asyncio.sleep(0)
+    return "a"
+
+
+async def _two_yields() -> str:
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    return "c"
+
+
+#: three tasks that finish after 0, 1 and 2 yields, made in this order
+_UNEVEN = (_one_yield, _quick, _two_yields)
+
+
 async def _first_completed(log: list[Any]) -> None:
     """An asyncio.wait(FIRST_COMPLETED) loop (the marsys runtime's waiter): which
     tasks each wake finds done."""
 
-    async def quick() -> str:
-        return "b"
-
-    async def one_yield() -> str:
-        await asyncio.sleep(0)
-        return "a"
-
-    async def two_yields() -> str:
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
-        return "c"
-
-    pending = {asyncio.ensure_future(f()) for f in (one_yield, quick, two_yields)}
+    pending = {asyncio.ensure_future(f()) for f in _UNEVEN}
     while pending:
         done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         log.append(tuple(sorted(task.result() for task in done)))
@@ -338,20 +345,8 @@ def test_dpor_reaches_every_done_set_of_a_first_completed_loop() -> None:
 async def _as_completed(log: list[Any]) -> None:
     """The same three tasks taken in the order they finish (``asyncio.as_completed``)."""
 
-    async def quick() -> str:
-        return "b"
-
-    async def one_yield() -> str:
-        await asyncio.sleep(0)
-        return "a"
-
-    async def two_yields() -> str:
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
-        return "c"
-
     # tasks made here, in this order: as_completed would make them in a set's order
-    tasks = [asyncio.ensure_future(f()) for f in (one_yield, quick, two_yields)]
+    tasks = [asyncio.ensure_future(f()) for f in _UNEVEN]
     for next_done in asyncio.as_completed(tasks):
         log.append(await next_done)
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import weakref
-from _thread import get_ident
 from collections.abc import Callable
 from typing import Any
 
@@ -62,12 +61,8 @@ class AsyncioBackend:
         #: moves the exploration to the threads backend (see _thread_started)
         self.movable = movable
         self.runs_waiting_outside = 0
-        #: runs in which the target started a thread, and the first one's description
-        self.runs_starting_threads = 0
-        self.first_thread_started = ""
-        self._started_thread = False
         self._controller: Controller | None = None
-        self._thread_starts = ThreadStarts(self._thread_started)
+        self._thread_starts = ThreadStarts(self._move_to_threads)
         #: runs whose executor work ran inline, as one atomic step (see blind_spots)
         self.runs_with_inline_executor_work = 0
         self._stalled_in_work = False
@@ -77,13 +72,9 @@ class AsyncioBackend:
     def scheduling_limit(self) -> str | None:
         """Why "every schedule ran" would overclaim (see racecheck.explore), if it would."""
         limits = []
-        if self.runs_starting_threads:
-            limits.append(
-                f"the target ran code on threads the asyncio backend does not schedule (first:"
-                f" {self.first_thread_started}); they ran beside the loop in real time, so"
-                " their interleavings with the tasks were not explored (backend='threads'"
-                " schedules both)"
-            )
+        started = self._thread_starts.limit("asyncio", " (backend='threads' schedules both)")
+        if started:
+            limits.append(started)
         if self.runs_waiting_outside:
             limits.append(
                 "the loop waited for work from threads or I/O racecheck does not run"
@@ -92,8 +83,8 @@ class AsyncioBackend:
             )
         return "; ".join(limits) or None
 
-    def _thread_started(self, description: str) -> None:
-        """The target starts a thread: move to the threads backend, or remember it."""
+    def _move_to_threads(self, description: str) -> None:
+        """The target starts a thread: on the default backend, move to the threads backend."""
         controller = self._controller
         if self.movable and controller is not None:
             if controller.internal_error is None:
@@ -105,8 +96,6 @@ class AsyncioBackend:
                 )
             controller.interrupt()
             raise RunAborted
-        self._started_thread = True
-        self.first_thread_started = self.first_thread_started or description
 
     def blind_spots(self) -> list[str]:
         """Why a green exploration may have missed races inside executor work."""
@@ -179,17 +168,17 @@ class AsyncioBackend:
         loop_binding.begin_schedule()
         loop = self._loop_for(host)
         raiser: int | None = 1
-        self._controller, self._started_thread = controller, False
+        self._controller = controller
         starts = self._thread_starts
         try:
             try:
                 try:
                     task = loop.create_task(self.target(), context=contextvars.copy_context())
-                    starts.target_thread = get_ident()
+                    starts.begin_run()
                     try:
                         loop.run_until_complete(task)
                     finally:
-                        starts.target_thread = None
+                        starts.end_run()
                 except RunAborted:
                     raise
                 except BaseException as exc:
@@ -221,7 +210,6 @@ class AsyncioBackend:
                 self.runs_waiting_outside += 1
             if loop._rc_ran_executor_work:
                 self.runs_with_inline_executor_work += 1
-            self.runs_starting_threads += self._started_thread
             self._controller = None
             if self._loop is not loop or loop._closed or not loop._rc_reusable():  # type: ignore[attr-defined]
                 if self._loop is loop:

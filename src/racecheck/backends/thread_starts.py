@@ -37,53 +37,82 @@ _START_NAME = next(
 )
 
 
-_POOL = concurrent.futures.ThreadPoolExecutor
-#: the same class, for patching its submit (typed loosely: the stub's signature is generic)
-_POOL_CLASS: Any = _POOL
+#: typed loosely for patching its submit (the stub's signature is generic)
+_POOL: Any = concurrent.futures.ThreadPoolExecutor
 
 
 class ThreadStarts:
-    """Tells ``on_start`` about each thread the running target starts, before it runs.
+    """Notices each thread the running target starts, before it runs, and counts the runs.
 
-    ``on_start`` gets a description (the thread's name and the user's line
-    that started it) and may raise to refuse the start.
+    ``refuse`` (optional) hears of each start first and may raise to stop it
+    (the asyncio backend moves the exploration to threads that way); a start
+    it lets through is counted, so the backend's report can say what it did
+    not schedule (:meth:`limit`).
     """
 
-    def __init__(self, on_start: Callable[[str], None]) -> None:
-        self._on_start = on_start
+    def __init__(self, refuse: Callable[[str], None] | None = None) -> None:
+        self._refuse = refuse
         self._original: Any = None
         self._submit: Any = None
-        #: the thread that runs the target, while it does (set by the backend
-        #: around the target's run: an attribute, not a context manager, on a
-        #: path every schedule takes)
+        #: the thread that runs the target, while it does (an attribute, not a
+        #: context manager: every schedule's path sets it)
         self.target_thread: int | None = None
+        #: runs in which the target started a thread, and the first one's description
+        self.runs = 0
+        self.first = ""
+        self._this_run = False
 
     def install(self) -> None:
         original = self._original = getattr(threading, _START_NAME)
         submit = self._submit = _POOL.submit
-        on_start = self._on_start
 
         def start(function: Any, *args: Any, **kwargs: Any) -> Any:
             if _thread.get_ident() == self.target_thread:
-                on_start(describe(getattr(function, "__self__", None)))
+                self._noticed(describe(getattr(function, "__self__", None)))
             return original(function, *args, **kwargs)
 
         def pool_submit(pool: Any, *args: Any, **kwargs: Any) -> Any:
             # A pool that already has its workers starts none: its work still
             # runs on threads the backend does not schedule.
             if _thread.get_ident() == self.target_thread and pool._threads:
-                on_start(describe(pool))
+                self._noticed(describe(pool))
             return submit(pool, *args, **kwargs)
 
         setattr(threading, _START_NAME, start)
-        _POOL_CLASS.submit = pool_submit
+        _POOL.submit = pool_submit
 
     def uninstall(self) -> None:
         if self._original is not None:
             setattr(threading, _START_NAME, self._original)
-            _POOL_CLASS.submit = self._submit
+            _POOL.submit = self._submit
             self._original = None
         self.target_thread = None
+
+    def begin_run(self) -> None:
+        """The target's run starts on this thread: watch it."""
+        self.target_thread = _thread.get_ident()
+        self._this_run = False
+
+    def end_run(self) -> None:
+        """The target's run is over: stop watching, count it if it started a thread."""
+        self.target_thread = None
+        self.runs += self._this_run
+
+    def limit(self, backend: str, hint: str = "") -> str | None:
+        """What a report must say if a run started threads the backend does not schedule."""
+        if not self.runs:
+            return None
+        return (
+            f"the target ran code on threads the {backend} backend does not schedule (first:"
+            f" {self.first}); they ran beside the loop in real time, so their interleavings"
+            f" with the tasks were not explored{hint}"
+        )
+
+    def _noticed(self, description: str) -> None:
+        if self._refuse is not None:
+            self._refuse(description)
+        self._this_run = True
+        self.first = self.first or description
 
 
 def describe(thread: object) -> str:

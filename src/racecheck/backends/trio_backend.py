@@ -1124,11 +1124,8 @@ class TrioBackend:
         self.current: _TrioRun | None = None
         self.runs_waiting_outside = 0
         self.runs_with_inline_workers = 0
-        #: runs in which the target started a thread, and the first one's description
-        self.runs_starting_threads = 0
-        self.first_thread_started = ""
-        self._started_thread = False
-        self._thread_starts = ThreadStarts(self._thread_started)
+        #: no backend schedules trio's tasks and threads together: the report says so
+        self._thread_starts = ThreadStarts()
 
     @property
     def scheduling_limit(self) -> str | None:
@@ -1140,12 +1137,9 @@ class TrioBackend:
         runs inline, at its call).
         """
         limits = []
-        if self.runs_starting_threads:
-            limits.append(
-                f"the target ran code on threads the trio backend does not schedule (first:"
-                f" {self.first_thread_started}); they ran beside trio's loop in real time, so"
-                " their interleavings with the tasks were not explored"
-            )
+        started = self._thread_starts.limit("trio")
+        if started:
+            limits.append(started)
         if self.runs_waiting_outside:
             limits.append(
                 "the run waited for work from threads or I/O racecheck does not run"
@@ -1165,11 +1159,6 @@ class TrioBackend:
         check_version(version)
         self.idle_io = _self_check(version)
         self._thread_starts.install()
-
-    def _thread_started(self, description: str) -> None:
-        # No backend schedules trio's tasks and threads together: say so in the report.
-        self._started_thread = True
-        self.first_thread_started = self.first_thread_started or description
 
     def uninstall(self) -> None:
         self._thread_starts.uninstall()
@@ -1198,22 +1187,20 @@ class TrioBackend:
         if controller.detector is not None:
             instruments = [_StepDetector(run, instruments[0] if instruments else None)]
         self.current = run
-        self._started_thread = False
         try:
             _patch(run, run.start_thread_soon)
             try:
-                self._thread_starts.target_thread = _thread.get_ident()
+                self._thread_starts.begin_run()
                 try:
                     trio.run(run.main, clock=run, instruments=instruments)
                 finally:
-                    self._thread_starts.target_thread = None
+                    self._thread_starts.end_run()
             finally:
                 _restore()
                 if run.hard_abort:
                     run.close_leftovers()
                 self.runs_waiting_outside += run.waited_outside
                 self.runs_with_inline_workers += run.ran_inline_worker
-                self.runs_starting_threads += self._started_thread
         except RunAborted:
             pass
         except BaseException as exc:
